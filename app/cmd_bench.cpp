@@ -1,0 +1,56 @@
+// `thinwire bench train --preset tiny|small`: training throughput and MFU against this machine's sgemm.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "app/commands.h"
+#include "core/config_io.h"
+#include "engine/bench/matmul_probe.h"
+
+namespace tw::cli {
+namespace {
+
+struct BenchArgs {
+    std::string preset = "tiny";
+    int64_t steps = 30, warmup = 5, threads = 2, batch = 16, vocab = 4096;
+    bool json = false;
+};
+
+int run_bench(const BenchArgs& a) {
+    RunConfig cfg = unwrap(parse_config("", "<bench>", {"model.preset=\"" + a.preset + "\""}));
+    cfg.model.vocab_size = a.vocab;
+    cfg.run.threads = a.threads;
+    cfg.train.batch_size = a.batch;
+    TrainBenchResult r = bench_train(cfg, a.steps, a.warmup);
+    if (a.json) {
+        std::printf("{\"impl\":\"thinwire\",\"preset\":\"%s\",\"params\":%lld,\"threads\":%lld,\"tokens_per_s\":%.1f,"
+                    "\"step_ms\":%.2f,\"model_gflops\":%.2f,\"sgemm_gflops\":%.2f,\"mfu\":%.4f,\"final_loss\":%.4f}\n",
+                    r.preset.c_str(), (long long)r.params, (long long)r.threads, r.tokens_per_s, r.step_ms,
+                    r.model_gflops, r.sgemm_gflops, r.mfu, r.final_loss);
+    } else {
+        std::printf("preset %s: %lld parameters, batch %lld × %lld, %lld threads\n", r.preset.c_str(),
+                    (long long)r.params, (long long)a.batch, (long long)cfg.model.seq_len, (long long)r.threads);
+        std::printf("  %.0f tokens/s (%.1f ms/step)\n  %.2f GFLOP/s of training vs %.2f GFLOP/s 1024² sgemm: MFU %.1f%%\n",
+                    r.tokens_per_s, r.step_ms, r.model_gflops, r.sgemm_gflops, 100 * r.mfu);
+    }
+    return 0;
+}
+
+}  // namespace
+
+Command add_bench(CLI::App& app, const Globals&) {
+    auto* sub = app.add_subcommand("bench", "Benchmarks that print measured figures");
+    sub->require_subcommand(1);
+    auto* train = sub->add_subcommand("train", "Training tokens/s and MFU of a preset on random tokens");
+    auto args = std::make_shared<BenchArgs>();
+    train->add_option("--preset", args->preset, "tiny | small | base | paper178m")->capture_default_str();
+    train->add_option("--steps", args->steps, "timed steps")->capture_default_str();
+    train->add_option("--warmup", args->warmup, "untimed steps first")->capture_default_str();
+    train->add_option("--threads", args->threads, "intra-op threads")->capture_default_str();
+    train->add_option("--batch", args->batch, "sequences per step")->capture_default_str();
+    train->add_option("--vocab", args->vocab, "vocabulary size")->capture_default_str();
+    train->add_flag("--json", args->json, "one JSON line (for tests/bench/compare_train.sh)");
+    return {sub, [args] { return run_bench(*args); }};
+}
+
+}  // namespace tw::cli

@@ -1,0 +1,25 @@
+// Subcommands of the `thinwire` CLI. Each registers a subcommand with its options on the CLI11 app
+// and returns the function to run when it is chosen; main() turns errors into one line + exit 1.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+
+namespace CLI { class App; }
+
+namespace tw::cli {
+
+struct Globals {
+    std::string db_path = "thinwire.db";  // --db
+};
+
+using Action = std::function<int()>;
+using Command = std::pair<CLI::App*, Action>;
+
+Command add_train(CLI::App& app, const Globals& g);
+Command add_data(CLI::App& app, const Globals& g);
+Command add_runs(CLI::App& app, const Globals& g);
+Command add_bench(CLI::App& app, const Globals& g);
+
+}  // namespace tw::cli

@@ -1,0 +1,73 @@
+// Run configuration: plain aggregate structs with defaults, parsed from TOML (core/config_io.h).
+// The resolved config (defaults filled in) is stored with every run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tw {
+
+// [model] — LLaMA-style decoder, METHODS.md §0. `preset` fills the shape; explicit keys override it.
+struct ModelConfig {
+    std::string preset = "tiny";  // tiny | small | base | paper178m
+    int64_t vocab_size = 0;       // 0 = take it from the tokenizer / shards
+    int64_t d_model = 128;        // residual width
+    int64_t n_layer = 4;          // decoder blocks
+    int64_t n_head = 4;           // attention heads; d_model % n_head == 0
+    int64_t d_ff = 0;             // SwiGLU hidden width; 0 = 8/3·d_model rounded up to a multiple of 32
+    int64_t seq_len = 128;        // context length T
+    bool tie_embeddings = true;   // head shares the token embedding
+    double rope_theta = 10000.0;  // RoPE base
+    double norm_eps = 1e-5;       // RMSNorm epsilon
+    double init_std = 0.02;       // N(0, init_std) for weights; residual writers scaled by 1/sqrt(2·n_layer)
+
+    int64_t ff_width() const { return d_ff > 0 ? d_ff : ((8 * d_model / 3 + 31) / 32) * 32; }
+    int64_t head_dim() const { return d_model / n_head; }
+};
+
+// [data] — corpus, tokenizer, split, loader filters.
+struct DataConfig {
+    std::string corpus = "brown";        // "brown", or a path to a plain-text file or folder
+    std::string cache_dir = ".cache/thinwire";  // where the corpus, tokenizer and shards are cached
+    int64_t vocab_size = 4096;            // SentencePiece BPE vocabulary
+    double val_fraction = 0.1;            // held-out documents, every 1/val_fraction-th per genre
+    std::vector<std::string> genres;      // Brown genre letters a–r to train on; empty = all
+    std::string train_shard;              // optional llm.c .bin shard instead of the corpus
+    std::string val_shard;                // its validation shard (required with train_shard)
+};
+
+// [train] — inner optimizer and loop.
+struct TrainConfig {
+    int64_t steps = 600;            // optimizer steps
+    int64_t batch_size = 16;        // sequences per step (B)
+    double lr = 3e-3;               // peak AdamW learning rate
+    double min_lr_frac = 0.1;       // cosine decays to lr·min_lr_frac
+    int64_t warmup_steps = 50;      // linear warm-up
+    double weight_decay = 0.1;      // AdamW decoupled decay (matrices only)
+    double beta1 = 0.9;
+    double beta2 = 0.95;
+    double grad_clip = 1.0;         // max global grad norm; 0 = off
+    int64_t eval_every = 100;       // steps between validation passes; 0 = only at the end
+    int64_t eval_batches = 8;       // validation batches per pass
+    int64_t log_every = 10;         // steps between plain progress lines (non-terminal output)
+    int64_t ckpt_every = 0;         // steps between checkpoints; 0 = only at the end when ckpt_path set
+    std::string ckpt_path;          // checkpoint file; empty = no checkpoints
+    bool resume = false;            // continue from ckpt_path if it exists
+};
+
+// [run]
+struct RunSection {
+    std::string name = "default";   // label stored with the run
+    int64_t seed = 1337;            // weights, data order
+    int64_t threads = 2;            // intra-op threads (same seed + threads → identical losses)
+};
+
+struct RunConfig {
+    RunSection run;
+    ModelConfig model;
+    DataConfig data;
+    TrainConfig train;
+};
+
+}  // namespace tw

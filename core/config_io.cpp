@@ -1,0 +1,324 @@
+// TOML parsing for RunConfig through one table of field descriptors, so parsing, overrides,
+// range checks and serialisation cannot drift apart.
+#include "core/config_io.h"
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <variant>
+
+#include <toml++/toml.h>
+
+namespace tw {
+namespace {
+
+using Ptr = std::variant<int64_t*, double*, bool*, std::string*, std::vector<std::string>*>;
+
+struct Field {
+    std::string key;  // dotted, e.g. "model.d_model"
+    Ptr ptr;
+    double min = -INFINITY;  // inclusive numeric range
+    double max = INFINITY;
+    std::vector<std::string> choices;  // allowed strings (empty = any)
+};
+
+std::vector<Field> fields_of(RunConfig& c) {
+    const double inf = INFINITY;
+    return {
+        {"run.name", &c.run.name},
+        {"run.seed", &c.run.seed, 0, 9.0e15},
+        {"run.threads", &c.run.threads, 1, 256},
+
+        {"model.preset", &c.model.preset, -inf, inf, {"tiny", "small", "base", "paper178m"}},
+        {"model.vocab_size", &c.model.vocab_size, 0, 1 << 20},
+        {"model.d_model", &c.model.d_model, 8, 65536},
+        {"model.n_layer", &c.model.n_layer, 1, 1024},
+        {"model.n_head", &c.model.n_head, 1, 1024},
+        {"model.d_ff", &c.model.d_ff, 0, 1 << 20},
+        {"model.seq_len", &c.model.seq_len, 2, 1 << 20},
+        {"model.tie_embeddings", &c.model.tie_embeddings},
+        {"model.rope_theta", &c.model.rope_theta, 1, inf},
+        {"model.norm_eps", &c.model.norm_eps, 1e-12, 1},
+        {"model.init_std", &c.model.init_std, 1e-6, 10},
+
+        {"data.corpus", &c.data.corpus},
+        {"data.cache_dir", &c.data.cache_dir},
+        {"data.vocab_size", &c.data.vocab_size, 64, 65535},
+        {"data.val_fraction", &c.data.val_fraction, 0.01, 0.5},
+        {"data.genres", &c.data.genres},
+        {"data.train_shard", &c.data.train_shard},
+        {"data.val_shard", &c.data.val_shard},
+
+        {"train.steps", &c.train.steps, 0, 1e12},
+        {"train.batch_size", &c.train.batch_size, 1, 1 << 20},
+        {"train.lr", &c.train.lr, 0, 10},
+        {"train.min_lr_frac", &c.train.min_lr_frac, 0, 1},
+        {"train.warmup_steps", &c.train.warmup_steps, 0, 1e12},
+        {"train.weight_decay", &c.train.weight_decay, 0, 10},
+        {"train.beta1", &c.train.beta1, 0, 0.999999},
+        {"train.beta2", &c.train.beta2, 0, 0.999999},
+        {"train.grad_clip", &c.train.grad_clip, 0, 1e9},
+        {"train.eval_every", &c.train.eval_every, 0, 1e12},
+        {"train.eval_batches", &c.train.eval_batches, 1, 1e6},
+        {"train.log_every", &c.train.log_every, 1, 1e12},
+        {"train.ckpt_every", &c.train.ckpt_every, 0, 1e12},
+        {"train.ckpt_path", &c.train.ckpt_path},
+        {"train.resume", &c.train.resume},
+    };
+}
+
+const char* type_name(const Ptr& p) {
+    switch (p.index()) {
+        case 0: return "an integer";
+        case 1: return "a number";
+        case 2: return "a boolean";
+        case 3: return "a string";
+        default: return "an array of strings";
+    }
+}
+
+std::string fmt_num(double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+}
+
+// Assigns a TOML node to a field; returns "" or the reason it was refused.
+std::string assign(const Field& f, const toml::node& node) {
+    return std::visit(
+        [&](auto* p) -> std::string {
+            using T = std::remove_pointer_t<decltype(p)>;
+            if constexpr (std::is_same_v<T, int64_t>) {
+                auto v = node.value_exact<int64_t>();
+                if (!v) return std::string("expected ") + type_name(f.ptr);
+                if (*v < f.min || *v > f.max)
+                    return "value " + std::to_string(*v) + " is out of range [" + fmt_num(f.min) + ", " +
+                           fmt_num(f.max) + "]";
+                *p = *v;
+            } else if constexpr (std::is_same_v<T, double>) {
+                auto v = node.value<double>();  // integers are accepted for floats
+                if (!v || node.is_boolean()) return std::string("expected ") + type_name(f.ptr);
+                if (!std::isfinite(*v) || *v < f.min || *v > f.max)
+                    return "value " + fmt_num(*v) + " is out of range [" + fmt_num(f.min) + ", " + fmt_num(f.max) +
+                           "]";
+                *p = *v;
+            } else if constexpr (std::is_same_v<T, bool>) {
+                auto v = node.value_exact<bool>();
+                if (!v) return std::string("expected ") + type_name(f.ptr);
+                *p = *v;
+            } else if constexpr (std::is_same_v<T, std::string>) {
+                auto v = node.value_exact<std::string>();
+                if (!v) return std::string("expected ") + type_name(f.ptr);
+                if (!f.choices.empty()) {
+                    bool ok = false;
+                    std::string list;
+                    for (auto& c : f.choices) {
+                        ok = ok || c == *v;
+                        list += (list.empty() ? "" : ", ") + c;
+                    }
+                    if (!ok) return "unknown value \"" + *v + "\" (expected one of: " + list + ")";
+                }
+                *p = *v;
+            } else {
+                auto* arr = node.as_array();
+                if (!arr) return std::string("expected ") + type_name(f.ptr);
+                std::vector<std::string> out;
+                for (auto& el : *arr) {
+                    auto s = el.value_exact<std::string>();
+                    if (!s) return std::string("expected ") + type_name(f.ptr);
+                    out.push_back(*s);
+                }
+                *p = out;
+            }
+            return "";
+        },
+        f.ptr);
+}
+
+// Flattens a TOML table into dotted keys → nodes (arrays are leaves).
+void flatten(const toml::table& t, const std::string& prefix, std::vector<std::pair<std::string, const toml::node*>>& out) {
+    for (auto& [k, v] : t) {
+        std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+        if (auto* sub = v.as_table())
+            flatten(*sub, key, out);
+        else
+            out.emplace_back(key, &v);
+    }
+}
+
+
+// Parses TOML text; Debian's toml++ is built with exceptions, caught here and nowhere else.
+bool parse_toml(const std::string& text, const std::string& source, toml::table& out, std::string& error) {
+    try {
+        out = toml::parse(text, source);
+        return true;
+    } catch (const toml::parse_error& e) {
+        std::ostringstream os;
+        os << source << ":" << e.source().begin.line << ":" << e.source().begin.column << ": " << e.description();
+        error = os.str();
+        return false;
+    }
+}
+
+}  // namespace
+
+Status apply_model_preset(const std::string& preset, ModelConfig& m) {
+    struct Shape { int64_t d, l, h, ff, t; };
+    static const std::map<std::string, Shape> kPresets = {
+        {"tiny", {128, 4, 4, 0, 128}},          // ~1.3M with a 4096 vocabulary: trains in minutes on 2 cores
+        {"small", {256, 6, 8, 0, 256}},         // ~6M
+        {"base", {512, 8, 8, 0, 512}},          // ~27M
+        {"paper178m", {1024, 12, 16, 2048, 1024}},  // ~178M with a GPT-2 (50257) tied vocabulary
+    };
+    auto it = kPresets.find(preset);
+    if (it == kPresets.end()) return Status::error("unknown model preset \"" + preset + "\"");
+    m.preset = preset;
+    m.d_model = it->second.d;
+    m.n_layer = it->second.l;
+    m.n_head = it->second.h;
+    m.d_ff = it->second.ff;
+    m.seq_len = it->second.t;
+    return Status::ok();
+}
+
+Result<RunConfig> parse_config(const std::string& text, const std::string& source,
+                               const std::vector<std::string>& overrides) {
+    std::vector<std::string> problems;
+    std::vector<std::pair<std::string, const toml::node*>> items;  // (key, node) in application order
+    std::vector<std::string> origins;                              // where each item came from
+
+    toml::table file_table;
+    if (!text.empty()) {
+        std::string error;
+        if (!parse_toml(text, source, file_table, error)) return Result<RunConfig>::error(error);
+        size_t before = items.size();
+        flatten(file_table, "", items);
+        origins.insert(origins.end(), items.size() - before, source);
+    }
+    std::vector<toml::table> override_tables;
+    override_tables.reserve(overrides.size());
+    for (auto& o : overrides) {
+        auto eq = o.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            problems.push_back("--set " + o + ": expected key=value");
+            continue;
+        }
+        std::string key = o.substr(0, eq), val = o.substr(eq + 1);
+        toml::table t;
+        std::string ignored;
+        if (!parse_toml("x = " + val, "--set", t, ignored) &&
+            !parse_toml("x = \"" + val + "\"", "--set", t, ignored)) {  // bare words are strings
+            problems.push_back("--set " + key + ": cannot parse value \"" + val + "\"");
+            continue;
+        }
+        override_tables.push_back(std::move(t));
+        items.emplace_back(key, override_tables.back().get("x"));
+        origins.push_back("--set");
+    }
+
+    RunConfig cfg;
+    auto fields = fields_of(cfg);
+    auto find = [&](const std::string& k) -> const Field* {
+        for (auto& f : fields)
+            if (f.key == k) return &f;
+        return nullptr;
+    };
+    // The preset goes first (the last one given wins) so explicit shape keys override it.
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i].first != "model.preset") continue;
+        std::string why = assign(*find("model.preset"), *items[i].second);
+        if (!why.empty()) problems.push_back(origins[i] + ": model.preset: " + why);
+    }
+    if (Status s = apply_model_preset(cfg.model.preset, cfg.model); !s) problems.push_back(s.message());
+
+    for (size_t i = 0; i < items.size(); ++i) {
+        auto& [key, node] = items[i];
+        if (key == "model.preset") continue;
+        const Field* f = find(key);
+        if (!f) {
+            problems.push_back(origins[i] + ": " + key + ": unknown key");
+            continue;
+        }
+        std::string why = assign(*f, *node);
+        if (!why.empty()) problems.push_back(origins[i] + ": " + key + ": " + why);
+    }
+    if (problems.empty()) {
+        if (Status s = validate_config(cfg); !s) return Result<RunConfig>::error(source + ": " + s.message());
+        return cfg;
+    }
+    std::string msg = std::to_string(problems.size()) + (problems.size() == 1 ? " problem" : " problems") +
+                      " in the configuration:";
+    for (auto& p : problems) msg += "\n  " + p;
+    return Result<RunConfig>::error(msg);
+}
+
+Result<RunConfig> load_config(const std::string& path, const std::vector<std::string>& overrides) {
+    if (path.empty()) return parse_config("", "<default>", overrides);
+    std::ifstream in(path);
+    if (!in) return Result<RunConfig>::error("cannot read config file " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    if (text.empty()) text = "# empty\n";  // an empty file is the defaults, not "no file"
+    return parse_config(text, path, overrides);
+}
+
+Status validate_config(const RunConfig& c) {
+    std::vector<std::string> p;
+    if (c.model.d_model % c.model.n_head != 0)
+        p.push_back("model.d_model " + std::to_string(c.model.d_model) + " is not divisible by model.n_head " +
+                    std::to_string(c.model.n_head));
+    else if (c.model.head_dim() % 2 != 0)
+        p.push_back("model.d_model / model.n_head must be even for RoPE (it is " + std::to_string(c.model.head_dim()) +
+                    ")");
+    if (!c.data.train_shard.empty() && c.data.val_shard.empty())
+        p.push_back("data.val_shard is required when data.train_shard is set");
+    if (!c.data.train_shard.empty() && c.model.vocab_size == 0)
+        p.push_back("model.vocab_size must be set when training from shards (the tokenizer is not known)");
+    for (auto& g : c.data.genres)
+        if (g.size() != 1 || g[0] < 'a' || g[0] > 'r')
+            p.push_back("data.genres: \"" + g + "\" is not a Brown genre letter a-r");
+    if (c.train.resume && c.train.ckpt_path.empty()) p.push_back("train.resume needs train.ckpt_path");
+    if (p.empty()) return Status::ok();
+    std::string msg = p[0];
+    for (size_t i = 1; i < p.size(); ++i) msg += "\n  " + p[i];
+    return Status::error(msg);
+}
+
+std::string to_toml(const RunConfig& cfg_in) {
+    RunConfig cfg = cfg_in;
+    std::map<std::string, toml::table> sections;
+    for (auto& f : fields_of(cfg)) {
+        auto dot = f.key.find('.');
+        std::string sec = f.key.substr(0, dot), name = f.key.substr(dot + 1);
+        std::visit(
+            [&](auto* p) {
+                using T = std::remove_pointer_t<decltype(p)>;
+                if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+                    toml::array a;
+                    for (auto& s : *p) a.push_back(s);
+                    sections[sec].insert_or_assign(name, a);
+                } else {
+                    sections[sec].insert_or_assign(name, *p);
+                }
+            },
+            f.ptr);
+    }
+    std::ostringstream os;
+    for (const char* sec : {"run", "model", "data", "train"}) {
+        os << "[" << sec << "]\n" << sections[sec] << "\n\n";
+    }
+    return os.str();
+}
+
+std::string config_hash(const RunConfig& cfg) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char ch : to_toml(cfg)) h = (h ^ ch) * 1099511628211ull;
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return buf;
+}
+
+}  // namespace tw

@@ -1,0 +1,32 @@
+// TOML ⇄ RunConfig. Every problem in a file is reported at once, each naming file, key and reason.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/status.h"
+
+namespace tw {
+
+// Fills `model` with a named preset's shape (tiny, small, base, paper178m). Error names the preset.
+Status apply_model_preset(const std::string& preset, ModelConfig& model);
+
+// Parses TOML text. `source` names the file in messages. `overrides` are "dotted.key=value" strings
+// (from --set) applied after the file. An empty text is the built-in default.
+Result<RunConfig> parse_config(const std::string& toml_text, const std::string& source,
+                               const std::vector<std::string>& overrides = {});
+
+// Reads and parses a file; an empty path means the built-in default.
+Result<RunConfig> load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Checks cross-field constraints (d_model % n_head, ranges already checked per key). All problems at once.
+Status validate_config(const RunConfig& cfg);
+
+// The resolved config as TOML: every key, defaults filled in. parse_config(to_toml(c)) == c.
+std::string to_toml(const RunConfig& cfg);
+
+// FNV-1a 64 of the resolved TOML, as 16 hex digits.
+std::string config_hash(const RunConfig& cfg);
+
+}  // namespace tw

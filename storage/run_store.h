@@ -1,0 +1,102 @@
+// RunStore: the runs, their nodes, metrics and events in one SQLite file (ARCHITECTURE.md "Persistence").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/metrics.h"
+#include "core/status.h"
+#include "storage/sqlite.h"
+
+namespace tw {
+
+// One row of the run list, with the latest progress derived from the metrics table.
+struct RunSummary {
+    int64_t id = 0;
+    std::string name;
+    RunStatus status = RunStatus::kRunning;
+    std::string created_at;                  // ISO-8601 UTC with milliseconds, "2025-01-31T12:00:00.000Z"
+    std::optional<std::string> finished_at;  // same format; empty while the run is running
+    std::string kind;                        // "train" for now
+    std::string config_hash;                 // hash of the resolved config (core/config_io.h config_hash)
+    int64_t seed = 0;
+    std::optional<int64_t> last_step;       // largest step of any metric; empty before the first metric
+    std::optional<double> last_train_loss;  // "train.loss" at its largest step; empty if never reported
+    std::optional<double> last_val_loss;    // "val.loss" at its largest step; empty if never reported
+    std::string reason;                     // why it finished, failed or was interrupted; "" when none given
+    std::string notes;                      // free text set by the user
+    std::string tags;                       // free text set by the user (the UI decides the separator)
+};
+
+// A process taking part in a run (rows of run_nodes).
+struct RunNode {
+    std::string node;      // node name as it appears in MetricRecord::node
+    std::string endpoint;  // transport address, "" for in-process
+    std::string role;      // free text, e.g. "trainer", "coordinator"
+    int64_t replica = -1;  // data-parallel replica index, -1 when not applicable
+    int64_t stage = -1;    // pipeline stage index, -1 when not applicable
+};
+
+// Parses the text written by to_string(RunStatus); empty for anything else.
+std::optional<RunStatus> parse_run_status(std::string_view text);
+
+// The run database. Every call is one transaction at most, serialized by an internal mutex, so one RunStore can
+// be shared by a training thread and the UI. Several processes may open the same file: WAL lets readers proceed
+// while one writer writes, and writers wait up to 5 s for each other. Move-only.
+class RunStore {
+  public:
+    // Opens or creates the database at `path` (":memory:" for a throw-away one) and migrates it to the latest
+    // schema; fails if the file is not a database or has a newer schema than this build knows.
+    static Result<RunStore> open(const std::string& path);
+
+    // --- writing a run ---
+
+    // Creates a run with status running and created_at now; returns its id (ids increase with creation).
+    Result<int64_t> create_run(const std::string& name, const std::string& kind, const std::string& config_toml,
+                               const std::string& config_hash, int64_t seed);
+    // Sets a terminal status (not kRunning), finished_at now and the reason; "no run with id N" if missing.
+    Status finish_run(int64_t id, RunStatus status, const std::string& reason);
+    // Records a node of the run.
+    Status add_node(int64_t id, const RunNode& node);
+    // Appends metrics in one transaction: all of them or none. Fails if the run does not exist.
+    Status add_metrics(int64_t id, const std::vector<MetricRecord>& records);
+    // Appends one event.
+    Status add_event(int64_t id, const EventRecord& event);
+    // Replaces the run's notes / tags; "no run with id N" if missing.
+    Status set_notes(int64_t id, const std::string& text);
+    Status set_tags(int64_t id, const std::string& text);
+
+    // --- reading ---
+
+    // All runs, oldest first (ascending id).
+    Result<std::vector<RunSummary>> list_runs();
+    // One run; "no run with id N" if missing.
+    Result<RunSummary> get_run(int64_t id);
+    // The resolved config TOML stored with the run; "no run with id N" if missing.
+    Result<std::string> config_toml(int64_t id);
+    // The run's nodes in insertion order.
+    Result<std::vector<RunNode>> nodes(int64_t id);
+    // Every record named `name` from all nodes of the run, ordered by step, ties in insertion order;
+    // "no run with id N" if missing, empty if the run has no such metric.
+    Result<std::vector<MetricRecord>> metrics(int64_t id, const std::string& name);
+    // The run's events in insertion order.
+    Result<std::vector<EventRecord>> events(int64_t id);
+
+    // The path given to open().
+    const std::string& path() const { return db_.path(); }
+
+  private:
+    explicit RunStore(Database db) : db_(std::move(db)), mu_(std::make_unique<std::mutex>()) {}
+    Status require_run(int64_t id);  // "no run with id N" unless it exists; caller holds mu_
+    Status update_text(int64_t id, const char* sql, const std::string& text);
+
+    Database db_;
+    std::unique_ptr<std::mutex> mu_;  // behind a pointer so RunStore stays movable
+};
+
+}  // namespace tw

@@ -1,0 +1,92 @@
+// Config parsing: defaults, presets, overrides, and errors that name file, key and reason.
+#include <gtest/gtest.h>
+
+#include "core/config_io.h"
+
+namespace tw {
+namespace {
+
+TEST(Config, EmptyTextIsTheBuiltInDefault) {
+    auto c = parse_config("", "<default>");
+    ASSERT_TRUE(c) << c.message();
+    EXPECT_EQ(c->model.preset, "tiny");
+    EXPECT_EQ(c->model.d_model, 128);
+    EXPECT_EQ(c->data.corpus, "brown");
+    EXPECT_EQ(c->data.vocab_size, 4096);
+}
+
+TEST(Config, PresetFillsShapeAndExplicitKeysOverrideIt) {
+    auto c = parse_config("[model]\nd_model = 64\npreset = \"small\"\n", "a.toml");
+    ASSERT_TRUE(c) << c.message();
+    EXPECT_EQ(c->model.n_layer, 6);   // from the preset
+    EXPECT_EQ(c->model.d_model, 64);  // explicit key wins even when written before the preset
+}
+
+TEST(Config, DottedOverridesApplyAfterTheFile) {
+    auto c = parse_config("[train]\nsteps = 10\n", "a.toml", {"train.steps=20", "model.d_model=256", "run.name=abc",
+                                                              "data.genres=[\"a\",\"b\"]"});
+    ASSERT_TRUE(c) << c.message();
+    EXPECT_EQ(c->train.steps, 20);
+    EXPECT_EQ(c->model.d_model, 256);
+    EXPECT_EQ(c->run.name, "abc");  // a bare word is a string
+    EXPECT_EQ(c->data.genres, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(Config, AllProblemsAreReportedAtOnceNamingFileAndKey) {
+    auto c = parse_config("[model]\nd_modle = 3\nn_layer = \"four\"\n[train]\nlr = -1.0\n", "exp.toml");
+    ASSERT_FALSE(c);
+    const std::string& m = c.message();
+    EXPECT_NE(m.find("3 problems"), std::string::npos) << m;
+    EXPECT_NE(m.find("exp.toml: model.d_modle: unknown key"), std::string::npos) << m;
+    EXPECT_NE(m.find("exp.toml: model.n_layer: expected an integer"), std::string::npos) << m;
+    EXPECT_NE(m.find("exp.toml: train.lr: value -1 is out of range"), std::string::npos) << m;
+}
+
+TEST(Config, OverrideErrorsNameTheKey) {
+    auto c = parse_config("", "<default>", {"model.n_head=0", "nonsense"});
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.message().find("--set: model.n_head: value 0 is out of range"), std::string::npos) << c.message();
+    EXPECT_NE(c.message().find("--set nonsense: expected key=value"), std::string::npos) << c.message();
+}
+
+TEST(Config, UnknownPresetAndChoiceAreErrors) {
+    auto c = parse_config("[model]\npreset = \"huge\"\n", "p.toml");
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.message().find("p.toml: model.preset: unknown value \"huge\""), std::string::npos) << c.message();
+}
+
+TEST(Config, CrossFieldValidationExplainsTheConflict) {
+    auto c = parse_config("[model]\nd_model = 100\nn_head = 3\n", "x.toml");
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.message().find("model.d_model 100 is not divisible by model.n_head 3"), std::string::npos)
+        << c.message();
+    auto g = parse_config("[data]\ngenres = [\"z\"]\n", "x.toml");
+    ASSERT_FALSE(g);
+    EXPECT_NE(g.message().find("\"z\" is not a Brown genre"), std::string::npos) << g.message();
+}
+
+TEST(Config, TomlSyntaxErrorsGiveLineAndColumn) {
+    auto c = parse_config("[model\n", "bad.toml");
+    ASSERT_FALSE(c);
+    EXPECT_EQ(c.message().rfind("bad.toml:1:", 0), 0u) << c.message();
+}
+
+TEST(Config, ResolvedTomlRoundTrips) {
+    auto c = parse_config("[model]\npreset = \"small\"\n[data]\ngenres = [\"k\"]\n", "a.toml", {"train.lr=0.01"});
+    ASSERT_TRUE(c) << c.message();
+    const std::string text = to_toml(*c);
+    auto back = parse_config(text, "resolved");
+    ASSERT_TRUE(back) << back.message() << "\n" << text;
+    EXPECT_EQ(to_toml(*back), text);
+    EXPECT_EQ(config_hash(*back), config_hash(*c));
+    EXPECT_NE(config_hash(*c), config_hash(parse_config("", "d").value()));
+}
+
+TEST(Config, MissingFileIsAClearError) {
+    auto c = load_config("/nonexistent/run.toml");
+    ASSERT_FALSE(c);
+    EXPECT_EQ(c.message(), "cannot read config file /nonexistent/run.toml");
+}
+
+}  // namespace
+}  // namespace tw

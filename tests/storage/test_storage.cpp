@@ -1,0 +1,594 @@
+// Tests of storage/: SQLite wrapper, schema migrations, RunStore and MetricBuffer against real temp files.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/metric_writer.h"
+#include "storage/run_store.h"
+#include "storage/schema.h"
+#include "storage/sqlite.h"
+
+namespace tw {
+namespace {
+
+// A database path unique to this process and test, removed (with its -wal and -shm files) afterwards.
+class TempDb {
+  public:
+    TempDb() {
+        static int counter = 0;
+        const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+        path_ = testing::TempDir() + "tw_storage_" + info->test_suite_name() + "_" + info->name() + "_" +
+                std::to_string(getpid()) + "_" + std::to_string(counter++) + ".db";
+        remove_files();
+    }
+    ~TempDb() { remove_files(); }
+    const std::string& path() const { return path_; }
+
+  private:
+    void remove_files() {
+        for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((path_ + suffix).c_str());
+    }
+    std::string path_;
+};
+
+Database open_db(const std::string& path) {
+    auto db = Database::open(path);
+    EXPECT_TRUE(db.is_ok()) << db.message();
+    return std::move(db).value();
+}
+
+RunStore open_store(const std::string& path) {
+    auto store = RunStore::open(path);
+    EXPECT_TRUE(store.is_ok()) << store.message();
+    return std::move(store).value();
+}
+
+int64_t count(Database& db, const std::string& sql) {
+    auto n = db.query_int64(sql);
+    EXPECT_TRUE(n.is_ok()) << n.message();
+    return n ? n.value() : -1;
+}
+
+MetricRecord metric(int64_t step, const std::string& name, double value, const std::string& node = "local") {
+    MetricRecord r;
+    r.node = node;
+    r.step = step;
+    r.outer_step = step / 10;
+    r.wall_s = 0.5 * static_cast<double>(step);
+    r.sim_s = 2.0 * static_cast<double>(step);
+    r.name = name;
+    r.value = value;
+    return r;
+}
+
+// True for "YYYY-MM-DDTHH:MM:SS.mmmZ" (digits where the pattern has 9).
+bool is_iso8601_utc_ms(const std::string& s) {
+    const std::string pattern = "9999-99-99T99:99:99.999Z";
+    if (s.size() != pattern.size()) return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const bool digit = s[i] >= '0' && s[i] <= '9';
+        if (pattern[i] == '9' ? !digit : s[i] != pattern[i]) return false;
+    }
+    return true;
+}
+
+// --- SQLite wrapper ----------------------------------------------------------------------------------------------
+
+TEST(Sqlite, OpenSetsWalBusyTimeoutAndForeignKeys) {
+    TempDb tmp;
+    Database db = open_db(tmp.path());
+    auto mode = db.prepare("PRAGMA journal_mode");
+    ASSERT_TRUE(mode.is_ok()) << mode.message();
+    ASSERT_TRUE(mode->step().value());
+    EXPECT_EQ(mode->column_text(0), "wal");
+    EXPECT_EQ(count(db, "PRAGMA busy_timeout"), 5000);
+    EXPECT_EQ(count(db, "PRAGMA foreign_keys"), 1);
+}
+
+TEST(Sqlite, OpenFailureNamesThePath) {
+    const std::string path = "/nonexistent_tw_dir/sub/run.db";
+    auto db = Database::open(path);
+    ASSERT_FALSE(db.is_ok());
+    EXPECT_NE(db.message().find(path), std::string::npos) << db.message();
+}
+
+TEST(Sqlite, FileThatIsNotADatabaseIsAnErrorNamingThePath) {
+    TempDb tmp;
+    std::ofstream(tmp.path()) << std::string(4096, 'x');
+    auto store = RunStore::open(tmp.path());
+    ASSERT_FALSE(store.is_ok());
+    EXPECT_NE(store.message().find(tmp.path()), std::string::npos) << store.message();
+    EXPECT_NE(store.message().find("not a database"), std::string::npos) << store.message();
+}
+
+TEST(Sqlite, ErrorsCarrySqliteMessageAndSql) {
+    Database db = open_db(":memory:");
+    Status s = db.exec("CREATE TABLE t(a); INSERT INTO nope VALUES (1)");
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find("no such table: nope"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("INSERT INTO nope"), std::string::npos) << s.message();
+
+    auto st = db.prepare("SELEC 1");
+    ASSERT_FALSE(st.is_ok());
+    EXPECT_NE(st.message().find("syntax error"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("SELEC 1"), std::string::npos) << st.message();
+}
+
+TEST(Sqlite, StatementBindsEveryTypeAndReadsBack) {
+    Database db = open_db(":memory:");
+    ASSERT_TRUE(db.exec("CREATE TABLE t(i INTEGER, d REAL, s TEXT, n)").is_ok());
+    auto ins = db.prepare("INSERT INTO t VALUES (?1, ?2, ?3, ?4)");
+    ASSERT_TRUE(ins.is_ok()) << ins.message();
+    ins->bind_int64(1, int64_t{1} << 40);
+    ins->bind_double(2, 0.1);
+    ins->bind_text(3, std::string("a\0b", 3));  // embedded NUL survives: length is bound, not strlen
+    ins->bind_null(4);
+    ASSERT_TRUE(ins->run().is_ok());
+
+    auto sel = db.prepare("SELECT i, d, s, n FROM t");
+    ASSERT_TRUE(sel.is_ok());
+    ASSERT_TRUE(sel->step().value());
+    EXPECT_EQ(sel->column_int64(0), int64_t{1} << 40);
+    EXPECT_EQ(sel->column_double(1), 0.1);
+    EXPECT_EQ(sel->column_text(2), std::string("a\0b", 3));
+    EXPECT_TRUE(sel->column_is_null(3));
+    EXPECT_FALSE(sel->column_is_null(0));
+    EXPECT_FALSE(sel->step().value());
+}
+
+TEST(Sqlite, RunRewindsSoTheStatementCanBeRebound) {
+    Database db = open_db(":memory:");
+    ASSERT_TRUE(db.exec("CREATE TABLE t(a INTEGER)").is_ok());
+    auto ins = db.prepare("INSERT INTO t VALUES (?1)");
+    ASSERT_TRUE(ins.is_ok());
+    for (int64_t a : {7, 8, 9}) {
+        ins->bind_int64(1, a);
+        ASSERT_TRUE(ins->run().is_ok());
+    }
+    EXPECT_EQ(count(db, "SELECT SUM(a) FROM t"), 24);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM t"), 3);
+}
+
+TEST(Sqlite, FailedBindIsReportedByRunAndNothingIsInserted) {
+    Database db = open_db(":memory:");
+    ASSERT_TRUE(db.exec("CREATE TABLE t(a)").is_ok());
+    auto ins = db.prepare("INSERT INTO t VALUES (?1)");
+    ASSERT_TRUE(ins.is_ok());
+    EXPECT_FALSE(ins->bind_int64(2, 1).is_ok());  // only ?1 exists
+    Status s = ins->run();
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find("parameter 2"), std::string::npos) << s.message();
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM t"), 0);
+    ins->reset();  // clears the remembered bind error
+    ins->bind_int64(1, 5);
+    EXPECT_TRUE(ins->run().is_ok());
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM t"), 1);
+}
+
+TEST(Sqlite, TransactionNotCommittedLeavesNoRows) {
+    TempDb tmp;
+    Database db = open_db(tmp.path());
+    ASSERT_TRUE(db.exec("CREATE TABLE t(a)").is_ok());
+    {
+        auto tx = Transaction::begin(db);
+        ASSERT_TRUE(tx.is_ok()) << tx.message();
+        ASSERT_TRUE(db.exec("INSERT INTO t VALUES (1), (2), (3)").is_ok());
+        EXPECT_EQ(count(db, "SELECT COUNT(*) FROM t"), 3);  // visible inside the transaction
+    }
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM t"), 0);
+    // The connection is usable again: no transaction was left open.
+    auto tx = Transaction::begin(db);
+    ASSERT_TRUE(tx.is_ok()) << tx.message();
+    ASSERT_TRUE(db.exec("INSERT INTO t VALUES (4)").is_ok());
+    ASSERT_TRUE(tx->commit().is_ok());
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM t"), 1);
+    // A second connection sees only committed rows.
+    Database other = open_db(tmp.path());
+    EXPECT_EQ(count(other, "SELECT SUM(a) FROM t"), 4);
+}
+
+TEST(Sqlite, CommitTwiceIsAnError) {
+    Database db = open_db(":memory:");
+    auto tx = Transaction::begin(db);
+    ASSERT_TRUE(tx.is_ok());
+    EXPECT_TRUE(tx->commit().is_ok());
+    EXPECT_FALSE(tx->commit().is_ok());
+}
+
+// --- schema ------------------------------------------------------------------------------------------------------
+
+TEST(Schema, MigratesEmptyDatabaseToLatestVersion) {
+    TempDb tmp;
+    Database db = open_db(tmp.path());
+    EXPECT_EQ(schema_version(db).value(), 0);
+    ASSERT_TRUE(migrate(db).is_ok());
+    EXPECT_EQ(schema_version(db).value(), latest_schema_version());
+    EXPECT_EQ(latest_schema_version(), static_cast<int>(schema_migrations().size()));
+    EXPECT_EQ(count(db,
+                    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND "
+                    "name IN ('runs', 'run_nodes', 'metrics', 'events')"),
+              4);
+    EXPECT_EQ(count(db,
+                    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND "
+                    "name = 'metrics_run_name_step'"),
+              1);
+    // A second migrate is a no-op, not a "table already exists" error.
+    EXPECT_TRUE(migrate(db).is_ok()) << migrate(db).message();
+}
+
+TEST(Schema, FutureVersionIsRefusedNamingBothVersions) {
+    TempDb tmp;
+    const int future = latest_schema_version() + 7;
+    {
+        Database db = open_db(tmp.path());
+        ASSERT_TRUE(db.exec("PRAGMA user_version = " + std::to_string(future)).is_ok());
+    }
+    auto store = RunStore::open(tmp.path());
+    ASSERT_FALSE(store.is_ok());
+    const std::string expected = "database " + tmp.path() + " has schema version " + std::to_string(future) +
+                                 ", this thinwire knows up to " + std::to_string(latest_schema_version());
+    EXPECT_NE(store.message().find(expected), std::string::npos) << store.message();
+    // Refusing must not touch the file.
+    Database db = open_db(tmp.path());
+    EXPECT_EQ(schema_version(db).value(), future);
+}
+
+TEST(Schema, FailedMigrationRollsBackToLastGoodVersion) {
+    Database db = open_db(":memory:");
+    const std::vector<Migration> migrations = {
+        {1, "first", "CREATE TABLE a(x)"},
+        {2, "broken", "CREATE TABLE b(x); INSERT INTO missing VALUES (1)"},
+    };
+    Status s = migrate(db, migrations);
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find("migration 2 (broken)"), std::string::npos) << s.message();
+    EXPECT_EQ(schema_version(db).value(), 1);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'a'"), 1);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'b'"), 0);  // partial DDL undone
+}
+
+TEST(Schema, AppliesOnlyMissingMigrationsInOrder) {
+    Database db = open_db(":memory:");
+    std::vector<Migration> migrations = {{1, "one", "CREATE TABLE log(v INTEGER); INSERT INTO log VALUES (1)"}};
+    ASSERT_TRUE(migrate(db, migrations).is_ok());
+    migrations.push_back({2, "two", "INSERT INTO log VALUES (2)"});
+    migrations.push_back({3, "three", "INSERT INTO log VALUES (3)"});
+    ASSERT_TRUE(migrate(db, migrations).is_ok());
+    EXPECT_EQ(schema_version(db).value(), 3);
+    auto st = db.prepare("SELECT group_concat(v, ',') FROM (SELECT v FROM log ORDER BY rowid)");
+    ASSERT_TRUE(st.is_ok());
+    ASSERT_TRUE(st->step().value());
+    EXPECT_EQ(st->column_text(0), "1,2,3");
+}
+
+TEST(Schema, MisnumberedMigrationListIsRejected) {
+    Database db = open_db(":memory:");
+    Status s = migrate(db, {{1, "one", "CREATE TABLE a(x)"}, {3, "three", "CREATE TABLE c(x)"}});
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_EQ(schema_version(db).value(), 0);
+}
+
+// --- RunStore ----------------------------------------------------------------------------------------------------
+
+TEST(RunStore, ParseRunStatusInvertsToString) {
+    for (RunStatus s : {RunStatus::kRunning, RunStatus::kFinished, RunStatus::kFailed, RunStatus::kInterrupted}) {
+        EXPECT_EQ(parse_run_status(to_string(s)), s);
+    }
+    EXPECT_FALSE(parse_run_status("Finished").has_value());
+    EXPECT_FALSE(parse_run_status("").has_value());
+}
+
+TEST(RunStore, CreateFinishListRoundTrip) {
+    TempDb tmp;
+    RunStore store = open_store(tmp.path());
+    auto a = store.create_run("baseline", "train", "[model]\nd_model = 64\n", "hash-a", 1337);
+    auto b = store.create_run("sparse", "train", "[model]\nd_model = 32\n", "hash-b", 7);
+    ASSERT_TRUE(a.is_ok()) << a.message();
+    ASSERT_TRUE(b.is_ok()) << b.message();
+    EXPECT_LT(a.value(), b.value());
+
+    auto runs = store.list_runs();
+    ASSERT_TRUE(runs.is_ok()) << runs.message();
+    ASSERT_EQ(runs->size(), 2u);
+    const RunSummary& r0 = runs.value()[0];
+    EXPECT_EQ(r0.id, a.value());
+    EXPECT_EQ(r0.name, "baseline");
+    EXPECT_EQ(r0.status, RunStatus::kRunning);
+    EXPECT_EQ(r0.kind, "train");
+    EXPECT_EQ(r0.config_hash, "hash-a");
+    EXPECT_EQ(r0.seed, 1337);
+    EXPECT_FALSE(r0.finished_at.has_value());
+    EXPECT_FALSE(r0.last_step.has_value());
+    EXPECT_FALSE(r0.last_train_loss.has_value());
+    EXPECT_EQ(r0.reason, "");
+    EXPECT_TRUE(is_iso8601_utc_ms(r0.created_at)) << r0.created_at;
+    EXPECT_EQ(runs.value()[1].name, "sparse");
+
+    ASSERT_TRUE(store.finish_run(a.value(), RunStatus::kFinished, "completed 100 steps").is_ok());
+    ASSERT_TRUE(store.finish_run(b.value(), RunStatus::kFailed, "loss is NaN").is_ok());
+    auto fa = store.get_run(a.value());
+    ASSERT_TRUE(fa.is_ok()) << fa.message();
+    EXPECT_EQ(fa->status, RunStatus::kFinished);
+    EXPECT_EQ(fa->reason, "completed 100 steps");
+    ASSERT_TRUE(fa->finished_at.has_value());
+    EXPECT_GE(*fa->finished_at, fa->created_at);  // ISO-8601 UTC text sorts chronologically
+    auto fb = store.get_run(b.value());
+    ASSERT_TRUE(fb.is_ok());
+    EXPECT_EQ(fb->status, RunStatus::kFailed);
+    EXPECT_EQ(fb->reason, "loss is NaN");
+
+    auto cfg = store.config_toml(a.value());
+    ASSERT_TRUE(cfg.is_ok());
+    EXPECT_EQ(cfg.value(), "[model]\nd_model = 64\n");
+}
+
+TEST(RunStore, UnknownRunIdIsAnErrorNamingIt) {
+    RunStore store = open_store(":memory:");
+    auto r = store.get_run(42);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.message(), "no run with id 42");
+    EXPECT_EQ(store.finish_run(42, RunStatus::kFinished, "").message(), "no run with id 42");
+    EXPECT_EQ(store.set_notes(42, "x").message(), "no run with id 42");
+    EXPECT_EQ(store.set_tags(42, "x").message(), "no run with id 42");
+    EXPECT_EQ(store.metrics(42, "train.loss").message(), "no run with id 42");
+    EXPECT_EQ(store.config_toml(42).message(), "no run with id 42");
+    EXPECT_NE(store.add_metrics(42, {metric(1, "train.loss", 1.0)}).message().find("no run with id 42"),
+              std::string::npos);
+    EXPECT_FALSE(store.add_event(42, EventRecord{}).is_ok());
+}
+
+TEST(RunStore, FinishWithRunningStatusIsRejected) {
+    RunStore store = open_store(":memory:");
+    int64_t id = store.create_run("r", "train", "", "", 0).value();
+    EXPECT_FALSE(store.finish_run(id, RunStatus::kRunning, "").is_ok());
+    EXPECT_EQ(store.get_run(id)->status, RunStatus::kRunning);
+    EXPECT_FALSE(store.get_run(id)->finished_at.has_value());
+}
+
+TEST(RunStore, MetricsReadBackInStepOrderWithExactValues) {
+    RunStore store = open_store(":memory:");
+    int64_t id = store.create_run("r", "train", "", "", 0).value();
+    // Inserted out of order and interleaved with another metric and another node.
+    std::vector<MetricRecord> batch = {
+        metric(3, "train.loss", 2.25), metric(1, "train.loss", 4.125),
+        metric(2, "val.loss", 3.5),    metric(2, "train.loss", 3.0625, "worker-1"),
+        metric(2, "train.loss", 3.0),
+    };
+    ASSERT_TRUE(store.add_metrics(id, batch).is_ok());
+
+    auto loss = store.metrics(id, "train.loss");
+    ASSERT_TRUE(loss.is_ok()) << loss.message();
+    ASSERT_EQ(loss->size(), 4u);
+    const std::vector<int64_t> steps = {1, 2, 2, 3};
+    const std::vector<double> values = {4.125, 3.0625, 3.0, 2.25};  // step ties keep insertion order
+    const std::vector<std::string> nodes = {"local", "worker-1", "local", "local"};
+    for (size_t i = 0; i < loss->size(); ++i) {
+        const MetricRecord& r = loss.value()[i];
+        EXPECT_EQ(r.step, steps[i]) << i;
+        EXPECT_EQ(r.value, values[i]) << i;
+        EXPECT_EQ(r.node, nodes[i]) << i;
+        EXPECT_EQ(r.name, "train.loss");
+        EXPECT_EQ(r.outer_step, steps[i] / 10);
+        EXPECT_EQ(r.wall_s, 0.5 * static_cast<double>(steps[i]));
+        EXPECT_EQ(r.sim_s, 2.0 * static_cast<double>(steps[i]));
+    }
+    auto val = store.metrics(id, "val.loss");
+    ASSERT_TRUE(val.is_ok());
+    ASSERT_EQ(val->size(), 1u);
+    EXPECT_EQ(val.value()[0].value, 3.5);
+    EXPECT_TRUE(store.metrics(id, "no.such.metric")->empty());
+}
+
+TEST(RunStore, ManyMetricsInOneBatchKeepFullPrecision) {
+    RunStore store = open_store(":memory:");
+    int64_t id = store.create_run("r", "train", "", "", 0).value();
+    std::vector<MetricRecord> batch;
+    for (int64_t s = 1000; s >= 1; --s) batch.push_back(metric(s, "train.loss", 1.0 / static_cast<double>(s)));
+    ASSERT_TRUE(store.add_metrics(id, batch).is_ok());
+    auto loss = store.metrics(id, "train.loss");
+    ASSERT_TRUE(loss.is_ok());
+    ASSERT_EQ(loss->size(), 1000u);
+    for (int64_t s = 1; s <= 1000; ++s) {
+        ASSERT_EQ(loss.value()[s - 1].step, s);
+        ASSERT_EQ(loss.value()[s - 1].value, 1.0 / static_cast<double>(s));  // bit-exact REAL round trip
+    }
+}
+
+TEST(RunStore, SummaryShowsLastStepAndLossAtHighestStep) {
+    RunStore store = open_store(":memory:");
+    int64_t id = store.create_run("r", "train", "", "", 0).value();
+    ASSERT_TRUE(store
+                    .add_metrics(id, {metric(10, "train.loss", 1.5), metric(5, "train.loss", 2.5),
+                                      metric(12, "train.tokens_per_s", 900.0)})
+                    .is_ok());
+    auto r = store.get_run(id);
+    ASSERT_TRUE(r.is_ok()) << r.message();
+    EXPECT_EQ(r->last_step, 12);                 // any metric counts
+    EXPECT_EQ(r->last_train_loss, 1.5);          // highest step, not last inserted
+    EXPECT_FALSE(r->last_val_loss.has_value());  // never reported
+    ASSERT_TRUE(store.add_metrics(id, {metric(12, "val.loss", 1.75)}).is_ok());
+    auto listed = store.list_runs();
+    ASSERT_TRUE(listed.is_ok());
+    ASSERT_EQ(listed->size(), 1u);
+    EXPECT_EQ(listed.value()[0].last_val_loss, 1.75);
+}
+
+TEST(RunStore, NanLossRoundTripsAsNan) {
+    RunStore store = open_store(":memory:");
+    int64_t id = store.create_run("diverged", "train", "", "", 0).value();
+    ASSERT_TRUE(store.add_metrics(id, {metric(1, "train.loss", 3.0), metric(2, "train.loss", std::nan(""))}).is_ok());
+    auto loss = store.metrics(id, "train.loss");
+    ASSERT_TRUE(loss.is_ok());
+    ASSERT_EQ(loss->size(), 2u);
+    EXPECT_TRUE(std::isnan(loss.value()[1].value));
+    auto r = store.get_run(id);
+    ASSERT_TRUE(r.is_ok());
+    ASSERT_TRUE(r->last_train_loss.has_value());  // reported, even though the value is NaN
+    EXPECT_TRUE(std::isnan(*r->last_train_loss));
+}
+
+TEST(RunStore, NotesTagsEventsAndNodesRoundTrip) {
+    RunStore store = open_store(":memory:");
+    int64_t id = store.create_run("r", "train", "", "", 0).value();
+    ASSERT_TRUE(store.set_notes(id, "lr too high?").is_ok());
+    ASSERT_TRUE(store.set_tags(id, "ablation,topk").is_ok());
+    EXPECT_EQ(store.get_run(id)->notes, "lr too high?");
+    EXPECT_EQ(store.get_run(id)->tags, "ablation,topk");
+
+    EventRecord e1{1.5, "local", EventLevel::kInfo, "start", "seed 0"};
+    EventRecord e2{9.25, "worker-1", EventLevel::kError, "error", "out of memory"};
+    ASSERT_TRUE(store.add_event(id, e1).is_ok());
+    ASSERT_TRUE(store.add_event(id, e2).is_ok());
+    auto events = store.events(id);
+    ASSERT_TRUE(events.is_ok()) << events.message();
+    ASSERT_EQ(events->size(), 2u);
+    EXPECT_EQ(events.value()[1].wall_s, 9.25);
+    EXPECT_EQ(events.value()[1].node, "worker-1");
+    EXPECT_EQ(events.value()[1].level, EventLevel::kError);
+    EXPECT_EQ(events.value()[1].kind, "error");
+    EXPECT_EQ(events.value()[1].text, "out of memory");
+    EXPECT_EQ(events.value()[0].kind, "start");
+
+    ASSERT_TRUE(store.add_node(id, {"worker-1", "tcp://10.0.0.2:5555", "trainer", 1, 0}).is_ok());
+    auto nodes = store.nodes(id);
+    ASSERT_TRUE(nodes.is_ok());
+    ASSERT_EQ(nodes->size(), 1u);
+    EXPECT_EQ(nodes.value()[0].endpoint, "tcp://10.0.0.2:5555");
+    EXPECT_EQ(nodes.value()[0].replica, 1);
+    EXPECT_EQ(nodes.value()[0].stage, 0);
+}
+
+TEST(RunStore, ReopeningTheFileKeepsEarlierRuns) {
+    TempDb tmp;
+    int64_t first = 0;
+    {
+        RunStore store = open_store(tmp.path());
+        first = store.create_run("before restart", "train", "a = 1\n", "h1", 3).value();
+        ASSERT_TRUE(store.add_metrics(first, {metric(1, "train.loss", 5.5), metric(2, "train.loss", 4.5)}).is_ok());
+        ASSERT_TRUE(store.finish_run(first, RunStatus::kInterrupted, "SIGINT").is_ok());
+    }
+    RunStore store = open_store(tmp.path());
+    auto runs = store.list_runs();
+    ASSERT_TRUE(runs.is_ok()) << runs.message();
+    ASSERT_EQ(runs->size(), 1u);
+    EXPECT_EQ(runs.value()[0].id, first);
+    EXPECT_EQ(runs.value()[0].name, "before restart");
+    EXPECT_EQ(runs.value()[0].status, RunStatus::kInterrupted);
+    EXPECT_EQ(runs.value()[0].reason, "SIGINT");
+    EXPECT_EQ(runs.value()[0].last_step, 2);
+    EXPECT_EQ(runs.value()[0].last_train_loss, 4.5);
+    int64_t second = store.create_run("after restart", "train", "", "", 0).value();
+    EXPECT_GT(second, first);
+}
+
+TEST(RunStore, TwoConnectionsOnOneFileSeeEachOthersCommits) {
+    TempDb tmp;
+    RunStore writer = open_store(tmp.path());
+    RunStore reader = open_store(tmp.path());  // second open of a migrated file must not re-run migrations
+    int64_t id = writer.create_run("shared", "train", "", "", 0).value();
+    ASSERT_TRUE(writer.add_metrics(id, {metric(1, "train.loss", 2.0)}).is_ok());
+    auto r = reader.get_run(id);
+    ASSERT_TRUE(r.is_ok()) << r.message();
+    EXPECT_EQ(r->last_train_loss, 2.0);
+}
+
+TEST(RunStore, ConcurrentFirstOpensOfAFreshFileBothSucceed) {
+    // Two processes (here: threads with their own connections) starting on a new file race to migrate it;
+    // the loser must find the schema already there, not fail with "table runs already exists".
+    for (int round = 0; round < 20; ++round) {
+        TempDb tmp;
+        Status results[4];
+        std::vector<std::thread> threads;
+        for (Status& result : results) {
+            threads.emplace_back([&tmp, &result] { result = RunStore::open(tmp.path()).status(); });
+        }
+        for (std::thread& t : threads) t.join();
+        for (const Status& result : results) {
+            ASSERT_TRUE(result.is_ok()) << "round " << round << ": " << result.message();
+        }
+        Database db = open_db(tmp.path());
+        EXPECT_EQ(schema_version(db).value(), latest_schema_version());
+    }
+}
+
+// --- MetricBuffer ------------------------------------------------------------------------------------------------
+
+TEST(MetricBuffer, FlushesWhenThresholdIsReached) {
+    RunStore store = open_store(":memory:");
+    int64_t id = store.create_run("r", "train", "", "", 0).value();
+    MetricBuffer buffer(store, id, 4);
+    for (int64_t s = 1; s <= 3; ++s) buffer.add(metric(s, "train.loss", 1.0));
+    EXPECT_EQ(buffer.pending(), 3u);
+    EXPECT_TRUE(store.metrics(id, "train.loss")->empty());  // nothing written below the threshold
+    buffer.add(metric(4, "train.loss", 1.0));
+    EXPECT_EQ(buffer.pending(), 0u);
+    EXPECT_EQ(store.metrics(id, "train.loss")->size(), 4u);
+    buffer.add(metric(5, "train.loss", 1.0));
+    EXPECT_EQ(store.metrics(id, "train.loss")->size(), 4u);
+    ASSERT_TRUE(buffer.flush().is_ok());
+    EXPECT_EQ(buffer.pending(), 0u);
+    EXPECT_EQ(store.metrics(id, "train.loss")->size(), 5u);
+}
+
+TEST(MetricBuffer, DefaultThresholdIs256) {
+    RunStore store = open_store(":memory:");
+    int64_t id = store.create_run("r", "train", "", "", 0).value();
+    MetricBuffer buffer(store, id);
+    for (int64_t s = 1; s <= 255; ++s) buffer.add(metric(s, "train.loss", 1.0));
+    EXPECT_EQ(buffer.pending(), 255u);
+    buffer.add(metric(256, "train.loss", 1.0));
+    EXPECT_EQ(buffer.pending(), 0u);
+    EXPECT_EQ(store.metrics(id, "train.loss")->size(), 256u);
+}
+
+TEST(MetricBuffer, DestructorFlushesPendingRecords) {
+    TempDb tmp;
+    RunStore store = open_store(tmp.path());
+    int64_t id = store.create_run("r", "train", "", "", 0).value();
+    {
+        MetricBuffer buffer(store, id, 100);
+        buffer.add(metric(1, "train.loss", 0.75));
+        buffer.add(metric(2, "train.loss", 0.5));
+        EXPECT_TRUE(store.metrics(id, "train.loss")->empty());
+    }
+    auto loss = store.metrics(id, "train.loss");
+    ASSERT_EQ(loss->size(), 2u);
+    EXPECT_EQ(loss.value()[1].value, 0.5);
+}
+
+TEST(MetricBuffer, FailedAutomaticWriteIsKeptForFlushAndRecordsStayPending) {
+    RunStore store = open_store(":memory:");
+    MetricBuffer buffer(store, 999, 2);  // no such run: every write fails
+    buffer.add(metric(1, "train.loss", 1.0));
+    buffer.add(metric(2, "train.loss", 1.0));  // automatic write fails here
+    EXPECT_EQ(buffer.pending(), 2u);
+    buffer.add(metric(3, "train.loss", 1.0));  // no retry until another 2 records arrive
+    EXPECT_EQ(buffer.pending(), 3u);
+    Status s = buffer.flush();
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find("no run with id 999"), std::string::npos) << s.message();
+    EXPECT_EQ(buffer.pending(), 3u);
+}
+
+TEST(MetricBuffer, RecordsOfAFailedWriteAreRetriedByTheNextFlush) {
+    RunStore store = open_store(":memory:");
+    MetricBuffer buffer(store, 1, 2);  // run 1 does not exist yet
+    buffer.add(metric(1, "train.loss", 1.0));
+    buffer.add(metric(2, "train.loss", 2.0));
+    EXPECT_EQ(buffer.pending(), 2u);
+    ASSERT_EQ(store.create_run("late", "train", "", "", 0).value(), 1);
+    Status s = buffer.flush();
+    EXPECT_FALSE(s.is_ok());          // the kept error is still reported once...
+    EXPECT_EQ(buffer.pending(), 0u);  // ...but the retried records are now saved
+    EXPECT_EQ(store.metrics(1, "train.loss")->size(), 2u);
+    EXPECT_TRUE(buffer.flush().is_ok());
+}
+
+}  // namespace
+}  // namespace tw
