@@ -24,14 +24,15 @@ int run_bench(const BenchArgs& a) {
     TrainBenchResult r = bench_train(cfg, a.steps, a.warmup);
     if (a.json) {
         std::printf("{\"impl\":\"thinwire\",\"preset\":\"%s\",\"params\":%lld,\"threads\":%lld,\"tokens_per_s\":%.1f,"
-                    "\"step_ms\":%.2f,\"model_gflops\":%.2f,\"sgemm_gflops\":%.2f,\"mfu\":%.4f,\"final_loss\":%.4f}\n",
+                    "\"step_ms\":%.2f,\"forward_ms\":%.2f,\"backward_ms\":%.2f,\"optim_ms\":%.2f,\"model_gflops\":%.2f,\"sgemm_gflops\":%.2f,\"mfu\":%.4f,\"final_loss\":%.4f}\n",
                     r.preset.c_str(), (long long)r.params, (long long)r.threads, r.tokens_per_s, r.step_ms,
-                    r.model_gflops, r.sgemm_gflops, r.mfu, r.final_loss);
+                    r.forward_ms, r.backward_ms, r.optim_ms, r.model_gflops, r.sgemm_gflops, r.mfu, r.final_loss);
     } else {
         std::printf("preset %s: %lld parameters, batch %lld × %lld, %lld threads\n", r.preset.c_str(),
                     (long long)r.params, (long long)a.batch, (long long)cfg.model.seq_len, (long long)r.threads);
-        std::printf("  %.0f tokens/s (%.1f ms/step)\n  %.2f GFLOP/s of training vs %.2f GFLOP/s 1024² sgemm: MFU %.1f%%\n",
-                    r.tokens_per_s, r.step_ms, r.model_gflops, r.sgemm_gflops, 100 * r.mfu);
+        std::printf("  %.0f tokens/s (%.1f ms/step: forward %.1f, backward %.1f, optimizer %.1f)\n  %.2f GFLOP/s of training vs %.2f GFLOP/s 1024² sgemm: MFU %.1f%%\n",
+                    r.tokens_per_s, r.step_ms, r.forward_ms, r.backward_ms, r.optim_ms, r.model_gflops, r.sgemm_gflops,
+                    100 * r.mfu);
     }
     return 0;
 }

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 
@@ -111,8 +112,8 @@ int run_train(const Globals& g, const TrainArgs& a) {
     }
     check(store.finish_run(run_id, RunStatus::kFinished, ""));
     std::printf("\nrun %lld finished: %lld steps in %.1f s\n", (long long)run_id, (long long)trainer.step_index(), wall());
-    std::printf("  validation loss  %.4f nats/token\n  unigram baseline %.4f nats/token (%.2f nats worse)\n", last_val,
-                unigram, unigram - last_val);
+    std::printf("  validation loss  %.4f nats/token\n  unigram baseline %.4f nats/token (the model is %.2f nats/token %s)\n",
+                last_val, unigram, std::abs(unigram - last_val), last_val < unigram ? "better" : "worse");
     return 0;
 }
 

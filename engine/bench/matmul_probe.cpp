@@ -47,7 +47,13 @@ TrainBenchResult bench_train(const RunConfig& cfg_in, int64_t steps, int64_t war
     r.threads = cfg.run.threads;
     for (int64_t i = 0; i < warmup; ++i) trainer.step();
     auto t0 = std::chrono::steady_clock::now();
-    for (int64_t i = 0; i < steps; ++i) r.final_loss = trainer.step().loss;
+    for (int64_t i = 0; i < steps; ++i) {
+        StepReport s = trainer.step();
+        r.final_loss = s.loss;
+        r.forward_ms += 1000.0 * s.forward_s / static_cast<double>(steps);
+        r.backward_ms += 1000.0 * s.backward_s / static_cast<double>(steps);
+        r.optim_ms += 1000.0 * s.optim_s / static_cast<double>(steps);
+    }
     const double elapsed = seconds_since(t0);
     r.step_ms = 1000.0 * elapsed / static_cast<double>(steps);
     r.tokens_per_s = static_cast<double>(steps * B * T) / elapsed;

@@ -18,6 +18,7 @@ struct TrainBenchResult {
     int64_t threads = 0;
     double tokens_per_s = 0;
     double step_ms = 0;
+    double forward_ms = 0, backward_ms = 0, optim_ms = 0;  // mean per step
     double model_gflops = 0;   // achieved training FLOP/s ÷ 1e9 (train_flops_per_token × tokens/s)
     double sgemm_gflops = 0;   // this machine's 1024² sgemm
     double mfu = 0;            // model_gflops / sgemm_gflops

@@ -59,7 +59,9 @@ struct LlamaImpl::Block : torch::nn::Module {
                           const torch::Tensor& mask) {
         const int64_t B = x.size(0), T = x.size(1), d = x.size(2), hd = d / n_head;
         // Attention: fused QKV projection, RoPE on q and k, causal softmax in fp32.
-        auto qkv = F::linear(rms_norm(x, attn_norm, eps), wqkv).view({B, T, 3, n_head, hd}).permute({2, 0, 3, 1, 4});
+        // unbind (not qkv[i]): its backward is one stack, where three selects would each scatter
+        // into a zero tensor of the full [3, B, h, T, hd] size.
+        auto qkv = F::linear(rms_norm(x, attn_norm, eps), wqkv).view({B, T, 3, n_head, hd}).permute({2, 0, 3, 1, 4}).unbind(0);
         auto q = apply_rope(qkv[0], cos, sin);  // [B, h, T, hd]
         auto k = apply_rope(qkv[1], cos, sin);
         auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/config_io.h"
+#include "engine/runtime/threads.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/schedule.h"
 
@@ -33,7 +34,7 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(Llama& model, const TrainConfig&
 
 Trainer::Trainer(const RunConfig& cfg, WindowLoader train, WindowLoader val)
     : cfg_(cfg), model_(cfg.model, static_cast<uint64_t>(cfg.run.seed)), train_(std::move(train)), val_(std::move(val)) {
-    torch::set_num_threads(static_cast<int>(cfg.run.threads));
+    configure_compute_threads(static_cast<int>(cfg.run.threads));
     optim_ = make_adamw(model_, cfg.train);
 }
 
@@ -49,8 +50,16 @@ StepReport Trainer::step() {
     // Drop gradients instead of zeroing them (1.13's C++ zero_grad has no set_to_none): backward then
     // writes fresh tensors, saving a memset and an add per parameter.
     for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
+    auto since = [](std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
+    auto t1 = std::chrono::steady_clock::now();
     auto loss = model_->loss(batch);
+    const double fwd = since(t1);
+    t1 = std::chrono::steady_clock::now();
     loss.backward();
+    const double bwd = since(t1);
+    t1 = std::chrono::steady_clock::now();
     // Norm before clipping; with clipping off we still report it.
     const double norm = torch::nn::utils::clip_grad_norm_(model_->parameters(), t.grad_clip > 0 ? t.grad_clip : 1e30);
     optim_->step();
@@ -62,7 +71,10 @@ StepReport Trainer::step() {
     r.lr = lr;
     r.grad_norm = norm;
     r.tokens = step_ * t.batch_size * cfg_.model.seq_len;
-    r.compute_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.optim_s = since(t1);
+    r.forward_s = fwd;
+    r.backward_s = bwd;
+    r.compute_s = since(t0);
     return r;
 }
 

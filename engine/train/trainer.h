@@ -23,6 +23,9 @@ struct StepReport {
     double grad_norm = 0;      // global norm before clipping
     int64_t tokens = 0;        // tokens consumed so far (B·T per step)
     double compute_s = 0;      // forward + backward + optimizer seconds of this step
+    double forward_s = 0;      // parts of compute_s: forward incl. loss,
+    double backward_s = 0;     //   backward,
+    double optim_s = 0;        //   clipping and AdamW
 };
 
 struct TrainHooks {
@@ -34,7 +37,7 @@ struct TrainHooks {
 
 class Trainer {
 public:
-    // Sets torch's intra-op thread count from cfg.run.threads.
+    // Applies the compute-thread policy (engine/runtime/threads.h) with cfg.run.threads.
     Trainer(const RunConfig& cfg, WindowLoader train, WindowLoader val);
     ~Trainer();
 

@@ -1,5 +1,6 @@
 # PyTorch reference trainer mirroring thinwire's C++ model, for tokens/s comparison (`thinwire bench train`).
 import argparse
+import ctypes
 import json
 import math
 import time
@@ -91,6 +92,16 @@ class Model(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
 
 
+def set_blas_threads(n):
+    # Debian's torch does fp32 GEMM in OpenBLAS, whose own thread pool ignores torch.set_num_threads
+    # (defaults to all cores). Returns the BLAS in use, or None if not OpenBLAS (e.g. MKL wheels).
+    try:
+        ctypes.CDLL("libopenblas.so.0").openblas_set_num_threads(n)
+        return "openblas"
+    except (OSError, AttributeError):
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser(description="PyTorch reference trainer (tokens/s baseline for thinwire)")
     ap.add_argument("--preset", choices=PRESETS, default="tiny")
@@ -105,8 +116,11 @@ def main():
     a = ap.parse_args()
 
     # Interop threads must be set before any parallel work starts.
+    # Same policy as thinwire (engine/runtime/threads.h): with OpenBLAS the threads go to BLAS and
+    # torch's OpenMP pool gets 1 (its spinning workers starve OpenBLAS's pool); otherwise torch gets them.
     torch.set_num_interop_threads(1)
-    torch.set_num_threads(a.threads)
+    blas = set_blas_threads(a.threads)
+    torch.set_num_threads(1 if blas == "openblas" else a.threads)
     torch.manual_seed(a.seed)
 
     cfg = dict(PRESETS[a.preset])
@@ -148,7 +162,7 @@ def main():
     print(json.dumps({
         "impl": "pytorch", "preset": a.preset, "params": n_params,
         "tokens_per_s": round(B * T * a.steps / dt, 1), "step_ms": round(1000 * dt / a.steps, 2),
-        "threads": torch.get_num_threads(), "torch": torch.__version__,
+        "threads": a.threads, "torch_intra_op": torch.get_num_threads(), "blas": blas, "torch": torch.__version__,
         "final_loss": round(loss.item(), 4),
     }))
 
