@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/model/llama.h"
@@ -46,17 +47,20 @@ TrainBenchResult bench_train(const RunConfig& cfg_in, int64_t steps, int64_t war
     r.params = trainer.model()->num_parameters();
     r.threads = cfg.run.threads;
     for (int64_t i = 0; i < warmup; ++i) trainer.step();
-    auto t0 = std::chrono::steady_clock::now();
+    std::vector<double> step_s;
     for (int64_t i = 0; i < steps; ++i) {
         StepReport s = trainer.step();
+        step_s.push_back(s.compute_s);
         r.final_loss = s.loss;
         r.forward_ms += 1000.0 * s.forward_s / static_cast<double>(steps);
         r.backward_ms += 1000.0 * s.backward_s / static_cast<double>(steps);
         r.optim_ms += 1000.0 * s.optim_s / static_cast<double>(steps);
     }
-    const double elapsed = seconds_since(t0);
-    r.step_ms = 1000.0 * elapsed / static_cast<double>(steps);
-    r.tokens_per_s = static_cast<double>(steps * B * T) / elapsed;
+    // Median step: robust to the bursts of a shared machine (the PyTorch reference does the same).
+    std::nth_element(step_s.begin(), step_s.begin() + steps / 2, step_s.end());
+    const double median_s = step_s[static_cast<size_t>(steps / 2)];
+    r.step_ms = 1000.0 * median_s;
+    r.tokens_per_s = static_cast<double>(B * T) / median_s;
     r.model_gflops = train_flops_per_token(cfg.model) * r.tokens_per_s / 1e9;
     r.sgemm_gflops = measure_sgemm_gflops();
     r.mfu = r.model_gflops / r.sgemm_gflops;

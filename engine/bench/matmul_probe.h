@@ -16,8 +16,8 @@ struct TrainBenchResult {
     std::string preset;
     int64_t params = 0;
     int64_t threads = 0;
-    double tokens_per_s = 0;
-    double step_ms = 0;
+    double tokens_per_s = 0;   // from the median step time
+    double step_ms = 0;        // median
     double forward_ms = 0, backward_ms = 0, optim_ms = 0;  // mean per step
     double model_gflops = 0;   // achieved training FLOP/s ÷ 1e9 (train_flops_per_token × tokens/s)
     double sgemm_gflops = 0;   // this machine's 1024² sgemm

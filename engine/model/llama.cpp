@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/assert.h"
+#include "engine/model/fused_ops.h"
 
 namespace tw {
 namespace F = torch::nn::functional;
@@ -23,16 +24,6 @@ uint64_t param_seed(uint64_t seed, const std::string& name) {
 torch::Tensor normal_init(uint64_t seed, const std::string& name, std::vector<int64_t> shape, double std) {
     auto gen = at::make_generator<at::CPUGeneratorImpl>(param_seed(seed, name));
     return at::normal(0.0, std, shape, gen, torch::kFloat32);
-}
-
-torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
-    return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * w;
-}
-
-// "Rotate half" RoPE: x·cos + [−x2, x1]·sin over the head dimension. x: [B, h, T, hd].
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-    auto halves = x.chunk(2, -1);
-    return x * cos + torch::cat({-halves[1], halves[0]}, -1) * sin;
 }
 
 }  // namespace
@@ -54,23 +45,20 @@ struct LlamaImpl::Block : torch::nn::Module {
         w2 = register_parameter("w2", normal_init(seed, p + "w2", {d, d_ff}, resid_std));
     }
 
-    // x: [B, T, d] → [B, T, d]
+    // x: [B, T, d] → [B, T, d]. causal_bias: [T, T], 0 on and below the diagonal, −inf above.
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                          const torch::Tensor& mask) {
+                          const torch::Tensor& causal_bias) {
         const int64_t B = x.size(0), T = x.size(1), d = x.size(2), hd = d / n_head;
-        // Attention: fused QKV projection, RoPE on q and k, causal softmax in fp32.
-        // unbind (not qkv[i]): its backward is one stack, where three selects would each scatter
-        // into a zero tensor of the full [3, B, h, T, hd] size.
-        auto qkv = F::linear(rms_norm(x, attn_norm, eps), wqkv).view({B, T, 3, n_head, hd}).permute({2, 0, 3, 1, 4}).unbind(0);
-        auto q = apply_rope(qkv[0], cos, sin);  // [B, h, T, hd]
-        auto k = apply_rope(qkv[1], cos, sin);
-        auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
-        auto att = torch::softmax(scores.masked_fill(mask, -INFINITY), -1);
-        auto y = torch::matmul(att, qkv[2]).transpose(1, 2).reshape({B, T, d});
-        auto h = x + F::linear(y, wo);
+        // Attention: fused QKV projection, heads split and RoPE applied in one pass, then
+        // scale and causal mask folded into the score GEMM (baddbmm); softmax in fp32.
+        auto qkv = fused::qkv_rope(F::linear(fused::rms_norm(x, attn_norm, eps), wqkv), cos, sin, n_head);
+        auto q = qkv[0].view({B * n_head, T, hd}), k = qkv[1].view({B * n_head, T, hd});
+        auto scores = torch::baddbmm(causal_bias, q, k.transpose(1, 2), /*beta=*/1.0,
+                                     /*alpha=*/1.0 / std::sqrt(static_cast<double>(hd)));
+        auto y = torch::bmm(torch::softmax(scores, -1), qkv[2].view({B * n_head, T, hd}));
+        auto h = x + F::linear(y.view({B, n_head, T, hd}).transpose(1, 2).reshape({B, T, d}), wo);
         // SwiGLU MLP: fused gate/up projection.
-        auto ab = F::linear(rms_norm(h, mlp_norm, eps), w13).chunk(2, -1);
-        return h + F::linear(torch::silu(ab[0]) * ab[1], w2);
+        return h + F::linear(fused::swiglu(F::linear(fused::rms_norm(h, mlp_norm, eps), w13)), w2);
     }
 };
 
@@ -110,7 +98,7 @@ void LlamaImpl::build(uint64_t seed) {
     auto emb = torch::cat({freqs, freqs}, -1);
     rope_cos_ = register_buffer("rope_cos", emb.cos().to(torch::kFloat32));
     rope_sin_ = register_buffer("rope_sin", emb.sin().to(torch::kFloat32));
-    causal_mask_ = register_buffer("causal_mask", torch::ones({T, T}, torch::kBool).triu(1));
+    causal_bias_ = register_buffer("causal_bias", torch::full({T, T}, -INFINITY).triu(1));
 }
 
 torch::Tensor LlamaImpl::forward(const torch::Tensor& x) {
@@ -127,10 +115,10 @@ torch::Tensor LlamaImpl::forward(const torch::Tensor& x) {
     }
     TORCH_CHECK(T <= cfg_.seq_len, "sequence length ", T, " exceeds model.seq_len ", cfg_.seq_len);
     auto cos = rope_cos_.narrow(0, 0, T), sin = rope_sin_.narrow(0, 0, T);
-    auto mask = causal_mask_.narrow(0, 0, T).narrow(1, 0, T);
+    auto mask = causal_bias_.narrow(0, 0, T).narrow(1, 0, T);
     for (auto& b : blocks_) h = b->forward(h, cos, sin, mask);
     if (!spec_.has_head()) return h;
-    h = rms_norm(h, norm_f_, cfg_.norm_eps);
+    h = fused::rms_norm(h, norm_f_, cfg_.norm_eps);
     return F::linear(h, cfg_.tie_embeddings ? tok_emb_ : head_);  // [B, T, V]
 }
 
@@ -139,7 +127,7 @@ torch::Tensor LlamaImpl::loss(const torch::Tensor& window) {
     const int64_t T = window.size(1) - 1;
     auto logits = forward(window.narrow(1, 0, T));
     auto targets = window.narrow(1, 1, T);
-    return F::cross_entropy(logits.reshape({-1, cfg_.vocab_size}), targets.reshape({-1}));
+    return fused::cross_entropy(logits.reshape({-1, cfg_.vocab_size}), targets.reshape({-1}));
 }
 
 int64_t LlamaImpl::num_parameters() const {

@@ -57,7 +57,7 @@ private:
     torch::Tensor norm_f_;                  // [d] final RMSNorm weight (last stage)
     std::vector<std::shared_ptr<Block>> blocks_;
     torch::Tensor rope_cos_, rope_sin_;     // [T, hd] buffers
-    torch::Tensor causal_mask_;             // [T, T] bool, true above the diagonal
+    torch::Tensor causal_bias_;             // [T, T] fp32: 0 on/below the diagonal, −inf above
 };
 TORCH_MODULE(Llama);
 

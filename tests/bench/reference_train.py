@@ -154,10 +154,13 @@ def main():
     model.train()
     for i in range(a.warmup):
         step(data[i])
-    t0 = time.perf_counter()
+    # Median step time: robust to the bursts of a shared machine (thinwire's bench does the same).
+    times = []
     for i in range(a.warmup, a.warmup + a.steps):
+        t0 = time.perf_counter()
         loss = step(data[i])
-    dt = time.perf_counter() - t0
+        times.append(time.perf_counter() - t0)
+    dt = sorted(times)[len(times) // 2] * a.steps
 
     print(json.dumps({
         "impl": "pytorch", "preset": a.preset, "params": n_params,
