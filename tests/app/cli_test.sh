@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# CLI integration test: trains a micro model on a small text folder through `thinwire train`,
+# checks the run store, and checks that config errors name the key and exit non-zero.
+# Usage: cli_test.sh PATH_TO_THINWIRE
+set -euo pipefail
+tw="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A small corpus: 30 "documents" of varied sentences.
+mkdir -p "$work/corpus"
+for i in $(seq 10 39); do
+  for j in $(seq 1 40); do
+    echo "Document $i line $j: the quick brown fox $((i * j % 7)) jumps over the lazy dog while it rains $((j % 5)) times."
+  done > "$work/corpus/doc$i.txt"
+done
+
+common=(--set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" --set data.vocab_size=300
+        --set model.d_model=32 --set model.n_layer=2 --set model.n_head=2 --set model.seq_len=32
+        --set train.batch_size=4 --set train.warmup_steps=2 --set train.eval_every=10 --set run.threads=1)
+
+out="$("$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=20 --set run.name=cli-micro)"
+grep -q "run 1 finished: 20 steps" <<<"$out" || fail "train did not finish: $out"
+grep -q "unigram baseline" <<<"$out" || fail "no unigram baseline printed"
+
+list="$("$tw" --db "$work/runs.db" runs list)"
+grep -Eq "^ +1 +cli-micro +finished +.* 20 " <<<"$list" || fail "runs list lacks the finished run: $list"
+
+# Resume: a second run with a checkpoint continues from it.
+"$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=10 --set train.ckpt_path="$work/c.ckpt" >/dev/null
+out="$("$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=15 --set train.ckpt_path="$work/c.ckpt" \
+       --set train.resume=true)"
+grep -q "run 3 finished: 15 steps" <<<"$out" || fail "resume did not reach step 15: $out"
+
+# Bad config: exit 1 and every problem named.
+set +e
+err="$("$tw" --db "$work/runs.db" train --set model.d_modle=3 --set train.lr=-1 2>&1)"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "bad config exited $rc"
+grep -q "model.d_modle: unknown key" <<<"$err" || fail "unknown key not named: $err"
+grep -q "train.lr: value -1 is out of range" <<<"$err" || fail "range error not named: $err"
+echo "cli_test: ok"
