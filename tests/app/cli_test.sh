@@ -16,7 +16,7 @@ for i in $(seq 10 39); do
   done > "$work/corpus/doc$i.txt"
 done
 
-common=(--set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" --set data.vocab_size=300
+common=(--set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" --set data.vocab_size=200
         --set model.d_model=32 --set model.n_layer=2 --set model.n_head=2 --set model.seq_len=32
         --set train.batch_size=4 --set train.warmup_steps=2 --set train.eval_every=10 --set run.threads=1)
 
