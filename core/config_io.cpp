@@ -2,6 +2,8 @@
 // range checks and serialisation cannot drift apart.
 #include "core/config_io.h"
 
+#include "core/hash.h"
+
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -314,8 +316,7 @@ std::string to_toml(const RunConfig& cfg_in) {
 }
 
 std::string config_hash(const RunConfig& cfg) {
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char ch : to_toml(cfg)) h = (h ^ ch) * 1099511628211ull;
+    const uint64_t h = fnv1a64(to_toml(cfg));
     char buf[17];
     std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
     return buf;

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/hash.h"
 #include "engine/data/corpus.h"
 #include "engine/data/shard.h"
 #include "engine/data/tokenizer.h"
@@ -20,8 +21,7 @@ constexpr int kFormatVersion = 1;
 std::string cache_key(const DataConfig& c, const std::string& corpus_id) {
     std::ostringstream os;
     os << corpus_id << "|" << c.vocab_size << "|" << c.val_fraction << "|" << kFormatVersion;
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char ch : os.str()) h = (h ^ ch) * 1099511628211ull;
+    const uint64_t h = fnv1a64(os.str());
     char buf[32];
     std::snprintf(buf, sizeof buf, "%s-%016llx", c.corpus == "brown" ? "brown" : "text",
                   static_cast<unsigned long long>(h));

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/assert.h"
+#include "core/hash.h"
 #include "engine/model/fused_ops.h"
 
 namespace tw {
@@ -16,9 +17,7 @@ namespace {
 // Per-parameter seed: FNV-1a of the name mixed with the run seed, so init does not depend on
 // construction order or on which stage builds the parameter.
 uint64_t param_seed(uint64_t seed, const std::string& name) {
-    uint64_t h = 1469598103934665603ull ^ (seed * 0x9E3779B97F4A7C15ull);
-    for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
-    return h;
+    return fnv1a64(name, kFnvOffset ^ (seed * 0x9E3779B97F4A7C15ull));
 }
 
 torch::Tensor normal_init(uint64_t seed, const std::string& name, std::vector<int64_t> shape, double std) {

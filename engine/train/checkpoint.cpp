@@ -8,6 +8,8 @@
 #include <torch/serialize/output-archive.h>
 
 #include <cstring>
+
+#include "core/hash.h"
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,12 +18,6 @@ namespace tw {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'W', 'C', 'K', 'P', 'T', '0', '1'};
-
-uint64_t fnv1a(const std::string& s) {
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    return h;
-}
 
 // torch's Module::load accepts a tensor of another shape without complaint (it re-points the
 // parameter), so read every parameter and buffer ourselves and check its shape first.
@@ -78,7 +74,7 @@ Status save_checkpoint(const std::string& path, torch::nn::Module& model, torch:
         return Status::error("cannot serialise checkpoint " + path + ": " + e.what());
     }
     const std::string body = payload.str();
-    const uint64_t len = body.size(), hash = fnv1a(body);
+    const uint64_t len = body.size(), hash = fnv1a64(body);
     const std::string tmp = path + ".tmp";
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -113,7 +109,7 @@ Result<CheckpointMeta> load_checkpoint(const std::string& path, torch::nn::Modul
         return R::error("checkpoint " + path + " is truncated: header promises " + std::to_string(len) +
                         " payload bytes, file holds " + std::to_string(file.size() - kHeader));
     const std::string body = file.substr(kHeader);
-    if (fnv1a(body) != hash) return R::error("checkpoint " + path + " is corrupt: payload checksum mismatch");
+    if (fnv1a64(body) != hash) return R::error("checkpoint " + path + " is corrupt: payload checksum mismatch");
     CheckpointMeta meta;
     try {
         torch::serialize::InputArchive ar, model_ar, optim_ar;
