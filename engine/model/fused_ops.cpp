@@ -3,6 +3,7 @@
 #include "engine/model/fused_ops.h"
 
 #include <ATen/Parallel.h>
+#include <dlfcn.h>
 #include <torch/autograd.h>
 
 #include <algorithm>
@@ -235,7 +236,98 @@ struct SwigluFn : torch::autograd::Function<SwigluFn> {
     }
 };
 
+// CBLAS sgemm, looked up at run time: LibTorch's BLAS (OpenBLAS on Debian) exports it.
+enum CblasOrder { kRowMajor = 101 };
+enum CblasTranspose { kNoTrans = 111, kTrans = 112 };
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+
+SgemmFn sgemm_fn() {
+    static SgemmFn fn = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "cblas_sgemm"));
+    return fn;
+}
+
+// C[m×n] = alpha · op(A)·op(B) + beta · C, row-major with leading dimensions.
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
+    sgemm_fn()(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, static_cast<int>(m), static_cast<int>(n),
+               static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+               static_cast<int>(ldc));
+}
+
+struct CausalAttentionFn : torch::autograd::Function<CausalAttentionFn> {
+    static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
+                                 const torch::Tensor& v) {
+        const int64_t B = q.size(0), H = q.size(1), T = q.size(2), hd = q.size(3), d = H * hd;
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        auto p = torch::empty({B * H, T, T}, q.options());  // softmax probabilities, saved
+        auto y = torch::empty({B, T, d}, q.options());
+        const float *pq = q.data_ptr<float>(), *pk = k.data_ptr<float>(), *pv = v.data_ptr<float>();
+        float *pp = p.data_ptr<float>(), *py = y.data_ptr<float>();
+        for (int64_t bh = 0; bh < B * H; ++bh) {
+            const int64_t b = bh / H, h = bh % H;
+            const float *qi = pq + bh * T * hd, *ki = pk + bh * T * hd, *vi = pv + bh * T * hd;
+            float* P = pp + bh * T * T;
+            gemm(false, true, T, T, hd, scale, qi, hd, ki, hd, 0.0f, P, T);  // scores
+            for (int64_t i = 0; i < T; ++i) {  // causal softmax: row i sees keys 0..i
+                float* row = P + i * T;
+                float mx = row[0];
+                for (int64_t j = 1; j <= i; ++j) mx = std::max(mx, row[j]);
+                float sum = 0;
+                for (int64_t j = 0; j <= i; ++j) sum += (row[j] = std::exp(row[j] - mx));
+                const float inv = 1.0f / sum;
+                for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
+                for (int64_t j = i + 1; j < T; ++j) row[j] = 0.0f;
+            }
+            gemm(false, false, T, hd, T, 1.0f, P, T, vi, hd, 0.0f, py + b * T * d + h * hd, d);  // merged heads
+        }
+        ctx->save_for_backward({q, k, v, p});
+        return y;
+    }
+
+    static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+        auto s = ctx->get_saved_variables();
+        auto q = s[0], k = s[1], v = s[2], p = s[3];
+        auto gy = grads[0].contiguous();
+        const int64_t B = q.size(0), H = q.size(1), T = q.size(2), hd = q.size(3), d = H * hd;
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        auto gq = torch::empty_like(q), gk = torch::empty_like(k), gv = torch::empty_like(v);
+        auto ds = torch::empty({T, T}, q.options());
+        const float *pq = q.data_ptr<float>(), *pk = k.data_ptr<float>(), *pv = v.data_ptr<float>();
+        const float *pp = p.data_ptr<float>(), *pgy = gy.data_ptr<float>();
+        float *pgq = gq.data_ptr<float>(), *pgk = gk.data_ptr<float>(), *pgv = gv.data_ptr<float>();
+        float* dS = ds.data_ptr<float>();
+        for (int64_t bh = 0; bh < B * H; ++bh) {
+            const int64_t b = bh / H, h = bh % H, off = bh * T * hd;
+            const float* P = pp + bh * T * T;
+            const float* dY = pgy + b * T * d + h * hd;  // leading dimension d
+            gemm(true, false, T, hd, T, 1.0f, P, T, dY, d, 0.0f, pgv + off, hd);      // dV = Pᵀ·dY
+            gemm(false, true, T, T, hd, 1.0f, dY, d, pv + off, hd, 0.0f, dS, T);      // dP = dY·Vᵀ
+            for (int64_t i = 0; i < T; ++i) {  // dS = P ∘ (dP − rowsum(P ∘ dP)), lower triangle
+                const float* pr = P + i * T;
+                float* r = dS + i * T;
+                float dot = 0;
+                for (int64_t j = 0; j <= i; ++j) dot += pr[j] * r[j];
+                for (int64_t j = 0; j <= i; ++j) r[j] = pr[j] * (r[j] - dot);
+                for (int64_t j = i + 1; j < T; ++j) r[j] = 0.0f;
+            }
+            gemm(false, false, T, hd, T, scale, dS, T, pk + off, hd, 0.0f, pgq + off, hd);  // dQ = s·dS·K
+            gemm(true, false, T, hd, T, scale, dS, T, pq + off, hd, 0.0f, pgk + off, hd);   // dK = s·dSᵀ·Q
+        }
+        return {gq, gk, gv};
+    }
+};
+
 }  // namespace
+
+bool has_cblas() { return sgemm_fn() != nullptr; }
+
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+    TORCH_CHECK(has_cblas(), "fused::causal_attention needs a CBLAS sgemm in the process");
+    TORCH_CHECK(q.dim() == 4 && q.sizes() == k.sizes() && q.sizes() == v.sizes() && q.size(2) <= (1 << 20),
+                "fused::causal_attention expects q, k, v of one shape [B, h, T, hd]");
+    TORCH_CHECK(q.scalar_type() == torch::kFloat, "fused::causal_attention is fp32");
+    return CausalAttentionFn::apply(q.contiguous(), k.contiguous(), v.contiguous());
+}
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
     TORCH_CHECK(x.scalar_type() == torch::kFloat && w.scalar_type() == torch::kFloat, "fused::rms_norm is fp32");

@@ -17,6 +17,14 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double ep
 std::vector<torch::Tensor> qkv_rope(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
                                     int64_t n_head);
 
+// Causal softmax attention with the heads merged back: y[b, t, h·hd + j].
+//   q, k, v: [B, h, T, hd] contiguous fp32 → y: [B, T, h·hd]
+// One GEMM call per head straight into BLAS (no per-batch ATen dispatch), the causal softmax
+// computed on the lower triangle only, and the head merge written by the GEMM's output stride.
+// Requires a CBLAS sgemm in the process (OpenBLAS with Debian's LibTorch); see has_cblas().
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+bool has_cblas();
+
 // SwiGLU gate: silu(a)·b where ab = [a | b] along the last dim.   ab: [..., 2·f] → [..., f]
 torch::Tensor swiglu(const torch::Tensor& ab);
 

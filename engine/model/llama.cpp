@@ -48,14 +48,20 @@ struct LlamaImpl::Block : torch::nn::Module {
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                           const torch::Tensor& causal_bias) {
         const int64_t B = x.size(0), T = x.size(1), d = x.size(2), hd = d / n_head;
-        // Attention: fused QKV projection, heads split and RoPE applied in one pass, then
-        // scale and causal mask folded into the score GEMM (baddbmm); softmax in fp32.
+        // Attention: fused QKV projection, heads split and RoPE applied in one pass, then fused
+        // causal attention (per-head BLAS GEMMs, softmax on the lower triangle); softmax in fp32.
         auto qkv = fused::qkv_rope(F::linear(fused::rms_norm(x, attn_norm, eps), wqkv), cos, sin, n_head);
-        auto q = qkv[0].view({B * n_head, T, hd}), k = qkv[1].view({B * n_head, T, hd});
-        auto scores = torch::baddbmm(causal_bias, q, k.transpose(1, 2), /*beta=*/1.0,
-                                     /*alpha=*/1.0 / std::sqrt(static_cast<double>(hd)));
-        auto y = torch::bmm(torch::softmax(scores, -1), qkv[2].view({B * n_head, T, hd}));
-        auto h = x + F::linear(y.view({B, n_head, T, hd}).transpose(1, 2).reshape({B, T, d}), wo);
+        torch::Tensor y;  // [B, T, d]
+        if (fused::has_cblas()) {
+            y = fused::causal_attention(qkv[0], qkv[1], qkv[2]);
+        } else {  // ATen path: scale and causal mask folded into the score GEMM
+            auto q = qkv[0].view({B * n_head, T, hd}), k = qkv[1].view({B * n_head, T, hd});
+            auto scores = torch::baddbmm(causal_bias, q, k.transpose(1, 2), /*beta=*/1.0,
+                                         /*alpha=*/1.0 / std::sqrt(static_cast<double>(hd)));
+            y = torch::bmm(torch::softmax(scores, -1), qkv[2].view({B * n_head, T, hd}))
+                    .view({B, n_head, T, hd}).transpose(1, 2).reshape({B, T, d});
+        }
+        auto h = x + F::linear(y, wo);
         // SwiGLU MLP: fused gate/up projection.
         return h + F::linear(fused::swiglu(F::linear(fused::rms_norm(h, mlp_norm, eps), w13)), w2);
     }

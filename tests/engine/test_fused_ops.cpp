@@ -68,6 +68,27 @@ TEST(FusedOps, QkvRopeBackwardToleratesUnusedOutputs) {
     EXPECT_EQ(qkv.grad().narrow(2, 16, 8).min().item<float>(), 1.0f);
 }
 
+TEST(FusedOps, CausalAttentionMatchesMaskedSoftmaxAttention) {
+    ASSERT_TRUE(fused::has_cblas()) << "Debian's LibTorch brings OpenBLAS, which exports cblas_sgemm";
+    const int64_t B = 2, H = 3, T = 9, hd = 4;
+    auto q = randn({B, H, T, hd}, 20).requires_grad_(true), k = randn({B, H, T, hd}, 21).requires_grad_(true),
+         v = randn({B, H, T, hd}, 22).requires_grad_(true);
+    auto probe = randn({B, T, H * hd}, 23);
+    auto y = fused::causal_attention(q, k, v);
+    (y * probe).sum().backward();
+
+    auto qd = q.detach().to(torch::kDouble).requires_grad_(true), kd = k.detach().to(torch::kDouble).requires_grad_(true),
+         vd = v.detach().to(torch::kDouble).requires_grad_(true);
+    auto mask = torch::ones({T, T}, torch::kBool).triu(1);
+    auto att = torch::softmax(torch::matmul(qd, kd.transpose(-2, -1)).div(2.0).masked_fill(mask, -INFINITY), -1);
+    auto yd = torch::matmul(att, vd).transpose(1, 2).reshape({B, T, H * hd});
+    (yd * probe.to(torch::kDouble)).sum().backward();
+    expect_close(y, yd, 1e-5, "value");
+    expect_close(q.grad(), qd.grad(), 1e-5, "grad q");
+    expect_close(k.grad(), kd.grad(), 1e-5, "grad k");
+    expect_close(v.grad(), vd.grad(), 1e-5, "grad v");
+}
+
 TEST(FusedOps, SwigluMatchesSiluTimesGate) {
     auto ab = randn({2, 6, 2 * 20}, 15).requires_grad_(true);
     auto probe = randn({2, 6, 20}, 16);
