@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compares `thinwire bench train` against the PyTorch reference; prints a Markdown table.
 # Usage: tests/bench/compare_train.sh [preset...]   (default: tiny small)
-# Env: THINWIRE (default build/release/app/thinwire), THREADS (default 2), PYTHON (default /usr/bin/python3).
+# Env: THINWIRE (default build/release/app/thinwire), THREADS (default 2), PYTHON (default /usr/bin/python3),
+#      ROUNDS (paired rounds, default 5), STEPS (timed steps per run, default 20).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -21,34 +22,39 @@ fi
 # Last line starting with '{' of a command's stdout, so stray log lines don't break parsing.
 json_line() { { grep '^{' || true; } | tail -n 1; }
 
-echo "| preset | params | C++ tok/s | PyTorch tok/s | ratio | C++ MFU |"
-echo "|---|---:|---:|---:|---:|---:|"
-rounds="${ROUNDS:-3}"
-# Keeps the JSON line with the highest tokens/s of two (best round per side).
-best() { "$py" -c 'import json,sys; a=[json.loads(x) for x in sys.argv[1:] if x]; print(json.dumps(max(a, key=lambda j: j["tokens_per_s"])))' "$@"; }
+echo "| preset | params | C++ tok/s | PyTorch tok/s | ratio (median of rounds) | rounds' ratios | C++ MFU |"
+echo "|---|---:|---:|---:|---:|---|---:|"
+rounds="${ROUNDS:-5}"
+steps="${STEPS:-20}"
 for p in "${presets[@]}"; do
-  cpp="" ref=""
-  # Rounds alternate the two sides so a burst of load on the shared machine hits both alike.
+  cpp=() ref=()
+  # Each round runs both sides back to back and yields one ratio: the machine is shared and its
+  # speed drifts by tens of percent over minutes, so only paired measurements compare fairly.
   for ((i = 0; i < rounds; i++)); do
-    c="$("$thinwire" bench train --preset "$p" --threads "$threads" --json)" \
+    c="$("$thinwire" bench train --preset "$p" --threads "$threads" --steps "$steps" --json)" \
       || { echo "error: '$thinwire bench train --preset $p --json' failed" >&2; exit 1; }
-    r="$("$py" tests/bench/reference_train.py --preset "$p" --threads "$threads")" \
+    r="$("$py" tests/bench/reference_train.py --preset "$p" --threads "$threads" --steps "$steps")" \
       || { echo "error: reference_train.py failed for preset $p" >&2; exit 1; }
     c="$(json_line <<<"$c")"
     r="$(json_line <<<"$r")"
-    [ -n "$c" ] && cpp="$(best "$cpp" "$c")"
-    [ -n "$r" ] && ref="$(best "$ref" "$r")"
+    [ -n "$c" ] || { echo "error: no JSON from thinwire for preset $p" >&2; exit 1; }
+    [ -n "$r" ] || { echo "error: no JSON from reference_train.py for preset $p" >&2; exit 1; }
+    cpp+=("$c") ref+=("$r")
   done
-  [ -n "$cpp" ] || { echo "error: no JSON from thinwire for preset $p" >&2; exit 1; }
-  [ -n "$ref" ] || { echo "error: no JSON from reference_train.py for preset $p" >&2; exit 1; }
-  "$py" - "$p" "$cpp" "$ref" <<'EOF'
-import json, sys
-p, c, r = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-ct, rt = float(c["tokens_per_s"]), float(r["tokens_per_s"])
-params = f'{c["params"]:,}'
-if c["params"] != r["params"]:  # same architecture should give identical counts
-    params += f' (ref {r["params"]:,})'
-mfu = f'{100 * float(c["mfu"]):.1f}%'  # C++ reports MFU as a fraction of peak
-print(f"| {p} | {params} | {ct:,.0f} | {rt:,.0f} | {ct / rt:.2f}x | {mfu} |")
+  "$py" - "$p" "${cpp[@]}" "${ref[@]}" <<'EOF'
+import json, statistics, sys
+p, rest = sys.argv[1], sys.argv[2:]
+n = len(rest) // 2
+c = [json.loads(x) for x in rest[:n]]
+r = [json.loads(x) for x in rest[n:]]
+ratios = [a["tokens_per_s"] / b["tokens_per_s"] for a, b in zip(c, r)]
+params = f'{c[0]["params"]:,}'
+if c[0]["params"] != r[0]["params"]:  # same architecture should give identical counts
+    params += f' (ref {r[0]["params"]:,})'
+ct = statistics.median(x["tokens_per_s"] for x in c)
+rt = statistics.median(x["tokens_per_s"] for x in r)
+mfu = statistics.median(x["mfu"] for x in c)  # C++ reports MFU as a fraction of its own sgemm peak
+print(f"| {p} | {params} | {ct:,.0f} | {rt:,.0f} | {statistics.median(ratios):.2f}x | "
+      f"{' '.join(f'{x:.2f}' for x in ratios)} | {100 * mfu:.1f}% |")
 EOF
 done
