@@ -1,10 +1,16 @@
-// `thinwire runs list`: the run history from the SQLite store.
+// `thinwire runs list | show | compare | export`: the run history from the SQLite store.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "app/commands.h"
 #include "core/status.h"
+#include "storage/export.h"
 #include "storage/run_store.h"
 
 namespace tw::cli {
@@ -17,8 +23,15 @@ std::string fmt_opt(const std::optional<double>& v) {
     return buf;
 }
 
-int run_list(const Globals& g) {
-    RunStore store = unwrap(RunStore::open(g.db_path));
+struct RunsArgs {
+    std::string sub;
+    std::vector<int64_t> ids;
+    std::string format = "csv";
+    std::string out;
+    std::string sqlite;
+};
+
+int run_list(RunStore& store, const Globals& g) {
     auto runs = unwrap(store.list_runs());
     if (runs.empty()) {
         std::printf("no runs in %s\n", g.db_path.c_str());
@@ -33,13 +46,129 @@ int run_list(const Globals& g) {
     return 0;
 }
 
+int run_show(RunStore& store, int64_t id) {
+    auto r = unwrap(store.get_run(id));
+    std::printf("run %lld \"%s\" (%s)\n  status   %s%s%s\n  created  %s\n  finished %s\n  seed     %lld\n  config   %s\n",
+                (long long)r.id, r.name.c_str(), r.kind.c_str(), to_string(r.status), r.reason.empty() ? "" : ": ",
+                r.reason.c_str(), r.created_at.c_str(), r.finished_at.value_or("-").c_str(), (long long)r.seed,
+                r.config_hash.c_str());
+    if (!r.notes.empty()) std::printf("  notes    %s\n", r.notes.c_str());
+    if (!r.tags.empty()) std::printf("  tags     %s\n", r.tags.c_str());
+    std::printf("\n%-22s %7s %8s %12s %12s %12s\n", "metric", "points", "last step", "first", "last", "min");
+    for (auto& name : unwrap(store.metric_names(id))) {
+        auto rows = unwrap(store.metrics(id, name));
+        double mn = rows.front().value;
+        for (auto& m : rows) mn = std::min(mn, m.value);
+        std::printf("%-22s %7zu %8lld %12.5g %12.5g %12.5g\n", name.c_str(), rows.size(), (long long)rows.back().step,
+                    rows.front().value, rows.back().value, mn);
+    }
+    std::printf("\nresolved config:\n%s", unwrap(store.config_toml(id)).c_str());
+    return 0;
+}
+
+// Lines of the resolved TOML ("[section]" headers folded into the key) as key → value.
+std::map<std::string, std::string> config_lines(const std::string& toml) {
+    std::map<std::string, std::string> out;
+    std::istringstream in(toml);
+    std::string line, section;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        if (line[0] == '[') {
+            section = line.substr(1, line.find(']') - 1);
+            continue;
+        }
+        auto eq = line.find(" = ");
+        if (eq != std::string::npos) out[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
+    }
+    return out;
+}
+
+int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
+    if (ids.size() < 2) throw Error("runs compare needs at least two run ids");
+    std::vector<RunSummary> runs;
+    std::vector<std::map<std::string, std::string>> configs;
+    for (auto id : ids) {
+        runs.push_back(unwrap(store.get_run(id)));
+        configs.push_back(config_lines(unwrap(store.config_toml(id))));
+    }
+    auto row = [&](const char* label, auto cell) {
+        std::printf("%-24s", label);
+        for (size_t i = 0; i < runs.size(); ++i) std::printf(" %16s", cell(i).c_str());
+        std::printf("\n");
+    };
+    row("run", [&](size_t i) { return std::to_string(runs[i].id) + " " + runs[i].name.substr(0, 12); });
+    row("status", [&](size_t i) { return std::string(to_string(runs[i].status)); });
+    row("steps", [&](size_t i) { return std::to_string(runs[i].last_step.value_or(0)); });
+    row("last train loss", [&](size_t i) { return fmt_opt(runs[i].last_train_loss); });
+    row("last val loss", [&](size_t i) { return fmt_opt(runs[i].last_val_loss); });
+    row("best val loss", [&](size_t i) {
+        auto v = unwrap(store.metrics(runs[i].id, "val.loss"));
+        std::optional<double> best;
+        for (auto& m : v) best = best ? std::min(*best, m.value) : m.value;
+        return fmt_opt(best);
+    });
+    std::set<std::string> keys;
+    for (auto& c : configs)
+        for (auto& [k, v] : c) keys.insert(k);
+    bool header = false;
+    for (auto& k : keys) {
+        bool differs = false;
+        for (auto& c : configs) differs = differs || (c.count(k) ? c.at(k) : "-") != (configs[0].count(k) ? configs[0].at(k) : "-");
+        if (!differs || k == "run.name") continue;
+        if (!header) std::printf("\nsettings that differ:\n");
+        header = true;
+        row(k.c_str(), [&](size_t i) { return configs[i].count(k) ? configs[i].at(k) : std::string("-"); });
+    }
+    if (!header) std::printf("\nsettings: identical apart from the name\n");
+    return 0;
+}
+
+int run_export(RunStore& store, const RunsArgs& a) {
+    const int64_t id = a.ids.at(0);
+    if (!a.sqlite.empty()) {
+        check(store.copy_run_to(id, a.sqlite));
+        std::fprintf(stderr, "run %lld written to %s\n", (long long)id, a.sqlite.c_str());
+        return 0;
+    }
+    std::ofstream file;
+    if (!a.out.empty()) {
+        file.open(a.out);
+        if (!file) throw Error("cannot write " + a.out);
+    }
+    std::ostream& out = a.out.empty() ? std::cout : file;
+    check(a.format == "json" ? write_run_json(store, id, out) : write_run_csv(store, id, out));
+    return 0;
+}
+
+int dispatch(const Globals& g, const RunsArgs& a) {
+    RunStore store = unwrap(RunStore::open(g.db_path));
+    if (a.sub == "list") return run_list(store, g);
+    if (a.sub == "show") return run_show(store, a.ids.at(0));
+    if (a.sub == "compare") return run_compare(store, a.ids);
+    return run_export(store, a);
+}
+
 }  // namespace
 
 Command add_runs(CLI::App& app, const Globals& g) {
     auto* sub = app.add_subcommand("runs", "Run history");
     sub->require_subcommand(1);
-    sub->add_subcommand("list", "List runs with their status and last losses");
-    return {sub, [&g] { return run_list(g); }};
+    auto args = std::make_shared<RunsArgs>();
+    auto pick = [args](const char* name) { return [args, name] { args->sub = name; }; };
+    sub->add_subcommand("list", "List runs with their status and last losses")->callback(pick("list"));
+    auto* show = sub->add_subcommand("show", "One run: status, metric summary, resolved config");
+    show->add_option("run", args->ids, "run id")->required()->expected(1);
+    show->callback(pick("show"));
+    auto* cmp = sub->add_subcommand("compare", "Runs side by side: losses and the settings that differ");
+    cmp->add_option("runs", args->ids, "run ids")->required()->expected(2, 64);
+    cmp->callback(pick("compare"));
+    auto* exp = sub->add_subcommand("export", "A run's metrics as CSV or JSON, or the whole run as its own SQLite file");
+    exp->add_option("run", args->ids, "run id")->required()->expected(1);
+    exp->add_option("--format", args->format, "csv | json")->check(CLI::IsMember({"csv", "json"}))->capture_default_str();
+    exp->add_option("--out", args->out, "file to write (default: standard output)");
+    exp->add_option("--sqlite", args->sqlite, "write a standalone SQLite database with just this run");
+    exp->callback(pick("export"));
+    return {sub, [&g, args] { return dispatch(g, *args); }};
 }
 
 }  // namespace tw::cli

@@ -1,6 +1,8 @@
 // RunStore: SQL for runs, nodes, metrics and events on top of the SQLite wrapper and the migrated schema.
 #include "storage/run_store.h"
 
+#include <fstream>
+
 #include <limits>
 #include <utility>
 
@@ -276,6 +278,57 @@ Result<std::vector<MetricRecord>> RunStore::metrics(int64_t id, const std::strin
         out.push_back(std::move(r));
     }
     return out;
+}
+
+Result<std::vector<std::string>> RunStore::metric_names(int64_t id) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (Status s = require_run(id); !s) return s;
+    auto st = db_.prepare("SELECT DISTINCT name FROM metrics WHERE run_id = ?1 ORDER BY name");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    std::vector<std::string> out;
+    for (;;) {
+        auto row = st->step();
+        if (!row) return row.status();
+        if (!row.value()) break;
+        out.push_back(st->column_text(0));
+    }
+    return out;
+}
+
+Status RunStore::copy_run_to(int64_t id, const std::string& dest_path) {
+    {
+        std::lock_guard<std::mutex> lock(*mu_);
+        if (Status s = require_run(id); !s) return s;
+    }
+    if (std::ifstream(dest_path).good()) return Status::error("refusing to overwrite existing file " + dest_path);
+    {  // create the destination with this build's schema
+        auto dest = RunStore::open(dest_path);
+        if (!dest) return dest.status();
+    }
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto attach = db_.prepare("ATTACH DATABASE ?1 AS export_dest");
+    if (!attach) return attach.status();
+    attach->bind_text(1, dest_path);
+    if (Status s = attach->run(); !s) return s;
+    Status result = Status::ok();
+    {
+        auto tx = Transaction::begin(db_);
+        if (!tx) {
+            result = tx.status();
+        } else {
+            const std::string idv = std::to_string(id);
+            for (const char* table : {"runs", "run_nodes", "metrics", "events"}) {
+                const std::string where = std::string(table) == "runs" ? "id = " : "run_id = ";
+                result = db_.exec(std::string("INSERT INTO export_dest.") + table + " SELECT * FROM main." + table +
+                                  " WHERE " + where + idv);
+                if (!result) break;
+            }
+            if (result) result = tx->commit();
+        }
+    }
+    Status detached = db_.exec("DETACH DATABASE export_dest");
+    return result ? detached : result;
 }
 
 Result<std::vector<EventRecord>> RunStore::events(int64_t id) {

@@ -84,8 +84,14 @@ class RunStore {
     // Every record named `name` from all nodes of the run, ordered by step, ties in insertion order;
     // "no run with id N" if missing, empty if the run has no such metric.
     Result<std::vector<MetricRecord>> metrics(int64_t id, const std::string& name);
+    // The distinct metric names of the run, sorted.
+    Result<std::vector<std::string>> metric_names(int64_t id);
     // The run's events in insertion order.
     Result<std::vector<EventRecord>> events(int64_t id);
+
+    // Writes run `id` (its row, nodes, metrics and events) into a new standalone database at
+    // `dest_path` with this build's schema. Refuses to overwrite an existing file.
+    Status copy_run_to(int64_t id, const std::string& dest_path);
 
     // The path given to open().
     const std::string& path() const { return db_.path(); }

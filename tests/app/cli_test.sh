@@ -27,11 +27,23 @@ grep -q "unigram baseline" <<<"$out" || fail "no unigram baseline printed"
 list="$("$tw" --db "$work/runs.db" runs list)"
 grep -Eq "^ +1 +cli-micro +finished +.* 20 " <<<"$list" || fail "runs list lacks the finished run: $list"
 
+# show / compare / export
+show="$("$tw" --db "$work/runs.db" runs show 1)"
+grep -q 'run 1 "cli-micro" (train)' <<<"$show" || fail "runs show: $show"
+grep -Eq "^train.loss +20 +20 " <<<"$show" || fail "runs show lacks 20 train.loss points: $show"
+"$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=5 --set train.lr=0.01 --set run.name=other >/dev/null
+cmp_out="$("$tw" --db "$work/runs.db" runs compare 1 2)"
+grep -Eq "^train.lr +.* 0.01$" <<<"$cmp_out" || fail "runs compare does not show the lr difference: $cmp_out"
+csv="$("$tw" --db "$work/runs.db" runs export 1 --format csv)"
+[ "$(grep -c ',train.loss,' <<<"$csv")" -eq 20 ] || fail "csv export lacks 20 train.loss rows"
+"$tw" --db "$work/runs.db" runs export 2 --sqlite "$work/one.db" 2>/dev/null
+[ "$("$tw" --db "$work/one.db" runs list | tail -n +2 | wc -l)" -eq 1 ] || fail "sqlite export is not one run"
+
 # Resume: a second run with a checkpoint continues from it.
 "$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=10 --set train.ckpt_path="$work/c.ckpt" >/dev/null
 out="$("$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=15 --set train.ckpt_path="$work/c.ckpt" \
        --set train.resume=true)"
-grep -q "run 3 finished: 15 steps" <<<"$out" || fail "resume did not reach step 15: $out"
+grep -q "run 4 finished: 15 steps" <<<"$out" || fail "resume did not reach step 15: $out"
 
 # Bad config: exit 1 and every problem named.
 set +e
