@@ -1,0 +1,47 @@
+// The byte-level collective an outer algorithm receives (ARCHITECTURE.md: the engine never opens a
+// socket). remote/ implements it over ZeroMQ; every byte that crosses a link is counted here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tw {
+
+// Link classes of METHODS.md §10; values reach the DB as metric names, so keep them stable.
+enum class LinkClass : uint8_t { kIntraReplica = 0, kInterStage = 1, kOuterSync = 2 };
+
+inline const char* to_string(LinkClass c) {
+    switch (c) {
+        case LinkClass::kIntraReplica: return "intra";
+        case LinkClass::kInterStage: return "stage";
+        case LinkClass::kOuterSync: return "outer";
+    }
+    return "unknown";
+}
+
+// Exact payload bytes and messages per link class and direction, as sent and received by one member.
+struct ByteCounters {
+    uint64_t sent_bytes[3] = {};
+    uint64_t recv_bytes[3] = {};
+    uint64_t sent_msgs[3] = {};
+    uint64_t recv_msgs[3] = {};
+};
+
+class Collective {
+public:
+    virtual ~Collective() = default;
+    virtual int rank() const = 0;  // 0-based member index
+    virtual int size() const = 0;  // members
+
+    // Every member contributes `mine`; returns all members' payloads in rank order (own included,
+    // not sent to itself). Payloads may differ in size. Blocks until all have arrived.
+    virtual Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine,
+                                                                 LinkClass link) = 0;
+
+    virtual const ByteCounters& counters() const = 0;
+};
+
+}  // namespace tw

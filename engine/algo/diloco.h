@@ -1,0 +1,47 @@
+// DiLoCo (Douillard et al., arXiv 2311.08105), METHODS.md §2: every H inner steps each replica
+// sends its pseudo-gradient Δ_r = θ − θ_r, all replicas average them and take one outer Nesterov
+// step with PyTorch semantics:  b ← μ·b + Δ̄;  θ ← θ − η·(Δ̄ + μ·b);  then θ_r ← θ.
+// The inner optimizer's state is left alone (kept across rounds).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "core/collective.h"
+#include "core/status.h"
+
+namespace tw {
+
+enum class WireDtype : uint8_t { kFp32 = 0, kBf16 = 1 };
+
+struct DiLoCoConfig {
+    double lr_outer = 0.7;               // η
+    double momentum = 0.9;               // μ (0 = plain outer SGD)
+    WireDtype dtype = WireDtype::kFp32;  // pseudo-gradients on the wire; averaging is always fp32
+};
+
+class DiLoCo {
+public:
+    // `params` are the replica's live parameters (θ_r); their values now become the global θ.
+    DiLoCo(std::vector<torch::Tensor> params, DiLoCoConfig cfg);
+
+    // One outer round over `c`. On return every replica's params equal the same new θ.
+    Status sync(Collective& c);
+
+    // Payload bytes one replica sends to each peer per round: P·b (b = 4 for fp32, 2 for bf16).
+    static uint64_t payload_bytes(int64_t n_params, WireDtype dtype) {
+        return static_cast<uint64_t>(n_params) * (dtype == WireDtype::kFp32 ? 4u : 2u);
+    }
+    int64_t num_params() const { return n_params_; }
+    const std::vector<torch::Tensor>& global() const { return global_; }
+
+private:
+    std::vector<torch::Tensor> params_, global_, momentum_;
+    DiLoCoConfig cfg_;
+    int64_t n_params_ = 0;
+    bool first_ = true;
+};
+
+}  // namespace tw

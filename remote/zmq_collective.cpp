@@ -1,0 +1,124 @@
+// ZeroMQ all-gather mesh; see zmq_collective.h for the wire layout.
+#include "remote/zmq_collective.h"
+
+#include <cstring>
+#include <map>
+#include <zmq.hpp>
+
+namespace tw {
+namespace {
+
+constexpr char kMagic[4] = {'T', 'W', 'A', 'G'};
+constexpr uint8_t kVersion = 1;
+constexpr size_t kHeader = 16;
+
+void put_header(uint8_t* h, LinkClass link, int rank, uint64_t round) {
+    std::memcpy(h, kMagic, 4);
+    h[4] = kVersion;
+    h[5] = static_cast<uint8_t>(link);
+    const uint16_t r = static_cast<uint16_t>(rank);
+    std::memcpy(h + 6, &r, 2);
+    std::memcpy(h + 8, &round, 8);
+}
+
+}  // namespace
+
+struct ZmqCollective::Sockets {
+    zmq::socket_t pull;
+    std::vector<zmq::socket_t> push;  // indexed by rank; own slot unused
+    bool connected = false;
+    std::map<uint64_t, std::map<int, std::vector<uint8_t>>> early;  // payloads of rounds not yet gathered
+};
+
+Result<std::unique_ptr<ZmqCollective>> ZmqCollective::create(std::shared_ptr<zmq::context_t> ctx,
+                                                              std::vector<std::string> endpoints, int rank,
+                                                              int timeout_ms) {
+    using R = Result<std::unique_ptr<ZmqCollective>>;
+    if (rank < 0 || rank >= static_cast<int>(endpoints.size()))
+        return R::error("collective: rank " + std::to_string(rank) + " outside 0.." + std::to_string(endpoints.size()));
+    if (endpoints.size() > 65535) return R::error("collective: at most 65535 members");
+    std::unique_ptr<ZmqCollective> c(new ZmqCollective());
+    c->ctx_ = std::move(ctx);
+    c->endpoints_ = std::move(endpoints);
+    c->rank_ = rank;
+    c->timeout_ms_ = timeout_ms;
+    c->s_ = std::make_unique<Sockets>();
+    try {
+        c->s_->pull = zmq::socket_t(*c->ctx_, zmq::socket_type::pull);
+        c->s_->pull.set(zmq::sockopt::rcvtimeo, timeout_ms);
+        c->s_->pull.bind(c->endpoints_[static_cast<size_t>(rank)]);
+    } catch (const zmq::error_t& e) {
+        return R::error("collective: cannot bind " + c->endpoints_[static_cast<size_t>(rank)] + ": " + e.what());
+    }
+    return c;
+}
+
+ZmqCollective::~ZmqCollective() {
+    if (!s_) return;
+    for (auto& p : s_->push)
+        if (p) p.set(zmq::sockopt::linger, 0);
+    s_->pull.set(zmq::sockopt::linger, 0);
+}
+
+Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::vector<uint8_t>& mine, LinkClass link) {
+    using R = Result<std::vector<std::vector<uint8_t>>>;
+    const int n = size();
+    const int li = static_cast<int>(link);
+    try {
+        if (!s_->connected) {
+            s_->push.resize(static_cast<size_t>(n));
+            for (int r = 0; r < n; ++r) {
+                if (r == rank_) continue;
+                auto& p = s_->push[static_cast<size_t>(r)];
+                p = zmq::socket_t(*ctx_, zmq::socket_type::push);
+                p.set(zmq::sockopt::sndtimeo, timeout_ms_);
+                p.connect(endpoints_[static_cast<size_t>(r)]);
+            }
+            s_->connected = true;
+        }
+        const uint64_t round = round_++;
+        uint8_t header[kHeader];
+        put_header(header, link, rank_, round);
+        for (int r = 0; r < n; ++r) {
+            if (r == rank_) continue;
+            auto& p = s_->push[static_cast<size_t>(r)];
+            if (!p.send(zmq::const_buffer(header, kHeader), zmq::send_flags::sndmore) ||
+                !p.send(zmq::const_buffer(mine.data(), mine.size()), zmq::send_flags::none))
+                return R::error("collective: send to rank " + std::to_string(r) + " timed out");
+            counters_.sent_bytes[li] += mine.size();
+            counters_.sent_msgs[li] += 1;
+            header_bytes_ += kHeader;
+        }
+
+        std::vector<std::vector<uint8_t>> out(static_cast<size_t>(n));
+        out[static_cast<size_t>(rank_)] = mine;
+        auto& got = s_->early[round];
+        while (static_cast<int>(got.size()) < n - 1) {
+            zmq::message_t h, body;
+            if (!s_->pull.recv(h)) return R::error("collective: round " + std::to_string(round) + " timed out");
+            if (!h.more() || !s_->pull.recv(body)) return R::error("collective: message without a payload frame");
+            const auto* hb = static_cast<const uint8_t*>(h.data());
+            if (h.size() != kHeader || std::memcmp(hb, kMagic, 4) != 0)
+                return R::error("collective: malformed header (" + std::to_string(h.size()) + " bytes)");
+            if (hb[4] != kVersion)
+                return R::error("collective: peer speaks version " + std::to_string(hb[4]) + ", this node " +
+                                std::to_string(kVersion));
+            uint16_t from;
+            uint64_t their_round;
+            std::memcpy(&from, hb + 6, 2);
+            std::memcpy(&their_round, hb + 8, 8);
+            if (from >= n || from == rank_) return R::error("collective: message from unknown rank " + std::to_string(from));
+            const auto* bb = static_cast<const uint8_t*>(body.data());
+            s_->early[their_round][from] = std::vector<uint8_t>(bb, bb + body.size());
+            counters_.recv_bytes[hb[5] < 3 ? hb[5] : li] += body.size();
+            counters_.recv_msgs[hb[5] < 3 ? hb[5] : li] += 1;
+        }
+        for (auto& [r, payload] : got) out[static_cast<size_t>(r)] = std::move(payload);
+        s_->early.erase(round);
+        return out;
+    } catch (const zmq::error_t& e) {
+        return R::error(std::string("collective: ") + e.what());
+    }
+}
+
+}  // namespace tw
