@@ -56,6 +56,17 @@ struct TrainConfig {
     bool resume = false;            // continue from ckpt_path if it exists
 };
 
+// [outer] — the outer (cross-replica) algorithm. Replicas run as threads of this process and
+// exchange pseudo-gradients over ZeroMQ inproc:// links (nodes on other machines: issue 3).
+struct OuterConfig {
+    std::string algorithm = "none";  // none | diloco (METHODS.md §2)
+    int64_t replicas = 1;            // R; each reads a disjoint part of the training stream
+    int64_t inner_steps = 50;        // H: inner steps per outer round
+    double lr = 0.7;                 // η, outer learning rate
+    double momentum = 0.9;           // μ, outer Nesterov momentum (0 = plain outer SGD)
+    std::string dtype = "fp32";      // fp32 | bf16: pseudo-gradients on the wire
+};
+
 // [run]
 struct RunSection {
     std::string name = "default";   // label stored with the run
@@ -68,6 +79,7 @@ struct RunConfig {
     ModelConfig model;
     DataConfig data;
     TrainConfig train;
+    OuterConfig outer;
 };
 
 }  // namespace tw

@@ -68,6 +68,13 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"train.ckpt_every", &c.train.ckpt_every, 0, 1e12},
         {"train.ckpt_path", &c.train.ckpt_path},
         {"train.resume", &c.train.resume},
+
+        {"outer.algorithm", &c.outer.algorithm, -inf, inf, {"none", "diloco"}},
+        {"outer.replicas", &c.outer.replicas, 1, 1024},
+        {"outer.inner_steps", &c.outer.inner_steps, 1, 1e12},
+        {"outer.lr", &c.outer.lr, 0, 100},
+        {"outer.momentum", &c.outer.momentum, 0, 0.999999},
+        {"outer.dtype", &c.outer.dtype, -inf, inf, {"fp32", "bf16"}},
     };
 }
 
@@ -283,6 +290,10 @@ Status validate_config(const RunConfig& c) {
         if (g.size() != 1 || g[0] < 'a' || g[0] > 'r')
             p.push_back("data.genres: \"" + g + "\" is not a Brown genre letter a-r");
     if (c.train.resume && c.train.ckpt_path.empty()) p.push_back("train.resume needs train.ckpt_path");
+    if (c.outer.algorithm != "none" && !c.train.ckpt_path.empty())
+        p.push_back("train.ckpt_path: checkpoints of " + c.outer.algorithm + " runs are not supported yet");
+    if (c.outer.algorithm == "none" && c.outer.replicas > 1)
+        p.push_back("outer.replicas " + std::to_string(c.outer.replicas) + " needs an outer.algorithm (e.g. \"diloco\")");
     if (p.empty()) return Status::ok();
     std::string msg = p[0];
     for (size_t i = 1; i < p.size(); ++i) msg += "\n  " + p[i];
@@ -309,7 +320,7 @@ std::string to_toml(const RunConfig& cfg_in) {
             f.ptr);
     }
     std::ostringstream os;
-    for (const char* sec : {"run", "model", "data", "train"}) {
+    for (const char* sec : {"run", "model", "data", "train", "outer"}) {
         os << "[" << sec << "]\n" << sections[sec] << "\n\n";
     }
     return os.str();

@@ -119,6 +119,8 @@ Status Trainer::run(const TrainHooks& hooks) {
         }
         StepReport r = step();
         if (hooks.on_step) hooks.on_step(r);
+        if (hooks.after_step)
+            if (Status s = hooks.after_step(step_); !s) return s;
         const bool last = step_ == t.steps;
         if (!last && t.eval_every > 0 && step_ % t.eval_every == 0 && hooks.on_eval) hooks.on_eval(step_, evaluate());
         if (!last && t.ckpt_every > 0 && step_ % t.ckpt_every == 0)

@@ -33,6 +33,9 @@ struct TrainHooks {
     std::function<void(int64_t step, double val_loss)> on_eval;
     std::function<void(const std::string& kind, const std::string& text)> on_event;
     std::function<bool()> should_stop;  // polled between steps (Ctrl-C)
+    // Runs after each step's on_step and before that step's evaluation: the outer algorithm's
+    // round (DiLoCo syncs every H steps here). An error ends the run with it.
+    std::function<Status(int64_t step)> after_step;
 };
 
 class Trainer {

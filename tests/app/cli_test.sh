@@ -45,6 +45,15 @@ out="$("$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=15 --se
        --set train.resume=true)"
 grep -q "run 4 finished: 15 steps" <<<"$out" || fail "resume did not reach step 15: $out"
 
+# DiLoCo with 2 replicas as threads: bytes on the outer link are exactly rounds·P·4 per peer
+# (P = 33184 for this micro model, 2 rounds) plus the 8-byte start-up weights checksum.
+out="$("$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=20 --set outer.algorithm=diloco \
+       --set outer.replicas=2 --set outer.inner_steps=10 --set run.threads=2)"
+grep -Eq "^  0 +[0-9.]+ +265480 +265480$" <<<"$out" || fail "diloco fp32 bytes are not 2*33184*4+8: $out"
+out="$("$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=20 --set outer.algorithm=diloco \
+       --set outer.replicas=2 --set outer.inner_steps=10 --set outer.dtype=bf16)"
+grep -Eq "^  1 +[0-9.]+ +132744 +132744$" <<<"$out" || fail "diloco bf16 bytes are not 2*33184*2+8: $out"
+
 # Bad config: exit 1 and every problem named.
 set +e
 err="$("$tw" --db "$work/runs.db" train --set model.d_modle=3 --set train.lr=-1 2>&1)"
