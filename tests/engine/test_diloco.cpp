@@ -9,6 +9,7 @@
 #include "engine/algo/diloco.h"
 #include "engine/train/trainer.h"
 #include "remote/zmq_collective.h"
+#include "tests/engine/micro_run.h"
 
 namespace tw {
 namespace {
@@ -30,19 +31,7 @@ TEST(DiLoCo, OuterNesterovMatchesHandComputedValues) {
     EXPECT_TRUE(torch::allclose(p, torch::tensor({-0.0815f, 2.0f, 4.897f}), 0, 1e-6)) << p;
 }
 
-RunConfig micro_run() {
-    RunConfig c;
-    c.model.vocab_size = 53;
-    c.model.d_model = 32;
-    c.model.n_layer = 2;
-    c.model.n_head = 2;
-    c.model.seq_len = 16;
-    c.train.batch_size = 4;
-    c.train.steps = 12;
-    c.train.warmup_steps = 2;
-    c.run.threads = 1;
-    return c;
-}
+RunConfig micro_run() { return testing_support::micro_run(53, 12); }
 
 std::shared_ptr<std::vector<uint16_t>> tokens() {
     static auto t = [] {

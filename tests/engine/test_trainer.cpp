@@ -7,24 +7,16 @@
 
 #include "engine/train/schedule.h"
 #include "engine/train/trainer.h"
+#include "tests/engine/micro_run.h"
 
 namespace tw {
 namespace {
 namespace fs = std::filesystem;
 
 RunConfig micro_run() {
-    RunConfig c;
-    c.model.vocab_size = 61;
-    c.model.d_model = 32;
-    c.model.n_layer = 2;
-    c.model.n_head = 2;
-    c.model.seq_len = 16;
-    c.train.batch_size = 4;
-    c.train.steps = 8;
-    c.train.warmup_steps = 2;
+    RunConfig c = testing_support::micro_run(61, 8);
     c.train.eval_batches = 2;
     c.train.eval_every = 0;
-    c.run.threads = 1;
     return c;
 }
 
