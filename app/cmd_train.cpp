@@ -2,6 +2,7 @@
 // threads synchronised by an outer algorithm (DiLoCo) over ZeroMQ inproc:// — recorded in the run store.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "app/progress.h"
 #include "core/config_io.h"
 #include "core/hash.h"
+#include "core/network.h"
 #include "engine/algo/diloco.h"
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
@@ -42,6 +44,7 @@ struct RunContext {
     RunStore* store = nullptr;
     int64_t run_id = 0;
     double unigram = 0;
+    NetworkProfile net;
     std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
     double wall() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
 };
@@ -51,6 +54,9 @@ struct ReplicaResult {
     int64_t steps = 0;
     bool stopped = false;
     double last_loss = NAN, last_val = NAN;
+    double sim_s = 0;            // simulated clock at the end
+    double compute_s = 0;        // total compute seconds
+    double exposed_comm_s = 0;   // total simulated time spent waiting for or in outer syncs
     ByteCounters bytes;
 };
 
@@ -91,7 +97,7 @@ ReplicaResult run_replica(const RunContext& ctx, int r, Collective* coll, Progre
                                                        cfg.outer.dtype == "bf16" ? WireDtype::kBf16 : WireDtype::kFp32});
     }
     MetricBuffer metrics(*ctx.store, ctx.run_id);
-    double sim_s = 0;
+    double sim_s = 0, round_compute_s = 0;
     int64_t start_step = -1, outer_step = -1;
     auto record = [&](int64_t step, const char* name, double v) {
         metrics.add({node, step, outer_step, ctx.wall(), sim_s, name, v});
@@ -99,7 +105,9 @@ ReplicaResult run_replica(const RunContext& ctx, int r, Collective* coll, Progre
     TrainHooks hooks;
     hooks.on_step = [&](const StepReport& s) {
         if (start_step < 0) start_step = s.step - 1;
-        sim_s += s.compute_s;  // network time is not simulated yet (issue 3): compute only
+        sim_s += s.compute_s;  // compute advances the simulated clock by its measured time
+        round_compute_s += s.compute_s;
+        out.compute_s += s.compute_s;
         const double tps = cfg.train.batch_size * cfg.model.seq_len / s.compute_s;
         record(s.step, "train.loss", s.loss);
         record(s.step, "train.lr", s.lr);
@@ -113,8 +121,23 @@ ReplicaResult run_replica(const RunContext& ctx, int r, Collective* coll, Progre
     if (diloco)
         hooks.after_step = [&](int64_t step) -> Status {
             if (step % cfg.outer.inner_steps != 0) return Status::ok();
-            if (Status st = diloco->sync(*coll); !st) return st;
+            std::vector<double> clocks;
+            if (Status st = diloco->sync(*coll, sim_s, &clocks); !st) return st;
             ++outer_step;
+            // The round starts when the slowest replica arrives; this replica's uplink then carries
+            // its payload to each of the R−1 peers back to back (METHODS.md §10).
+            const double start = *std::max_element(clocks.begin(), clocks.end());
+            const uint64_t payload = DiLoCo::payload_bytes(diloco->num_params(),
+                                                           cfg.outer.dtype == "bf16" ? WireDtype::kBf16 : WireDtype::kFp32);
+            const double comm_s = transfer_s(ctx.net.outer, static_cast<uint64_t>(R - 1) * payload);
+            const double exposed_s = start + comm_s - sim_s;
+            sim_s = start + comm_s;
+            out.exposed_comm_s += exposed_s;
+            record(step, "round.compute_s", round_compute_s);
+            record(step, "round.comm_s", comm_s);
+            record(step, "round.exposed_comm_s", exposed_s);
+            record(step, "round.utilisation", round_compute_s / (round_compute_s + exposed_s));
+            round_compute_s = 0;
             const auto& b = coll->counters();
             const int k = static_cast<int>(LinkClass::kOuterSync);
             record(step, "bytes.outer.sent", static_cast<double>(b.sent_bytes[k]));
@@ -140,6 +163,7 @@ ReplicaResult run_replica(const RunContext& ctx, int r, Collective* coll, Progre
     }
     if (Status f = metrics.flush(); out.status && !f) out.status = Status::error("metrics not stored: " + f.message());
     out.steps = trainer.step_index();
+    out.sim_s = sim_s;
     out.stopped = trainer.stopped_early();
     if (coll) out.bytes = coll->counters();
     return out;
@@ -173,6 +197,9 @@ int run_train(const Globals& g, const TrainArgs& a) {
         throw Error("model.vocab_size " + std::to_string(cfg.model.vocab_size) + " is smaller than the data's " +
                     std::to_string(ctx.data.vocab_size));
     ctx.unigram = unigram_loss(*ctx.data.train, *ctx.data.val, cfg.model.vocab_size);
+    ctx.net = unwrap(network_profile(cfg.network.profile));
+    if (cfg.network.outer_bandwidth_bps > 0) ctx.net.outer.bandwidth_bps = cfg.network.outer_bandwidth_bps;
+    if (cfg.network.outer_latency_s > 0) ctx.net.outer.latency_s = cfg.network.outer_latency_s;
     const int R = static_cast<int>(cfg.outer.replicas);
     // Replicas share the cores: each gets threads / R of them (at least one).
     const int64_t threads_total = cfg.run.threads;
@@ -186,9 +213,11 @@ int run_train(const Globals& g, const TrainArgs& a) {
                 (long long)count_parameters(cfg.model), (long long)ctx.data.train->size(), (long long)cfg.train.steps,
                 (long long)cfg.train.batch_size, (long long)cfg.model.seq_len, (long long)threads_total);
     if (cfg.outer.algorithm != "none")
-        std::printf("outer: %s, %d replicas as threads (inproc ZeroMQ), H = %lld, lr %.3g, momentum %.3g, %s on the wire\n",
+        std::printf("outer: %s, %d replicas as threads (inproc ZeroMQ), H = %lld, lr %.3g, momentum %.3g, %s on the wire;\n"
+                    "       simulated outer link %.3g Mb/s, %.3g ms (network.profile %s)\n",
                     cfg.outer.algorithm.c_str(), R, (long long)cfg.outer.inner_steps, cfg.outer.lr, cfg.outer.momentum,
-                    cfg.outer.dtype.c_str());
+                    cfg.outer.dtype.c_str(), ctx.net.outer.bandwidth_bps / 1e6, 1e3 * ctx.net.outer.latency_s,
+                    cfg.network.profile.c_str());
     std::printf("unigram baseline (same tokenizer): %.4f nats/token\n", ctx.unigram);
 
     Progress progress(cfg.train.steps, cfg.train.log_every);
@@ -213,10 +242,14 @@ int run_train(const Globals& g, const TrainArgs& a) {
     std::printf("\nrun %lld finished: %lld steps in %.1f s\n", (long long)ctx.run_id, (long long)lead.steps, ctx.wall());
     if (R > 1) {
         const int k = static_cast<int>(LinkClass::kOuterSync);
-        std::printf("  %-10s %12s %16s %16s\n", "replica", "train loss", "outer sent (B)", "outer recv (B)");
-        for (int r = 0; r < R; ++r)
-            std::printf("  %-10d %12.4f %16llu %16llu\n", r, results[r].last_loss,
-                        (unsigned long long)results[r].bytes.sent_bytes[k], (unsigned long long)results[r].bytes.recv_bytes[k]);
+        std::printf("  %-10s %12s %16s %16s %12s %12s\n", "replica", "train loss", "outer sent (B)", "outer recv (B)",
+                    "sim time (s)", "utilisation");
+        for (int r = 0; r < R; ++r) {
+            const auto& x = results[r];
+            std::printf("  %-10d %12.4f %16llu %16llu %12.1f %11.1f%%\n", r, x.last_loss,
+                        (unsigned long long)x.bytes.sent_bytes[k], (unsigned long long)x.bytes.recv_bytes[k], x.sim_s,
+                        100 * x.compute_s / (x.compute_s + x.exposed_comm_s));
+        }
     }
     std::printf("  validation loss  %.4f nats/token\n  unigram baseline %.4f nats/token (the model is %.2f nats/token %s)\n",
                 lead.last_val, ctx.unigram, std::abs(ctx.unigram - lead.last_val),

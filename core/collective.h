@@ -38,8 +38,11 @@ public:
 
     // Every member contributes `mine`; returns all members' payloads in rank order (own included,
     // not sent to itself). Payloads may differ in size. Blocks until all have arrived.
-    virtual Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine,
-                                                                 LinkClass link) = 0;
+    // `sim_clock_s` is this member's simulated clock; if `clocks` is given it receives every
+    // member's, in rank order (framing metadata, not counted as payload).
+    virtual Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine, LinkClass link,
+                                                                 double sim_clock_s = 0,
+                                                                 std::vector<double>* clocks = nullptr) = 0;
 
     virtual const ByteCounters& counters() const = 0;
 };

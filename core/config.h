@@ -67,6 +67,13 @@ struct OuterConfig {
     std::string dtype = "fp32";      // fp32 | bf16: pseudo-gradients on the wire
 };
 
+// [network] — simulated links (METHODS.md §10); overrides of 0 keep the profile's value.
+struct NetworkConfig {
+    std::string profile = "wan-1g";  // datacenter | wan-1g | wan-100m | home-20m
+    double outer_bandwidth_bps = 0;  // override for the outer-sync link
+    double outer_latency_s = 0;      // override for the outer-sync link
+};
+
 // [run]
 struct RunSection {
     std::string name = "default";   // label stored with the run
@@ -80,6 +87,7 @@ struct RunConfig {
     DataConfig data;
     TrainConfig train;
     OuterConfig outer;
+    NetworkConfig network;
 };
 
 }  // namespace tw

@@ -75,6 +75,10 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"outer.lr", &c.outer.lr, 0, 100},
         {"outer.momentum", &c.outer.momentum, 0, 0.999999},
         {"outer.dtype", &c.outer.dtype, -inf, inf, {"fp32", "bf16"}},
+
+        {"network.profile", &c.network.profile, -inf, inf, {"datacenter", "wan-1g", "wan-100m", "home-20m"}},
+        {"network.outer_bandwidth_bps", &c.network.outer_bandwidth_bps, 0, 1e15},
+        {"network.outer_latency_s", &c.network.outer_latency_s, 0, 100},
     };
 }
 
@@ -320,7 +324,7 @@ std::string to_toml(const RunConfig& cfg_in) {
             f.ptr);
     }
     std::ostringstream os;
-    for (const char* sec : {"run", "model", "data", "train", "outer"}) {
+    for (const char* sec : {"run", "model", "data", "train", "outer", "network"}) {
         os << "[" << sec << "]\n" << sections[sec] << "\n\n";
     }
     return os.str();

@@ -9,16 +9,17 @@ namespace tw {
 namespace {
 
 constexpr char kMagic[4] = {'T', 'W', 'A', 'G'};
-constexpr uint8_t kVersion = 1;
-constexpr size_t kHeader = 16;
+constexpr uint8_t kVersion = 2;
+constexpr size_t kHeader = 24;
 
-void put_header(uint8_t* h, LinkClass link, int rank, uint64_t round) {
+void put_header(uint8_t* h, LinkClass link, int rank, uint64_t round, double clock) {
     std::memcpy(h, kMagic, 4);
     h[4] = kVersion;
     h[5] = static_cast<uint8_t>(link);
     const uint16_t r = static_cast<uint16_t>(rank);
     std::memcpy(h + 6, &r, 2);
     std::memcpy(h + 8, &round, 8);
+    std::memcpy(h + 16, &clock, 8);
 }
 
 }  // namespace
@@ -28,6 +29,7 @@ struct ZmqCollective::Sockets {
     std::vector<zmq::socket_t> push;  // indexed by rank; own slot unused
     bool connected = false;
     std::map<uint64_t, std::map<int, std::vector<uint8_t>>> early;  // payloads of rounds not yet gathered
+    std::map<uint64_t, std::map<int, double>> early_clocks;
 };
 
 Result<std::unique_ptr<ZmqCollective>> ZmqCollective::create(std::shared_ptr<zmq::context_t> ctx,
@@ -60,7 +62,8 @@ ZmqCollective::~ZmqCollective() {
     s_->pull.set(zmq::sockopt::linger, 0);
 }
 
-Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::vector<uint8_t>& mine, LinkClass link) {
+Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::vector<uint8_t>& mine, LinkClass link,
+                                                                   double sim_clock_s, std::vector<double>* clocks) {
     using R = Result<std::vector<std::vector<uint8_t>>>;
     const int n = size();
     const int li = static_cast<int>(link);
@@ -78,7 +81,7 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::v
         }
         const uint64_t round = round_++;
         uint8_t header[kHeader];
-        put_header(header, link, rank_, round);
+        put_header(header, link, rank_, round, sim_clock_s);
         for (int r = 0; r < n; ++r) {
             if (r == rank_) continue;
             auto& p = s_->push[static_cast<size_t>(r)];
@@ -110,11 +113,19 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::v
             if (from >= n || from == rank_) return R::error("collective: message from unknown rank " + std::to_string(from));
             const auto* bb = static_cast<const uint8_t*>(body.data());
             s_->early[their_round][from] = std::vector<uint8_t>(bb, bb + body.size());
+            double their_clock;
+            std::memcpy(&their_clock, hb + 16, 8);
+            s_->early_clocks[their_round][from] = their_clock;
             counters_.recv_bytes[hb[5] < 3 ? hb[5] : li] += body.size();
             counters_.recv_msgs[hb[5] < 3 ? hb[5] : li] += 1;
         }
         for (auto& [r, payload] : got) out[static_cast<size_t>(r)] = std::move(payload);
+        if (clocks) {
+            clocks->assign(static_cast<size_t>(n), sim_clock_s);
+            for (auto& [r, c] : s_->early_clocks[round]) (*clocks)[static_cast<size_t>(r)] = c;
+        }
         s_->early.erase(round);
+        s_->early_clocks.erase(round);
         return out;
     } catch (const zmq::error_t& e) {
         return R::error(std::string("collective: ") + e.what());

@@ -2,9 +2,9 @@
 // connects a PUSH socket to every other member's. Works unchanged over inproc:// (threads in one
 // process, sharing one zmq context), ipc:// and tcp://.
 //
-// Wire, per message (two frames): header "TWAG" | version u8 | link u8 | rank u16 | round u64
-// (16 bytes, little-endian), then the payload. Only payload bytes are counted; the 16-byte header
-// is the transport's framing, listed separately by header_bytes().
+// Wire, per message (two frames): header "TWAG" | version u8 | link u8 | rank u16 | round u64 |
+// sender's simulated clock f64 (24 bytes, little-endian), then the payload. Only payload bytes are
+// counted; the 24-byte header is the transport's framing, listed separately by header_bytes().
 #pragma once
 
 #include <memory>
@@ -28,7 +28,9 @@ public:
 
     int rank() const override { return rank_; }
     int size() const override { return static_cast<int>(endpoints_.size()); }
-    Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine, LinkClass link) override;
+    Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine, LinkClass link,
+                                                         double sim_clock_s = 0,
+                                                         std::vector<double>* clocks = nullptr) override;
     const ByteCounters& counters() const override { return counters_; }
     uint64_t header_bytes() const { return header_bytes_; }
 

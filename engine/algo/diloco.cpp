@@ -14,7 +14,7 @@ DiLoCo::DiLoCo(std::vector<torch::Tensor> params, DiLoCoConfig cfg) : params_(st
     }
 }
 
-Status DiLoCo::sync(Collective& c) {
+Status DiLoCo::sync(Collective& c, double sim_clock_s, std::vector<double>* clocks) {
     torch::NoGradGuard no_grad;
     // Δ_r = θ − θ_r, flattened into one fp32 vector, then cast for the wire.
     std::vector<torch::Tensor> parts;
@@ -24,7 +24,7 @@ Status DiLoCo::sync(Collective& c) {
     std::vector<uint8_t> mine(static_cast<size_t>(wire.numel() * wire.element_size()));
     std::memcpy(mine.data(), wire.data_ptr(), mine.size());
 
-    auto all = c.all_gather(mine, LinkClass::kOuterSync);
+    auto all = c.all_gather(mine, LinkClass::kOuterSync, sim_clock_s, clocks);
     if (!all) return all.status();
     // Average in rank order on every replica, so all of them compute bit-identical results.
     auto avg = torch::zeros({n_params_}, torch::kFloat32);

@@ -28,7 +28,8 @@ public:
     DiLoCo(std::vector<torch::Tensor> params, DiLoCoConfig cfg);
 
     // One outer round over `c`. On return every replica's params equal the same new θ.
-    Status sync(Collective& c);
+    // `sim_clock_s` travels with the payload; `clocks` (optional) receives every replica's.
+    Status sync(Collective& c, double sim_clock_s = 0, std::vector<double>* clocks = nullptr);
 
     // Payload bytes one replica sends to each peer per round: P·b (b = 4 for fp32, 2 for bf16).
     static uint64_t payload_bytes(int64_t n_params, WireDtype dtype) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/config_io.h"
+#include "core/network.h"
 
 namespace tw {
 namespace {
@@ -80,6 +81,15 @@ TEST(Config, ResolvedTomlRoundTrips) {
     EXPECT_EQ(to_toml(*back), text);
     EXPECT_EQ(config_hash(*back), config_hash(*c));
     EXPECT_NE(config_hash(*c), config_hash(parse_config("", "d").value()));
+}
+
+TEST(Network, TransferTimeIsLatencyPlusBitsOverBandwidth) {
+    auto home = network_profile("home-20m");
+    ASSERT_TRUE(home) << home.message();
+    EXPECT_DOUBLE_EQ(transfer_s(home->outer, 132736), 0.040 + 8.0 * 132736 / 20e6);
+    EXPECT_DOUBLE_EQ(transfer_s(network_profile("datacenter")->outer, 0), 10e-6);
+    EXPECT_EQ(network_profile("dialup").message(),
+              "unknown network profile \"dialup\" (expected datacenter, wan-1g, wan-100m or home-20m)");
 }
 
 TEST(Config, MissingFileIsAClearError) {

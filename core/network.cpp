@@ -1,0 +1,16 @@
+// Named network profiles.
+#include "core/network.h"
+
+namespace tw {
+
+Result<NetworkProfile> network_profile(const std::string& name) {
+    const LinkSpec dc{100e9, 10e-6};
+    if (name == "datacenter") return NetworkProfile{name, dc, dc, dc};
+    if (name == "wan-1g") return NetworkProfile{name, dc, {1e9, 0.020}, {1e9, 0.020}};
+    if (name == "wan-100m") return NetworkProfile{name, dc, {100e6, 0.030}, {100e6, 0.030}};
+    if (name == "home-20m") return NetworkProfile{name, dc, {20e6, 0.040}, {20e6, 0.040}};
+    return Result<NetworkProfile>::error("unknown network profile \"" + name +
+                                         "\" (expected datacenter, wan-1g, wan-100m or home-20m)");
+}
+
+}  // namespace tw

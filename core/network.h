@@ -1,0 +1,33 @@
+// The network and time model of METHODS.md §10: per link class a bandwidth and a latency; a
+// message costs latency + 8·bytes/bandwidth of simulated time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+
+namespace tw {
+
+struct LinkSpec {
+    double bandwidth_bps = 1e9;  // bits per second
+    double latency_s = 0.02;     // one-way
+};
+
+struct NetworkProfile {
+    std::string name;
+    LinkSpec intra;  // inside a full replica
+    LinkSpec stage;  // between pipeline stages
+    LinkSpec outer;  // between replicas (outer sync)
+};
+
+// Named profiles: datacenter (100 Gb/s, 10 µs), wan-1g (1 Gb/s, 20 ms), wan-100m (100 Mb/s, 30 ms),
+// home-20m (20 Mb/s up, 40 ms). Inside a replica every profile keeps datacenter links.
+Result<NetworkProfile> network_profile(const std::string& name);
+
+// Seconds for `bytes` sent back to back over one link: latency + 8·bytes/bandwidth.
+inline double transfer_s(const LinkSpec& l, uint64_t bytes) {
+    return l.latency_s + 8.0 * static_cast<double>(bytes) / l.bandwidth_bps;
+}
+
+}  // namespace tw
