@@ -1,6 +1,7 @@
 // `thinwire runs list | show | compare | export`: the run history from the SQLite store.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -9,7 +10,10 @@
 #include <sstream>
 
 #include "app/commands.h"
+#include "core/config_io.h"
+#include "core/network.h"
 #include "core/status.h"
+#include "core/timeline.h"
 #include "storage/export.h"
 #include "storage/run_store.h"
 
@@ -29,6 +33,8 @@ struct RunsArgs {
     std::string format = "csv";
     std::string out;
     std::string sqlite;
+    std::string network;
+    double outer_bandwidth_bps = 0, outer_latency_s = 0;
 };
 
 int run_list(RunStore& store, const Globals& g) {
@@ -140,11 +146,45 @@ int run_export(RunStore& store, const RunsArgs& a) {
     return 0;
 }
 
+int run_retime(RunStore& store, const RunsArgs& a) {
+    const int64_t id = a.ids.at(0);
+    NetworkProfile net = unwrap(network_profile(a.network));
+    if (a.outer_bandwidth_bps > 0) net.outer.bandwidth_bps = a.outer_bandwidth_bps;
+    if (a.outer_latency_s > 0) net.outer.latency_s = a.outer_latency_s;
+    std::map<std::string, ReplicaTrace> traces;
+    std::map<std::string, double> recorded;  // node → its last simulated clock
+    const auto names = unwrap(store.metric_names(id));
+    auto has = [&](const char* n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+    if (has("round.comm_s") && !has("round.bytes"))
+        throw Error("run " + std::to_string(id) + " was recorded before per-round bytes were stored; it cannot be re-timed");
+    for (auto& name : names)
+        for (auto& m : unwrap(store.metrics(id, name))) {
+            recorded[m.node] = std::max(recorded[m.node], m.sim_s);
+            if (name == "train.compute_s") traces[m.node].compute_s[m.step] = m.value;
+            if (name == "round.bytes") traces[m.node].round_bytes[m.step] = static_cast<uint64_t>(m.value);
+        }
+    if (traces.empty()) throw Error("run " + std::to_string(id) + " has no train.compute_s metrics to re-time");
+    std::vector<std::string> nodes;
+    std::vector<ReplicaTrace> list;
+    for (auto& [node, t] : traces) nodes.push_back(node), list.push_back(t);
+    Timeline t = retime(list, net.outer);
+    auto cfg = parse_config(unwrap(store.config_toml(id)), "run " + std::to_string(id));
+    std::printf("run %lld re-timed for outer link %.4g Mb/s, %.4g ms (%s); recorded with %s\n", (long long)id,
+                net.outer.bandwidth_bps / 1e6, 1e3 * net.outer.latency_s, a.network.c_str(),
+                cfg ? cfg->network.profile.c_str() : "an unknown profile");
+    std::printf("  %-12s %16s %16s %12s\n", "node", "recorded sim (s)", "retimed sim (s)", "utilisation");
+    for (size_t i = 0; i < nodes.size(); ++i)
+        std::printf("  %-12s %16.6f %16.6f %11.1f%%\n", nodes[i].c_str(), recorded[nodes[i]], t.sim_s[i],
+                    100 * t.compute_s[i] / (t.compute_s[i] + t.exposed_s[i]));
+    return 0;
+}
+
 int dispatch(const Globals& g, const RunsArgs& a) {
     RunStore store = unwrap(RunStore::open(g.db_path));
     if (a.sub == "list") return run_list(store, g);
     if (a.sub == "show") return run_show(store, a.ids.at(0));
     if (a.sub == "compare") return run_compare(store, a.ids);
+    if (a.sub == "retime") return run_retime(store, a);
     return run_export(store, a);
 }
 
@@ -168,6 +208,12 @@ Command add_runs(CLI::App& app, const Globals& g) {
     exp->add_option("--out", args->out, "file to write (default: standard output)");
     exp->add_option("--sqlite", args->sqlite, "write a standalone SQLite database with just this run");
     exp->callback(pick("export"));
+    auto* rt = sub->add_subcommand("retime", "Recompute a finished run's simulated timeline for another network");
+    rt->add_option("run", args->ids, "run id")->required()->expected(1);
+    rt->add_option("--network", args->network, "datacenter | wan-1g | wan-100m | home-20m")->required();
+    rt->add_option("--outer-bandwidth-bps", args->outer_bandwidth_bps, "override the outer link's bandwidth");
+    rt->add_option("--outer-latency-s", args->outer_latency_s, "override the outer link's latency");
+    rt->callback(pick("retime"));
     return {sub, [&g, args] { return dispatch(g, *args); }};
 }
 

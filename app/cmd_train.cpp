@@ -133,6 +133,7 @@ ReplicaResult run_replica(const RunContext& ctx, int r, Collective* coll, Progre
             const double exposed_s = start + comm_s - sim_s;
             sim_s = start + comm_s;
             out.exposed_comm_s += exposed_s;
+            record(step, "round.bytes", static_cast<double>(static_cast<uint64_t>(R - 1) * payload));
             record(step, "round.compute_s", round_compute_s);
             record(step, "round.comm_s", comm_s);
             record(step, "round.exposed_comm_s", exposed_s);

@@ -57,6 +57,12 @@ run_id="$("$tw" --db "$work/runs.db" runs list | awk '$2 == "diloco-fp32" {print
 [ "$(awk -F, '$7 == "round.comm_s"' "$work/d.csv" | wc -l)" -eq 4 ] || fail "expected 2 rounds x 2 replicas of round.comm_s"
 awk -F, '$7 == "round.comm_s" && ($8 - 0.0930944)^2 > 1e-18 {bad = 1} END {exit bad}' "$work/d.csv" \
   || fail "round.comm_s is not latency + 8*bytes/bandwidth"
+# Re-timing for the network it ran on reproduces the recorded clocks; a faster network is shorter.
+rt="$("$tw" --db "$work/runs.db" runs retime "$run_id" --network home-20m)"
+awk '$1 ~ /^replica-/ {n++; if ($2 != $3) bad = 1} END {exit (bad || n != 2)}' <<<"$rt" \
+  || fail "retime on the same network differs from the recorded clocks: $rt"
+rt="$("$tw" --db "$work/runs.db" runs retime "$run_id" --network datacenter)"
+awk '$1 ~ /^replica-/ {if ($3 >= $2) bad = 1} END {exit bad}' <<<"$rt" || fail "datacenter is not faster: $rt"
 out="$("$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=20 --set outer.algorithm=diloco \
        --set outer.replicas=2 --set outer.inner_steps=10 --set outer.dtype=bf16)"
 grep -Eq "^  1 +[0-9.]+ +132744 +132744 " <<<"$out" || fail "diloco bf16 bytes are not 2*33184*2+8: $out"

@@ -3,6 +3,7 @@
 
 #include "core/config_io.h"
 #include "core/network.h"
+#include "core/timeline.h"
 
 namespace tw {
 namespace {
@@ -90,6 +91,18 @@ TEST(Network, TransferTimeIsLatencyPlusBitsOverBandwidth) {
     EXPECT_DOUBLE_EQ(transfer_s(network_profile("datacenter")->outer, 0), 10e-6);
     EXPECT_EQ(network_profile("dialup").message(),
               "unknown network profile \"dialup\" (expected datacenter, wan-1g, wan-100m or home-20m)");
+}
+
+TEST(Timeline, RoundsWaitForTheSlowestReplicaThenPayTheTransfer) {
+    // Two replicas, a round after step 2; replica 1 computes slower. Link: 1 s latency, 8 bit/s.
+    ReplicaTrace a{{{1, 1.0}, {2, 1.0}, {3, 0.5}}, {{2, 4}}}, b{{{1, 2.0}, {2, 2.0}, {3, 0.5}}, {{2, 4}}};
+    Timeline t = retime({a, b}, LinkSpec{8.0, 1.0});
+    // Round starts at max(2, 4) = 4 and costs 1 + 8·4/8 = 5 s; then 0.5 s more compute.
+    EXPECT_DOUBLE_EQ(t.sim_s[0], 9.5);
+    EXPECT_DOUBLE_EQ(t.sim_s[1], 9.5);
+    EXPECT_DOUBLE_EQ(t.exposed_s[0], 7.0);  // waited 2 s, transferred 5 s
+    EXPECT_DOUBLE_EQ(t.exposed_s[1], 5.0);
+    EXPECT_DOUBLE_EQ(t.compute_s[1], 4.5);
 }
 
 TEST(Config, MissingFileIsAClearError) {
