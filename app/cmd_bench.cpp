@@ -5,7 +5,7 @@
 
 #include "app/commands.h"
 #include "core/config_io.h"
-#include "engine/bench/matmul_probe.h"
+#include "engine/bench/throughput.h"
 
 namespace tw::cli {
 namespace {

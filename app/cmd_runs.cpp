@@ -89,6 +89,12 @@ std::map<std::string, std::string> config_lines(const std::string& toml) {
     return out;
 }
 
+// A config key's value, or "-" where the run does not have the key.
+std::string value_of(const std::map<std::string, std::string>& config, const std::string& key) {
+    auto it = config.find(key);
+    return it == config.end() ? "-" : it->second;
+}
+
 int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
     if (ids.size() < 2) throw Error("runs compare needs at least two run ids");
     std::vector<RunSummary> runs;
@@ -119,11 +125,11 @@ int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
     bool header = false;
     for (auto& k : keys) {
         bool differs = false;
-        for (auto& c : configs) differs = differs || (c.count(k) ? c.at(k) : "-") != (configs[0].count(k) ? configs[0].at(k) : "-");
+        for (auto& c : configs) differs = differs || value_of(c, k) != value_of(configs[0], k);
         if (!differs || k == "run.name") continue;
         if (!header) std::printf("\nsettings that differ:\n");
         header = true;
-        row(k.c_str(), [&](size_t i) { return configs[i].count(k) ? configs[i].at(k) : std::string("-"); });
+        row(k.c_str(), [&](size_t i) { return value_of(configs[i], k); });
     }
     if (!header) std::printf("\nsettings: identical apart from the name\n");
     return 0;
@@ -148,21 +154,23 @@ int run_export(RunStore& store, const RunsArgs& a) {
 
 int run_retime(RunStore& store, const RunsArgs& a) {
     const int64_t id = a.ids.at(0);
-    NetworkProfile net = unwrap(network_profile(a.network));
-    if (a.outer_bandwidth_bps > 0) net.outer.bandwidth_bps = a.outer_bandwidth_bps;
-    if (a.outer_latency_s > 0) net.outer.latency_s = a.outer_latency_s;
+    const NetworkProfile net = unwrap(network_profile(a.network, a.outer_bandwidth_bps, a.outer_latency_s));
     std::map<std::string, ReplicaTrace> traces;
     std::map<std::string, double> recorded;  // node → its last simulated clock
     const auto names = unwrap(store.metric_names(id));
     auto has = [&](const char* n) { return std::find(names.begin(), names.end(), n) != names.end(); };
     if (has("round.comm_s") && !has("round.bytes"))
         throw Error("run " + std::to_string(id) + " was recorded before per-round bytes were stored; it cannot be re-timed");
-    for (auto& name : names)
-        for (auto& m : unwrap(store.metrics(id, name))) {
-            recorded[m.node] = std::max(recorded[m.node], m.sim_s);
-            if (name == "train.compute_s") traces[m.node].compute_s[m.step] = m.value;
-            if (name == "round.bytes") traces[m.node].round_bytes[m.step] = static_cast<uint64_t>(m.value);
-        }
+    // A node's last clock is on its last train.compute_s record or, after a round, on that round's
+    // round.bytes record: those two metrics are all the timeline needs.
+    for (auto& m : unwrap(store.metrics(id, "train.compute_s"))) {
+        recorded[m.node] = std::max(recorded[m.node], m.sim_s);
+        traces[m.node].compute_s[m.step] = m.value;
+    }
+    for (auto& m : unwrap(store.metrics(id, "round.bytes"))) {
+        recorded[m.node] = std::max(recorded[m.node], m.sim_s);
+        traces[m.node].round_bytes[m.step] = static_cast<uint64_t>(m.value);
+    }
     if (traces.empty()) throw Error("run " + std::to_string(id) + " has no train.compute_s metrics to re-time");
     std::vector<std::string> nodes;
     std::vector<ReplicaTrace> list;

@@ -17,11 +17,12 @@
 #include "core/config_io.h"
 #include "core/hash.h"
 #include "core/network.h"
+#include "core/timeline.h"
 #include "engine/algo/diloco.h"
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
-#include "storage/metric_writer.h"
 #include "remote/zmq_collective.h"
+#include "storage/metric_writer.h"
 #include "storage/run_store.h"
 
 namespace tw::cli {
@@ -82,6 +83,7 @@ ReplicaResult run_replica(const RunContext& ctx, int r, Collective* coll, Progre
                     WindowLoader(ctx.data.val, select_spans(ctx.data, true, cfg.data.genres), cfg.model.seq_len,
                                  cfg.train.batch_size, seed));
     const std::string node = R == 1 ? "local" : "replica-" + std::to_string(r);
+    const WireDtype wire = cfg.outer.dtype == "bf16" ? WireDtype::kBf16 : WireDtype::kFp32;
     std::unique_ptr<DiLoCo> diloco;
     if (coll) {
         // Same seed → same weights; verified, since a silent mismatch would poison every round.
@@ -93,8 +95,7 @@ ReplicaResult run_replica(const RunContext& ctx, int r, Collective* coll, Progre
         for (size_t i = 0; i < all->size(); ++i)
             if ((*all)[i] != bytes) return {Status::error("replica " + std::to_string(i) + " starts from other weights")};
         diloco = std::make_unique<DiLoCo>(trainer.model()->parameters(),
-                                          DiLoCoConfig{cfg.outer.lr, cfg.outer.momentum,
-                                                       cfg.outer.dtype == "bf16" ? WireDtype::kBf16 : WireDtype::kFp32});
+                                          DiLoCoConfig{cfg.outer.lr, cfg.outer.momentum, wire});
     }
     MetricBuffer metrics(*ctx.store, ctx.run_id);
     double sim_s = 0, round_compute_s = 0;
@@ -118,31 +119,31 @@ ReplicaResult run_replica(const RunContext& ctx, int r, Collective* coll, Progre
         out.last_loss = s.loss;
         if (progress) progress->update(s.step, start_step, s.loss, tps);
     };
+    // Per round this replica's uplink carries its payload to each of the R−1 peers back to back.
+    const uint64_t round_bytes = diloco ? static_cast<uint64_t>(R - 1) * DiLoCo::payload_bytes(diloco->num_params(), wire) : 0;
+    const std::string sent_name = std::string("bytes.") + to_string(LinkClass::kOuterSync) + ".sent";
+    const std::string recv_name = std::string("bytes.") + to_string(LinkClass::kOuterSync) + ".recv";
     if (diloco)
         hooks.after_step = [&](int64_t step) -> Status {
             if (step % cfg.outer.inner_steps != 0) return Status::ok();
             std::vector<double> clocks;
             if (Status st = diloco->sync(*coll, sim_s, &clocks); !st) return st;
             ++outer_step;
-            // The round starts when the slowest replica arrives; this replica's uplink then carries
-            // its payload to each of the R−1 peers back to back (METHODS.md §10).
-            const double start = *std::max_element(clocks.begin(), clocks.end());
-            const uint64_t payload = DiLoCo::payload_bytes(diloco->num_params(),
-                                                           cfg.outer.dtype == "bf16" ? WireDtype::kBf16 : WireDtype::kFp32);
-            const double comm_s = transfer_s(ctx.net.outer, static_cast<uint64_t>(R - 1) * payload);
-            const double exposed_s = start + comm_s - sim_s;
-            sim_s = start + comm_s;
+            // The same clock rule `runs retime` replays (core/timeline.h).
+            const double end_s = round_end_s(clocks, ctx.net.outer, round_bytes);
+            const double exposed_s = end_s - sim_s;
+            sim_s = end_s;
             out.exposed_comm_s += exposed_s;
-            record(step, "round.bytes", static_cast<double>(static_cast<uint64_t>(R - 1) * payload));
+            record(step, "round.bytes", static_cast<double>(round_bytes));
             record(step, "round.compute_s", round_compute_s);
-            record(step, "round.comm_s", comm_s);
+            record(step, "round.comm_s", transfer_s(ctx.net.outer, round_bytes));
             record(step, "round.exposed_comm_s", exposed_s);
             record(step, "round.utilisation", round_compute_s / (round_compute_s + exposed_s));
             round_compute_s = 0;
             const auto& b = coll->counters();
             const int k = static_cast<int>(LinkClass::kOuterSync);
-            record(step, "bytes.outer.sent", static_cast<double>(b.sent_bytes[k]));
-            record(step, "bytes.outer.recv", static_cast<double>(b.recv_bytes[k]));
+            record(step, sent_name.c_str(), static_cast<double>(b.sent_bytes[k]));
+            record(step, recv_name.c_str(), static_cast<double>(b.recv_bytes[k]));
             return Status::ok();
         };
     if (r == 0)
@@ -198,9 +199,7 @@ int run_train(const Globals& g, const TrainArgs& a) {
         throw Error("model.vocab_size " + std::to_string(cfg.model.vocab_size) + " is smaller than the data's " +
                     std::to_string(ctx.data.vocab_size));
     ctx.unigram = unigram_loss(*ctx.data.train, *ctx.data.val, cfg.model.vocab_size);
-    ctx.net = unwrap(network_profile(cfg.network.profile));
-    if (cfg.network.outer_bandwidth_bps > 0) ctx.net.outer.bandwidth_bps = cfg.network.outer_bandwidth_bps;
-    if (cfg.network.outer_latency_s > 0) ctx.net.outer.latency_s = cfg.network.outer_latency_s;
+    ctx.net = unwrap(network_profile(cfg.network.profile, cfg.network.outer_bandwidth_bps, cfg.network.outer_latency_s));
     const int R = static_cast<int>(cfg.outer.replicas);
     // Replicas share the cores: each gets threads / R of them (at least one).
     const int64_t threads_total = cfg.run.threads;

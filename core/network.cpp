@@ -13,4 +13,12 @@ Result<NetworkProfile> network_profile(const std::string& name) {
                                          "\" (expected datacenter, wan-1g, wan-100m or home-20m)");
 }
 
+Result<NetworkProfile> network_profile(const std::string& name, double outer_bandwidth_bps, double outer_latency_s) {
+    auto p = network_profile(name);
+    if (!p) return p;
+    if (outer_bandwidth_bps > 0) p->outer.bandwidth_bps = outer_bandwidth_bps;
+    if (outer_latency_s > 0) p->outer.latency_s = outer_latency_s;
+    return p;
+}
+
 }  // namespace tw

@@ -24,6 +24,8 @@ struct NetworkProfile {
 // Named profiles: datacenter (100 Gb/s, 10 µs), wan-1g (1 Gb/s, 20 ms), wan-100m (100 Mb/s, 30 ms),
 // home-20m (20 Mb/s up, 40 ms). Inside a replica every profile keeps datacenter links.
 Result<NetworkProfile> network_profile(const std::string& name);
+// The same, with the outer link's bandwidth and latency replaced where the override is > 0.
+Result<NetworkProfile> network_profile(const std::string& name, double outer_bandwidth_bps, double outer_latency_s);
 
 // Seconds for `bytes` sent back to back over one link: latency + 8·bytes/bandwidth.
 inline double transfer_s(const LinkSpec& l, uint64_t bytes) {

@@ -6,6 +6,10 @@
 
 namespace tw {
 
+double round_end_s(const std::vector<double>& clocks, const LinkSpec& outer, uint64_t bytes) {
+    return *std::max_element(clocks.begin(), clocks.end()) + transfer_s(outer, bytes);
+}
+
 Timeline retime(const std::vector<ReplicaTrace>& replicas, const LinkSpec& outer) {
     const size_t R = replicas.size();
     Timeline t{std::vector<double>(R, 0.0), std::vector<double>(R, 0.0), std::vector<double>(R, 0.0)};
@@ -20,10 +24,10 @@ Timeline retime(const std::vector<ReplicaTrace>& replicas, const LinkSpec& outer
             t.compute_s[r] += it->second;
         }
         if (!replicas.empty() && replicas[0].round_bytes.count(step)) {
-            const double start = *std::max_element(t.sim_s.begin(), t.sim_s.end());
+            const std::vector<double> arrivals = t.sim_s;
             for (size_t r = 0; r < R; ++r) {
                 auto b = replicas[r].round_bytes.find(step);
-                const double after = start + transfer_s(outer, b == replicas[r].round_bytes.end() ? 0 : b->second);
+                const double after = round_end_s(arrivals, outer, b == replicas[r].round_bytes.end() ? 0 : b->second);
                 t.exposed_s[r] += after - t.sim_s[r];
                 t.sim_s[r] = after;
             }

@@ -22,8 +22,12 @@ struct Timeline {
     std::vector<double> exposed_s;  // total time waiting for or in outer syncs per replica
 };
 
-// Each clock advances by its steps' compute; at a round step every replica waits for the slowest
-// (the maximum clock) and then spends transfer_s(outer, bytes) on its uplink.
+// The clock rule of one outer round: it starts when the slowest member arrives (the maximum of
+// `clocks`) and this member's uplink then carries `bytes` back to back. Returns this member's
+// clock after the round; the time it spent waiting or sending is the result minus `mine`.
+double round_end_s(const std::vector<double>& clocks, const LinkSpec& outer, uint64_t bytes);
+
+// Each clock advances by its steps' compute; every round follows round_end_s.
 Timeline retime(const std::vector<ReplicaTrace>& replicas, const LinkSpec& outer);
 
 }  // namespace tw

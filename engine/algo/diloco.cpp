@@ -38,21 +38,20 @@ Status DiLoCo::sync(Collective& c, double sim_clock_s, std::vector<double>* cloc
     }
     avg /= static_cast<double>(all->size());
 
-    // Outer Nesterov, PyTorch SGD semantics (the first buffer is Δ̄ itself).
+    // Outer Nesterov, PyTorch SGD semantics: the buffer starts at zero, so after the first round it
+    // holds Δ̄ exactly, as PyTorch's clone of the first gradient does.
     int64_t off = 0;
     for (size_t i = 0; i < params_.size(); ++i) {
         auto d = avg.narrow(0, off, params_[i].numel()).view(params_[i].sizes());
         off += params_[i].numel();
         if (cfg_.momentum > 0) {
-            if (first_) momentum_[i].copy_(d);
-            else momentum_[i].mul_(cfg_.momentum).add_(d);
+            momentum_[i].mul_(cfg_.momentum).add_(d);
             global_[i].sub_(d + cfg_.momentum * momentum_[i], cfg_.lr_outer);
         } else {
             global_[i].sub_(d, cfg_.lr_outer);
         }
         params_[i].copy_(global_[i]);
     }
-    first_ = false;
     return Status::ok();
 }
 

@@ -42,7 +42,6 @@ private:
     std::vector<torch::Tensor> params_, global_, momentum_;
     DiLoCoConfig cfg_;
     int64_t n_params_ = 0;
-    bool first_ = true;
 };
 
 }  // namespace tw

@@ -1,5 +1,5 @@
 // sgemm probe and the training-throughput benchmark.
-#include "engine/bench/matmul_probe.h"
+#include "engine/bench/throughput.h"
 
 #include <torch/torch.h>
 
