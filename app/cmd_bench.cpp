@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <vector>
 
 #include "app/commands.h"
 #include "core/config_io.h"
@@ -39,7 +40,7 @@ int run_bench(const BenchArgs& a) {
 
 }  // namespace
 
-Command add_bench(CLI::App& app, const Globals&) {
+Command add_bench(CLI::App& app, const Globals& g) {
     auto* sub = app.add_subcommand("bench", "Benchmarks that print measured figures");
     sub->require_subcommand(1);
     auto* train = sub->add_subcommand("train", "Training tokens/s and MFU of a preset on random tokens");
@@ -51,7 +52,14 @@ Command add_bench(CLI::App& app, const Globals&) {
     train->add_option("--batch", args->batch, "sequences per step")->capture_default_str();
     train->add_option("--vocab", args->vocab, "vocabulary size")->capture_default_str();
     train->add_flag("--json", args->json, "one JSON line (for tests/bench/compare_train.sh)");
-    return {sub, [args] { return run_bench(*args); }};
+    std::vector<Command> more;  // bench subcommands defined in files of their own, one line each
+    more.push_back(add_bench_ingest(*sub, g));
+    for (auto& c : add_bench_net(*sub)) more.push_back(c);  // bench transport, bench outer
+    return {sub, [args, more] {
+                for (auto& [cmd, action] : more)
+                    if (cmd->parsed()) return action();
+                return run_bench(*args);
+            }};
 }
 
 }  // namespace tw::cli

@@ -43,13 +43,29 @@ int run_list(RunStore& store, const Globals& g) {
         std::printf("no runs in %s\n", g.db_path.c_str());
         return 0;
     }
-    std::printf("%5s  %-20s  %-11s  %-20s  %7s  %10s  %10s\n", "id", "name", "status", "created (UTC)", "steps",
-                "train loss", "val loss");
+    std::printf("%5s  %-20s  %-11s  %-20s  %7s  %10s  %10s  %s\n", "id", "name", "status", "created (UTC)", "steps",
+                "train loss", "val loss", "group");
     for (auto& r : runs)
-        std::printf("%5lld  %-20s  %-11s  %-20s  %7lld  %10s  %10s\n", (long long)r.id, r.name.substr(0, 20).c_str(),
-                    to_string(r.status), r.created_at.substr(0, 19).c_str(), (long long)r.last_step.value_or(0),
-                    fmt_opt(r.last_train_loss).c_str(), fmt_opt(r.last_val_loss).c_str());
+        std::printf("%5lld  %-20s  %-11s  %-20s  %7lld  %10s  %10s  %s\n", (long long)r.id,
+                    r.name.substr(0, 20).c_str(), to_string(r.status), r.created_at.substr(0, 19).c_str(),
+                    (long long)r.last_step.value_or(0), fmt_opt(r.last_train_loss).c_str(),
+                    fmt_opt(r.last_val_loss).c_str(), r.group.empty() ? "-" : r.group.c_str());
     return 0;
+}
+
+// A value or "-" when it is unknown / not applicable.
+std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
+std::string or_dash(int64_t v, int64_t none) { return v == none ? "-" : std::to_string(v); }
+
+void print_nodes(const std::vector<RunNode>& nodes) {
+    if (nodes.empty()) return;
+    const char* const row = "%-14s %-24s %-12s %-9s %7s %5s %4s %-16s %-10s %7s\n";
+    std::printf("\n");
+    std::printf(row, "node", "endpoint", "role", "kind", "replica", "stage", "rank", "host", "version", "threads");
+    for (auto& n : nodes)
+        std::printf(row, n.node.c_str(), or_dash(n.endpoint).c_str(), or_dash(n.role).c_str(), or_dash(n.kind).c_str(),
+                    or_dash(n.replica, -1).c_str(), or_dash(n.stage, -1).c_str(), or_dash(n.rank, -1).c_str(),
+                    or_dash(n.host).c_str(), or_dash(n.version).c_str(), or_dash(n.threads, 0).c_str());
 }
 
 int run_show(RunStore& store, int64_t id) {
@@ -60,6 +76,10 @@ int run_show(RunStore& store, int64_t id) {
                 r.config_hash.c_str());
     if (!r.notes.empty()) std::printf("  notes    %s\n", r.notes.c_str());
     if (!r.tags.empty()) std::printf("  tags     %s\n", r.tags.c_str());
+    if (!r.group.empty() || !r.cluster.empty())
+        std::printf("  group    %s\n  cluster  %s\n", r.group.empty() ? "-" : r.group.c_str(),
+                    r.cluster.empty() ? "-" : r.cluster.c_str());
+    print_nodes(unwrap(store.nodes(id)));
     std::printf("\n%-22s %7s %8s %12s %12s %12s\n", "metric", "points", "last step", "first", "last", "min");
     for (auto& name : unwrap(store.metric_names(id))) {
         auto rows = unwrap(store.metrics(id, name));

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace CLI { class App; }
 
@@ -21,5 +22,10 @@ Command add_train(CLI::App& app, const Globals& g);
 Command add_data(CLI::App& app, const Globals& g);
 Command add_runs(CLI::App& app, const Globals& g);
 Command add_bench(CLI::App& app, const Globals& g);
+Command add_run(CLI::App& app, const Globals& g);
+Command add_node(CLI::App& app, const Globals& g);
+// Subcommands of `bench` in files of their own: each adds itself under `bench` and returns its action.
+Command add_bench_ingest(CLI::App& bench, const Globals& g);
+std::vector<Command> add_bench_net(CLI::App& bench);  // `bench transport` and `bench outer`
 
 }  // namespace tw::cli

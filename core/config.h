@@ -56,10 +56,10 @@ struct TrainConfig {
     bool resume = false;            // continue from ckpt_path if it exists
 };
 
-// [outer] — the outer (cross-replica) algorithm. Replicas run as threads of this process and
-// exchange pseudo-gradients over ZeroMQ inproc:// links (nodes on other machines: issue 3).
+// [outer] — the cross-replica algorithm. Replicas are engine nodes brought up by the coordinator
+// (threads, local processes or other machines, see [cluster]); they talk over ZeroMQ links.
 struct OuterConfig {
-    std::string algorithm = "none";  // none | diloco (METHODS.md §2)
+    std::string algorithm = "none";  // none (one node) | ddp (METHODS.md §1) | diloco (METHODS.md §2)
     int64_t replicas = 1;            // R; each reads a disjoint part of the training stream
     int64_t inner_steps = 50;        // H: inner steps per outer round
     double lr = 0.7;                 // η, outer learning rate
@@ -70,8 +70,23 @@ struct OuterConfig {
 // [network] — simulated links (METHODS.md §10); overrides of 0 keep the profile's value.
 struct NetworkConfig {
     std::string profile = "wan-1g";  // datacenter | wan-1g | wan-100m | home-20m
-    double outer_bandwidth_bps = 0;  // override for the outer-sync link
+    double outer_bandwidth_bps = 0;  // override for the outer-sync link (between replicas)
     double outer_latency_s = 0;      // override for the outer-sync link
+    double intra_bandwidth_bps = 0;  // override for the link inside a full replica (its DDP group)
+    double intra_latency_s = 0;      // override for the link inside a full replica
+    double stage_bandwidth_bps = 0;  // override for the link between pipeline stages
+    double stage_latency_s = 0;      // override for the link between pipeline stages
+};
+
+// [cluster] — where the nodes run and how they form replicas (ARCHITECTURE.md "Processes").
+struct ClusterConfig {
+    std::string mode = "threads";        // threads (inproc://) | local (child processes, tcp loopback) | remote
+    std::vector<std::string> endpoints;  // remote: control endpoints of running `thinwire node`s, tcp://HOST:PORT
+    int64_t nodes = 0;                   // threads/local: nodes to bring up; 0 = as many as the layout needs
+    int64_t nodes_per_replica = 1;       // a full replica of n > 1 nodes all-reduces gradients (Gloo) every step
+    int64_t stages = 1;                  // stages per replica; > 1 is a pipeline replica (issue 6)
+    double heartbeat_s = 0.5;            // heartbeat interval, both ways
+    double heartbeat_timeout_s = 5;      // a node (or the coordinator) silent this long fails the run
 };
 
 // [run]
@@ -88,6 +103,7 @@ struct RunConfig {
     TrainConfig train;
     OuterConfig outer;
     NetworkConfig network;
+    ClusterConfig cluster;
 };
 
 }  // namespace tw

@@ -69,7 +69,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"train.ckpt_path", &c.train.ckpt_path},
         {"train.resume", &c.train.resume},
 
-        {"outer.algorithm", &c.outer.algorithm, -inf, inf, {"none", "diloco"}},
+        {"outer.algorithm", &c.outer.algorithm, -inf, inf, {"none", "ddp", "diloco"}},
         {"outer.replicas", &c.outer.replicas, 1, 1024},
         {"outer.inner_steps", &c.outer.inner_steps, 1, 1e12},
         {"outer.lr", &c.outer.lr, 0, 100},
@@ -79,6 +79,18 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"network.profile", &c.network.profile, -inf, inf, {"datacenter", "wan-1g", "wan-100m", "home-20m"}},
         {"network.outer_bandwidth_bps", &c.network.outer_bandwidth_bps, 0, 1e15},
         {"network.outer_latency_s", &c.network.outer_latency_s, 0, 100},
+        {"network.intra_bandwidth_bps", &c.network.intra_bandwidth_bps, 0, 1e15},
+        {"network.intra_latency_s", &c.network.intra_latency_s, 0, 100},
+        {"network.stage_bandwidth_bps", &c.network.stage_bandwidth_bps, 0, 1e15},
+        {"network.stage_latency_s", &c.network.stage_latency_s, 0, 100},
+
+        {"cluster.mode", &c.cluster.mode, -inf, inf, {"threads", "local", "remote"}},
+        {"cluster.endpoints", &c.cluster.endpoints},
+        {"cluster.nodes", &c.cluster.nodes, 0, 4096},
+        {"cluster.nodes_per_replica", &c.cluster.nodes_per_replica, 1, 1024},
+        {"cluster.stages", &c.cluster.stages, 1, 1024},
+        {"cluster.heartbeat_s", &c.cluster.heartbeat_s, 0.01, 60},
+        {"cluster.heartbeat_timeout_s", &c.cluster.heartbeat_timeout_s, 0.05, 3600},
     };
 }
 
@@ -278,6 +290,61 @@ Result<RunConfig> load_config(const std::string& path, const std::vector<std::st
     return parse_config(text, path, overrides);
 }
 
+Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::string>& overrides) {
+    using R = Result<RunPlan>;
+    std::ifstream in(path);
+    if (!in) return R::error("cannot read layout file " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    toml::table t;
+    std::string error;
+    if (!parse_toml(ss.str(), path, t, error)) return R::error(error);
+    RunPlan plan;
+    std::vector<std::pair<std::string, std::vector<std::string>>> variants;
+    std::vector<std::string> problems;
+    if (auto* v = t.get("variants")) {
+        if (!v->is_table()) problems.push_back(path + ": variants: expected a table of NAME = [\"key=value\", ...]");
+        else
+            for (auto& [name, sets] : *v->as_table()) {
+                std::vector<std::string> list;
+                auto* arr = sets.as_array();
+                if (arr)
+                    for (auto& el : *arr)
+                        if (auto str = el.value_exact<std::string>()) list.push_back(*str);
+                if (!arr || list.size() != arr->size())
+                    problems.push_back(path + ": variants." + std::string(name.str()) + ": expected an array of \"key=value\" strings");
+                variants.emplace_back(std::string(name.str()), list);
+            }
+        t.erase("variants");
+    }
+    if (auto* r = t.get("report")) {
+        auto* nets = r->is_table() ? r->as_table()->get("networks") : nullptr;
+        if (nets && nets->is_array())
+            for (auto& el : *nets->as_array())
+                if (auto str = el.value_exact<std::string>()) plan.report_networks.push_back(*str);
+        if (!r->is_table() || r->as_table()->size() != (nets ? 1u : 0u) || (nets && !nets->is_array()))
+            problems.push_back(path + ": report: expected only networks = [\"profile\", ...]");
+        t.erase("report");
+    }
+    if (!problems.empty()) {
+        std::string msg = problems[0];
+        for (size_t i = 1; i < problems.size(); ++i) msg += "\n  " + problems[i];
+        return R::error(msg);
+    }
+    std::ostringstream rest;
+    rest << t << "\n";
+    if (variants.empty()) variants.emplace_back("", std::vector<std::string>{});
+    for (auto& [name, sets] : variants) {
+        std::vector<std::string> all = sets;
+        all.insert(all.end(), overrides.begin(), overrides.end());
+        auto cfg = parse_config(rest.str(), name.empty() ? path : path + " [variants." + name + "]", all);
+        if (!cfg) return cfg.status();
+        if (!name.empty()) cfg->run.name += "-" + name;
+        plan.runs.emplace_back(name, std::move(*cfg));
+    }
+    return plan;
+}
+
 Status validate_config(const RunConfig& c) {
     std::vector<std::string> p;
     if (c.model.d_model % c.model.n_head != 0)
@@ -298,6 +365,16 @@ Status validate_config(const RunConfig& c) {
         p.push_back("train.ckpt_path: checkpoints of " + c.outer.algorithm + " runs are not supported yet");
     if (c.outer.algorithm == "none" && c.outer.replicas > 1)
         p.push_back("outer.replicas " + std::to_string(c.outer.replicas) + " needs an outer.algorithm (e.g. \"diloco\")");
+    if (c.outer.algorithm == "none" && c.cluster.nodes_per_replica > 1)
+        p.push_back("cluster.nodes_per_replica " + std::to_string(c.cluster.nodes_per_replica) +
+                    " needs an outer.algorithm (\"ddp\" or \"diloco\")");
+    if (c.cluster.stages > c.model.n_layer)
+        p.push_back("cluster.stages " + std::to_string(c.cluster.stages) + " exceeds model.n_layer " +
+                    std::to_string(c.model.n_layer) + " (a stage holds at least one block)");
+    if (c.cluster.heartbeat_timeout_s <= 2 * c.cluster.heartbeat_s)
+        p.push_back("cluster.heartbeat_timeout_s must exceed twice cluster.heartbeat_s");
+    if (c.cluster.mode == "remote" && c.cluster.endpoints.empty())
+        p.push_back("cluster.endpoints: a remote cluster needs the endpoints of its nodes");
     if (p.empty()) return Status::ok();
     std::string msg = p[0];
     for (size_t i = 1; i < p.size(); ++i) msg += "\n  " + p[i];
@@ -324,7 +401,7 @@ std::string to_toml(const RunConfig& cfg_in) {
             f.ptr);
     }
     std::ostringstream os;
-    for (const char* sec : {"run", "model", "data", "train", "outer", "network"}) {
+    for (const char* sec : {"run", "model", "data", "train", "outer", "network", "cluster"}) {
         os << "[" << sec << "]\n" << sections[sec] << "\n\n";
     }
     return os.str();

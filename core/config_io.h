@@ -20,6 +20,16 @@ Result<RunConfig> parse_config(const std::string& toml_text, const std::string& 
 // Reads and parses a file; an empty path means the built-in default.
 Result<RunConfig> load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
+// A layout file for `thinwire run`: the file's settings, optionally split into variants. A
+// [variants] table maps a name to a list of "key=value" overrides; each variant becomes a run of
+// its own (run.name gets "-NAME"), in name order. [report] networks = [...] names the network
+// profiles the final table re-times every run for.
+struct RunPlan {
+    std::vector<std::pair<std::string, RunConfig>> runs;  // (variant name or "", config)
+    std::vector<std::string> report_networks;
+};
+Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::string>& overrides = {});
+
 // Checks cross-field constraints (d_model % n_head, ranges already checked per key). All problems at once.
 Status validate_config(const RunConfig& cfg);
 

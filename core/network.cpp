@@ -21,4 +21,14 @@ Result<NetworkProfile> network_profile(const std::string& name, double outer_ban
     return p;
 }
 
+Result<NetworkProfile> network_profile(const NetworkConfig& n) {
+    auto p = network_profile(n.profile, n.outer_bandwidth_bps, n.outer_latency_s);
+    if (!p) return p;
+    if (n.intra_bandwidth_bps > 0) p->intra.bandwidth_bps = n.intra_bandwidth_bps;
+    if (n.intra_latency_s > 0) p->intra.latency_s = n.intra_latency_s;
+    if (n.stage_bandwidth_bps > 0) p->stage.bandwidth_bps = n.stage_bandwidth_bps;
+    if (n.stage_latency_s > 0) p->stage.latency_s = n.stage_latency_s;
+    return p;
+}
+
 }  // namespace tw

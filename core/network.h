@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/config.h"
 #include "core/status.h"
 
 namespace tw {
@@ -26,6 +27,9 @@ struct NetworkProfile {
 Result<NetworkProfile> network_profile(const std::string& name);
 // The same, with the outer link's bandwidth and latency replaced where the override is > 0.
 Result<NetworkProfile> network_profile(const std::string& name, double outer_bandwidth_bps, double outer_latency_s);
+
+// The run's profile with every link override of [network] applied.
+Result<NetworkProfile> network_profile(const NetworkConfig& net);
 
 // Seconds for `bytes` sent back to back over one link: latency + 8·bytes/bandwidth.
 inline double transfer_s(const LinkSpec& l, uint64_t bytes) {

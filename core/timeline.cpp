@@ -6,11 +6,12 @@
 
 namespace tw {
 
-double round_end_s(const std::vector<double>& clocks, const LinkSpec& outer, uint64_t bytes) {
-    return *std::max_element(clocks.begin(), clocks.end()) + transfer_s(outer, bytes);
+double round_end_s(const std::vector<double>& clocks, const LinkSpec& link, uint64_t bytes, int64_t hops) {
+    return *std::max_element(clocks.begin(), clocks.end()) + static_cast<double>(hops - 1) * link.latency_s +
+           transfer_s(link, bytes);
 }
 
-Timeline retime(const std::vector<ReplicaTrace>& replicas, const LinkSpec& outer) {
+Timeline retime(const std::vector<ReplicaTrace>& replicas, const LinkSpec& link) {
     const size_t R = replicas.size();
     Timeline t{std::vector<double>(R, 0.0), std::vector<double>(R, 0.0), std::vector<double>(R, 0.0)};
     std::set<int64_t> steps;
@@ -27,7 +28,9 @@ Timeline retime(const std::vector<ReplicaTrace>& replicas, const LinkSpec& outer
             const std::vector<double> arrivals = t.sim_s;
             for (size_t r = 0; r < R; ++r) {
                 auto b = replicas[r].round_bytes.find(step);
-                const double after = round_end_s(arrivals, outer, b == replicas[r].round_bytes.end() ? 0 : b->second);
+                auto h = replicas[r].round_hops.find(step);
+                const double after = round_end_s(arrivals, link, b == replicas[r].round_bytes.end() ? 0 : b->second,
+                                                 h == replicas[r].round_hops.end() ? 1 : h->second);
                 t.exposed_s[r] += after - t.sim_s[r];
                 t.sim_s[r] = after;
             }

@@ -14,6 +14,7 @@ namespace tw {
 struct ReplicaTrace {
     std::map<int64_t, double> compute_s;   // step → compute seconds of that step
     std::map<int64_t, uint64_t> round_bytes;  // round's last step → bytes this replica sent in it
+    std::map<int64_t, int64_t> round_hops;    // round's last step → sequential transfers (latencies); absent = 1
 };
 
 struct Timeline {
@@ -22,12 +23,14 @@ struct Timeline {
     std::vector<double> exposed_s;  // total time waiting for or in outer syncs per replica
 };
 
-// The clock rule of one outer round: it starts when the slowest member arrives (the maximum of
-// `clocks`) and this member's uplink then carries `bytes` back to back. Returns this member's
-// clock after the round; the time it spent waiting or sending is the result minus `mine`.
-double round_end_s(const std::vector<double>& clocks, const LinkSpec& outer, uint64_t bytes);
+// The clock rule of one synchronisation round: it starts when the slowest member arrives (the
+// maximum of `clocks`) and this member's uplink then carries `bytes` back to back in `hops`
+// sequential steps, each paying the link's latency (an all-gather over a mesh is one hop; a ring
+// all-reduce over R members is 2·(R−1)). Returns this member's clock after the round; the time it
+// spent waiting or sending is the result minus its own clock.
+double round_end_s(const std::vector<double>& clocks, const LinkSpec& link, uint64_t bytes, int64_t hops = 1);
 
 // Each clock advances by its steps' compute; every round follows round_end_s.
-Timeline retime(const std::vector<ReplicaTrace>& replicas, const LinkSpec& outer);
+Timeline retime(const std::vector<ReplicaTrace>& replicas, const LinkSpec& link);
 
 }  // namespace tw

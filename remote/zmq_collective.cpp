@@ -1,6 +1,8 @@
 // ZeroMQ all-gather mesh; see zmq_collective.h for the wire layout.
 #include "remote/zmq_collective.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <zmq.hpp>
@@ -20,6 +22,17 @@ void put_header(uint8_t* h, LinkClass link, int rank, uint64_t round, double clo
     std::memcpy(h + 6, &r, 2);
     std::memcpy(h + 8, &round, 8);
     std::memcpy(h + 16, &clock, 8);
+}
+
+// Waits for one frame in 100 ms slices so `abort` is honoured; false on timeout or abort.
+bool recv_abortable(zmq::socket_t& s, zmq::message_t& m, int timeout_ms, const std::function<bool()>& abort) {
+    for (int waited = 0; waited < timeout_ms; waited += 100) {
+        if (abort && abort()) return false;
+        zmq::pollitem_t items[] = {{s.handle(), 0, ZMQ_POLLIN, 0}};
+        zmq::poll(items, 1, std::chrono::milliseconds(std::min(100, timeout_ms - waited)));
+        if (items[0].revents & ZMQ_POLLIN) return s.recv(m, zmq::recv_flags::dontwait).has_value();
+    }
+    return false;
 }
 
 }  // namespace
@@ -98,7 +111,9 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::v
         auto& got = s_->early[round];
         while (static_cast<int>(got.size()) < n - 1) {
             zmq::message_t h, body;
-            if (!s_->pull.recv(h)) return R::error("collective: round " + std::to_string(round) + " timed out");
+            if (!recv_abortable(s_->pull, h, timeout_ms_, abort_))
+                return R::error(abort_ && abort_() ? "collective: aborted (stop requested)"
+                                                   : "collective: round " + std::to_string(round) + " timed out");
             if (!h.more() || !s_->pull.recv(body)) return R::error("collective: message without a payload frame");
             const auto* hb = static_cast<const uint8_t*>(h.data());
             if (h.size() != kHeader || std::memcmp(hb, kMagic, 4) != 0)

@@ -7,6 +7,7 @@
 // counted; the 24-byte header is the transport's framing, listed separately by header_bytes().
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ public:
                                                          std::vector<double>* clocks = nullptr) override;
     const ByteCounters& counters() const override { return counters_; }
     uint64_t header_bytes() const { return header_bytes_; }
+    // Checked every 100 ms while waiting for peers: a true result ends the wait with an error, so
+    // a node asked to stop is never stuck behind a peer that paused, stopped or died.
+    void set_abort(std::function<bool()> abort) { abort_ = std::move(abort); }
 
 private:
     ZmqCollective() = default;
@@ -45,6 +49,7 @@ private:
     uint64_t round_ = 0;
     ByteCounters counters_;
     uint64_t header_bytes_ = 0;
+    std::function<bool()> abort_;
 };
 
 }  // namespace tw

@@ -59,6 +59,7 @@ Status write_run_json(RunStore& store, int64_t run_id, std::ostream& out) {
                 {"reason", run->reason},   {"kind", run->kind},
                 {"seed", run->seed},       {"config_hash", run->config_hash},
                 {"notes", run->notes},     {"tags", run->tags},
+                {"group", run->group},     {"cluster", run->cluster},
                 {"config_toml", *config}};
     j["metrics"] = nlohmann::json::object();
     for (auto& name : *names) {

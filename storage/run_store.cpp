@@ -28,7 +28,7 @@ const char* const kSelectSummary =
     "SELECT r.id, r.name, r.status, r.created_at, r.finished_at, r.kind, r.config_hash, r.seed, r.reason, r.notes, "
     "r.tags, (SELECT MAX(m.step) FROM metrics m WHERE m.run_id = r.id), "
     TW_LAST_VALUE("train.loss") ", "
-    TW_LAST_VALUE("val.loss") " FROM runs r";
+    TW_LAST_VALUE("val.loss") ", r.group_name, r.cluster FROM runs r";
 // clang-format on
 
 #undef TW_LAST_VALUE
@@ -61,7 +61,25 @@ Result<RunSummary> read_summary(const Statement& st) {
     if (!st.column_is_null(11)) r.last_step = st.column_int64(11);
     if (st.column_int64(13) != 0) r.last_train_loss = nan_if_null(st, 12);
     if (st.column_int64(15) != 0) r.last_val_loss = nan_if_null(st, 14);
+    r.group = st.column_text(16);
+    r.cluster = st.column_text(17);
     return r;
+}
+
+// The columns of `table` in the main database as a quoted, comma-separated list for INSERT ... SELECT.
+Result<std::string> column_list(Database& db, const char* table) {
+    auto st = db.prepare("SELECT name FROM pragma_table_info(?1, 'main') ORDER BY cid");
+    if (!st) return st.status();
+    st->bind_text(1, table);
+    std::string out;
+    for (;;) {
+        auto row = st->step();
+        if (!row) return row.status();
+        if (!row.value()) break;
+        out += (out.empty() ? "\"" : ", \"") + st->column_text(0) + "\"";
+    }
+    if (out.empty()) return Result<std::string>::error(std::string("no table ") + table + " to copy");
+    return out;
 }
 
 }  // namespace
@@ -117,7 +135,8 @@ Status RunStore::add_node(int64_t id, const RunNode& node) {
     std::lock_guard<std::mutex> lock(*mu_);
     if (Status s = require_run(id); !s) return s;
     auto st = db_.prepare(
-        "INSERT INTO run_nodes (run_id, node, endpoint, role, replica, stage) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+        "INSERT INTO run_nodes (run_id, node, endpoint, role, replica, stage, kind, host, version, threads, rank) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
     if (!st) return st.status();
     st->bind_int64(1, id);
     st->bind_text(2, node.node);
@@ -125,6 +144,11 @@ Status RunStore::add_node(int64_t id, const RunNode& node) {
     st->bind_text(4, node.role);
     st->bind_int64(5, node.replica);
     st->bind_int64(6, node.stage);
+    st->bind_text(7, node.kind);
+    st->bind_text(8, node.host);
+    st->bind_text(9, node.version);
+    st->bind_int64(10, node.threads);
+    st->bind_int64(11, node.rank);
     return st->run();
 }
 
@@ -174,6 +198,17 @@ Status RunStore::set_notes(int64_t id, const std::string& text) {
 
 Status RunStore::set_tags(int64_t id, const std::string& text) {
     return update_text(id, "UPDATE runs SET tags = ?2 WHERE id = ?1", text);
+}
+
+Status RunStore::set_run_group(int64_t id, const std::string& group, const std::string& cluster) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto st = db_.prepare("UPDATE runs SET group_name = ?2, cluster = ?3 WHERE id = ?1");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_text(2, group);
+    st->bind_text(3, cluster);
+    if (Status s = st->run(); !s) return s;
+    return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
 }
 
 Status RunStore::update_text(int64_t id, const char* sql, const std::string& text) {
@@ -238,8 +273,9 @@ Result<std::string> RunStore::config_toml(int64_t id) {
 Result<std::vector<RunNode>> RunStore::nodes(int64_t id) {
     std::lock_guard<std::mutex> lock(*mu_);
     if (Status s = require_run(id); !s) return s;
-    auto st =
-        db_.prepare("SELECT node, endpoint, role, replica, stage FROM run_nodes WHERE run_id = ?1 ORDER BY rowid");
+    auto st = db_.prepare(
+        "SELECT node, endpoint, role, replica, stage, kind, host, version, threads, rank FROM run_nodes "
+        "WHERE run_id = ?1 ORDER BY rowid");
     if (!st) return st.status();
     st->bind_int64(1, id);
     std::vector<RunNode> out;
@@ -247,8 +283,18 @@ Result<std::vector<RunNode>> RunStore::nodes(int64_t id) {
         auto row = st->step();
         if (!row) return row.status();
         if (!row.value()) break;
-        out.push_back(
-            {st->column_text(0), st->column_text(1), st->column_text(2), st->column_int64(3), st->column_int64(4)});
+        RunNode n;
+        n.node = st->column_text(0);
+        n.endpoint = st->column_text(1);
+        n.role = st->column_text(2);
+        n.replica = st->column_int64(3);
+        n.stage = st->column_int64(4);
+        n.kind = st->column_text(5);
+        n.host = st->column_text(6);
+        n.version = st->column_text(7);
+        n.threads = st->column_int64(8);
+        n.rank = st->column_int64(9);
+        out.push_back(std::move(n));
     }
     return out;
 }
@@ -319,9 +365,15 @@ Status RunStore::copy_run_to(int64_t id, const std::string& dest_path) {
         } else {
             const std::string idv = std::to_string(id);
             for (const char* table : {"runs", "run_nodes", "metrics", "events"}) {
+                // Columns by name, not by position, so the copy never depends on two files agreeing on column order.
+                auto columns = column_list(db_, table);
+                if (!columns) {
+                    result = columns.status();
+                    break;
+                }
                 const std::string where = std::string(table) == "runs" ? "id = " : "run_id = ";
-                result = db_.exec(std::string("INSERT INTO export_dest.") + table + " SELECT * FROM main." + table +
-                                  " WHERE " + where + idv);
+                result = db_.exec(std::string("INSERT INTO export_dest.") + table + " (" + *columns + ") SELECT " +
+                                  *columns + " FROM main." + table + " WHERE " + where + idv);
                 if (!result) break;
             }
             if (result) result = tx->commit();

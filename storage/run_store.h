@@ -31,6 +31,8 @@ struct RunSummary {
     std::string reason;                     // why it finished, failed or was interrupted; "" when none given
     std::string notes;                      // free text set by the user
     std::string tags;                       // free text set by the user (the UI decides the separator)
+    std::string group;    // runs started together by one command (quickstart variants, a sweep); "" when alone
+    std::string cluster;  // where its nodes ran: "threads" | "local" | "remote"; "" for single-process
 };
 
 // A process taking part in a run (rows of run_nodes).
@@ -40,6 +42,11 @@ struct RunNode {
     std::string role;      // free text, e.g. "trainer", "coordinator"
     int64_t replica = -1;  // data-parallel replica index, -1 when not applicable
     int64_t stage = -1;    // pipeline stage index, -1 when not applicable
+    std::string kind;      // "full" (a whole-model replica) | "pipeline" (one stage of one); "" when unknown
+    std::string host;      // machine the node ran on (hostname), "" when unknown
+    std::string version;   // thinwire version of the node's binary, "" when unknown
+    int64_t threads = 0;   // intra-op threads the node used, 0 when unknown
+    int64_t rank = -1;     // rank inside its replica's DDP group, -1 when the replica is one process
 };
 
 // Parses the text written by to_string(RunStatus); empty for anything else.
@@ -70,6 +77,8 @@ class RunStore {
     // Replaces the run's notes / tags; "no run with id N" if missing.
     Status set_notes(int64_t id, const std::string& text);
     Status set_tags(int64_t id, const std::string& text);
+    // Sets the run's group (runs started by one command share it) and cluster kind; "no run with id N" if missing.
+    Status set_run_group(int64_t id, const std::string& group, const std::string& cluster);
 
     // --- reading ---
 

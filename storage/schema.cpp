@@ -55,6 +55,20 @@ CREATE TABLE events (
 CREATE INDEX events_run ON events(run_id);
 )sql";
 
+// Who ran together and where (issue 3): a run's group (the runs one command started, e.g. the DDP and DiLoCo variants
+// of the quickstart, later a sweep) and cluster kind ("threads", "local", "remote"; "" for single-process), and per
+// node its kind ("full" replica or "pipeline" stage), host, thinwire version, thread count and rank inside its
+// replica's DDP group (-1: none). ADD COLUMN with a constant default rewrites no row, so this is instant on big files.
+const char* const kSchemaV2 = R"sql(
+ALTER TABLE runs ADD COLUMN group_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN cluster TEXT NOT NULL DEFAULT '';
+ALTER TABLE run_nodes ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+ALTER TABLE run_nodes ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE run_nodes ADD COLUMN version TEXT NOT NULL DEFAULT '';
+ALTER TABLE run_nodes ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE run_nodes ADD COLUMN rank INTEGER NOT NULL DEFAULT -1;
+)sql";
+
 // Applies `m` if the database is still at m.version - 1. Returns the version found under the write lock.
 Result<int> apply_one(Database& db, const Migration& m) {
     auto tx = Transaction::begin(db);
@@ -77,6 +91,7 @@ Result<int> apply_one(Database& db, const Migration& m) {
 const std::vector<Migration>& schema_migrations() {
     static const std::vector<Migration> kMigrations = {
         {1, "runs, run_nodes, metrics, events", kSchemaV1},
+        {2, "run groups and clusters, node kind, host, version, threads, rank", kSchemaV2},
     };
     return kMigrations;
 }

@@ -1,9 +1,14 @@
 // DiLoCo outer step over a byte-level all-gather.
 #include "engine/algo/diloco.h"
 
+#include <chrono>
 #include <cstring>
 
 namespace tw {
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+}  // namespace
 
 DiLoCo::DiLoCo(std::vector<torch::Tensor> params, DiLoCoConfig cfg) : params_(std::move(params)), cfg_(cfg) {
     torch::NoGradGuard no_grad;
@@ -16,6 +21,7 @@ DiLoCo::DiLoCo(std::vector<torch::Tensor> params, DiLoCoConfig cfg) : params_(st
 
 Status DiLoCo::sync(Collective& c, double sim_clock_s, std::vector<double>* clocks) {
     torch::NoGradGuard no_grad;
+    const auto t_encode = Clock::now();
     // Δ_r = θ − θ_r, flattened into one fp32 vector, then cast for the wire.
     std::vector<torch::Tensor> parts;
     for (size_t i = 0; i < params_.size(); ++i) parts.push_back((global_[i] - params_[i]).reshape({-1}));
@@ -24,7 +30,9 @@ Status DiLoCo::sync(Collective& c, double sim_clock_s, std::vector<double>* cloc
     std::vector<uint8_t> mine(static_cast<size_t>(wire.numel() * wire.element_size()));
     std::memcpy(mine.data(), wire.data_ptr(), mine.size());
 
+    const auto t_comm = Clock::now();
     auto all = c.all_gather(mine, LinkClass::kOuterSync, sim_clock_s, clocks);
+    const auto t_apply = Clock::now();
     if (!all) return all.status();
     // Average in rank order on every replica, so all of them compute bit-identical results.
     auto avg = torch::zeros({n_params_}, torch::kFloat32);
@@ -52,6 +60,8 @@ Status DiLoCo::sync(Collective& c, double sim_clock_s, std::vector<double>* cloc
         }
         params_[i].copy_(global_[i]);
     }
+    timings_ = {seconds_between(t_encode, t_comm), seconds_between(t_comm, t_apply),
+                seconds_between(t_apply, Clock::now())};
     return Status::ok();
 }
 

@@ -22,6 +22,14 @@ struct DiLoCoConfig {
     WireDtype dtype = WireDtype::kFp32;  // pseudo-gradients on the wire; averaging is always fp32
 };
 
+// Wall-clock seconds (steady clock) of the phases of one sync(), to separate the outer step's own
+// cost from its communication.
+struct SyncTimings {
+    double encode_s = 0;  // pseudo-gradient, flatten, cast, copy into the wire buffer
+    double comm_s = 0;    // the all_gather call, including waiting for the slowest replica
+    double apply_s = 0;   // decode + average + outer Nesterov + copy back into the live params
+};
+
 class DiLoCo {
 public:
     // `params` are the replica's live parameters (θ_r); their values now become the global θ.
@@ -37,11 +45,14 @@ public:
     }
     int64_t num_params() const { return n_params_; }
     const std::vector<torch::Tensor>& global() const { return global_; }
+    // Phases of the last sync() that returned ok (all zero before the first).
+    const SyncTimings& last_timings() const { return timings_; }
 
 private:
     std::vector<torch::Tensor> params_, global_, momentum_;
     DiLoCoConfig cfg_;
     int64_t n_params_ = 0;
+    SyncTimings timings_;
 };
 
 }  // namespace tw

@@ -53,28 +53,34 @@ StepReport Trainer::step() {
     auto since = [](std::chrono::steady_clock::time_point t) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     };
+    StepReport r;
+    r.lr = lr;
     auto t1 = std::chrono::steady_clock::now();
     auto loss = model_->loss(batch);
-    const double fwd = since(t1);
+    r.forward_s = since(t1);
     t1 = std::chrono::steady_clock::now();
     loss.backward();
-    const double bwd = since(t1);
-    t1 = std::chrono::steady_clock::now();
-    // Norm before clipping; with clipping off we still report it.
-    const double norm = torch::nn::utils::clip_grad_norm_(model_->parameters(), t.grad_clip > 0 ? t.grad_clip : 1e30);
-    optim_->step();
-    ++step_;
-
-    StepReport r;
+    r.backward_s = since(t1);
+    // Gradient sync (DDP's all-reduce) is communication: timed as sync_s, outside compute_s. If it
+    // fails the update is skipped, so this replica never steps on gradients the others did not see.
+    sync_status_ = Status::ok();
+    if (grad_sync_) {
+        t1 = std::chrono::steady_clock::now();
+        sync_status_ = grad_sync_();
+        r.sync_s = since(t1);
+    }
+    if (sync_status_) {
+        t1 = std::chrono::steady_clock::now();
+        // Norm before clipping; with clipping off we still report it.
+        r.grad_norm = torch::nn::utils::clip_grad_norm_(model_->parameters(), t.grad_clip > 0 ? t.grad_clip : 1e30);
+        optim_->step();
+        ++step_;
+        r.optim_s = since(t1);
+    }
     r.step = step_;
     r.loss = loss.item<double>();
-    r.lr = lr;
-    r.grad_norm = norm;
     r.tokens = step_ * t.batch_size * cfg_.model.seq_len;
-    r.optim_s = since(t1);
-    r.forward_s = fwd;
-    r.backward_s = bwd;
-    r.compute_s = since(t0);
+    r.compute_s = since(t0) - r.sync_s;
     return r;
 }
 
@@ -118,6 +124,7 @@ Status Trainer::run(const TrainHooks& hooks) {
             return checkpoint();
         }
         StepReport r = step();
+        if (!sync_status_) return sync_status_;  // the step was abandoned; nothing to report
         if (hooks.on_step) hooks.on_step(r);
         if (hooks.after_step)
             if (Status s = hooks.after_step(step_); !s) return s;

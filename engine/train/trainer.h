@@ -22,10 +22,11 @@ struct StepReport {
     double lr = 0;
     double grad_norm = 0;      // global norm before clipping
     int64_t tokens = 0;        // tokens consumed so far (B·T per step)
-    double compute_s = 0;      // forward + backward + optimizer seconds of this step
+    double compute_s = 0;      // forward + backward + optimizer seconds of this step (no sync_s)
     double forward_s = 0;      // parts of compute_s: forward incl. loss,
     double backward_s = 0;     //   backward,
     double optim_s = 0;        //   clipping and AdamW
+    double sync_s = 0;         // wall seconds in the grad-sync hook (communication; 0 without one)
 };
 
 struct TrainHooks {
@@ -44,8 +45,14 @@ public:
     Trainer(const RunConfig& cfg, WindowLoader train, WindowLoader val);
     ~Trainer();
 
-    // One optimizer step on batch(step_index()).
+    // One optimizer step on batch(step_index()). If the grad-sync hook fails, the step is abandoned
+    // before clipping (no optimizer update, step_index() unchanged) and sync_status() holds the error.
     StepReport step();
+    // Called in step() after backward and before clipping and AdamW, so clipping sees what it
+    // leaves in the gradients (DDP averages them over replicas here). Its time is StepReport::sync_s.
+    void set_grad_sync(std::function<Status()> fn) { grad_sync_ = std::move(fn); }
+    // The last step's grad-sync outcome; run() returns it when it is an error.
+    const Status& sync_status() const { return sync_status_; }
     // Mean loss over cfg.train.eval_batches fixed validation batches, without gradients.
     double evaluate();
 
@@ -54,7 +61,8 @@ public:
     Status save(const std::string& path) const;
 
     // Runs to cfg.train.steps: resumes if asked, evaluates every eval_every steps and at the end,
-    // checkpoints every ckpt_every steps and at the end. Returns ok, or the first error.
+    // checkpoints every ckpt_every steps and at the end. Returns ok, or the first error (a failed
+    // grad sync included: it ends the run without checkpointing the abandoned step).
     // A stop request ends the loop early (after a checkpoint, if configured) with ok.
     Status run(const TrainHooks& hooks);
 
@@ -70,6 +78,8 @@ private:
     WindowLoader train_, val_;
     int64_t step_ = 0;
     bool stopped_ = false;
+    std::function<Status()> grad_sync_;
+    Status sync_status_;
 };
 
 }  // namespace tw

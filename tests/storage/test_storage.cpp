@@ -274,6 +274,174 @@ TEST(Schema, MisnumberedMigrationListIsRejected) {
     EXPECT_EQ(schema_version(db).value(), 0);
 }
 
+// The v1 schema exactly as released builds created it (frozen here: migration 1 must never change).
+const char* const kReleasedSchemaV1 = R"sql(
+CREATE TABLE runs (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    name        TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    finished_at TEXT,
+    reason      TEXT NOT NULL DEFAULT '',
+    config_toml TEXT NOT NULL DEFAULT '',
+    config_hash TEXT NOT NULL DEFAULT '',
+    seed        INTEGER NOT NULL DEFAULT 0,
+    kind        TEXT NOT NULL DEFAULT 'train',
+    notes       TEXT NOT NULL DEFAULT '',
+    tags        TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE run_nodes (
+    run_id   INTEGER NOT NULL REFERENCES runs(id),
+    node     TEXT NOT NULL,
+    endpoint TEXT NOT NULL DEFAULT '',
+    role     TEXT NOT NULL DEFAULT '',
+    replica  INTEGER NOT NULL DEFAULT -1,
+    stage    INTEGER NOT NULL DEFAULT -1
+);
+CREATE INDEX run_nodes_run ON run_nodes(run_id);
+CREATE TABLE metrics (
+    run_id     INTEGER NOT NULL REFERENCES runs(id),
+    node       TEXT NOT NULL,
+    step       INTEGER NOT NULL,
+    outer_step INTEGER NOT NULL DEFAULT -1,
+    wall_s     REAL NOT NULL,
+    sim_s      REAL NOT NULL,
+    name       TEXT NOT NULL,
+    value      REAL
+);
+CREATE INDEX metrics_run_name_step ON metrics(run_id, name, step);
+CREATE INDEX metrics_run_step ON metrics(run_id, step);
+CREATE TABLE events (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    wall_s REAL NOT NULL,
+    node   TEXT NOT NULL,
+    level  INTEGER NOT NULL,
+    kind   TEXT NOT NULL,
+    text   TEXT NOT NULL
+);
+CREATE INDEX events_run ON events(run_id);
+)sql";
+
+// Writes a version-1 file the way a v1 build left it: one finished run with two nodes, three metrics (one NaN,
+// stored as NULL) and an event, all through plain SQL so nothing of this build's RunStore is involved.
+void write_v1_file(const std::string& path) {
+    Database db = open_db(path);
+    ASSERT_TRUE(db.exec(kReleasedSchemaV1).is_ok());
+    ASSERT_TRUE(db.exec("PRAGMA user_version = 1").is_ok());
+    ASSERT_TRUE(db.exec("INSERT INTO runs (id, name, status, created_at, finished_at, reason, config_toml, "
+                        "config_hash, seed, kind, notes, tags) VALUES (7, 'old run', 'finished', "
+                        "'2025-01-31T12:00:00.000Z', '2025-01-31T12:05:00.000Z', 'done', '[train]\nsteps = 2\n', "
+                        "'h7', 42, 'train', 'a note', 'a,b')")
+                    .is_ok());
+    ASSERT_TRUE(db.exec("INSERT INTO run_nodes VALUES (7, 'replica-0', '', 'trainer', 0, -1), "
+                        "(7, 'replica-1', 'tcp://10.0.0.2:5555', 'trainer', 1, 2)")
+                    .is_ok());
+    ASSERT_TRUE(db.exec("INSERT INTO metrics VALUES (7, 'replica-0', 1, 0, 0.5, 0.75, 'train.loss', 3.25), "
+                        "(7, 'replica-0', 2, 0, 1.0, 1.5, 'train.loss', 2.5), "
+                        "(7, 'replica-1', 2, 0, 1.0, 1.5, 'val.loss', NULL)")
+                    .is_ok());
+    ASSERT_TRUE(db.exec("INSERT INTO events VALUES (7, 0.25, 'replica-0', 1, 'checkpoint', 'step 2')").is_ok());
+}
+
+// Checks every row write_v1_file() wrote, read through this build's RunStore, with defaults in the new fields.
+void expect_v1_rows_with_defaults(RunStore& store) {
+    auto runs = store.list_runs();
+    ASSERT_TRUE(runs.is_ok()) << runs.message();
+    ASSERT_EQ(runs->size(), 1u);
+    const RunSummary& r = runs.value()[0];
+    EXPECT_EQ(r.id, 7);
+    EXPECT_EQ(r.name, "old run");
+    EXPECT_EQ(r.status, RunStatus::kFinished);
+    EXPECT_EQ(r.created_at, "2025-01-31T12:00:00.000Z");
+    EXPECT_EQ(r.finished_at, "2025-01-31T12:05:00.000Z");
+    EXPECT_EQ(r.reason, "done");
+    EXPECT_EQ(r.config_hash, "h7");
+    EXPECT_EQ(r.seed, 42);
+    EXPECT_EQ(r.notes, "a note");
+    EXPECT_EQ(r.tags, "a,b");
+    EXPECT_EQ(r.last_step, 2);
+    EXPECT_EQ(r.last_train_loss, 2.5);
+    ASSERT_TRUE(r.last_val_loss.has_value());
+    EXPECT_TRUE(std::isnan(*r.last_val_loss));
+    EXPECT_EQ(r.group, "");
+    EXPECT_EQ(r.cluster, "");
+    EXPECT_EQ(store.config_toml(7).value(), "[train]\nsteps = 2\n");
+
+    auto nodes = store.nodes(7);
+    ASSERT_TRUE(nodes.is_ok()) << nodes.message();
+    ASSERT_EQ(nodes->size(), 2u);
+    const RunNode& n = nodes.value()[1];
+    EXPECT_EQ(n.node, "replica-1");
+    EXPECT_EQ(n.endpoint, "tcp://10.0.0.2:5555");
+    EXPECT_EQ(n.role, "trainer");
+    EXPECT_EQ(n.replica, 1);
+    EXPECT_EQ(n.stage, 2);
+    for (const RunNode& each : nodes.value()) {
+        EXPECT_EQ(each.kind, "") << each.node;
+        EXPECT_EQ(each.host, "") << each.node;
+        EXPECT_EQ(each.version, "") << each.node;
+        EXPECT_EQ(each.threads, 0) << each.node;
+        EXPECT_EQ(each.rank, -1) << each.node;
+    }
+
+    auto loss = store.metrics(7, "train.loss");
+    ASSERT_TRUE(loss.is_ok()) << loss.message();
+    ASSERT_EQ(loss->size(), 2u);
+    EXPECT_EQ(loss.value()[0].value, 3.25);
+    EXPECT_EQ(loss.value()[0].sim_s, 0.75);
+    EXPECT_EQ(loss.value()[1].step, 2);
+    EXPECT_EQ(store.metrics(7, "val.loss")->size(), 1u);
+    auto events = store.events(7);
+    ASSERT_TRUE(events.is_ok()) << events.message();
+    ASSERT_EQ(events->size(), 1u);
+    EXPECT_EQ(events.value()[0].level, EventLevel::kWarning);
+    EXPECT_EQ(events.value()[0].text, "step 2");
+}
+
+TEST(Schema, MigrationOneIsTheReleasedV1Schema) {
+    // Files in the wild were created by this text; editing it would give new files a different history.
+    ASSERT_GE(schema_migrations().size(), 2u);
+    EXPECT_EQ(schema_migrations()[0].sql, kReleasedSchemaV1);
+}
+
+TEST(Schema, V1FileMigratesToV2KeepingEveryRowWithDefaultsInNewColumns) {
+    TempDb tmp;
+    write_v1_file(tmp.path());
+    {
+        RunStore store = open_store(tmp.path());
+        expect_v1_rows_with_defaults(store);
+    }
+    Database db = open_db(tmp.path());
+    EXPECT_EQ(schema_version(db).value(), 2);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM runs"), 1);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM run_nodes"), 2);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM metrics"), 3);
+    EXPECT_EQ(count(db, "SELECT COUNT(*) FROM events"), 1);
+    EXPECT_EQ(count(db,
+                    "SELECT COUNT(*) FROM pragma_table_info('runs') WHERE name IN ('group_name', 'cluster') AND "
+                    "type = 'TEXT' AND \"notnull\" = 1 AND dflt_value = ''''''"),
+              2);
+    EXPECT_EQ(count(db,
+                    "SELECT COUNT(*) FROM pragma_table_info('run_nodes') WHERE \"notnull\" = 1 AND "
+                    "((name IN ('kind', 'host', 'version') AND type = 'TEXT' AND dflt_value = '''''') OR "
+                    "(name = 'threads' AND type = 'INTEGER' AND dflt_value = '0') OR "
+                    "(name = 'rank' AND type = 'INTEGER' AND dflt_value = '-1'))"),
+              5);
+    // Rows written after the migration by SQL that names no new column get the same defaults.
+    ASSERT_TRUE(db.exec("INSERT INTO run_nodes (run_id, node) VALUES (7, 'late')").is_ok());
+    EXPECT_EQ(count(db, "SELECT threads * 10 + rank FROM run_nodes WHERE node = 'late'"), -1);
+}
+
+TEST(Schema, MigratedV1RunCopiesToAFreshFile) {
+    TempDb src;
+    TempDb dest;
+    write_v1_file(src.path());
+    RunStore store = open_store(src.path());
+    ASSERT_TRUE(store.copy_run_to(7, dest.path()).is_ok());
+    RunStore copy = open_store(dest.path());
+    expect_v1_rows_with_defaults(copy);
+}
+
 // --- RunStore ----------------------------------------------------------------------------------------------------
 
 TEST(RunStore, ParseRunStatusInvertsToString) {
@@ -462,6 +630,111 @@ TEST(RunStore, NotesTagsEventsAndNodesRoundTrip) {
     EXPECT_EQ(nodes.value()[0].endpoint, "tcp://10.0.0.2:5555");
     EXPECT_EQ(nodes.value()[0].replica, 1);
     EXPECT_EQ(nodes.value()[0].stage, 0);
+}
+
+TEST(RunStore, GroupAndClusterRoundTripThroughGetAndList) {
+    RunStore store = open_store(":memory:");
+    int64_t ddp = store.create_run("quickstart-ddp", "train", "", "", 0).value();
+    int64_t diloco = store.create_run("quickstart-diloco", "train", "", "", 0).value();
+    int64_t alone = store.create_run("alone", "train", "", "", 0).value();
+    EXPECT_EQ(store.get_run(alone)->group, "");  // a new run belongs to no group
+    EXPECT_EQ(store.get_run(alone)->cluster, "");
+    ASSERT_TRUE(store.set_run_group(ddp, "quickstart-1", "threads").is_ok());
+    ASSERT_TRUE(store.set_run_group(diloco, "quickstart-1", "local").is_ok());
+    auto r = store.get_run(diloco);
+    ASSERT_TRUE(r.is_ok()) << r.message();
+    EXPECT_EQ(r->group, "quickstart-1");
+    EXPECT_EQ(r->cluster, "local");
+    auto runs = store.list_runs();
+    ASSERT_TRUE(runs.is_ok()) << runs.message();
+    ASSERT_EQ(runs->size(), 3u);
+    EXPECT_EQ(runs.value()[0].group, "quickstart-1");
+    EXPECT_EQ(runs.value()[0].cluster, "threads");
+    EXPECT_EQ(runs.value()[1].cluster, "local");
+    EXPECT_EQ(runs.value()[2].group, "");
+    EXPECT_EQ(store.set_run_group(99, "g", "remote").message(), "no run with id 99");
+    ASSERT_TRUE(store.set_run_group(ddp, "", "").is_ok());  // clearing is allowed
+    EXPECT_EQ(store.get_run(ddp)->group, "");
+    EXPECT_EQ(store.get_run(ddp)->cluster, "");
+}
+
+TEST(RunStore, NodeKindHostVersionThreadsAndRankRoundTrip) {
+    RunStore store = open_store(":memory:");
+    int64_t id = store.create_run("r", "train", "", "", 0).value();
+    RunNode full;
+    full.node = "replica-0/rank-1";
+    full.endpoint = "tcp://10.0.0.3:5555";
+    full.role = "trainer";
+    full.replica = 0;
+    full.kind = "full";
+    full.host = "gpu-box-3";
+    full.version = "0.3.0-dev";
+    full.threads = 6;
+    full.rank = 1;
+    RunNode stage;
+    stage.node = "replica-1/stage-2";
+    stage.replica = 1;
+    stage.stage = 2;
+    stage.kind = "pipeline";
+    stage.host = "laptop";
+    stage.threads = 2;
+    ASSERT_TRUE(store.add_node(id, full).is_ok());
+    ASSERT_TRUE(store.add_node(id, stage).is_ok());
+    EXPECT_FALSE(store.add_node(id + 1, full).is_ok());
+    auto nodes = store.nodes(id);
+    ASSERT_TRUE(nodes.is_ok()) << nodes.message();
+    ASSERT_EQ(nodes->size(), 2u);
+    const RunNode& a = nodes.value()[0];
+    EXPECT_EQ(a.node, "replica-0/rank-1");
+    EXPECT_EQ(a.endpoint, "tcp://10.0.0.3:5555");
+    EXPECT_EQ(a.role, "trainer");
+    EXPECT_EQ(a.replica, 0);
+    EXPECT_EQ(a.stage, -1);
+    EXPECT_EQ(a.kind, "full");
+    EXPECT_EQ(a.host, "gpu-box-3");
+    EXPECT_EQ(a.version, "0.3.0-dev");
+    EXPECT_EQ(a.threads, 6);
+    EXPECT_EQ(a.rank, 1);
+    const RunNode& b = nodes.value()[1];
+    EXPECT_EQ(b.kind, "pipeline");
+    EXPECT_EQ(b.stage, 2);
+    EXPECT_EQ(b.host, "laptop");
+    EXPECT_EQ(b.version, "");
+    EXPECT_EQ(b.threads, 2);
+    EXPECT_EQ(b.rank, -1);  // RunNode's default: the replica is one process
+}
+
+TEST(RunStore, StandaloneCopyKeepsGroupClusterAndNodeFields) {
+    TempDb src;
+    TempDb dest;
+    RunStore store = open_store(src.path());
+    (void)store.create_run("other", "train", "", "", 0).value();
+    int64_t id = store.create_run("grouped", "train", "", "", 0).value();
+    ASSERT_TRUE(store.set_run_group(id, "sweep-lr", "remote").is_ok());
+    RunNode n;
+    n.node = "replica-3";
+    n.kind = "full";
+    n.host = "box-9";
+    n.version = "0.3.0";
+    n.threads = 8;
+    n.rank = 0;
+    ASSERT_TRUE(store.add_node(id, n).is_ok());
+    ASSERT_TRUE(store.copy_run_to(id, dest.path()).is_ok());
+    RunStore copy = open_store(dest.path());
+    auto r = copy.get_run(id);
+    ASSERT_TRUE(r.is_ok()) << r.message();
+    EXPECT_EQ(r->group, "sweep-lr");
+    EXPECT_EQ(r->cluster, "remote");
+    ASSERT_EQ(copy.list_runs()->size(), 1u);
+    auto nodes = copy.nodes(id);
+    ASSERT_TRUE(nodes.is_ok()) << nodes.message();
+    ASSERT_EQ(nodes->size(), 1u);
+    EXPECT_EQ(nodes.value()[0].node, "replica-3");
+    EXPECT_EQ(nodes.value()[0].kind, "full");
+    EXPECT_EQ(nodes.value()[0].host, "box-9");
+    EXPECT_EQ(nodes.value()[0].version, "0.3.0");
+    EXPECT_EQ(nodes.value()[0].threads, 8);
+    EXPECT_EQ(nodes.value()[0].rank, 0);
 }
 
 TEST(RunStore, ReopeningTheFileKeepsEarlierRuns) {

@@ -1,0 +1,53 @@
+// `thinwire node --listen ENDPOINT`: a headless engine node serving the control protocol.
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <zmq.hpp>
+
+#include "app/commands.h"
+#include "app/engine_node.h"
+#include "core/layout.h"
+#include "remote/node_server.h"
+
+namespace tw::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_signal(int) { g_stop = true; }
+
+struct NodeArgs {
+    std::string listen = "tcp://127.0.0.1:5555";
+    std::string curve_secret_key;
+};
+
+int run_node(const NodeArgs& a) {
+    NodeOptions o;
+    o.listen = a.listen;
+    o.ctx = std::make_shared<zmq::context_t>();
+    o.version = thinwire_version();
+    o.curve_secret_key = a.curve_secret_key;
+    auto server = unwrap(NodeServer::bind(o, engine_worker_factory(o.ctx)));
+    const NodeEndpoints e = unwrap(derive_endpoints(a.listen));
+    std::printf("thinwire node %s: control %s, metrics %s, data %s\n", thinwire_version(), e.control.c_str(),
+                e.metrics.c_str(), e.data.c_str());
+    std::fflush(stdout);
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    check(server->serve(&g_stop));
+    return 0;
+}
+
+}  // namespace
+
+Command add_node(CLI::App& app, const Globals&) {
+    auto* sub = app.add_subcommand("node", "Run a headless engine node that a coordinator drives");
+    auto args = std::make_shared<NodeArgs>();
+    sub->add_option("--listen", args->listen, "control endpoint (tcp://127.0.0.1:PORT uses PORT..PORT+3)")->capture_default_str();
+    sub->add_option("--curve-secret-key", args->curve_secret_key,
+                    "CurveZMQ key to allow a non-loopback bind (authentication arrives with the reliability work)");
+    return {sub, [args] { return run_node(*args); }};
+}
+
+}  // namespace tw::cli

@@ -1,0 +1,126 @@
+// `thinwire run LAYOUT.toml [--set k=v]...`: a run (or the layout's variants, one run each) on the
+// cluster the layout names, through the coordinator; then a table per run and, for several
+// variants or [report] networks, a comparison re-timed on each network.
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+
+#include "app/commands.h"
+#include "app/run_session.h"
+#include "core/config_io.h"
+#include "core/network.h"
+#include "storage/run_store.h"
+
+namespace tw::cli {
+namespace {
+
+std::atomic<bool> g_interrupt{false};
+extern "C" void on_interrupt(int) { g_interrupt = true; }
+
+struct RunArgs {
+    std::string file;
+    std::vector<std::string> sets;
+};
+
+double figure(const WorkerSummary& s, const std::string& k) {
+    auto it = s.find(k);
+    return it == s.end() ? 0.0 : it->second;
+}
+
+void print_nodes(const SessionResult& r) {
+    std::printf("  %-12s %6s %10s %9s %14s %14s %14s %10s %8s\n", "node", "steps", "train loss", "val loss",
+                "outer sent B", "outer recv B", "intra sent B", "sim (s)", "util");
+    for (auto& n : r.nodes) {
+        const WorkerSummary& s = r.summary.at(n);
+        const double val = figure(s, "val.loss");
+        std::printf("  %-12s %6.0f %10.4f %9s %14.0f %14.0f %14.0f %10.2f %7.1f%%\n", n.c_str(), figure(s, "steps"),
+                    figure(s, "train.loss"), std::isnan(val) || s.count("val.loss") == 0 ? "-" : std::to_string(val).substr(0, 6).c_str(),
+                    figure(s, "bytes.outer.sent"), figure(s, "bytes.outer.recv"), figure(s, "bytes.intra.sent"),
+                    figure(s, "sim_s"), 100 * figure(s, "utilisation"));
+    }
+}
+
+// The link whose rounds the run's traces hold (core/timeline.h re-times one link class).
+const LinkSpec& round_link(const RunConfig& c, const NetworkProfile& p) {
+    return c.outer.algorithm == "ddp" && c.outer.replicas == 1 ? p.intra : p.outer;
+}
+
+double retimed_s(const RunConfig& c, const SessionResult& r, const std::string& profile) {
+    NetworkConfig n = c.network;
+    n.profile = profile;
+    auto p = network_profile(n);
+    if (!p || r.traces.empty()) return NAN;
+    std::vector<ReplicaTrace> list;
+    for (auto& [node, t] : r.traces) list.push_back(t);
+    const Timeline t = retime(list, round_link(c, *p));
+    return *std::max_element(t.sim_s.begin(), t.sim_s.end());
+}
+
+void print_comparison(const RunPlan& plan, const std::vector<SessionResult>& results) {
+    std::vector<std::string> nets = plan.report_networks;
+    std::printf("\n%-22s %6s %9s %16s", "run", "id", "val loss", "sent/replica B");
+    for (auto& n : nets) std::printf(" %14s", ("sim s " + n).c_str());
+    std::printf("\n");
+    for (size_t i = 0; i < results.size(); ++i) {
+        const RunConfig& c = plan.runs[i].second;
+        const SessionResult& r = results[i];
+        double val = NAN, sent = 0;
+        for (auto& [node, s] : r.summary) {
+            if (s.count("val.loss") && !std::isnan(s.at("val.loss"))) val = s.at("val.loss");
+            sent += figure(s, "bytes.outer.sent") + figure(s, "bytes.intra.sent");
+        }
+        std::printf("%-22s %6lld %9.4f %16.0f", c.run.name.c_str(), (long long)r.run_id, val,
+                    sent / static_cast<double>(c.outer.replicas));
+        for (auto& n : nets) std::printf(" %14.2f", retimed_s(c, r, n));
+        std::printf("\n");
+    }
+}
+
+int run_run(const Globals& g, const RunArgs& a) {
+    const RunPlan plan = unwrap(load_run_plan(a.file, a.sets));
+    RunStore store = unwrap(RunStore::open(g.db_path));
+    std::string stem = a.file.substr(a.file.find_last_of('/') + 1);
+    stem = stem.substr(0, stem.find('.'));
+    const std::string group = stem + "@" + std::to_string(std::time(nullptr));
+    char exe[4096] = {};
+    if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) throw Error("cannot find this executable's path");
+
+    g_interrupt = false;
+    auto prev_int = std::signal(SIGINT, on_interrupt);
+    auto prev_term = std::signal(SIGTERM, on_interrupt);
+    std::vector<SessionResult> results;
+    int rc = 0;
+    for (auto& [variant, cfg] : plan.runs) {
+        if (g_interrupt) break;
+        SessionResult r = run_session(cfg, store, group, exe, g_interrupt);
+        std::printf("run %lld %s after %.1f s%s%s\n", (long long)r.run_id, to_string(r.status), r.wall_s,
+                    r.reason.empty() ? "" : ": ", r.reason.c_str());
+        print_nodes(r);
+        std::printf("  unigram baseline %.4f nats/token\n", r.unigram);
+        if (r.status != RunStatus::kFinished) rc = r.status == RunStatus::kInterrupted ? 130 : 1;
+        results.push_back(std::move(r));
+        if (rc) break;
+    }
+    std::signal(SIGINT, prev_int);
+    std::signal(SIGTERM, prev_term);
+    if (results.size() > 1 || !plan.report_networks.empty()) print_comparison(plan, results);
+    return rc;
+}
+
+}  // namespace
+
+Command add_run(CLI::App& app, const Globals& g) {
+    auto* sub = app.add_subcommand("run", "Run a layout (its variants one after another) on threads, local processes or remote nodes");
+    auto args = std::make_shared<RunArgs>();
+    sub->add_option("layout", args->file, "TOML run layout, e.g. experiments/quickstart.toml")->required();
+    sub->add_option("--set", args->sets, "Override a key, e.g. --set cluster.mode=local (repeatable)");
+    return {sub, [&g, args] { return run_run(g, *args); }};
+}
+
+}  // namespace tw::cli

@@ -1,0 +1,107 @@
+// Role assignment; see layout.h for the endpoint convention.
+#include "core/layout.h"
+
+namespace tw {
+
+Result<NodeEndpoints> derive_endpoints(const std::string& control) {
+    NodeEndpoints e;
+    e.control = control;
+    if (control.rfind("inproc://", 0) == 0 || control.rfind("ipc://", 0) == 0) {
+        e.metrics = control + ".pub";
+        e.data = control + ".data";
+        return e;
+    }
+    if (control.rfind("tcp://", 0) == 0) {
+        const auto colon = control.rfind(':');
+        const std::string host = control.substr(6, colon == std::string::npos ? 0 : colon - 6);
+        int port = 0;
+        try {
+            port = std::stoi(control.substr(colon + 1));
+        } catch (...) {
+            port = 0;
+        }
+        if (colon == std::string::npos || colon < 6 || host.empty() || port <= 0 || port > 65532)
+            return Result<NodeEndpoints>::error("endpoint " + control +
+                                                ": expected tcp://HOST:PORT with a port below 65533 (P..P+3 are used)");
+        const std::string base = "tcp://" + host + ":";
+        e.metrics = base + std::to_string(port + 1);
+        e.data = base + std::to_string(port + 2);
+        e.store_host = host == "*" || host == "0.0.0.0" ? "127.0.0.1" : host;
+        e.store_port = port + 3;
+        return e;
+    }
+    return Result<NodeEndpoints>::error("endpoint " + control + ": expected inproc://, ipc:// or tcp://");
+}
+
+int64_t nodes_needed(const RunConfig& cfg) {
+    return cfg.outer.replicas * cfg.cluster.nodes_per_replica * cfg.cluster.stages;
+}
+
+Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vector<std::string>& control_endpoints,
+                                           const std::function<int()>& free_port) {
+    std::vector<std::string> p;
+    const int64_t need = nodes_needed(cfg);
+    const int R = static_cast<int>(cfg.outer.replicas), n = static_cast<int>(cfg.cluster.nodes_per_replica);
+    if (static_cast<int64_t>(control_endpoints.size()) < need)
+        p.push_back("too few nodes: the layout needs " + std::to_string(need) + " (" + std::to_string(R) +
+                    " replicas × " + std::to_string(n) + " nodes × " + std::to_string(cfg.cluster.stages) +
+                    " stages), the cluster has " + std::to_string(control_endpoints.size()));
+    if (cfg.cluster.stages > 1)
+        p.push_back("cluster.stages " + std::to_string(cfg.cluster.stages) +
+                    ": pipeline replicas are not implemented yet (issue 6); use full replicas (stages = 1)");
+    if (cfg.outer.algorithm != "none" && cfg.outer.algorithm != "ddp" && cfg.outer.algorithm != "diloco")
+        p.push_back("outer.algorithm \"" + cfg.outer.algorithm + "\" is unknown (expected none, ddp or diloco)");
+    std::vector<NodeEndpoints> eps;
+    for (auto& c : control_endpoints) {
+        auto e = derive_endpoints(c);
+        if (!e) p.push_back(e.message());
+        else eps.push_back(*e);
+    }
+    if (!p.empty()) {
+        std::string msg = "the layout does not fit the cluster: " + p[0];
+        for (size_t i = 1; i < p.size(); ++i) msg += "\n  " + p[i];
+        return Result<std::vector<NodeRole>>::error(msg);
+    }
+
+    auto store_of = [&](int node) {
+        GlooGroupSpec g;
+        g.host = eps[node].store_host.empty() ? "127.0.0.1" : eps[node].store_host;
+        g.port = eps[node].store_host.empty() ? free_port() : eps[node].store_port;
+        return g;
+    };
+    const bool ddp = cfg.outer.algorithm == "ddp";
+    // DDP: one gradient group of all nodes; DiLoCo: one per replica of several nodes.
+    GlooGroupSpec world_group;
+    if (ddp && R * n > 1) world_group = store_of(0);
+    std::vector<NodeRole> roles(static_cast<size_t>(R * n));
+    for (int r = 0; r < R; ++r) {
+        GlooGroupSpec replica_group;
+        if (!ddp && n > 1) replica_group = store_of(r * n);
+        for (int k = 0; k < n; ++k) {
+            NodeRole& role = roles[static_cast<size_t>(r * n + k)];
+            role.name = "replica-" + std::to_string(r) + (n > 1 ? "." + std::to_string(k) : "");
+            role.replica = r;
+            role.replicas = R;
+            role.rank = k;
+            role.replica_nodes = n;
+            role.grad_group = ddp ? world_group : replica_group;
+            role.grad_group.rank = ddp ? r * n + k : k;
+            role.grad_group.size = ddp ? R * n : n;
+            if (role.grad_group.host.empty()) role.grad_group.size = 1;
+        }
+    }
+    // The ZeroMQ mesh: every node under DDP (it carries the per-step clock exchange), the replica
+    // leaders under DiLoCo (they exchange pseudo-gradients).
+    std::vector<std::string> mesh;
+    for (int i = 0; i < R * n; ++i)
+        if (ddp || i % n == 0) mesh.push_back(eps[static_cast<size_t>(i)].data);
+    for (int i = 0; i < R * n; ++i) {
+        NodeRole& role = roles[static_cast<size_t>(i)];
+        if (cfg.outer.algorithm == "none") continue;
+        role.mesh_endpoints = mesh;
+        role.mesh_rank = ddp ? i : (i % n == 0 ? i / n : -1);
+    }
+    return roles;
+}
+
+}  // namespace tw

@@ -1,0 +1,39 @@
+// The run layout: from a resolved config and the nodes at hand to one role per node.
+//
+// Endpoint convention: a node listening for control on tcp://HOST:P publishes metrics on P+1,
+// binds its data-plane PULL socket on P+2 and, when it is rank 0 of a gradient group, hosts the
+// c10d store on P+3. inproc:// and ipc:// endpoints get ".pub" / ".data" suffixes, and their
+// store port is chosen by the caller (these nodes share the coordinator's machine).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/role.h"
+#include "core/status.h"
+
+namespace tw {
+
+struct NodeEndpoints {
+    std::string control;     // ROUTER, as given
+    std::string metrics;     // PUB
+    std::string data;        // data-plane PULL
+    std::string store_host;  // c10d store host, "" when the caller picks (inproc/ipc)
+    int store_port = 0;
+};
+
+// Derives the other endpoints from a control endpoint; errors name the endpoint.
+Result<NodeEndpoints> derive_endpoints(const std::string& control);
+
+// Nodes the layout needs: replicas × nodes_per_replica × stages.
+int64_t nodes_needed(const RunConfig& cfg);
+
+// Checks the layout against the nodes and assigns roles, node i → roles[i]. Every problem at once:
+// too few nodes, pipeline replicas (not yet), an unknown algorithm. `free_port` is asked for a
+// store port when a group's rank-0 node has no TCP host of its own.
+Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vector<std::string>& control_endpoints,
+                                           const std::function<int()>& free_port);
+
+}  // namespace tw

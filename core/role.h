@@ -1,0 +1,38 @@
+// A node's role in a run: which replica it belongs to, its rank there, and where its peers listen.
+// The coordinator derives roles from the layout (core/layout.h); a node receives its own in the
+// `configure` message (remote/protocol.h) and hands it to the engine's worker.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tw {
+
+// Where a Gloo process group meets: rank 0 hosts the c10d TCP store at host:port.
+struct GlooGroupSpec {
+    std::string host;  // "" = no such group
+    int port = 0;
+    int rank = 0;      // this node's rank in the group
+    int size = 1;      // members
+};
+
+struct NodeRole {
+    std::string name;          // "replica-0", or "replica-1.2" for rank 2 of replica 1; MetricRecord::node
+    std::string kind = "full";  // full (pipeline: issue 6)
+    int replica = 0;           // 0 ≤ replica < replicas
+    int replicas = 1;          // R
+    int rank = 0;              // rank inside the replica (its DDP group); 0 is the replica's leader
+    int replica_nodes = 1;     // nodes in this replica
+    int stage = -1;            // pipeline stage (issue 6); -1 for a full replica
+    // The data-plane mesh of the run's outer sync: endpoints of the members in rank order (for DDP
+    // every node, for DiLoCo every replica leader) and this node's index there; -1 = not a member.
+    std::vector<std::string> mesh_endpoints;
+    int mesh_rank = -1;
+    GlooGroupSpec grad_group;  // gradients all-reduced every step (DDP: all nodes; DiLoCo: the replica's nodes)
+
+    int global_rank() const { return replica * replica_nodes + rank; }
+    int world() const { return replicas * replica_nodes; }
+};
+
+}  // namespace tw

@@ -1,0 +1,57 @@
+// What a node runs once configured: the engine's worker loop behind a Torch-free interface, so the
+// node server (remote/) can drive it without knowing LibTorch and app/ wires the two together.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config.h"
+#include "core/metrics.h"
+#include "core/role.h"
+#include "core/status.h"
+
+namespace tw {
+
+// Run control shared by the node server (writer) and the worker (reader, between steps).
+struct WorkerControl {
+    std::atomic<bool> stop{false};
+    std::atomic<bool> paused{false};
+    std::atomic<int64_t> step{0};  // last completed step, for status and heartbeats
+
+    // Blocks while paused; returns false if a stop arrived meanwhile.
+    bool wait_while_paused() const {
+        while (paused.load() && !stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        return !stop.load();
+    }
+};
+
+// Where a worker's observations go: the node server streams them to the coordinator. Thread-safe.
+class MetricSink {
+public:
+    virtual ~MetricSink() = default;
+    virtual void metrics(std::vector<MetricRecord> records) = 0;
+    virtual void event(EventRecord event) = 0;
+};
+
+// Final figures of a worker, by name ("val.loss", "sim_s", "bytes.outer.sent", ...), for the summary table.
+using WorkerSummary = std::map<std::string, double>;
+
+class Worker {
+public:
+    virtual ~Worker() = default;
+    // Trains the role to the end (or until ctl.stop). Blocking; runs on the node's worker thread.
+    virtual Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) = 0;
+};
+
+// Builds a worker for a resolved config and a role on the node listening at `listen` (its own
+// data endpoint derives from it, core/layout.h); errors (bad data path, busy port) are values.
+using WorkerFactory =
+    std::function<Result<std::unique_ptr<Worker>>(const RunConfig&, const NodeRole&, const std::string& listen)>;
+
+}  // namespace tw

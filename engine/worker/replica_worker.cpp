@@ -1,0 +1,293 @@
+// The replica worker's loop; see replica_worker.h.
+#include "engine/worker/replica_worker.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "core/hash.h"
+#include "core/network.h"
+#include "core/timeline.h"
+#include "engine/algo/ddp.h"
+#include "engine/algo/diloco.h"
+#include "engine/data/dataset.h"
+#include "engine/train/trainer.h"
+
+namespace tw {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+uint64_t weights_checksum(const std::vector<torch::Tensor>& params) {
+    uint64_t h = kFnvOffset;
+    for (auto& p : params) {
+        auto c = p.detach().contiguous();
+        h = fnv1a64(std::string_view(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size()), h);
+    }
+    return h;
+}
+
+class ReplicaWorker : public Worker {
+public:
+    ReplicaWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh,
+                  std::function<void(std::function<bool()>)> set_abort)
+        : cfg_(std::move(cfg)), role_(std::move(role)), mesh_(std::move(mesh)), set_abort_(std::move(set_abort)) {}
+
+    Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
+
+private:
+    Status setup(WorkerControl& ctl, MetricSink& sink);
+    Status ddp_round(int64_t step, double step_compute_s);
+    Status diloco_round(int64_t step);
+    void record(int64_t step, const std::string& name, double v) {
+        rows_.push_back({role_.name, step, outer_step_, since_s(t0_), sim_s_, name, v});
+    }
+    void record_bytes(int64_t step);
+    WorkerSummary summarise() const;
+    bool is_evaluator() const { return role_.replica == 0 && role_.rank == 0; }
+
+    RunConfig cfg_;
+    NodeRole role_;
+    std::unique_ptr<Collective> mesh_;
+    std::function<void(std::function<bool()>)> set_abort_;
+
+    NetworkProfile net_;
+    std::unique_ptr<Trainer> trainer_;
+    std::unique_ptr<GradAllReduce> grads_;
+    std::unique_ptr<DiLoCo> diloco_;
+    LinkClass grad_link_ = LinkClass::kIntraReplica;
+    Clock::time_point t0_ = Clock::now();
+    std::vector<MetricRecord> rows_;
+    double sim_s_ = 0, compute_s_ = 0, exposed_s_ = 0, round_compute_s_ = 0, step_start_sim_s_ = 0;
+    Clock::time_point step_t0_;
+    int64_t outer_step_ = -1;
+    int64_t n_params_ = 0;
+    double last_loss_ = NAN, last_val_ = NAN;
+};
+
+Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
+    auto net = network_profile(cfg_.network);
+    if (!net) return net.status();
+    net_ = *net;
+    auto data = prepare_data(cfg_.data);
+    if (!data) return data.status();
+    if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = data->vocab_size;
+    if (cfg_.model.vocab_size < data->vocab_size)
+        return Status::error("model.vocab_size " + std::to_string(cfg_.model.vocab_size) + " is smaller than the data's " +
+                             std::to_string(data->vocab_size));
+    const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
+    // Every node reads its own disjoint part of the training stream; validation is shared.
+    trainer_ = std::make_unique<Trainer>(
+        cfg_,
+        WindowLoader(data->train, select_spans(*data, false, cfg_.data.genres), cfg_.model.seq_len,
+                     cfg_.train.batch_size, seed, role_.global_rank(), role_.world()),
+        WindowLoader(data->val, select_spans(*data, true, cfg_.data.genres), cfg_.model.seq_len,
+                     cfg_.train.batch_size, seed));
+    auto params = trainer_->model()->parameters();
+    for (auto& p : params) n_params_ += p.numel();
+    if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
+
+    // DDP: every node of the run in one group; DiLoCo: the nodes of this replica.
+    const bool ddp = cfg_.outer.algorithm == "ddp";
+    grad_link_ = ddp && role_.replicas > 1 ? LinkClass::kOuterSync : LinkClass::kIntraReplica;
+    if (role_.grad_group.size > 1) {
+        DdpRendezvous r;
+        r.host = role_.grad_group.host;
+        r.port = role_.grad_group.port;
+        r.rank = role_.grad_group.rank;
+        r.size = role_.grad_group.size;
+        r.prefix = ddp ? "ddp" : "replica-" + std::to_string(role_.replica);
+        // A paused peer leaves the others waiting inside Gloo; a dead one closes its sockets, which
+        // fails the wait at once. So the timeout only has to outlast a pause.
+        r.timeout_ms = 30 * 60 * 1000;
+        auto g = GradAllReduce::create(r, grad_link_);
+        if (!g) return g.status();
+        grads_ = std::move(*g);
+        trainer_->set_grad_sync([this, params] { return grads_->average_grads(params); });
+    }
+    // Same seed → same weights; verified, since a silent mismatch would poison every round.
+    if (mesh_) {
+        const uint64_t mine = weights_checksum(params);
+        std::vector<uint8_t> bytes(8);
+        std::memcpy(bytes.data(), &mine, 8);
+        auto all = mesh_->all_gather(bytes, LinkClass::kOuterSync);
+        if (!all) return all.status();
+        for (size_t i = 0; i < all->size(); ++i)
+            if ((*all)[i] != bytes)
+                return Status::error("mesh member " + std::to_string(i) + " starts from other weights than " +
+                                     role_.name + " (different seed, model or data?)");
+    }
+    if (cfg_.outer.algorithm == "diloco" && mesh_) {
+        const WireDtype wire = cfg_.outer.dtype == "bf16" ? WireDtype::kBf16 : WireDtype::kFp32;
+        diloco_ = std::make_unique<DiLoCo>(params, DiLoCoConfig{cfg_.outer.lr, cfg_.outer.momentum, wire});
+    }
+    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
+                role_.name + " starts: " + std::to_string(count_parameters(cfg_.model)) + " parameters, data part " +
+                    std::to_string(role_.global_rank()) + " of " + std::to_string(role_.world())});
+    return Status::ok();
+}
+
+// DDP's all-reduce ran inside the step; here the simulated clocks meet (the slowest node sets the
+// start) and the ring's 2·(W−1) sequential transfers advance them.
+Status ReplicaWorker::ddp_round(int64_t step, double step_compute_s) {
+    if (!grads_) return Status::ok();
+    const int W = grads_->size();
+    const uint64_t bytes =
+        GradAllReduce::ring_allreduce_bytes(n_params_, 4, W, grads_->rank());
+    const int64_t hops = 2 * (W - 1);
+    const LinkSpec& link = grad_link_ == LinkClass::kOuterSync ? net_.outer : net_.intra;
+    std::vector<double> clocks{sim_s_};
+    if (mesh_) {
+        auto all = mesh_->all_gather({}, grad_link_, sim_s_, &clocks);
+        if (!all) return all.status();
+    }
+    const double end_s = round_end_s(clocks, link, bytes, hops);
+    const double exposed = end_s - sim_s_;
+    sim_s_ = end_s;
+    exposed_s_ += exposed;
+    record(step, "round.bytes", static_cast<double>(bytes));
+    record(step, "round.hops", static_cast<double>(hops));
+    record(step, "round.compute_s", step_compute_s);
+    record(step, "round.comm_s", end_s - *std::max_element(clocks.begin(), clocks.end()));
+    record(step, "round.exposed_comm_s", exposed);
+    record(step, "round.utilisation", step_compute_s / (step_compute_s + exposed));
+    return Status::ok();
+}
+
+// DiLoCo every H steps: the replica leaders exchange pseudo-gradients over the mesh; the other
+// nodes of a replica then receive the new global weights from their leader.
+Status ReplicaWorker::diloco_round(int64_t step) {
+    if (cfg_.outer.algorithm != "diloco" || step % cfg_.outer.inner_steps != 0) return Status::ok();
+    ++outer_step_;
+    const uint64_t payload = DiLoCo::payload_bytes(n_params_,
+                                                   cfg_.outer.dtype == "bf16" ? WireDtype::kBf16 : WireDtype::kFp32);
+    const uint64_t bytes = diloco_ ? static_cast<uint64_t>(role_.replicas - 1) * payload : 0;
+    double end_s = sim_s_;
+    if (diloco_) {
+        std::vector<double> clocks;
+        if (Status st = diloco_->sync(*mesh_, sim_s_, &clocks); !st) return st;
+        end_s = round_end_s(clocks, net_.outer, bytes);  // the same rule `runs retime` replays
+    }
+    if (grads_) {
+        // The leader's weights and clock reach the replica's other nodes.
+        auto params = trainer_->model()->parameters();
+        auto clock = torch::full({1}, end_s, torch::kFloat32);
+        params.push_back(clock);
+        if (Status st = grads_->broadcast(params, 0); !st) return st;
+        end_s = std::max(end_s, static_cast<double>(clock.item<float>())) +
+                transfer_s(net_.intra, static_cast<uint64_t>(n_params_) * 4);
+    }
+    const double exposed = end_s - sim_s_;
+    sim_s_ = end_s;
+    exposed_s_ += exposed;
+    record(step, "round.bytes", static_cast<double>(bytes));
+    record(step, "round.hops", 1);
+    record(step, "round.compute_s", round_compute_s_);
+    record(step, "round.comm_s", transfer_s(net_.outer, bytes));
+    record(step, "round.exposed_comm_s", exposed);
+    record(step, "round.utilisation", round_compute_s_ / (round_compute_s_ + exposed));
+    round_compute_s_ = 0;
+    return Status::ok();
+}
+
+void ReplicaWorker::record_bytes(int64_t step) {
+    ByteCounters total;
+    for (const ByteCounters* c : {mesh_ ? &mesh_->counters() : nullptr, grads_ ? &grads_->counters() : nullptr}) {
+        if (!c) continue;
+        for (int k = 0; k < 3; ++k) total.sent_bytes[k] += c->sent_bytes[k], total.recv_bytes[k] += c->recv_bytes[k];
+    }
+    for (int k = 0; k < 3; ++k) {
+        if (total.sent_bytes[k] == 0 && total.recv_bytes[k] == 0) continue;
+        const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
+        record(step, base + ".sent", static_cast<double>(total.sent_bytes[k]));
+        record(step, base + ".recv", static_cast<double>(total.recv_bytes[k]));
+    }
+}
+
+Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
+    if (Status st = setup(ctl, sink); !st) return st;
+    const int64_t steps = cfg_.train.steps;
+    const int64_t tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
+    bool stopped = false;
+    Status failure;
+    while (trainer_->step_index() < steps) {
+        if (!ctl.wait_while_paused()) {
+            stopped = true;
+            break;
+        }
+        const StepReport s = trainer_->step();
+        if (!trainer_->sync_status()) {
+            failure = trainer_->sync_status();
+            break;
+        }
+        sim_s_ += s.compute_s;  // compute advances the simulated clock by its measured time
+        compute_s_ += s.compute_s;
+        round_compute_s_ += s.compute_s;
+        last_loss_ = s.loss;
+        record(s.step, "train.loss", s.loss);
+        record(s.step, "train.lr", s.lr);
+        record(s.step, "train.grad_norm", s.grad_norm);
+        record(s.step, "train.tokens", static_cast<double>(s.step * tokens_per_step));
+        record(s.step, "train.compute_s", s.compute_s);
+        record(s.step, "train.tokens_per_s", tokens_per_step / s.compute_s);
+        Status st = cfg_.outer.algorithm == "ddp" ? ddp_round(s.step, s.compute_s) : diloco_round(s.step);
+        if (!st) {
+            failure = st;
+            break;
+        }
+        record_bytes(s.step);
+        // The global model's validation loss: every outer round (DiLoCo), every eval_every steps
+        // (DDP, single node) and at the end; one node evaluates, all hold the same weights then.
+        const bool round_end = cfg_.outer.algorithm == "diloco" && s.step % cfg_.outer.inner_steps == 0;
+        const bool periodic = cfg_.outer.algorithm != "diloco" && cfg_.train.eval_every > 0 &&
+                              s.step % cfg_.train.eval_every == 0;
+        if (is_evaluator() && (round_end || periodic || s.step == steps)) {
+            last_val_ = trainer_->evaluate();
+            record(s.step, "val.loss", last_val_);
+        }
+        ctl.step = s.step;
+        sink.metrics(std::exchange(rows_, {}));
+    }
+    if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
+    const WorkerSummary summary = summarise();
+    // Closing the Gloo group now wakes any peer still waiting for this node inside a collective.
+    grads_.reset();
+    // A collective aborted because of a stop request is a stop, not a failure.
+    if (!failure.is_ok() && !ctl.stop.load()) return failure;
+    stopped = stopped || ctl.stop.load();
+    if (stopped) sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop",
+                             "stopped at step " + std::to_string(trainer_->step_index())});
+
+    return summary;
+}
+
+WorkerSummary ReplicaWorker::summarise() const {
+    WorkerSummary out{{"steps", static_cast<double>(trainer_->step_index())},
+                      {"train.loss", last_loss_},
+                      {"val.loss", last_val_},
+                      {"sim_s", sim_s_},
+                      {"compute_s", compute_s_},
+                      {"exposed_comm_s", exposed_s_},
+                      {"utilisation", compute_s_ / (compute_s_ + exposed_s_)},
+                      {"wall_s", since_s(t0_)}};
+    for (const ByteCounters* c : {mesh_ ? &mesh_->counters() : nullptr, grads_ ? &grads_->counters() : nullptr}) {
+        if (!c) continue;
+        for (int k = 0; k < 3; ++k) {
+            const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
+            out[base + ".sent"] += static_cast<double>(c->sent_bytes[k]);
+            out[base + ".recv"] += static_cast<double>(c->recv_bytes[k]);
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Worker> make_replica_worker(const RunConfig& cfg, const NodeRole& role,
+                                            std::unique_ptr<Collective> mesh,
+                                            std::function<void(std::function<bool()>)> set_abort) {
+    return std::make_unique<ReplicaWorker>(cfg, role, std::move(mesh), std::move(set_abort));
+}
+
+}  // namespace tw

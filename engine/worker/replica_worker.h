@@ -1,0 +1,24 @@
+// The worker of one node of a full replica (METHODS.md §1, §2, §10): trains the model on the
+// node's part of the data, all-reduces gradients in its DDP group (c10d Gloo) every step, runs the
+// outer algorithm's rounds over the data-plane mesh, keeps the node's simulated clock, and reports
+// per-step and per-round metrics to its sink. It never opens a socket itself: the mesh arrives as a
+// byte-level Collective (remote/ builds it), the Gloo group is c10d's own.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "core/collective.h"
+#include "core/config.h"
+#include "core/role.h"
+#include "core/worker.h"
+
+namespace tw {
+
+// `mesh` is the role's data-plane collective (null when the role is not a mesh member).
+// `set_abort` lets the worker make the mesh's waits end when a stop arrives (may be empty).
+std::unique_ptr<Worker> make_replica_worker(const RunConfig& cfg, const NodeRole& role,
+                                            std::unique_ptr<Collective> mesh,
+                                            std::function<void(std::function<bool()>)> set_abort);
+
+}  // namespace tw

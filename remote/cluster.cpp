@@ -1,0 +1,114 @@
+// Local clusters: node threads and child processes. See cluster.h.
+#include "remote/cluster.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+
+namespace tw {
+namespace {
+
+// Binds 127.0.0.1:port (0 = any); returns the bound port or -1.
+int try_bind(int port) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    int got = -1;
+    socklen_t len = sizeof a;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+        got = ntohs(a.sin_port);
+    close(fd);
+    return got;
+}
+
+}  // namespace
+
+int free_tcp_port() { return try_bind(0); }
+
+Result<int> free_tcp_port_block(int count) {
+    std::mt19937 rng(static_cast<unsigned>(getpid()) ^ static_cast<unsigned>(
+                         std::chrono::steady_clock::now().time_since_epoch().count()));
+    std::uniform_int_distribution<int> pick(20000, 60000);
+    for (int attempt = 0; attempt < 200; ++attempt) {
+        const int p = pick(rng);
+        bool ok = true;
+        for (int i = 0; i < count && ok; ++i) ok = try_bind(p + i) == p + i;
+        if (ok) return p;
+    }
+    return Result<int>::error("no block of " + std::to_string(count) + " free TCP ports found on 127.0.0.1");
+}
+
+Result<std::unique_ptr<LocalCluster>> LocalCluster::start_threads(int n, NodeOptions base, WorkerFactory factory) {
+    static std::atomic<int> clusters{0};
+    const int k = clusters++;
+    std::unique_ptr<LocalCluster> c(new LocalCluster());
+    for (int i = 0; i < n; ++i) {
+        NodeOptions o = base;
+        o.listen = "inproc://tw-" + std::to_string(getpid()) + "-" + std::to_string(k) + "-" + std::to_string(i);
+        auto s = NodeServer::bind(o, factory);
+        if (!s) return s.status();
+        c->endpoints_.push_back(o.listen);
+        c->servers_.push_back(std::move(*s));
+    }
+    for (auto& s : c->servers_) {
+        NodeServer* srv = s.get();
+        c->threads_.emplace_back([srv, flag = &c->interrupt_] { (void)srv->serve(flag); });
+    }
+    return c;
+}
+
+Result<std::unique_ptr<LocalCluster>> LocalCluster::start_processes(int n, const std::string& exe) {
+    std::unique_ptr<LocalCluster> c(new LocalCluster());
+    const pid_t parent = getpid();
+    for (int i = 0; i < n; ++i) {
+        auto port = free_tcp_port_block(4);
+        if (!port) return port.status();
+        const std::string ep = "tcp://127.0.0.1:" + std::to_string(*port);
+        const pid_t pid = fork();
+        if (pid < 0) return Status::error("cannot fork a node process");
+        if (pid == 0) {
+            setsid();
+            prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the coordinator, even if it is killed
+            if (getppid() != parent) _exit(1);
+            const int devnull = open("/dev/null", O_WRONLY);
+            if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
+            execl(exe.c_str(), exe.c_str(), "node", "--listen", ep.c_str(), static_cast<char*>(nullptr));
+            _exit(127);
+        }
+        c->pids_.push_back(pid);
+        c->endpoints_.push_back(ep);
+    }
+    return c;
+}
+
+LocalCluster::~LocalCluster() {
+    interrupt_ = true;
+    for (auto& t : threads_) t.join();
+    servers_.clear();
+    for (int pid : pids_) kill(pid, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (int pid : pids_) {
+        while (waitpid(pid, nullptr, WNOHANG) == 0) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                kill(pid, SIGKILL);
+                waitpid(pid, nullptr, 0);
+                break;
+            }
+            usleep(10000);
+        }
+    }
+}
+
+}  // namespace tw

@@ -1,0 +1,273 @@
+// Coordinator: request/reply over one DEALER per node, one SUB for every node's stream.
+#include "remote/coordinator.h"
+
+#include <chrono>
+#include <map>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "core/layout.h"
+#include "remote/protocol.h"
+
+namespace tw {
+namespace {
+using Clock = std::chrono::steady_clock;
+double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+struct Coordinator::Impl {
+    std::shared_ptr<zmq::context_t> ctx;
+    CoordinatorOptions opts;
+    std::vector<zmq::socket_t> dealers;
+    zmq::socket_t sub;
+    std::map<std::string, size_t> by_name;    // role name → node index
+    std::vector<Clock::time_point> last_seen;  // per node, last heartbeat or stream message
+    std::vector<bool> in_run;
+    Clock::time_point last_heartbeat_sent = Clock::now();
+    int64_t next_id = 1;
+    bool stopping = false;
+};
+
+Coordinator::~Coordinator() {
+    if (!impl_) return;
+    for (auto& d : impl_->dealers) d.set(zmq::sockopt::linger, 200);
+    impl_->sub.set(zmq::sockopt::linger, 0);
+}
+
+Result<Message> Coordinator::request(size_t i, Message m) {
+    using R = Result<Message>;
+    Impl& s = *impl_;
+    const int64_t id = s.next_id++;
+    m.body["id"] = id;
+    auto frames = encode(m);
+    auto& d = s.dealers[i];
+    for (size_t f = 0; f < frames.size(); ++f)
+        d.send(frames[f], f + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(s.opts.reply_timeout_ms);
+    while (Clock::now() < deadline) {
+        zmq::pollitem_t items[] = {{d.handle(), 0, ZMQ_POLLIN, 0}};
+        zmq::poll(items, 1, std::chrono::milliseconds(50));
+        if (!(items[0].revents & ZMQ_POLLIN)) continue;
+        std::vector<zmq::message_t> reply;
+        (void)zmq::recv_multipart(d, std::back_inserter(reply));
+        auto msg = decode(reply);
+        if (!msg) return R::error("node " + nodes_[i].endpoint + " sent a malformed reply: " + msg.message());
+        if (msg->body.value("id", int64_t{-1}) != id) continue;  // a late reply to an earlier request
+        if (msg->kind == MsgKind::kError)
+            return R::error("node " + nodes_[i].endpoint + ": " + msg->body.value("error", std::string("error")));
+        return std::move(*msg);
+    }
+    return R::error("node " + nodes_[i].endpoint + " did not answer \"" + to_string(m.kind) + "\" within " +
+                    std::to_string(s.opts.reply_timeout_ms / 1000.0) + " s");
+}
+
+Result<std::unique_ptr<Coordinator>> Coordinator::connect(std::shared_ptr<zmq::context_t> ctx,
+                                                          std::vector<std::string> endpoints,
+                                                          CoordinatorOptions opts) {
+    using R = Result<std::unique_ptr<Coordinator>>;
+    std::unique_ptr<Coordinator> c(new Coordinator());
+    c->impl_ = std::make_unique<Impl>();
+    Impl& s = *c->impl_;
+    s.ctx = std::move(ctx);
+    s.opts = opts;
+    s.sub = zmq::socket_t(*s.ctx, zmq::socket_type::sub);
+    s.sub.set(zmq::sockopt::subscribe, "");
+    s.sub.set(zmq::sockopt::rcvhwm, 0);
+    for (auto& e : endpoints) {
+        NodeInfo n;
+        n.endpoint = e;
+        c->nodes_.push_back(n);
+        zmq::socket_t d(*s.ctx, zmq::socket_type::dealer);
+        try {
+            d.connect(e);
+        } catch (const zmq::error_t& err) {
+            return R::error("cannot connect to node " + e + ": " + err.what());
+        }
+        s.dealers.push_back(std::move(d));
+    }
+    s.last_seen.assign(endpoints.size(), Clock::now());
+    s.in_run.assign(endpoints.size(), false);
+    for (size_t i = 0; i < endpoints.size(); ++i) {
+        Message hello;
+        hello.kind = MsgKind::kHello;
+        auto caps = c->request(i, hello);
+        if (!caps) return caps.status();
+        const auto& b = caps->body;
+        if (b.value("protocol", 0) != kProtocolVersion)
+            return R::error("node " + endpoints[i] + " speaks protocol " + std::to_string(b.value("protocol", 0)) +
+                            ", this coordinator " + std::to_string(kProtocolVersion));
+        NodeInfo& n = c->nodes_[i];
+        n.version = b.value("node_version", "");
+        n.host = b.value("host", "");
+        n.device = b.value("device", "");
+        n.threads = b.value("threads", int64_t{0});
+        n.pid = b.value("pid", int64_t{0});
+        n.memory_bytes = b.value("memory_bytes", uint64_t{0});
+        n.state = b.value("state", "");
+    }
+    return c;
+}
+
+Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::string& config_toml) {
+    Impl& s = *impl_;
+    if (roles.size() > nodes_.size())
+        return Status::error("configure: " + std::to_string(roles.size()) + " roles for " +
+                             std::to_string(nodes_.size()) + " nodes");
+    for (size_t i = 0; i < roles.size(); ++i) {
+        auto eps = derive_endpoints(nodes_[i].endpoint);
+        if (!eps) return eps.status();
+        s.sub.connect(eps->metrics);
+    }
+    for (size_t i = 0; i < roles.size(); ++i) {
+        Message m;
+        m.kind = MsgKind::kConfigure;
+        m.body = {{"role", role_to_json(roles[i])}, {"config_toml", config_toml},
+                  {"heartbeat_s", s.opts.heartbeat_s}, {"heartbeat_timeout_s", s.opts.heartbeat_timeout_s}};
+        auto r = request(i, m);
+        if (!r) return r.status();
+        nodes_[i].name = roles[i].name;
+        nodes_[i].state = "configured";
+        nodes_[i].done = false;
+        s.by_name[roles[i].name] = i;
+        s.in_run[i] = true;
+    }
+    // PUB/SUB subscriptions are asynchronous: wait until every node's stream has delivered a
+    // heartbeat, so no metric of the run can be published into the void.
+    std::vector<bool> heard(nodes_.size(), false);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(s.opts.reply_timeout_ms);
+    size_t missing = roles.size();
+    while (missing > 0) {
+        if (Clock::now() > deadline) {
+            for (size_t i = 0; i < roles.size(); ++i)
+                if (!heard[i]) return Status::error("no metric stream from node " + nodes_[i].endpoint);
+        }
+        zmq::pollitem_t items[] = {{s.sub.handle(), 0, ZMQ_POLLIN, 0}};
+        zmq::poll(items, 1, std::chrono::milliseconds(50));
+        if (!(items[0].revents & ZMQ_POLLIN)) continue;
+        std::vector<zmq::message_t> frames;
+        (void)zmq::recv_multipart(s.sub, std::back_inserter(frames));
+        auto m = decode(frames);
+        if (!m || m->kind != MsgKind::kHeartbeat) continue;
+        auto it = s.by_name.find(m->body.value("name", ""));
+        if (it != s.by_name.end() && !heard[it->second]) heard[it->second] = true, --missing;
+    }
+    return Status::ok();
+}
+
+Status Coordinator::broadcast(int kind, const char* verb) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+        if (!impl_->in_run[i] || nodes_[i].done) continue;
+        Message m;
+        m.kind = static_cast<MsgKind>(kind);
+        auto r = request(i, m);
+        if (!r) return Status::error(std::string(verb) + ": " + r.message());
+    }
+    return Status::ok();
+}
+
+Status Coordinator::start() {
+    const auto now = Clock::now();
+    for (auto& t : impl_->last_seen) t = now;
+    return broadcast(static_cast<int>(MsgKind::kStart), "start");
+}
+Status Coordinator::pause() { return broadcast(static_cast<int>(MsgKind::kPause), "pause"); }
+Status Coordinator::resume() { return broadcast(static_cast<int>(MsgKind::kResume), "resume"); }
+Status Coordinator::stop() {
+    impl_->stopping = true;
+    return broadcast(static_cast<int>(MsgKind::kStop), "stop");
+}
+
+void Coordinator::shutdown() {
+    const int saved = impl_->opts.reply_timeout_ms;
+    impl_->opts.reply_timeout_ms = 2000;  // a dead node must not hold the exit up
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+        Message m;
+        m.kind = MsgKind::kShutdown;
+        (void)request(i, m);
+    }
+    impl_->opts.reply_timeout_ms = saved;
+}
+
+void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
+    Impl& s = *impl_;
+    const std::string name = m.body.value("name", "");
+    auto it = s.by_name.find(name);
+    if (it == s.by_name.end()) return;  // a node outside this run
+    NodeInfo& n = nodes_[it->second];
+    s.last_seen[it->second] = Clock::now();
+    switch (m.kind) {
+        case MsgKind::kHeartbeat:
+            n.state = m.body.value("state", n.state);
+            n.step = m.body.value("step", n.step);
+            break;
+        case MsgKind::kMetrics: {
+            auto recs = metrics_from_rows(m.body.contains("rows") ? m.body["rows"] : nlohmann::json(), name);
+            if (recs) sink.on_metrics(*recs);
+            else sink.on_event({0, name, EventLevel::kWarning, "bad-metrics", recs.message()});
+            break;
+        }
+        case MsgKind::kEvent:
+            sink.on_event({m.body.value("wall_s", 0.0), name, static_cast<EventLevel>(m.body.value("level", 0)),
+                           m.body.value("kind", ""), m.body.value("text", "")});
+            break;
+        case MsgKind::kDone:
+            n.done = true;
+            n.ok = m.body.value("ok", false);
+            n.stopped = m.body.value("stopped", false);
+            n.error = m.body.value("error", "");
+            n.state = !n.ok ? "failed" : (n.stopped ? "stopped" : "finished");
+            if (m.body.contains("summary") && m.body["summary"].is_object())
+                for (auto& [k, v] : m.body["summary"].items())
+                    if (v.is_number()) n.summary[k] = v.get<double>();
+            break;
+        default:
+            break;
+    }
+}
+
+std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_ms) {
+    Impl& s = *impl_;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    do {
+        zmq::pollitem_t items[] = {{s.sub.handle(), 0, ZMQ_POLLIN, 0}};
+        zmq::poll(items, 1, std::chrono::milliseconds(std::min(timeout_ms, 20)));
+        while (items[0].revents & ZMQ_POLLIN) {
+            std::vector<zmq::message_t> frames;
+            if (!zmq::recv_multipart(s.sub, std::back_inserter(frames), zmq::recv_flags::dontwait)) break;
+            auto m = decode(frames);
+            if (m) handle_stream(*m, sink);
+            else sink.on_event({0, "coordinator", EventLevel::kWarning, "bad-message", m.message()});
+        }
+    } while (Clock::now() < deadline);
+
+    if (since_s(s.last_heartbeat_sent) >= s.opts.heartbeat_s) {
+        for (size_t i = 0; i < nodes_.size(); ++i) {
+            if (!s.in_run[i] || nodes_[i].done) continue;
+            Message hb;
+            hb.kind = MsgKind::kHeartbeat;
+            auto frames = encode(hb);
+            s.dealers[i].send(frames[0], zmq::send_flags::dontwait);
+        }
+        s.last_heartbeat_sent = Clock::now();
+    }
+    bool all_done = true, any_stopped = false;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+        if (!s.in_run[i]) continue;
+        NodeInfo& n = nodes_[i];
+        n.heartbeat_age_s = since_s(s.last_seen[i]);
+        if (n.done && !n.ok) return RunOutcome{RunStatus::kFailed, n.name + ": " + n.error};
+        if (!n.done && n.heartbeat_age_s > s.opts.heartbeat_timeout_s) {
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "%.1f", n.heartbeat_age_s);
+            return RunOutcome{RunStatus::kFailed, "node " + n.name + " (" + n.endpoint + ") sent no heartbeat for " +
+                                                      buf + " s (last at step " + std::to_string(n.step) + ")"};
+        }
+        all_done = all_done && n.done;
+        any_stopped = any_stopped || n.stopped;
+    }
+    if (!all_done) return std::nullopt;
+    if (any_stopped || s.stopping) return RunOutcome{RunStatus::kInterrupted, "stopped on request"};
+    return RunOutcome{RunStatus::kFinished, ""};
+}
+
+}  // namespace tw

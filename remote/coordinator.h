@@ -1,0 +1,90 @@
+// The coordinator (ARCHITECTURE.md "Processes"): a library the CLI and the workbench share. It
+// greets the nodes of a cluster, configures each with its role, relays start/pause/resume/stop,
+// sends heartbeats, and turns the nodes' metric streams into calls on a sink. It never blocks
+// longer than the timeout given to poll(), so a GUI can call it every frame.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/metrics.h"
+#include "core/role.h"
+#include "core/status.h"
+#include "core/worker.h"
+
+namespace zmq { class context_t; }
+
+namespace tw {
+
+struct Message;
+
+struct NodeInfo {
+    std::string endpoint;          // control endpoint
+    std::string name;              // role name once configured ("" = not part of the run)
+    std::string host, version, device;
+    int64_t threads = 0, pid = 0;
+    uint64_t memory_bytes = 0;
+    std::string state;             // as last reported: idle, configured, running, paused, finished, ...
+    int64_t step = 0;              // last completed step reported
+    double heartbeat_age_s = 0;    // seconds since its last heartbeat (updated by poll)
+    bool done = false, ok = false, stopped = false;
+    std::string error;             // why it failed, when it did
+    WorkerSummary summary;         // final figures from its `done` message
+};
+
+struct CoordinatorOptions {
+    int reply_timeout_ms = 20000;      // a node that does not answer a command this fast is an error
+    double heartbeat_s = 0.5;          // coordinator → node heartbeat interval
+    double heartbeat_timeout_s = 5;    // a running node silent this long fails the run
+};
+
+class CoordinatorSink {
+public:
+    virtual ~CoordinatorSink() = default;
+    virtual void on_metrics(const std::vector<MetricRecord>& records) = 0;
+    virtual void on_event(const EventRecord& event) = 0;
+};
+
+struct RunOutcome {
+    RunStatus status = RunStatus::kFinished;
+    std::string reason;  // "" when finished
+};
+
+class Coordinator {
+public:
+    // Greets every endpoint (hello → capabilities); fails naming the node that did not answer.
+    static Result<std::unique_ptr<Coordinator>> connect(std::shared_ptr<zmq::context_t> ctx,
+                                                        std::vector<std::string> endpoints, CoordinatorOptions opts);
+    ~Coordinator();
+
+    const std::vector<NodeInfo>& nodes() const { return nodes_; }
+    // Node i gets roles[i] (nodes beyond roles.size() sit the run out) and the resolved config.
+    // Returns once every configured node's metric stream is live (its heartbeat has arrived).
+    Status configure(const std::vector<NodeRole>& roles, const std::string& config_toml);
+    Status start();
+    Status pause();
+    Status resume();
+    Status stop();      // asks every running node to stop after its current step; poll() then reports the end
+    void shutdown();    // asks every node to exit (best effort, for nodes this process brought up)
+
+    // Pumps the metric streams for up to `timeout_ms`, forwards records to `sink` and sends
+    // heartbeats. Returns the outcome once every node of the run is done, a node failed, or a node
+    // missed heartbeats for longer than heartbeat_timeout_s.
+    std::optional<RunOutcome> poll(CoordinatorSink& sink, int timeout_ms);
+
+    // One request/reply round trip with node i (kind and body of `m`); error replies become errors.
+    Result<Message> request(size_t i, Message m);
+
+private:
+    Coordinator() = default;
+    Status broadcast(int kind, const char* verb);
+    void handle_stream(const Message& m, CoordinatorSink& sink);
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    std::vector<NodeInfo> nodes_;
+};
+
+}  // namespace tw

@@ -1,0 +1,68 @@
+// The node control protocol (ARCHITECTURE.md "Processes"): coordinator DEALER → node ROUTER for
+// commands and replies, node PUB → coordinator SUB for heartbeats, metrics, events and the end.
+//
+// Wire: a message is one header frame, a JSON object {"v": kProtocolVersion, "kind": "...", ...},
+// followed by zero or more binary frames (tensors travel there, never inside the JSON). A header
+// over kMaxHeaderBytes or a message over the receiver's limit is refused unread; a header that is
+// not a JSON object, has no string "kind", names an unknown kind or another version is answered
+// with an `error` message naming the problem, and the receiver keeps serving.
+//
+// Requests carry an integer "id" that the reply echoes. Commands (coordinator → node):
+//   hello                      → capabilities {node_version, protocol, threads, memory_bytes, device, host, pid, state}
+//   configure {role, config_toml, heartbeat_s, heartbeat_timeout_s} → ok | error
+//   start | pause | resume | stop | shutdown                          → ok | error
+//   status                     → status {state, step, name}
+//   heartbeat                  (no reply; the node stops its worker if these cease while it runs)
+// Stream (node → coordinator, on PUB):
+//   heartbeat {name, state, step}, metrics {name, rows: [[step, outer_step, wall_s, sim_s, name, value], ...]},
+//   event {name, wall_s, level, kind, text}, done {name, ok, error, summary: {figure: value}}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/metrics.h"
+#include "core/role.h"
+#include "core/status.h"
+#include "core/worker.h"
+
+namespace zmq { class message_t; }
+
+namespace tw {
+
+inline constexpr int kProtocolVersion = 1;
+inline constexpr size_t kMaxHeaderBytes = 4u << 20;     // the resolved config travels in configure
+inline constexpr size_t kMaxMessageBytes = 256u << 20;  // header plus binary frames
+
+// Values are stable: they name the message on the wire.
+enum class MsgKind : uint8_t {
+    kHello = 0, kCapabilities = 1, kConfigure = 2, kStart = 3, kPause = 4, kResume = 5, kStop = 6,
+    kStatus = 7, kHeartbeat = 8, kShutdown = 9, kOk = 10, kError = 11, kMetrics = 12, kEvent = 13, kDone = 14,
+};
+const char* to_string(MsgKind k);
+std::optional<MsgKind> parse_msg_kind(const std::string& s);
+
+struct Message {
+    MsgKind kind = MsgKind::kOk;
+    nlohmann::json body = nlohmann::json::object();  // fields besides "v" and "kind"
+    std::vector<std::vector<uint8_t>> blobs;           // binary frames after the header
+};
+
+// Frames of a message: the header (body + "v" + "kind"), then the blobs.
+std::vector<zmq::message_t> encode(const Message& m);
+// Parses the frames of one message; the error names what is wrong (size, JSON, kind, version).
+Result<Message> decode(const std::vector<zmq::message_t>& frames, size_t max_bytes = kMaxMessageBytes);
+
+Message make_error(const std::string& text, const nlohmann::json& id = nullptr);
+
+// Role and metric rows as JSON; from_json errors name the missing or mistyped field.
+nlohmann::json role_to_json(const NodeRole& r);
+Result<NodeRole> role_from_json(const nlohmann::json& j);
+nlohmann::json metric_rows(const std::vector<MetricRecord>& records);
+Result<std::vector<MetricRecord>> metrics_from_rows(const nlohmann::json& rows, const std::string& node);
+
+}  // namespace tw
