@@ -38,8 +38,8 @@ struct DdpRendezvous {
     int rank = 0;                    // this replica, 0 ≤ rank < size
     int size = 1;                    // replicas in the group
     std::string prefix = "ddp";      // store key prefix, so several groups can share one store
-    int timeout_ms = 60000;          // store connect, rendezvous and every collective; ≥ 1000 (c10d
-                                     //   counts the store's connect timeout in whole seconds)
+    int timeout_ms = 60000;          // store connect, rendezvous and every collective; ≥ 1000. A rank
+                                     //   retries the store once a second while ≥ 1 s of it remains
     std::string bind_host;           // this rank's address for Gloo's sockets; empty = host (one machine)
     DdpBackend backend = DdpBackend::kGloo;  // kNccl only if built with TW_HAVE_NCCL (CUDA LibTorch)
 };

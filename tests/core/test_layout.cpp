@@ -1,0 +1,100 @@
+// Layout checks and role assignment (core/layout.h), and [variants] run plans.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/config_io.h"
+#include "core/layout.h"
+
+namespace tw {
+namespace {
+
+std::vector<std::string> tcp_nodes(int n) {
+    std::vector<std::string> e;
+    for (int i = 0; i < n; ++i) e.push_back("tcp://127.0.0.1:" + std::to_string(6000 + 10 * i));
+    return e;
+}
+
+TEST(Layout, EndpointsFollowTheConvention) {
+    auto e = derive_endpoints("tcp://127.0.0.1:6000");
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->metrics, "tcp://127.0.0.1:6001");
+    EXPECT_EQ(e->data, "tcp://127.0.0.1:6002");
+    EXPECT_EQ(e->store_port, 6003);
+    EXPECT_EQ(derive_endpoints("inproc://n").value().data, "inproc://n.data");
+    EXPECT_FALSE(derive_endpoints("tcp://127.0.0.1"));
+    EXPECT_NE(derive_endpoints("udp://x:1").message().find("expected inproc://"), std::string::npos);
+}
+
+TEST(Layout, TooFewNodesIsNamed) {
+    RunConfig c;
+    c.outer.algorithm = "ddp";
+    c.outer.replicas = 2;
+    c.cluster.nodes_per_replica = 2;
+    auto r = assign_roles(c, tcp_nodes(3), [] { return 1; });
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.message().find("too few nodes: the layout needs 4 (2 replicas × 2 nodes × 1 stages), the cluster has 3"),
+              std::string::npos) << r.message();
+}
+
+TEST(Layout, StagesAboveLayersAndUnknownAlgorithmAreConfigErrors) {
+    auto r = parse_config("[cluster]\nstages = 9\n", "x.toml");
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.message().find("cluster.stages 9 exceeds model.n_layer 4"), std::string::npos) << r.message();
+    auto a = parse_config("[outer]\nalgorithm = \"gossip\"\n", "x.toml");
+    EXPECT_NE(a.message().find("outer.algorithm: unknown value \"gossip\""), std::string::npos) << a.message();
+}
+
+TEST(Layout, DdpPutsEveryNodeInOneGroupAndMesh) {
+    RunConfig c;
+    c.outer.algorithm = "ddp";
+    c.outer.replicas = 2;
+    c.cluster.nodes_per_replica = 2;
+    auto roles = assign_roles(c, tcp_nodes(4), [] { return 1; }).value();
+    ASSERT_EQ(roles.size(), 4u);
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(roles[i].grad_group.size, 4);
+        EXPECT_EQ(roles[i].grad_group.rank, i);
+        EXPECT_EQ(roles[i].grad_group.port, 6003);  // node 0 hosts the store
+        EXPECT_EQ(roles[i].mesh_rank, i);
+    }
+    EXPECT_EQ(roles[3].name, "replica-1.1");
+    EXPECT_EQ(roles[3].global_rank(), 3);
+}
+
+TEST(Layout, DilocoMeshHoldsTheLeadersAndEachReplicaHasItsGroup) {
+    RunConfig c;
+    c.outer.algorithm = "diloco";
+    c.outer.replicas = 2;
+    c.cluster.nodes_per_replica = 2;
+    auto roles = assign_roles(c, tcp_nodes(5), [] { return 1; }).value();  // a spare node sits out
+    ASSERT_EQ(roles.size(), 4u);
+    EXPECT_EQ(roles[0].mesh_endpoints, (std::vector<std::string>{"tcp://127.0.0.1:6002", "tcp://127.0.0.1:6022"}));
+    EXPECT_EQ(roles[0].mesh_rank, 0);
+    EXPECT_EQ(roles[1].mesh_rank, -1);
+    EXPECT_EQ(roles[2].mesh_rank, 1);
+    EXPECT_EQ(roles[3].grad_group.port, 6023);  // replica 1's leader hosts its store
+    EXPECT_EQ(roles[3].grad_group.size, 2);
+    EXPECT_EQ(roles[3].grad_group.rank, 1);
+}
+
+TEST(Layout, VariantsBecomeRunsWithTheirOverrides) {
+    const std::string path = ::testing::TempDir() + "/plan.toml";
+    std::ofstream(path) << "[run]\nname = \"q\"\n[outer]\nreplicas = 2\n[variants]\n"
+                           "ddp = [\"outer.algorithm=ddp\"]\ndiloco = [\"outer.algorithm=diloco\", \"outer.inner_steps=5\"]\n"
+                           "[report]\nnetworks = [\"datacenter\"]\n";
+    auto plan = load_run_plan(path, {"train.steps=7"});
+    ASSERT_TRUE(plan) << plan.message();
+    ASSERT_EQ(plan->runs.size(), 2u);
+    EXPECT_EQ(plan->runs[0].second.run.name, "q-ddp");
+    EXPECT_EQ(plan->runs[1].second.outer.algorithm, "diloco");
+    EXPECT_EQ(plan->runs[1].second.outer.inner_steps, 5);
+    EXPECT_EQ(plan->runs[1].second.train.steps, 7);
+    EXPECT_EQ(plan->report_networks, std::vector<std::string>{"datacenter"});
+    std::ofstream(path) << "[variants]\nbad = [\"outer.lr=-3\"]\n";
+    auto bad = load_run_plan(path);
+    EXPECT_NE(bad.message().find("outer.lr: value -3 is out of range"), std::string::npos) << bad.message();
+}
+
+}  // namespace
+}  // namespace tw

@@ -1,0 +1,172 @@
+// The control protocol's error cases: every bad message gets an error reply naming the problem,
+// and the node keeps serving afterwards.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "remote/node_server.h"
+#include "remote/protocol.h"
+
+namespace tw {
+namespace {
+
+std::vector<zmq::message_t> frames_of(const std::string& header) {
+    std::vector<zmq::message_t> f;
+    f.emplace_back(header.data(), header.size());
+    return f;
+}
+
+TEST(Protocol, EncodeDecodeRoundTripKeepsBodyAndBlobs) {
+    Message m;
+    m.kind = MsgKind::kConfigure;
+    m.body = {{"id", 7}, {"x", "y"}};
+    m.blobs = {{1, 2, 3}, {}};
+    auto back = decode(encode(m));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->kind, MsgKind::kConfigure);
+    EXPECT_EQ(back->body["id"], 7);
+    EXPECT_EQ(back->body["x"], "y");
+    EXPECT_FALSE(back->body.contains("v"));
+    ASSERT_EQ(back->blobs.size(), 2u);
+    EXPECT_EQ(back->blobs[0], (std::vector<uint8_t>{1, 2, 3}));
+}
+
+TEST(Protocol, DecodeNamesEachProblem) {
+    EXPECT_NE(decode(frames_of("{not json")).message().find("not valid JSON"), std::string::npos);
+    EXPECT_NE(decode(frames_of("[1,2]")).message().find("not a JSON object"), std::string::npos);
+    EXPECT_NE(decode(frames_of(R"({"v":1})")).message().find("no string \"kind\""), std::string::npos);
+    EXPECT_NE(decode(frames_of(R"({"kind":"hello"})")).message().find("protocol version"), std::string::npos);
+    EXPECT_NE(decode(frames_of(R"({"v":1,"kind":"launch"})")).message().find("unknown message kind \"launch\""),
+              std::string::npos);
+    EXPECT_NE(decode(frames_of(R"({"v":9,"kind":"hello"})")).message().find("protocol version 9 is not supported"),
+              std::string::npos);
+    const std::string big(2000, ' ');
+    EXPECT_NE(decode(frames_of(R"({"v":1,"kind":"hello"})" + big), 1024).message().find("exceeds the limit of 1024"),
+              std::string::npos);
+}
+
+TEST(Protocol, RoleRoundTripAndRangeCheck) {
+    NodeRole r;
+    r.name = "replica-1.1";
+    r.replica = 1;
+    r.replicas = 2;
+    r.rank = 1;
+    r.replica_nodes = 2;
+    r.mesh_endpoints = {"inproc://a", "inproc://b"};
+    r.mesh_rank = -1;
+    r.grad_group = {"127.0.0.1", 4000, 1, 2};
+    auto back = role_from_json(role_to_json(r));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->name, r.name);
+    EXPECT_EQ(back->grad_group.port, 4000);
+    auto j = role_to_json(r);
+    j["rank"] = 5;
+    EXPECT_NE(role_from_json(j).message().find("out of range"), std::string::npos);
+    j.erase("replica");
+    EXPECT_NE(role_from_json(j).message().find("replica"), std::string::npos);
+}
+
+TEST(Protocol, NonLoopbackBindNeedsCurveKeys) {
+    EXPECT_TRUE(check_bind_allowed("tcp://127.0.0.1:5555", false));
+    EXPECT_TRUE(check_bind_allowed("inproc://x", false));
+    EXPECT_NE(check_bind_allowed("tcp://0.0.0.0:5555", false).message().find("without CurveZMQ keys"),
+              std::string::npos);
+    EXPECT_NE(check_bind_allowed("tcp://10.1.2.3:5555", true).message().find("not implemented"), std::string::npos);
+    EXPECT_FALSE(NodeServer::bind({"tcp://0.0.0.0:5599"}, nullptr));
+}
+
+// A node on inproc:// with a 64 KiB message limit and a factory that always refuses.
+class NodeFixture : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ctx_ = std::make_shared<zmq::context_t>();
+        NodeOptions o;
+        o.listen = "inproc://proto-test";
+        o.ctx = ctx_;
+        o.max_message_bytes = 64 * 1024;
+        auto s = NodeServer::bind(o, [](const RunConfig&, const NodeRole&, const std::string&) {
+            return Result<std::unique_ptr<Worker>>::error("no engine in this test");
+        });
+        ASSERT_TRUE(s) << s.message();
+        server_ = std::move(*s);
+        thread_ = std::thread([this] { (void)server_->serve(&stop_); });
+        dealer_ = zmq::socket_t(*ctx_, zmq::socket_type::dealer);
+        dealer_.set(zmq::sockopt::rcvtimeo, 5000);
+        dealer_.connect("inproc://proto-test");
+    }
+    void TearDown() override {
+        stop_ = true;
+        thread_.join();
+        dealer_.close();
+    }
+    nlohmann::json ask_raw(std::vector<zmq::message_t> frames) {
+        for (size_t i = 0; i < frames.size(); ++i)
+            dealer_.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+        std::vector<zmq::message_t> reply;
+        EXPECT_TRUE(zmq::recv_multipart(dealer_, std::back_inserter(reply)));
+        auto m = decode(reply);
+        EXPECT_TRUE(m) << m.message();
+        nlohmann::json j = m->body;
+        j["kind"] = to_string(m->kind);
+        return j;
+    }
+    nlohmann::json ask(MsgKind k, nlohmann::json body = nlohmann::json::object()) {
+        Message m;
+        m.kind = k;
+        m.body = std::move(body);
+        return ask_raw(encode(m));
+    }
+
+    std::shared_ptr<zmq::context_t> ctx_;
+    std::unique_ptr<NodeServer> server_;
+    std::thread thread_;
+    std::atomic<bool> stop_{false};
+    zmq::socket_t dealer_;
+};
+
+TEST_F(NodeFixture, HelloReportsCapabilities) {
+    auto caps = ask(MsgKind::kHello, {{"id", 1}});
+    EXPECT_EQ(caps["kind"], "capabilities");
+    EXPECT_EQ(caps["id"], 1);
+    EXPECT_EQ(caps["protocol"], kProtocolVersion);
+    EXPECT_GE(caps["threads"].get<int>(), 1);
+    EXPECT_GT(caps["memory_bytes"].get<uint64_t>(), 0u);
+    EXPECT_EQ(caps["state"], "idle");
+}
+
+TEST_F(NodeFixture, BadMessagesGetErrorRepliesAndTheNodeKeepsServing) {
+    auto e1 = ask_raw(frames_of("{garbage"));
+    EXPECT_EQ(e1["kind"], "error");
+    EXPECT_NE(e1["error"].get<std::string>().find("not valid JSON"), std::string::npos);
+    auto e2 = ask_raw(frames_of(R"({"v":1,"kind":"explode"})"));
+    EXPECT_NE(e2["error"].get<std::string>().find("unknown message kind \"explode\""), std::string::npos);
+    auto e3 = ask_raw(frames_of(R"({"v":2,"kind":"hello"})"));
+    EXPECT_NE(e3["error"].get<std::string>().find("protocol version 2"), std::string::npos);
+    Message big;
+    big.kind = MsgKind::kHello;
+    big.blobs.push_back(std::vector<uint8_t>(100 * 1024, 7));
+    auto e4 = ask_raw(encode(big));
+    EXPECT_NE(e4["error"].get<std::string>().find("exceeds the limit of 65536 bytes"), std::string::npos);
+    auto e5 = ask(MsgKind::kMetrics);
+    EXPECT_NE(e5["error"].get<std::string>().find("does not accept \"metrics\""), std::string::npos);
+    EXPECT_EQ(ask(MsgKind::kHello)["kind"], "capabilities");  // still serving
+}
+
+TEST_F(NodeFixture, CommandsOutOfOrderAndBadConfigAreErrors) {
+    EXPECT_NE(ask(MsgKind::kStart)["error"].get<std::string>().find("start needs a configured node"), std::string::npos);
+    EXPECT_NE(ask(MsgKind::kPause)["error"].get<std::string>().find("pause needs a running node"), std::string::npos);
+    EXPECT_NE(ask(MsgKind::kConfigure, {{"role", {}}})["error"].get<std::string>().find("no config_toml"),
+              std::string::npos);
+    auto bad = ask(MsgKind::kConfigure, {{"config_toml", "[model]\nd_modle = 3\n"}, {"role", {}}});
+    EXPECT_NE(bad["error"].get<std::string>().find("model.d_modle: unknown key"), std::string::npos);
+    NodeRole r;
+    r.name = "replica-0";
+    auto refused = ask(MsgKind::kConfigure, {{"config_toml", ""}, {"role", role_to_json(r)}});
+    EXPECT_NE(refused["error"].get<std::string>().find("no engine in this test"), std::string::npos);
+    EXPECT_EQ(ask(MsgKind::kStatus)["state"], "idle");
+}
+
+}  // namespace
+}  // namespace tw
