@@ -36,14 +36,16 @@ int run_ingest(const IngestBenchOptions& o) {
 Command add_bench_ingest(CLI::App& bench, const Globals&) {
     auto* sub = bench.add_subcommand("ingest", "Metric rows/s written to SQLite: batched vs one row per transaction");
     auto o = std::make_shared<IngestBenchOptions>();
-    sub->add_option("--rows", o->rows, "rows written in batches")->capture_default_str()->check(CLI::PositiveNumber);
+    sub->add_option("--rows", o->rows, "rows written in batches")
+        ->capture_default_str()
+        ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
     sub->add_option("--batch", o->batch, "rows per transaction (MetricBuffer's batch by default)")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
     sub->add_option("--single-rows", o->single_rows, "rows of the one-row-per-transaction reference")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
-    sub->add_option("--nodes", o->nodes, "writing nodes")->capture_default_str()->check(CLI::PositiveNumber);
+        ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}));
+    sub->add_option("--nodes", o->nodes, "writing nodes")->capture_default_str()->check(CLI::Range(1, 1024));
     sub->add_option("--db", o->db_path,
                     "file to write (must not exist; deleted afterwards). Default: a new file in the temp dir; "
                     "the run store is never touched");

@@ -39,8 +39,10 @@ void print_nodes(const SessionResult& r) {
     for (auto& n : r.nodes) {
         const WorkerSummary& s = r.summary.at(n);
         const double val = figure(s, "val.loss");
+        char val_text[16] = "-";
+        if (s.count("val.loss") && !std::isnan(val)) std::snprintf(val_text, sizeof val_text, "%.4f", val);
         std::printf("  %-12s %6.0f %10.4f %9s %14.0f %14.0f %14.0f %10.2f %7.1f%%\n", n.c_str(), figure(s, "steps"),
-                    figure(s, "train.loss"), std::isnan(val) || s.count("val.loss") == 0 ? "-" : std::to_string(val).substr(0, 6).c_str(),
+                    figure(s, "train.loss"), val_text,
                     figure(s, "bytes.outer.sent"), figure(s, "bytes.outer.recv"), figure(s, "bytes.intra.sent"),
                     figure(s, "sim_s"), 100 * figure(s, "utilisation"));
     }
@@ -82,8 +84,11 @@ void print_comparison(const RunPlan& plan, const std::vector<SessionResult>& res
     }
 }
 
-int run_run(const Globals& g, const RunArgs& a) {
-    const RunPlan plan = unwrap(load_run_plan(a.file, a.sets));
+}  // namespace
+
+int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets) {
+    RunArgs a{file.empty() ? "default" : file, sets};
+    const RunPlan plan = unwrap(load_run_plan(file, sets));
     RunStore store = unwrap(RunStore::open(g.db_path));
     std::string stem = a.file.substr(a.file.find_last_of('/') + 1);
     stem = stem.substr(0, stem.find('.'));
@@ -113,14 +118,12 @@ int run_run(const Globals& g, const RunArgs& a) {
     return rc;
 }
 
-}  // namespace
-
 Command add_run(CLI::App& app, const Globals& g) {
     auto* sub = app.add_subcommand("run", "Run a layout (its variants one after another) on threads, local processes or remote nodes");
     auto args = std::make_shared<RunArgs>();
     sub->add_option("layout", args->file, "TOML run layout, e.g. experiments/quickstart.toml")->required();
     sub->add_option("--set", args->sets, "Override a key, e.g. --set cluster.mode=local (repeatable)");
-    return {sub, [&g, args] { return run_run(g, *args); }};
+    return {sub, [&g, args] { return run_layout(g, args->file, args->sets); }};
 }
 
 }  // namespace tw::cli

@@ -193,12 +193,20 @@ int run_retime(RunStore& store, const RunsArgs& a) {
     }
     if (traces.empty()) throw Error("run " + std::to_string(id) + " has no train.compute_s metrics to re-time");
     std::vector<std::string> nodes;
+    for (auto& m : unwrap(store.metrics(id, "round.hops"))) traces[m.node].round_hops[m.step] = static_cast<int64_t>(m.value);
     std::vector<ReplicaTrace> list;
     for (auto& [node, t] : traces) nodes.push_back(node), list.push_back(t);
-    Timeline t = retime(list, net.outer);
     auto cfg = parse_config(unwrap(store.config_toml(id)), "run " + std::to_string(id));
-    std::printf("run %lld re-timed for outer link %.4g Mb/s, %.4g ms (%s); recorded with %s\n", (long long)id,
-                net.outer.bandwidth_bps / 1e6, 1e3 * net.outer.latency_s, a.network.c_str(),
+    // The rounds a run records are on one link: DDP inside a single replica syncs on the intra link,
+    // everything else on the outer link. DiLoCo with several nodes per replica has both kinds.
+    if (cfg && cfg->outer.algorithm == "diloco" && cfg->cluster.nodes_per_replica > 1)
+        throw Error("run " + std::to_string(id) + " is DiLoCo with several nodes per replica; re-timing covers runs whose "
+                    "rounds use one link class");
+    const bool intra = cfg && cfg->outer.algorithm == "ddp" && cfg->outer.replicas == 1;
+    const LinkSpec& link = intra ? net.intra : net.outer;
+    Timeline t = retime(list, link);
+    std::printf("run %lld re-timed for %s link %.4g Mb/s, %.4g ms (%s); recorded with %s\n", (long long)id,
+                intra ? "intra-replica" : "outer", link.bandwidth_bps / 1e6, 1e3 * link.latency_s, a.network.c_str(),
                 cfg ? cfg->network.profile.c_str() : "an unknown profile");
     std::printf("  %-12s %16s %16s %12s\n", "node", "recorded sim (s)", "retimed sim (s)", "utilisation");
     for (size_t i = 0; i < nodes.size(); ++i)

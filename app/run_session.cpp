@@ -198,7 +198,8 @@ SessionResult run_session(RunConfig cfg, RunStore& store, const std::string& gro
         while (Clock::now() < until) {
             (void)coord->poll(sink, 100);
             bool all = true;
-            for (size_t i = 0; i < roles.size(); ++i) all = all && coord->nodes()[i].done;
+            for (size_t i = 0; i < roles.size(); ++i)
+                all = all && (coord->nodes()[i].done || coord->nodes()[i].heartbeat_age_s > cfg.cluster.heartbeat_timeout_s);
             if (all) break;
         }
     }

@@ -292,10 +292,12 @@ Result<RunConfig> load_config(const std::string& path, const std::vector<std::st
 
 Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::string>& overrides) {
     using R = Result<RunPlan>;
-    std::ifstream in(path);
-    if (!in) return R::error("cannot read layout file " + path);
     std::stringstream ss;
-    ss << in.rdbuf();
+    if (!path.empty()) {
+        std::ifstream in(path);
+        if (!in) return R::error("cannot read layout file " + path);
+        ss << in.rdbuf();
+    }
     toml::table t;
     std::string error;
     if (!parse_toml(ss.str(), path, t, error)) return R::error(error);
@@ -337,7 +339,8 @@ Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::st
     for (auto& [name, sets] : variants) {
         std::vector<std::string> all = sets;
         all.insert(all.end(), overrides.begin(), overrides.end());
-        auto cfg = parse_config(rest.str(), name.empty() ? path : path + " [variants." + name + "]", all);
+        const std::string source = path.empty() ? "<default>" : path;
+        auto cfg = parse_config(rest.str(), name.empty() ? source : source + " [variants." + name + "]", all);
         if (!cfg) return cfg.status();
         if (!name.empty()) cfg->run.name += "-" + name;
         plan.runs.emplace_back(name, std::move(*cfg));

@@ -1,9 +1,12 @@
 // Coordinator: request/reply over one DEALER per node, one SUB for every node's stream.
 #include "remote/coordinator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <zmq.hpp>
+
+#include "remote/poll.h"
 #include <zmq_addon.hpp>
 
 #include "core/layout.h"
@@ -45,9 +48,7 @@ Result<Message> Coordinator::request(size_t i, Message m) {
         d.send(frames[f], f + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
     const auto deadline = Clock::now() + std::chrono::milliseconds(s.opts.reply_timeout_ms);
     while (Clock::now() < deadline) {
-        zmq::pollitem_t items[] = {{d.handle(), 0, ZMQ_POLLIN, 0}};
-        zmq::poll(items, 1, std::chrono::milliseconds(50));
-        if (!(items[0].revents & ZMQ_POLLIN)) continue;
+        if (!poll_in(d, 50)) continue;
         std::vector<zmq::message_t> reply;
         (void)zmq::recv_multipart(d, std::back_inserter(reply));
         auto msg = decode(reply);
@@ -141,9 +142,7 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
             for (size_t i = 0; i < roles.size(); ++i)
                 if (!heard[i]) return Status::error("no metric stream from node " + nodes_[i].endpoint);
         }
-        zmq::pollitem_t items[] = {{s.sub.handle(), 0, ZMQ_POLLIN, 0}};
-        zmq::poll(items, 1, std::chrono::milliseconds(50));
-        if (!(items[0].revents & ZMQ_POLLIN)) continue;
+        if (!poll_in(s.sub, 50)) continue;
         std::vector<zmq::message_t> frames;
         (void)zmq::recv_multipart(s.sub, std::back_inserter(frames));
         auto m = decode(frames);
@@ -157,6 +156,8 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
 Status Coordinator::broadcast(int kind, const char* verb) {
     for (size_t i = 0; i < nodes_.size(); ++i) {
         if (!impl_->in_run[i] || nodes_[i].done) continue;
+        // A node that missed its heartbeats is gone: asking it would only wait out the reply timeout.
+        if (since_s(impl_->last_seen[i]) > impl_->opts.heartbeat_timeout_s) continue;
         Message m;
         m.kind = static_cast<MsgKind>(kind);
         auto r = request(i, m);
@@ -174,13 +175,18 @@ Status Coordinator::pause() { return broadcast(static_cast<int>(MsgKind::kPause)
 Status Coordinator::resume() { return broadcast(static_cast<int>(MsgKind::kResume), "resume"); }
 Status Coordinator::stop() {
     impl_->stopping = true;
-    return broadcast(static_cast<int>(MsgKind::kStop), "stop");
+    const int saved = impl_->opts.reply_timeout_ms;
+    impl_->opts.reply_timeout_ms = std::min(saved, 3000);  // stopping must not hang on a node that just died
+    Status s = broadcast(static_cast<int>(MsgKind::kStop), "stop");
+    impl_->opts.reply_timeout_ms = saved;
+    return s;
 }
 
 void Coordinator::shutdown() {
     const int saved = impl_->opts.reply_timeout_ms;
     impl_->opts.reply_timeout_ms = 2000;  // a dead node must not hold the exit up
     for (size_t i = 0; i < nodes_.size(); ++i) {
+        if (impl_->in_run[i] && since_s(impl_->last_seen[i]) > impl_->opts.heartbeat_timeout_s) continue;
         Message m;
         m.kind = MsgKind::kShutdown;
         (void)request(i, m);
@@ -229,9 +235,8 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
     Impl& s = *impl_;
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     do {
-        zmq::pollitem_t items[] = {{s.sub.handle(), 0, ZMQ_POLLIN, 0}};
-        zmq::poll(items, 1, std::chrono::milliseconds(std::min(timeout_ms, 20)));
-        while (items[0].revents & ZMQ_POLLIN) {
+        bool readable = poll_in(s.sub, std::min(timeout_ms, 20));
+        while (readable) {
             std::vector<zmq::message_t> frames;
             if (!zmq::recv_multipart(s.sub, std::back_inserter(frames), zmq::recv_flags::dontwait)) break;
             auto m = decode(frames);

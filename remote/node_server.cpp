@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 #include <zmq.hpp>
+
+#include "remote/poll.h"
 #include <zmq_addon.hpp>
 
 #include "core/config_io.h"
@@ -271,9 +273,7 @@ Result<std::unique_ptr<NodeServer>> NodeServer::bind(NodeOptions opts, WorkerFac
 Status NodeServer::serve(const std::atomic<bool>* interrupt) {
     Impl& s = *impl_;
     while (!s.shutdown && !(interrupt && interrupt->load())) {
-        zmq::pollitem_t items[] = {{s.router.handle(), 0, ZMQ_POLLIN, 0}};
-        zmq::poll(items, 1, std::chrono::milliseconds(20));
-        if (items[0].revents & ZMQ_POLLIN) {
+        if (poll_in(s.router, 20)) {
             std::vector<zmq::message_t> frames;
             (void)zmq::recv_multipart(s.router, std::back_inserter(frames));
             if (frames.empty()) continue;

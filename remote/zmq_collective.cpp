@@ -7,6 +7,8 @@
 #include <map>
 #include <zmq.hpp>
 
+#include "remote/poll.h"
+
 namespace tw {
 namespace {
 
@@ -28,9 +30,7 @@ void put_header(uint8_t* h, LinkClass link, int rank, uint64_t round, double clo
 bool recv_abortable(zmq::socket_t& s, zmq::message_t& m, int timeout_ms, const std::function<bool()>& abort) {
     for (int waited = 0; waited < timeout_ms; waited += 100) {
         if (abort && abort()) return false;
-        zmq::pollitem_t items[] = {{s.handle(), 0, ZMQ_POLLIN, 0}};
-        zmq::poll(items, 1, std::chrono::milliseconds(std::min(100, timeout_ms - waited)));
-        if (items[0].revents & ZMQ_POLLIN) return s.recv(m, zmq::recv_flags::dontwait).has_value();
+        if (poll_in(s, std::min(100, timeout_ms - waited))) return s.recv(m, zmq::recv_flags::dontwait).has_value();
     }
     return false;
 }

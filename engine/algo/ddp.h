@@ -13,7 +13,8 @@
 //
 // Intended usage (one replica; every replica runs the same code with its own rank):
 //   auto ar = unwrap(GradAllReduce::create({host, port, rank, size}, LinkClass::kIntraReplica));
-//   check(ar->broadcast(trainer.model()->parameters(), 0));       // identical start
+//   auto params = trainer.model()->parameters();
+//   check(ar->broadcast(params, 0));                                // identical start
 //   trainer.set_grad_sync([&] { return ar->average_grads(params); });
 //   trainer.run(hooks);
 #pragma once

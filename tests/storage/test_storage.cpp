@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/bench/ingest_bench.h"
 #include "storage/metric_writer.h"
 #include "storage/run_store.h"
 #include "storage/schema.h"
@@ -861,6 +862,45 @@ TEST(MetricBuffer, RecordsOfAFailedWriteAreRetriedByTheNextFlush) {
     EXPECT_EQ(buffer.pending(), 0u);  // ...but the retried records are now saved
     EXPECT_EQ(store.metrics(1, "train.loss")->size(), 2u);
     EXPECT_TRUE(buffer.flush().is_ok());
+}
+
+// --- ingest benchmark --------------------------------------------------------------------------------------------
+
+TEST(IngestBench, WritesTheRowsInBatchesAndRemovesItsFile) {
+    TempDb tmp;
+    IngestBenchOptions o;
+    o.rows = 1000;
+    o.batch = 300;  // the last batch is short: 300, 300, 300, 100
+    o.single_rows = 40;
+    o.db_path = tmp.path();
+    auto r = bench_ingest(o);
+    ASSERT_TRUE(r.is_ok()) << r.message();
+    EXPECT_EQ(r->db_path, tmp.path());
+    EXPECT_EQ(r->batched.rows, 1000);
+    EXPECT_EQ(r->batched.transactions, 4);
+    EXPECT_EQ(r->single.rows, 40);
+    EXPECT_EQ(r->single.transactions, 40);
+    EXPECT_GT(r->batched.rows_per_s, 0);
+    EXPECT_GT(r->batched.file_bytes, 0);
+    EXPECT_DOUBLE_EQ(r->ratio, r->batched.rows_per_s / r->single.rows_per_s);
+    for (const char* suffix : {"", "-wal", "-shm"}) EXPECT_FALSE(std::ifstream(tmp.path() + suffix).good()) << suffix;
+}
+
+TEST(IngestBench, RefusesAnExistingFileAndLeavesItAlone) {
+    TempDb tmp;
+    std::ofstream(tmp.path()) << "keep me";
+    IngestBenchOptions o;
+    o.rows = 10;
+    o.db_path = tmp.path();
+    auto r = bench_ingest(o);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_NE(r.message().find("exists already"), std::string::npos) << r.message();
+    std::string text;
+    std::getline(std::ifstream(tmp.path()), text);
+    EXPECT_EQ(text, "keep me");
+    o.db_path.clear();
+    o.batch = 0;
+    EXPECT_FALSE(bench_ingest(o).is_ok());
 }
 
 }  // namespace

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Integration test of the distributed runtime through the CLI: `thinwire run` on threads and on
+# real `thinwire node` child processes over TCP loopback, exact byte counts for DDP and DiLoCo,
+# re-timing, layout errors, a node killed mid-run, and Ctrl-C. Micro model on a small text folder.
+# Usage: run_test.sh PATH_TO_THINWIRE
+set -euo pipefail
+tw="$1"
+work="$(mktemp -d)"
+trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do [ -f "$f" ] && tail -5 "$f" >&2; done; exit 1; }
+db="$work/runs.db"
+
+mkdir -p "$work/corpus"
+for i in $(seq 10 39); do
+  for j in $(seq 1 40); do
+    echo "Document $i line $j: the quick brown fox $((i * j % 7)) jumps over the lazy dog while it rains $((j % 5)) times."
+  done > "$work/corpus/doc$i.txt"
+done
+cat > "$work/micro.toml" <<TOML
+[data]
+corpus = "$work/corpus"
+cache_dir = "$work/cache"
+vocab_size = 200
+[model]
+d_model = 32
+n_layer = 2
+n_head = 2
+seq_len = 32
+[train]
+batch_size = 4
+warmup_steps = 2
+eval_every = 10
+steps = 20
+[outer]
+replicas = 2
+inner_steps = 10
+[network]
+profile = "home-20m"
+TOML
+P=33184  # parameters of this micro model
+run() { "$tw" --db "$db" run "$work/micro.toml" "$@"; }
+sent_of() { awk -v n="$1" '$1 == n && NF == 9 {print $5}' <<<"$2"; }  # the final table's row
+
+# DDP, 2 replicas as threads: a ring all-reduce sends 2·(R−1)/R·P·4 = P·4 bytes per step per
+# replica, 20 steps, plus the 8-byte start-up weights checksum.
+out="$(run --set outer.algorithm=ddp --set run.name=ddp-threads)"
+grep -q "finished" <<<"$out" || fail "ddp on threads did not finish: $out"
+[ "$(sent_of replica-0 "$out")" = "$((20 * P * 4 + 8))" ] || fail "ddp bytes are not 20·P·4+8: $out"
+[ "$(sent_of replica-1 "$out")" = "$((20 * P * 4 + 8))" ] || fail "ddp bytes (replica 1): $out"
+
+# DiLoCo, 2 replicas as threads: P·b per peer per round, 2 rounds, fp32 then bf16.
+out="$(run --set outer.algorithm=diloco --set run.name=diloco-threads)"
+[ "$(sent_of replica-0 "$out")" = "$((2 * P * 4 + 8))" ] || fail "diloco fp32 bytes are not 2·P·4+8: $out"
+out="$(run --set outer.algorithm=diloco --set outer.dtype=bf16)"
+[ "$(sent_of replica-1 "$out")" = "$((2 * P * 2 + 8))" ] || fail "diloco bf16 bytes are not 2·P·2+8: $out"
+
+# Simulated comm per DiLoCo round on home-20m: 40 ms + 8·P·4 B / 20 Mb/s = 0.0930944 s.
+id="$("$tw" --db "$db" runs list | awk '$2 == "diloco-threads" {print $1}')"
+"$tw" --db "$db" runs export "$id" --format csv > "$work/d.csv"
+[ "$(awk -F, '$7 == "round.comm_s"' "$work/d.csv" | wc -l)" -eq 4 ] || fail "expected 2 rounds x 2 replicas of round.comm_s"
+awk -F, '$7 == "round.comm_s" && ($8 - 0.0930944)^2 > 1e-18 {bad = 1} END {exit bad}' "$work/d.csv" \
+  || fail "round.comm_s is not latency + 8*bytes/bandwidth"
+# Re-timing on the recorded network reproduces the recorded clocks (DiLoCo and DDP); faster is shorter.
+for name in diloco-threads ddp-threads; do
+  id="$("$tw" --db "$db" runs list | awk -v n="$name" '$2 == n {print $1}')"
+  rt="$("$tw" --db "$db" runs retime "$id" --network home-20m)"
+  awk '$1 ~ /^replica-/ {n++; if ($2 != $3) bad = 1} END {exit (bad || n != 2)}' <<<"$rt" \
+    || fail "$name: retime on the same network differs from the recorded clocks: $rt"
+  rt="$("$tw" --db "$db" runs retime "$id" --network datacenter)"
+  awk '$1 ~ /^replica-/ {if ($3 >= $2) bad = 1} END {exit bad}' <<<"$rt" || fail "$name: datacenter is not faster: $rt"
+done
+
+# Two real `thinwire node` processes over TCP loopback: the run finishes, its metrics are stored,
+# and the losses equal the same layout on threads (same seed, same data parts).
+out="$(run --set outer.algorithm=ddp --set cluster.mode=local --set run.name=ddp-local)"
+grep -q "finished" <<<"$out" || fail "ddp on local processes did not finish: $out"
+id="$("$tw" --db "$db" runs list | awk '$2 == "ddp-local" {print $1}')"
+show="$("$tw" --db "$db" runs show "$id")"
+grep -Eq "^train.loss +40 +20 " <<<"$show" || fail "local run lacks 2×20 train.loss points: $show"
+grep -q "tcp://127.0.0.1:" <<<"$show" || fail "local run does not list its nodes' endpoints: $show"
+cmp_out="$("$tw" --db "$db" runs compare "$("$tw" --db "$db" runs list | awk '$2 == "ddp-threads" {print $1}')" "$id")"
+a="$(awk '$1 == "train.loss" {print $2, $3}' <<<"$cmp_out")"
+awk '{exit !($1 == $2)}' <<<"$a" || fail "local processes and threads give different losses: $cmp_out"
+
+# Layout errors name the problem and exit 1.
+set +e
+err="$(run --set outer.algorithm=ddp --set cluster.mode=local --set cluster.nodes=1 2>&1)"; rc=$?
+[ "$rc" -eq 1 ] && grep -q "too few nodes: the layout needs 2" <<<"$err" || fail "too few nodes not reported ($rc): $err"
+err="$(run --set cluster.stages=3 2>&1)"; rc=$?
+[ "$rc" -eq 1 ] && grep -q "cluster.stages 3 exceeds model.n_layer 2" <<<"$err" || fail "stages > layers not reported: $err"
+err="$(run --set outer.algorithm=gossip 2>&1)"; rc=$?
+[ "$rc" -eq 1 ] && grep -q "outer.algorithm: unknown value \"gossip\"" <<<"$err" || fail "unknown algorithm not reported: $err"
+set -e
+
+# Wait until run NAME has at least N train.loss rows stored.
+wait_rows() {
+  for _ in $(seq 1 300); do
+    local id n
+    id="$("$tw" --db "$db" runs list 2>/dev/null | awk -v n="$1" '$2 == n {print $1}')"
+    if [ -n "$id" ]; then
+      n="$("$tw" --db "$db" runs show "$id" 2>/dev/null | awk '$1 == "train.loss" {print $2}')"
+      [ -n "$n" ] && [ "$n" -ge "$2" ] && { echo "$id"; return 0; }
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+
+# A node killed mid-run: the run is marked failed with the reason within the heartbeat timeout,
+# and every metric stored before the kill is still there.
+"$tw" --db "$db" run "$work/micro.toml" --set outer.algorithm=diloco --set cluster.mode=local --set train.steps=1000000 --set outer.inner_steps=50 \
+    --set cluster.heartbeat_timeout_s=2 --set run.name=killed > "$work/killed.log" 2>&1 &
+coord=$!
+id="$(wait_rows killed 20)" || fail "the run to kill never stored metrics"
+victim="$(pgrep -P "$coord" | tail -1)"
+before="$("$tw" --db "$db" runs show "$id" | awk '$1 == "train.loss" {print $2}')"
+t0=$(date +%s.%N)
+kill -KILL "$victim"
+set +e; wait "$coord"; rc=$?; set -e
+elapsed=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {print b - a}')
+[ "$rc" -eq 1 ] || fail "killed run exited $rc: $(cat "$work/killed.log")"
+awk -v e="$elapsed" 'BEGIN {exit !(e < 2 + 6)}' || fail "failure took ${elapsed}s to notice"
+show="$("$tw" --db "$db" runs show "$id")"
+grep -q "failed" <<<"$show" || fail "killed run not marked failed: $show"
+grep -q "sent no heartbeat for" <<<"$show" || fail "killed run's reason does not name the missing heartbeats: $show"
+after="$(awk '$1 == "train.loss" {print $2}' <<<"$show")"
+[ "$after" -ge "$before" ] || fail "metrics stored before the kill were lost ($before → $after)"
+[ -z "$(pgrep -P "$coord" || true)" ] || fail "node processes outlived the coordinator"
+
+# Ctrl-C: the coordinator stops the nodes, marks the run interrupted, and no child survives.
+"$tw" --db "$db" run "$work/micro.toml" --set outer.algorithm=ddp --set cluster.mode=local --set train.steps=1000000 --set run.name=ctrl-c \
+    > "$work/ctrlc.log" 2>&1 &
+coord=$!
+id="$(wait_rows ctrl-c 10)" || fail "the run to interrupt never stored metrics"
+kids="$(pgrep -P "$coord" | tr '\n' ' ')"
+kill -INT "$coord"
+set +e; wait "$coord"; rc=$?; set -e
+[ "$rc" -eq 130 ] || fail "interrupted run exited $rc: $(cat "$work/ctrlc.log")"
+"$tw" --db "$db" runs show "$id" | grep -q "interrupted" || fail "run not marked interrupted"
+for k in $kids; do kill -0 "$k" 2>/dev/null && fail "node process $k outlived the interrupted run"; done
+echo "run_test: ok"
