@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <csignal>
@@ -65,7 +66,10 @@ double retimed_s(const RunConfig& c, const SessionResult& r, const std::string& 
 }
 
 void print_comparison(const RunPlan& plan, const std::vector<SessionResult>& results) {
-    std::vector<std::string> nets = plan.report_networks;
+    // The network the runs recorded, then the ones [report] asks for, all re-timed the same way.
+    std::vector<std::string> nets{plan.runs.front().second.network.profile};
+    for (auto& n : plan.report_networks)
+        if (std::find(nets.begin(), nets.end(), n) == nets.end()) nets.push_back(n);
     std::printf("\n%-22s %6s %9s %16s", "run", "id", "val loss", "sent/replica B");
     for (auto& n : nets) std::printf(" %14s", ("sim s " + n).c_str());
     std::printf("\n");
