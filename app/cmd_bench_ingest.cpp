@@ -11,8 +11,9 @@ namespace tw::cli {
 namespace {
 
 void print_phase(const char* label, const IngestPhase& p) {
-    std::printf("  %-22s %9lld rows in %6lld transactions, %8.3f s: %10.0f rows/s\n", label, (long long)p.rows,
-                (long long)p.transactions, p.seconds, p.rows_per_s);
+    std::printf("  %-24s %8lld rows in %6lld transactions, %7.3f s: %8.0f rows/s  (CPU %6.3f s: %8.0f rows/CPU-s)\n",
+                label, (long long)p.rows, (long long)p.transactions, p.seconds, p.rows_per_s, p.cpu_seconds,
+                p.rows_per_cpu_s);
 }
 
 int run_ingest(const IngestBenchOptions& o) {

@@ -1,6 +1,7 @@
 // Metric ingestion benchmark: realistic metric streams written through RunStore::add_metrics, timed per call.
 #include "storage/bench/ingest_bench.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -105,6 +106,13 @@ class DbFiles {
     std::string path_;
 };
 
+// CPU seconds used by the calling thread so far (SQLite does all its work in the caller's thread).
+double thread_cpu_s() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 // A path for a new file in the temp directory (created by mkstemp so the name is ours, then emptied).
 Result<std::string> temp_db_path() {
     std::error_code ec;
@@ -132,20 +140,25 @@ Result<IngestPhase> run_phase(const std::string& path, int64_t rows, size_t batc
     std::vector<MetricRecord> records;
     using Clock = std::chrono::steady_clock;
     Clock::duration spent{};
+    double cpu_s = 0;
     while (phase.rows < rows) {
         const size_t n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(batch), rows - phase.rows));
         records.resize(n);
         NodeStream& stream = streams[static_cast<size_t>(phase.transactions % nodes)];
         for (MetricRecord& r : records) stream.next(r);
+        const double c0 = thread_cpu_s();
         const auto t0 = Clock::now();
         Status s = store->add_metrics(*run, records);
         spent += Clock::now() - t0;
+        cpu_s += thread_cpu_s() - c0;
         if (!s) return Result<IngestPhase>::error("ingest benchmark: " + s.message());
         phase.rows += static_cast<int64_t>(n);
         ++phase.transactions;
     }
     phase.seconds = std::chrono::duration<double>(spent).count();
     phase.rows_per_s = phase.seconds > 0 ? static_cast<double>(phase.rows) / phase.seconds : 0;
+    phase.cpu_seconds = cpu_s;
+    phase.rows_per_cpu_s = cpu_s > 0 ? static_cast<double>(phase.rows) / cpu_s : 0;
     phase.file_bytes = files.bytes();
     return phase;
 }

@@ -22,9 +22,11 @@ struct IngestBenchOptions {
 struct IngestPhase {
     int64_t rows = 0;
     int64_t transactions = 0;
-    double seconds = 0;       // wall time inside add_metrics only (building the records is not counted)
-    double rows_per_s = 0;    // rows / seconds
-    int64_t file_bytes = 0;   // database + WAL size after the last commit, before closing
+    double seconds = 0;         // wall time inside add_metrics only (building the records is not counted)
+    double rows_per_s = 0;      // rows / seconds
+    double cpu_seconds = 0;     // CPU time of the writing thread inside add_metrics (user + system)
+    double rows_per_cpu_s = 0;  // rows / cpu_seconds: the write path's cost, less sensitive to a busy machine
+    int64_t file_bytes = 0;     // database + WAL size after the last commit, before closing
 };
 
 struct IngestBenchResult {
