@@ -93,7 +93,7 @@ void print_comparison(const RunPlan& plan, const std::vector<SessionResult>& res
 int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets) {
     RunArgs a{file.empty() ? "default" : file, sets};
     const RunPlan plan = unwrap(load_run_plan(file, sets));
-    RunStore store = unwrap(RunStore::open(g.db_path));
+    check(RunStore::open(g.db_path).status());  // a bad --db is reported before anything starts
     std::string stem = a.file.substr(a.file.find_last_of('/') + 1);
     stem = stem.substr(0, stem.find('.'));
     const std::string group = stem + "@" + std::to_string(std::time(nullptr));
@@ -107,7 +107,7 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
     int rc = 0;
     for (auto& [variant, cfg] : plan.runs) {
         if (g_interrupt) break;
-        SessionResult r = run_session(cfg, store, group, exe, g_interrupt);
+        SessionResult r = run_session(cfg, g.db_path, group, exe, g_interrupt);
         std::printf("run %lld %s after %.1f s%s%s\n", (long long)r.run_id, to_string(r.status), r.wall_s,
                     r.reason.empty() ? "" : ": ", r.reason.c_str());
         print_nodes(r);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <thread>
@@ -37,9 +38,11 @@ std::string human_bytes(double b) {
 // re-timing need, and prints one progress line per node.
 class StoreSink : public CoordinatorSink {
 public:
-    StoreSink(RunStore& store, int64_t run_id, int64_t steps, int64_t every, std::vector<std::string> nodes)
+    StoreSink(RunStore& store, int64_t run_id, int64_t steps, int64_t every, std::vector<std::string> nodes,
+              bool print, std::function<void(const EventRecord&)> on_event)
         : store_(store), run_id_(run_id), buf_(store, run_id), steps_(steps), every_(every),
-          tty_(isatty(fileno(stdout)) != 0), nodes_(std::move(nodes)) {}
+          print_(print), tty_(print && isatty(fileno(stdout)) != 0), nodes_(std::move(nodes)),
+          on_event_(std::move(on_event)) {}
 
     void on_metrics(const std::vector<MetricRecord>& records) override {
         for (auto& m : records) {
@@ -52,14 +55,17 @@ public:
             else if (m.name.rfind("bytes.", 0) == 0 && m.name.size() > 5 && m.name.compare(m.name.size() - 5, 5, ".sent") == 0)
                 l.sent[m.name] = m.value;
             l.sim_s = m.sim_s;
-            if (!tty_ && m.name == "train.loss" && (m.step % every_ == 0 || m.step == steps_)) print_line(m.node, l);
+            if (print_ && !tty_ && m.name == "train.loss" && (m.step % every_ == 0 || m.step == steps_))
+                print_line(m.node, l);
             buf_.add(m);
         }
         if (since_s(last_flush_) > 1.0) flush();  // a coordinator crash loses at most a second of metrics
     }
     void on_event(const EventRecord& e) override {
         (void)store_.add_event(run_id_, e);
-        if (e.level != EventLevel::kInfo) std::printf("%s: %s: %s\n", e.node.c_str(), e.kind.c_str(), e.text.c_str());
+        if (on_event_) on_event_(e);
+        if (print_ && e.level != EventLevel::kInfo)
+            std::printf("%s: %s: %s\n", e.node.c_str(), e.kind.c_str(), e.text.c_str());
     }
     Status flush() {
         last_flush_ = Clock::now();
@@ -96,8 +102,9 @@ private:
     int64_t run_id_;
     MetricBuffer buf_;
     int64_t steps_, every_;
-    bool tty_, drawn_ = false;
+    bool print_, tty_, drawn_ = false;
     std::vector<std::string> nodes_;
+    std::function<void(const EventRecord&)> on_event_;
     std::map<std::string, Line> lines_;
     Clock::time_point last_flush_ = Clock::now(), last_draw_ = Clock::now();
 };
@@ -124,24 +131,26 @@ std::unique_ptr<LocalCluster> bring_up(const RunConfig& cfg, int n, std::shared_
 
 }  // namespace
 
-SessionResult run_session(RunConfig cfg, RunStore& store, const std::string& group, const std::string& exe,
-                          const std::atomic<bool>& interrupt) {
-    SessionResult out;
+void Session::body(RunConfig cfg) {
+    SessionResult& out = result_;
     const auto t0 = Clock::now();
+    RunStore store = unwrap(RunStore::open(db_path_));
+    set_phase("preparing data");
     // The coordinator's machine prepares the data once, so thread and child-process nodes find it
     // cached instead of racing to build it; it also fixes the vocabulary every node must use.
-    PreparedData data = unwrap(prepare_data(cfg.data, [](const std::string& s) { std::printf("%s\n", s.c_str()); }));
+    PreparedData data = unwrap(prepare_data(cfg.data, print_ ? [](const std::string& s) { std::printf("%s\n", s.c_str()); }
+                                                             : static_cast<void (*)(const std::string&)>(nullptr)));
     if (cfg.model.vocab_size == 0) cfg.model.vocab_size = data.vocab_size;
     out.unigram = unigram_loss(*data.train, *data.val, cfg.model.vocab_size);
     const int64_t need = nodes_needed(cfg);
     const int n = static_cast<int>(cfg.cluster.nodes > 0 ? cfg.cluster.nodes : need);
-    const int64_t threads_total = cfg.run.threads;
     // Threads of one process share its cores.
     if (cfg.cluster.mode == "threads") cfg.run.threads = std::max<int64_t>(1, cfg.run.threads / n);
 
+    set_phase("starting nodes");
     auto ctx = std::make_shared<zmq::context_t>();
     std::vector<std::string> endpoints;
-    std::unique_ptr<LocalCluster> local = bring_up(cfg, n, ctx, exe, endpoints);
+    std::unique_ptr<LocalCluster> local = bring_up(cfg, n, ctx, exe_, endpoints);
     CoordinatorOptions copts;
     copts.heartbeat_s = cfg.cluster.heartbeat_s;
     copts.heartbeat_timeout_s = cfg.cluster.heartbeat_timeout_s;
@@ -149,7 +158,11 @@ SessionResult run_session(RunConfig cfg, RunStore& store, const std::string& gro
     const std::vector<NodeRole> roles = unwrap(assign_roles(cfg, endpoints, free_tcp_port));
 
     out.run_id = unwrap(store.create_run(cfg.run.name, "run", to_toml(cfg), config_hash(cfg), cfg.run.seed));
-    check(store.set_run_group(out.run_id, group, cfg.cluster.mode));
+    check(store.set_run_group(out.run_id, group_, cfg.cluster.mode));
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        snap_.run_id = out.run_id;
+    }
     for (size_t i = 0; i < roles.size(); ++i) {
         const NodeInfo& ni = coord->nodes()[i];
         RunNode rn;
@@ -165,15 +178,16 @@ SessionResult run_session(RunConfig cfg, RunStore& store, const std::string& gro
         check(store.add_node(out.run_id, rn));
         out.nodes.push_back(roles[i].name);
     }
-    std::printf("run %lld \"%s\": %s, %lld replica%s × %lld node%s on %s (%d node%s, %lld thread%s each), %lld steps\n",
+    if (print_) std::printf("run %lld \"%s\": %s, %lld replica%s × %lld node%s on %s (%d node%s, %lld thread%s each), %lld steps\n",
                 (long long)out.run_id, cfg.run.name.c_str(),
                 cfg.outer.algorithm == "none" ? "one node" : cfg.outer.algorithm.c_str(), (long long)cfg.outer.replicas,
                 cfg.outer.replicas == 1 ? "" : "s", (long long)cfg.cluster.nodes_per_replica,
                 cfg.cluster.nodes_per_replica == 1 ? "" : "s", cfg.cluster.mode.c_str(), n, n == 1 ? "" : "s",
                 (long long)cfg.run.threads, cfg.run.threads == 1 ? "" : "s", (long long)cfg.train.steps);
-    (void)threads_total;
 
-    StoreSink sink(store, out.run_id, cfg.train.steps, cfg.train.log_every, out.nodes);
+    StoreSink sink(store, out.run_id, cfg.train.steps, cfg.train.log_every, out.nodes, print_,
+                   [this](const EventRecord& e) { add_log(e.node + ": " + e.kind + ": " + e.text); });
+    set_phase("running");
     std::optional<RunOutcome> outcome;
     if (Status st = coord->configure(roles, to_toml(cfg)); !st) outcome = RunOutcome{RunStatus::kFailed, st.message()};
     else if (Status st2 = coord->start(); !st2) outcome = RunOutcome{RunStatus::kFailed, st2.message()};
@@ -182,7 +196,18 @@ SessionResult run_session(RunConfig cfg, RunStore& store, const std::string& gro
     while (!outcome) {
         outcome = coord->poll(sink, 100);
         sink.redraw();
-        if (interrupt.load() && !stop_sent) {
+        publish(coord->nodes());
+        if (pause_req_.exchange(false)) {
+            if (Status st = coord->pause(); st) set_phase("paused"), add_log("coordinator: paused");
+            else add_log("coordinator: pause failed: " + st.message());
+        }
+        if (resume_req_.exchange(false)) {
+            if (Status st = coord->resume(); st) set_phase("running"), add_log("coordinator: resumed");
+            else add_log("coordinator: resume failed: " + st.message());
+        }
+        if (stop_req_.load() && !stop_sent) {
+            set_phase("stopping");
+            add_log("coordinator: stop requested");
             (void)coord->stop();
             stop_sent = true;
             stop_at = Clock::now();
@@ -209,12 +234,75 @@ SessionResult run_session(RunConfig cfg, RunStore& store, const std::string& gro
                                        to_string(outcome->status), outcome->reason});
     check(store.finish_run(out.run_id, outcome->status, outcome->reason));
     for (size_t i = 0; i < roles.size(); ++i) out.summary[roles[i].name] = coord->nodes()[i].summary;
+    publish(coord->nodes());
     if (local) coord->shutdown();
     out.status = outcome->status;
     out.reason = outcome->reason;
     out.traces = std::move(sink.traces);
     out.wall_s = since_s(t0);
-    return out;
+    add_log(std::string("coordinator: run ") + to_string(out.status) + (out.reason.empty() ? "" : ": " + out.reason));
+}
+
+Session::Session(RunConfig cfg, std::string db_path, std::string group, std::string exe, bool print_progress)
+    : db_path_(std::move(db_path)), group_(std::move(group)), exe_(std::move(exe)), print_(print_progress) {
+    thread_ = std::thread([this, cfg = std::move(cfg)] {
+        try {
+            body(cfg);
+        } catch (const std::exception& e) {
+            // Before the run exists (bad layout, no data) there is nothing to mark; the reason is the result.
+            result_.status = RunStatus::kFailed;
+            result_.reason = e.what();
+            result_.failed_to_start = result_.run_id == 0;
+            add_log(std::string("coordinator: ") + e.what());
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        snap_.done = true;
+        snap_.status = result_.status;
+        snap_.reason = result_.reason;
+        snap_.phase = to_string(result_.status);
+    });
+}
+
+Session::~Session() {
+    stop();
+    if (thread_.joinable()) thread_.join();
+}
+
+const SessionResult& Session::wait() {
+    if (thread_.joinable()) thread_.join();
+    return result_;
+}
+
+SessionSnapshot Session::snapshot() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return snap_;
+}
+
+void Session::set_phase(const std::string& p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    snap_.phase = p;
+}
+
+void Session::add_log(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    snap_.log.push_back(line);
+}
+
+void Session::publish(const std::vector<NodeInfo>& nodes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    snap_.nodes = nodes;
+}
+
+SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::string& group, const std::string& exe,
+                          const std::atomic<bool>& interrupt) {
+    Session s(std::move(cfg), db_path, group, exe, /*print_progress=*/true);
+    while (!s.snapshot().done) {
+        if (interrupt.load()) s.stop();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    SessionResult r = s.wait();
+    if (r.failed_to_start) throw Error(r.reason);
+    return r;
 }
 
 }  // namespace tw::cli

@@ -8,13 +8,8 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# A small corpus: 30 "documents" of varied sentences.
-mkdir -p "$work/corpus"
-for i in $(seq 10 39); do
-  for j in $(seq 1 40); do
-    echo "Document $i line $j: the quick brown fox $((i * j % 7)) jumps over the lazy dog while it rains $((j % 5)) times."
-  done > "$work/corpus/doc$i.txt"
-done
+source "$(dirname "$0")/micro_corpus.sh"
+micro_corpus "$work/corpus"
 
 common=(--set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" --set data.vocab_size=200
         --set model.d_model=32 --set model.n_layer=2 --set model.n_head=2 --set model.seq_len=32

@@ -10,12 +10,8 @@ trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do [ -f "$f" ] && tail -5 "$f" >&2; done; exit 1; }
 db="$work/runs.db"
 
-mkdir -p "$work/corpus"
-for i in $(seq 10 39); do
-  for j in $(seq 1 40); do
-    echo "Document $i line $j: the quick brown fox $((i * j % 7)) jumps over the lazy dog while it rains $((j % 5)) times."
-  done > "$work/corpus/doc$i.txt"
-done
+source "$(dirname "$0")/micro_corpus.sh"
+micro_corpus "$work/corpus"
 cat > "$work/micro.toml" <<TOML
 [data]
 corpus = "$work/corpus"
