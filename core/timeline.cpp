@@ -13,7 +13,8 @@ double round_end_s(const std::vector<double>& clocks, const LinkSpec& link, uint
 
 Timeline retime(const std::vector<ReplicaTrace>& replicas, const LinkSpec& link) {
     const size_t R = replicas.size();
-    Timeline t{std::vector<double>(R, 0.0), std::vector<double>(R, 0.0), std::vector<double>(R, 0.0)};
+    Timeline t{std::vector<double>(R, 0.0), std::vector<double>(R, 0.0), std::vector<double>(R, 0.0),
+               std::vector<std::map<int64_t, double>>(R)};
     std::set<int64_t> steps;
     for (auto& r : replicas)
         for (auto& [s, c] : r.compute_s) steps.insert(s);
@@ -35,6 +36,8 @@ Timeline retime(const std::vector<ReplicaTrace>& replicas, const LinkSpec& link)
                 t.sim_s[r] = after;
             }
         }
+        for (size_t r = 0; r < R; ++r)
+            if (replicas[r].compute_s.count(step)) t.clock_at[r][step] = t.sim_s[r];
     }
     return t;
 }

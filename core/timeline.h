@@ -21,6 +21,7 @@ struct Timeline {
     std::vector<double> sim_s;      // final clock per replica
     std::vector<double> compute_s;  // total compute per replica
     std::vector<double> exposed_s;  // total time waiting for or in outer syncs per replica
+    std::vector<std::map<int64_t, double>> clock_at;  // per replica: step → clock after that step (and its round)
 };
 
 // The clock rule of one synchronisation round: it starts when the slowest member arrives (the

@@ -1,0 +1,72 @@
+// The workbench's RunDriver; see workbench_driver.h.
+#include "app/workbench_driver.h"
+
+#include <unistd.h>
+
+#include <ctime>
+
+#include "core/config_io.h"
+
+namespace tw::cli {
+
+std::string sibling_thinwire_exe() {
+    char buf[4096] = {};
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    std::string self = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "thinwire-workbench";
+    const auto slash = self.find_last_of('/');
+    return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/thinwire";
+}
+
+SessionDriver::SessionDriver(std::string db_path, std::string thinwire_exe)
+    : db_path_(std::move(db_path)), exe_(std::move(thinwire_exe)) {}
+
+SessionDriver::~SessionDriver() {
+    session_.reset();  // its destructor stops the run and waits for it
+    spawned_.clear();
+}
+
+Status SessionDriver::start(const RunConfig& cfg) {
+    if (session_ && !session_->snapshot().done) return Status::error("a run is still in progress");
+    // The same checks `thinwire run` makes on a file, so the GUI cannot start what the CLI refuses.
+    auto checked = parse_config(to_toml(cfg), "layout");
+    if (!checked) return checked.status();
+    session_.reset();
+    session_ = std::make_unique<Session>(*checked, db_path_, "workbench@" + std::to_string(std::time(nullptr)), exe_,
+                                         /*print_progress=*/false);
+    return Status::ok();
+}
+
+void SessionDriver::pause() {
+    if (session_) session_->pause();
+}
+void SessionDriver::resume() {
+    if (session_) session_->resume();
+}
+void SessionDriver::stop() {
+    if (session_) session_->stop();
+}
+
+ui::DriverSnapshot SessionDriver::snapshot() {
+    ui::DriverSnapshot d;
+    if (!session_) return d;
+    SessionSnapshot s = session_->snapshot();
+    d.active = true;
+    d.done = s.done;
+    d.phase = s.phase;
+    d.run_id = s.run_id;
+    d.status = s.status;
+    d.reason = s.reason;
+    d.nodes = std::move(s.nodes);
+    d.log = std::move(s.log);
+    return d;
+}
+
+Result<std::vector<std::string>> SessionDriver::spawn_processes(int n) {
+    auto c = LocalCluster::start_processes(n, exe_);
+    if (!c) return c.status();
+    std::vector<std::string> eps = (*c)->endpoints();
+    spawned_.push_back(std::move(*c));
+    return eps;
+}
+
+}  // namespace tw::cli

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Integration test of the workbench's headless screenshot mode against a database written by a
+# real short run: the picture is not blank, and the plot area holds the first run's curve colour
+# (Tableau blue 31,119,180), which it does not without the run. The PNG is read by an independent
+# decoder (png_colour.py). Usage: workbench_test.sh PATH_TO_THINWIRE PATH_TO_WORKBENCH
+set -euo pipefail
+tw="$1"
+wb="$2"
+here="$(dirname "$0")"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v xvfb-run >/dev/null || fail "xvfb-run is missing (Debian package xvfb; scripts/setup.sh installs it)"
+py=/usr/bin/python3
+
+source "$here/micro_corpus.sh"
+micro_corpus "$work/corpus"
+"$tw" --db "$work/runs.db" run /dev/null --set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" \
+  --set data.vocab_size=200 --set model.d_model=32 --set model.n_layer=2 --set model.n_head=2 \
+  --set model.seq_len=32 --set train.batch_size=4 --set train.warmup_steps=2 --set train.steps=40 \
+  --set train.eval_every=10 --set outer.algorithm=ddp --set outer.replicas=2 >/dev/null
+
+shot() {  # shot OUT.png [--open 1]: prints "x0 y0 x1 y1" of the plot area
+  xvfb-run -a -s "-screen 0 1280x800x24" "$wb" --db "$work/runs.db" --screenshot "$1" --frames 5 \
+    --width 1280 --height 800 "${@:2}" | awk '$1 == "screenshot" {print $5, $6, $7, $8}'
+}
+rect="$(shot "$work/with.png" --open 1)"
+[ -n "$rect" ] || fail "no screenshot line"
+[ -s "$work/with.png" ] || fail "no PNG written"
+blue="$($py "$here/png_colour.py" "$work/with.png" $rect 31 119 180)"
+[ "$blue" -ge 100 ] || fail "the plot area has only $blue pixels of the run's colour"
+rect0="$(shot "$work/without.png")"
+blue0="$($py "$here/png_colour.py" "$work/without.png" $rect0 31 119 180)"
+[ "$blue0" -lt 10 ] || fail "without the run the plot area still has $blue0 pixels of its colour"
+echo "workbench_test: ok ($blue curve pixels with the run, $blue0 without)"

@@ -1,0 +1,174 @@
+// Background loading of the run store; see run_cache.h.
+#include "ui/data/run_cache.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "core/config_io.h"
+#include "core/network.h"
+#include "core/timeline.h"
+
+namespace tw::ui {
+namespace {
+
+std::string key_settings(const RunConfig& c) {
+    char buf[160];
+    if (c.outer.algorithm == "diloco")
+        std::snprintf(buf, sizeof buf, "diloco, R=%lld, H=%lld, outer lr %.3g, momentum %.3g, %s, %s",
+                      (long long)c.outer.replicas, (long long)c.outer.inner_steps, c.outer.lr, c.outer.momentum,
+                      c.outer.dtype.c_str(), c.network.profile.c_str());
+    else
+        std::snprintf(buf, sizeof buf, "%s, R=%lld, batch %lld, lr %.3g, %s", c.outer.algorithm.c_str(),
+                      (long long)c.outer.replicas, (long long)c.train.batch_size, c.train.lr,
+                      c.network.profile.c_str());
+    return buf;
+}
+
+}  // namespace
+
+Result<RunData> load_run(RunStore& store, int64_t id) {
+    RunData d;
+    auto summary = store.get_run(id);
+    if (!summary) return summary.status();
+    d.summary = *summary;
+    if (auto toml = store.config_toml(id)) {
+        auto cfg = parse_config(*toml, "run " + std::to_string(id));
+        if (cfg) d.cfg = *cfg, d.cfg_ok = true, d.key_settings = key_settings(*cfg);
+    }
+    auto names = store.metric_names(id);
+    if (!names) return names.status();
+    auto each = [&](const std::string& name, auto&& fn) -> Status {
+        auto rows = store.metrics(id, name);
+        if (!rows) return rows.status();
+        for (auto& m : *rows) fn(d.nodes[m.node], m);
+        return Status::ok();
+    };
+    Status st = each("train.loss", [](NodeData& n, const MetricRecord& m) {
+        n.step.push_back(static_cast<double>(m.step));
+        n.loss.push_back(m.value);
+        n.wall_s.push_back(m.wall_s);
+        n.sim_s.push_back(m.sim_s);
+    });
+    if (!st) return st;
+    (void)each("val.loss", [](NodeData& n, const MetricRecord& m) {
+        n.val_step.push_back(static_cast<double>(m.step));
+        n.val.push_back(m.value);
+        n.val_wall_s.push_back(m.wall_s);
+        n.val_sim_s.push_back(m.sim_s);
+    });
+    (void)each("train.tokens", [](NodeData& n, const MetricRecord& m) { n.tokens_at[m.step] = m.value; });
+    (void)each("train.compute_s", [](NodeData& n, const MetricRecord& m) { n.compute_s[m.step] = m.value; });
+    (void)each("round.compute_s", [](NodeData& n, const MetricRecord& m) {
+        n.round_step.push_back(static_cast<double>(m.step));
+        n.round_compute_s.push_back(m.value);
+    });
+    (void)each("round.exposed_comm_s", [](NodeData& n, const MetricRecord& m) { n.round_exposed_s.push_back(m.value); });
+    (void)each("round.bytes", [](NodeData& n, const MetricRecord& m) { n.round_bytes[m.step] = static_cast<uint64_t>(m.value); });
+    (void)each("round.hops", [](NodeData& n, const MetricRecord& m) { n.round_hops[m.step] = static_cast<int64_t>(m.value); });
+    // Cumulative bytes sent per step: the sum over link classes of their cumulative counters.
+    for (auto& name : *names) {
+        if (name.rfind("bytes.", 0) != 0) continue;
+        const bool sent = name.size() > 5 && name.compare(name.size() - 5, 5, ".sent") == 0;
+        std::map<std::string, std::map<int64_t, double>> per_node;
+        (void)each(name, [&](NodeData& n, const MetricRecord& m) {
+            n.bytes_final[name] = m.value;
+            if (sent) per_node[m.node][m.step] = m.value;
+        });
+        for (auto& [node, steps] : per_node)
+            for (auto& [step, v] : steps) d.nodes[node].bytes_at[step] += v;
+    }
+    return d;
+}
+
+// Per-step clocks of every node of `d` re-timed for `profile` (core/timeline.h, as `runs retime`).
+std::map<std::string, std::map<int64_t, double>> retime_run(const RunData& d, const std::string& profile) {
+    std::map<std::string, std::map<int64_t, double>> out;
+    if (!d.cfg_ok) return out;
+    NetworkConfig n = d.cfg.network;
+    n.profile = profile;
+    auto p = network_profile(n);
+    if (!p) return out;
+    std::vector<std::string> names;
+    std::vector<ReplicaTrace> traces;
+    for (auto& [node, nd] : d.nodes) {
+        ReplicaTrace t;
+        t.compute_s = nd.compute_s;
+        t.round_bytes = nd.round_bytes;
+        t.round_hops = nd.round_hops;
+        names.push_back(node);
+        traces.push_back(std::move(t));
+    }
+    const bool intra = d.cfg.outer.algorithm == "ddp" && d.cfg.outer.replicas == 1;
+    const Timeline tl = retime(traces, intra ? p->intra : p->outer);
+    for (size_t i = 0; i < names.size(); ++i) out[names[i]] = tl.clock_at[i];
+    return out;
+}
+
+RunCache::RunCache(std::string db_path, double refresh_s)
+    : db_path_(std::move(db_path)), refresh_s_(refresh_s), state_(std::make_shared<CacheState>()) {
+    thread_ = std::thread([this] { loop(); });
+}
+
+RunCache::~RunCache() {
+    quit_ = true;
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+void RunCache::want(const std::set<int64_t>& ids) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ids == wanted_) return;
+    wanted_ = ids;
+    cv_.notify_all();
+}
+
+std::shared_ptr<const CacheState> RunCache::state() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return state_;
+}
+
+void RunCache::load_now() { refresh(); }
+
+void RunCache::refresh() {
+    auto next = std::make_shared<CacheState>();
+    std::set<int64_t> wanted;
+    std::shared_ptr<const CacheState> prev;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        wanted = wanted_;
+        prev = state_;
+    }
+    auto store = RunStore::open(db_path_);
+    if (!store) {
+        next->error = store.message();
+    } else if (auto runs = store->list_runs(); !runs) {
+        next->error = runs.message();
+    } else {
+        next->runs = *runs;
+        for (int64_t id : wanted) {
+            auto old = prev->loaded.find(id);
+            // A finished run never changes: keep what was loaded.
+            if (old != prev->loaded.end() && old->second->summary.status != RunStatus::kRunning) {
+                next->loaded[id] = old->second;
+                continue;
+            }
+            auto d = load_run(*store, id);
+            if (d) next->loaded[id] = std::make_shared<const RunData>(std::move(*d));
+            else next->error = d.message();
+        }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    state_ = next;
+}
+
+void RunCache::loop() {
+    while (!quit_) {
+        refresh();
+        std::unique_lock<std::mutex> lock(mu_);
+        const auto wanted = wanted_;
+        cv_.wait_for(lock, std::chrono::duration<double>(refresh_s_),
+                     [&] { return quit_.load() || wanted_ != wanted; });
+    }
+}
+
+}  // namespace tw::ui

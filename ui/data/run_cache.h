@@ -1,0 +1,82 @@
+// The workbench's view of the run store, loaded on a background thread so no frame ever waits for
+// SQLite: the run list (for History) and, for the runs being looked at, their series per node.
+// The UI thread takes an immutable snapshot (a shared_ptr swap) once per frame.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config.h"
+#include "storage/run_store.h"
+#include "ui/logic/series.h"
+
+namespace tw::ui {
+
+// One node's series, each row as stored (x candidates: step, wall_s, sim_s; tokens and cumulative
+// bytes are looked up by step).
+struct NodeData {
+    std::vector<double> step, loss, wall_s, sim_s;             // train.loss rows
+    std::vector<double> val_step, val, val_wall_s, val_sim_s;  // val.loss rows
+    std::map<int64_t, double> tokens_at;                       // step → train.tokens
+    std::map<int64_t, double> bytes_at;                        // step → cumulative bytes sent, all link classes
+    std::map<std::string, double> bytes_final;                 // "bytes.outer.sent" → last value
+    std::vector<double> round_step, round_compute_s, round_exposed_s;  // per synchronisation round
+    std::map<int64_t, double> compute_s;                       // step → train.compute_s (for what-if re-timing)
+    std::map<int64_t, uint64_t> round_bytes;                   // round step → bytes sent
+    std::map<int64_t, int64_t> round_hops;                     // round step → sequential transfers
+};
+
+struct RunData {
+    RunSummary summary;
+    RunConfig cfg;                          // parsed from the stored resolved config
+    bool cfg_ok = false;
+    std::map<std::string, NodeData> nodes;  // by node name
+    std::string key_settings;               // "ddp, R=4, H=15, lr 0.6, wan-1g" for tooltips
+};
+
+struct CacheState {
+    std::vector<RunSummary> runs;                           // all runs, oldest first
+    std::map<int64_t, std::shared_ptr<const RunData>> loaded;  // the runs asked for
+    std::string error;                                      // last load error ("" if none)
+};
+
+class RunCache {
+public:
+    explicit RunCache(std::string db_path, double refresh_s = 1.0);
+    ~RunCache();
+
+    // The runs whose series the UI wants; running ones are reloaded every refresh.
+    void want(const std::set<int64_t>& ids);
+    std::shared_ptr<const CacheState> state() const;
+    // Loads synchronously once (headless screenshot mode and tests).
+    void load_now();
+
+private:
+    void loop();
+    void refresh();
+
+    std::string db_path_;
+    double refresh_s_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::set<int64_t> wanted_;
+    std::shared_ptr<const CacheState> state_;
+    std::atomic<bool> quit_{false};
+    std::thread thread_;
+};
+
+// Per-step clocks of every node of `d` re-timed for network `profile` (core/timeline.h, the rule
+// `thinwire runs retime` applies); empty when the run's config or the profile is unknown.
+std::map<std::string, std::map<int64_t, double>> retime_run(const RunData& d, const std::string& profile);
+
+// Loads one run's series from an open store.
+Result<RunData> load_run(RunStore& store, int64_t id);
+
+}  // namespace tw::ui

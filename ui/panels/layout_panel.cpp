@@ -1,0 +1,127 @@
+// Layout editor; see layout_panel.h.
+#include "ui/panels/layout_panel.h"
+
+#include <imgui.h>
+
+#include <cstring>
+
+namespace tw::ui {
+namespace {
+
+// Shows the model's message for `key` under the field, in red, if there is one.
+void error_for(const LayoutModel& m, const char* key) {
+    const std::string& e = m.error(key);
+    if (!e.empty()) ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "  %s", e.c_str());
+}
+
+void int_field(LayoutModel& m, const char* label, const char* key, int64_t& v) {
+    int x = static_cast<int>(v);
+    ImGui::SetNextItemWidth(120);
+    if (ImGui::InputInt(label, &x)) v = x;
+    error_for(m, key);
+}
+
+void float_field(LayoutModel& m, const char* label, const char* key, double& v, const char* fmt = "%.4g") {
+    ImGui::SetNextItemWidth(120);
+    ImGui::InputDouble(label, &v, 0, 0, fmt);
+    error_for(m, key);
+}
+
+void choice_field(LayoutModel& m, const char* label, const char* key, std::string& v,
+                  std::initializer_list<const char*> choices) {
+    ImGui::SetNextItemWidth(120);
+    if (ImGui::BeginCombo(label, v.c_str())) {
+        for (const char* c : choices)
+            if (ImGui::Selectable(c, v == c)) v = c;
+        ImGui::EndCombo();
+    }
+    error_for(m, key);
+}
+
+void text_field(LayoutModel& m, const char* label, const char* key, std::string& v) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s", v.c_str());
+    ImGui::SetNextItemWidth(200);
+    if (ImGui::InputText(label, buf, sizeof buf)) v = buf;
+    error_for(m, key);
+}
+
+void section(const char* title) {
+    ImGui::Separator();
+    ImGui::TextDisabled("%s", title);
+}
+
+}  // namespace
+
+void LayoutPanel::draw(ViewState& v) {
+    if (!ImGui::CollapsingHeader("Layout", ImGuiTreeNodeFlags_DefaultOpen)) return;
+    RunConfig& c = model.config();
+    ImGui::SetNextItemWidth(260);
+    ImGui::InputText("##path", path, sizeof path);
+    ImGui::SameLine();
+    if (ImGui::Button("Load")) {
+        Status s = model.load_file(path);
+        v.status_line = s ? std::string("loaded ") + path : s.message();
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Save")) {
+        Status s = model.save_file(path);
+        v.status_line = s ? std::string("saved ") + path : s.message();
+    }
+    for (auto& g : model.general_errors()) ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "%s", g.c_str());
+
+    text_field(model, "run name", "run.name", c.run.name);
+    choice_field(model, "model preset", "model.preset", c.model.preset, {"tiny", "small", "base", "paper178m"});
+    section("replicas");
+    int_field(model, "replicas", "outer.replicas", c.outer.replicas);
+    std::string kind = c.cluster.stages > 1 ? "pipeline" : "full";
+    choice_field(model, "replica kind", "cluster.kind", kind, {"full", "pipeline"});
+    if (kind == "pipeline" && c.cluster.stages == 1) c.cluster.stages = 2;
+    if (kind == "full") c.cluster.stages = 1;
+    if (kind == "pipeline") ImGui::TextDisabled("  pipeline replicas arrive with issue 6; a run refuses them");
+    int_field(model, "nodes per replica", "cluster.nodes_per_replica", c.cluster.nodes_per_replica);
+    int_field(model, "stages per replica", "cluster.stages", c.cluster.stages);
+    section("algorithm");
+    choice_field(model, "outer algorithm", "outer.algorithm", c.outer.algorithm, {"none", "ddp", "diloco"});
+    if (c.outer.algorithm == "diloco") {
+        int_field(model, "H (inner steps)", "outer.inner_steps", c.outer.inner_steps);
+        float_field(model, "outer lr (eta)", "outer.lr", c.outer.lr);
+        float_field(model, "outer momentum (mu)", "outer.momentum", c.outer.momentum);
+        choice_field(model, "wire dtype", "outer.dtype", c.outer.dtype, {"fp32", "bf16"});
+    }
+    int_field(model, "steps", "train.steps", c.train.steps);
+    int_field(model, "batch per replica", "train.batch_size", c.train.batch_size);
+    float_field(model, "inner lr", "train.lr", c.train.lr);
+    section("cluster");
+    choice_field(model, "mode", "cluster.mode", c.cluster.mode, {"threads", "local", "remote"});
+    if (c.cluster.mode == "remote") {
+        std::string joined;
+        for (auto& e : c.cluster.endpoints) joined += e + "\n";
+        char buf[2048];
+        std::snprintf(buf, sizeof buf, "%s", joined.c_str());
+        if (ImGui::InputTextMultiline("endpoints", buf, sizeof buf, ImVec2(260, 60))) {
+            c.cluster.endpoints.clear();
+            std::string s(buf), line;
+            for (char ch : s + "\n") {
+                if (ch == '\n') {
+                    if (!line.empty()) c.cluster.endpoints.push_back(line);
+                    line.clear();
+                } else {
+                    line += ch;
+                }
+            }
+        }
+        error_for(model, "cluster.endpoints");
+    }
+    float_field(model, "heartbeat timeout (s)", "cluster.heartbeat_timeout_s", c.cluster.heartbeat_timeout_s);
+    error_for(model, "cluster.nodes");
+    section("network (simulated)");
+    choice_field(model, "profile", "network.profile", c.network.profile, {"datacenter", "wan-1g", "wan-100m", "home-20m"});
+    float_field(model, "outer bandwidth (bit/s, 0 = profile)", "network.outer_bandwidth_bps", c.network.outer_bandwidth_bps, "%.3g");
+    float_field(model, "outer latency (s, 0 = profile)", "network.outer_latency_s", c.network.outer_latency_s);
+    float_field(model, "intra bandwidth (bit/s, 0 = profile)", "network.intra_bandwidth_bps", c.network.intra_bandwidth_bps, "%.3g");
+    float_field(model, "intra latency (s, 0 = profile)", "network.intra_latency_s", c.network.intra_latency_s);
+    model.validate(c.cluster.mode == "remote" ? static_cast<int>(c.cluster.endpoints.size()) : -1);
+}
+
+}  // namespace tw::ui

@@ -1,0 +1,50 @@
+// Live plots: training and validation loss of the overlaid runs against step, tokens, cumulative
+// bytes sent, simulated time (re-timed for a what-if network when one is set) or wall time;
+// linear or log axes, smoothing, per-run and per-node toggles; export of the plotted data as CSV
+// or JSON and of the plot area as PNG.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ui/plot/plot_widget.h"
+#include "ui/view_state.h"
+
+namespace tw::ui {
+
+enum class XAxis : int { kStep = 0, kTokens = 1, kBytes = 2, kSimTime = 3, kWallTime = 4 };
+
+class PlotsPanel {
+public:
+    void draw(ViewState& v);
+    PlotRect last_rect() const { return rect_; }
+
+private:
+    // One curve, rebuilt when its run's data, the x-axis or the what-if network change.
+    struct Built {
+        const RunData* from = nullptr;
+        int axis = -1;
+        std::string what_if;
+        Series data;
+    };
+    void rebuild(const ViewState& v);
+    void export_data(ViewState& v, bool json) const;
+
+    int axis_ = 0;
+    bool log_x_ = false, log_y_ = false, show_train_ = true, show_val_ = true;
+    float smoothing_ = 0.8f;
+    char export_path_[256] = "thinwire-plot";
+    PlotView view_;
+    std::map<std::string, Built> built_;   // "RUN/node/train|val" → curve
+    std::vector<PlotSeries> series_;
+    std::vector<std::string> series_keys_;  // "RUN/node/train|val" of each entry of series_
+    PlotRect rect_{};
+};
+
+// x of a train or val row of `n` on `axis`: step, tokens (by step), cumulative bytes (by step),
+// simulated time (recorded, or re-timed when `retimed` is given), wall time. NaN when unknown.
+double x_of(const NodeData& n, XAxis axis, double step, double sim_s, double wall_s,
+            const std::map<int64_t, double>* retimed);
+
+}  // namespace tw::ui

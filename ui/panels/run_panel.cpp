@@ -1,0 +1,46 @@
+// Run control; see run_panel.h.
+#include "ui/panels/run_panel.h"
+
+#include <imgui.h>
+
+namespace tw::ui {
+
+void RunPanel::draw(ViewState& v, RunDriver& driver, LayoutModel& layout) {
+    if (!ImGui::CollapsingHeader("Run", ImGuiTreeNodeFlags_DefaultOpen)) return;
+    const DriverSnapshot& d = v.driver;
+    const bool running = d.active && !d.done;
+    const bool valid = layout.errors().empty() && layout.general_errors().empty();
+    ImGui::BeginDisabled(running || !valid);
+    if (ImGui::Button("Start")) {
+        Status s = driver.start(layout.config());
+        v.status_line = s ? "run started" : s.message();
+    }
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    ImGui::BeginDisabled(!running || d.phase != "running");
+    if (ImGui::Button("Pause")) driver.pause();
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    ImGui::BeginDisabled(!running || d.phase != "paused");
+    if (ImGui::Button("Resume")) driver.resume();
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    ImGui::BeginDisabled(!running);
+    if (ImGui::Button("Stop")) driver.stop();
+    ImGui::EndDisabled();
+    ImGui::SameLine();
+    if (!valid) ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "fix the layout first");
+    else if (d.active) ImGui::Text("run %lld: %s%s%s", (long long)d.run_id, d.phase.c_str(), d.reason.empty() ? "" : " - ",
+                                   d.reason.c_str());
+    else ImGui::TextDisabled("idle");
+
+    ImGui::BeginChild("log", ImVec2(0, 140), true);
+    for (auto& line : d.log) ImGui::TextWrapped("%s", line.c_str());
+    if (d.log.size() != shown_log) {
+        ImGui::SetScrollHereY(1.0f);
+        shown_log = d.log.size();
+    }
+    ImGui::EndChild();
+}
+
+}  // namespace tw::ui

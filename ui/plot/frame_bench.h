@@ -1,0 +1,69 @@
+// Frame-time benchmark of the plot widget: full ImGui frames with many long series, against a
+// reference frame that draws an empty window, measured in the same run so the ratio is meaningful.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ui/logic/series.h"
+
+struct GLFWwindow;
+
+namespace tw::ui {
+
+// ---------------------------------------------------------------------------------------------
+// Synthetic data
+// ---------------------------------------------------------------------------------------------
+
+// `runs` loss-like curves of `points` points each: x = step 1..points, y = a power-law decay to a
+// per-run floor (2.2 + 0.15·run) plus Gaussian noise that shrinks with the loss, and the odd spike.
+// Deterministic for a seed on every platform (mt19937_64 and our own Box–Muller, not <random>'s
+// distributions, whose output is implementation-defined).
+std::vector<Series> synthetic_loss_curves(int runs, int points, uint64_t seed = 1337);
+
+// ---------------------------------------------------------------------------------------------
+// Benchmark
+// ---------------------------------------------------------------------------------------------
+
+struct FrameStats {
+    double median_ms = 0;
+    double p95_ms = 0;
+    double max_ms = 0;
+};
+
+// Where a frame's thread CPU goes (medians, ms): building it (backends' NewFrame to ImGui::Render,
+// so ImGui and the widget), submitting it to GL (glClear + ImGui_ImplOpenGL3_RenderDrawData; with
+// Mesa's llvmpipe this includes vertex processing), and glfwSwapBuffers.
+struct FrameParts {
+    double ui_ms = 0;
+    double gl_ms = 0;
+    double swap_ms = 0;
+};
+
+struct FrameBenchResult {
+    int runs = 0, points = 0;  // series and points per series
+    int frames = 0;            // plot frames measured (half full view, half zoomed); as many reference frames
+    // Each phase measured three ways: CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID: ImGui,
+    // the widget, the GL calls and Mesa's work on this thread), CPU time of the whole process (adds
+    // llvmpipe's rasterizer threads, i.e. what a GPU would do), and wall time.
+    FrameStats cpu_full, proc_full, wall_full;        // whole x-range, auto-fit
+    FrameStats cpu_zoomed, proc_zoomed, wall_zoomed;  // 1% of the x-range, moved every frame (re-buckets)
+    FrameStats cpu_empty, proc_empty, wall_empty;     // reference: the same window with nothing in it
+    FrameParts parts_full, parts_zoomed, parts_empty;
+    double first_frame_cpu_ms = 0;  // the plot's first frame, building the smoothed copies (not in the stats)
+    int vertices_full = 0, vertices_zoomed = 0;  // ImDrawData::TotalVtxCount of a full / zoomed frame
+};
+
+// Renders frames into `window` (its GL context current; ImGui's context and its GLFW + OpenGL3
+// backends initialised by the caller): one warm-up plot frame, then `frames` plot frames
+// (the first half showing the whole x-range, the second half zoomed to 1% of it, a different 1%
+// each frame) interleaved with `frames` frames of an empty window. Each frame is the whole loop
+// body: backends' NewFrame, ImGui::NewFrame, one full-window window with the plot (smoothing 0.9,
+// log y off), ImGui::Render, glClear, RenderDrawData and glfwSwapBuffers (swap interval set to 0).
+FrameBenchResult bench_frames(GLFWwindow* window, int runs, int points, int frames);
+
+// A few lines for the terminal: one row per phase with median / p95 / max in ms.
+std::string format_bench(const FrameBenchResult& r);
+
+}  // namespace tw::ui

@@ -1,0 +1,235 @@
+// tw_plot_demo: the plot widget on synthetic loss curves, for looking at it by hand, taking a
+// screenshot headless (xvfb-run) and timing frames. Not installed.
+//
+//   tw_plot_demo                                   # interactive
+//   tw_plot_demo --screenshot out.png --frames 5 --hover 0.55,0.4
+//   tw_plot_demo --bench-frames 200                # 10 runs x 100k points
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ui/plot/frame_bench.h"
+#include "ui/plot/plot_widget.h"
+#include "ui/plot/png.h"
+
+namespace {
+
+struct Args {
+    std::string screenshot;        // save the window here after `frames` frames, then exit
+    int frames = 0;                // 0 = run until the window is closed (3 with --screenshot)
+    int bench_frames = 0;          // > 0: run bench_frames and print the figures
+    int runs = 10, points = 100000;
+    double smoothing = 0.99;
+    bool log_x = false, log_y = false;
+    double hover_fx = -1, hover_fy = -1;  // mouse at this fraction of the plot area (headless tooltips)
+    double zoom_lo = -1, zoom_hi = -1;    // initial x view (data units); -1 = auto-fit
+    int width = 1280, height = 800;
+};
+
+void usage() {
+    std::printf(
+        "usage: tw_plot_demo [--screenshot PNG] [--frames N] [--bench-frames N] [--runs N] [--points N]\n"
+        "                    [--smoothing A] [--log-x] [--log-y] [--hover FX,FY] [--zoom XLO,XHI]\n"
+        "                    [--size W,H]\n");
+}
+
+bool parse(int argc, char** argv, Args& a) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string k = argv[i];
+        const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+        auto need = [&] {
+            if (!v) std::fprintf(stderr, "tw_plot_demo: %s needs a value\n", k.c_str());
+            ++i;
+            return v != nullptr;
+        };
+        if (k == "--screenshot") {
+            if (!need()) return false;
+            a.screenshot = v;
+        } else if (k == "--frames") {
+            if (!need()) return false;
+            a.frames = std::atoi(v);
+        } else if (k == "--bench-frames") {
+            if (!need()) return false;
+            a.bench_frames = std::atoi(v);
+        } else if (k == "--runs") {
+            if (!need()) return false;
+            a.runs = std::atoi(v);
+        } else if (k == "--points") {
+            if (!need()) return false;
+            a.points = std::atoi(v);
+        } else if (k == "--smoothing") {
+            if (!need()) return false;
+            a.smoothing = std::atof(v);
+        } else if (k == "--hover") {
+            if (!need() || std::sscanf(v, "%lf,%lf", &a.hover_fx, &a.hover_fy) != 2) return false;
+        } else if (k == "--zoom") {
+            if (!need() || std::sscanf(v, "%lf,%lf", &a.zoom_lo, &a.zoom_hi) != 2) return false;
+        } else if (k == "--size") {
+            if (!need() || std::sscanf(v, "%d,%d", &a.width, &a.height) != 2) return false;
+        } else if (k == "--log-x") {
+            a.log_x = true;
+        } else if (k == "--log-y") {
+            a.log_y = true;
+        } else {
+            std::fprintf(stderr, "tw_plot_demo: unknown argument %s\n", k.c_str());
+            return false;
+        }
+    }
+    if (!a.screenshot.empty() && a.frames <= 0) a.frames = 3;
+    return true;
+}
+
+// OpenGL 3.3 core (GLSL 150) first: ImGui needs GL >= 3.2 for 16-bit indices past 64k vertices per
+// window. Falls back to 3.0 (GLSL 130), which Mesa's llvmpipe also serves as a newer context.
+GLFWwindow* open_window(const Args& a, const char** glsl) {
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+    *glsl = "#version 150";
+    if (GLFWwindow* w = glfwCreateWindow(a.width, a.height, "thinwire plot demo", nullptr, nullptr)) return w;
+    glfwDefaultWindowHints();
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+    *glsl = "#version 130";
+    return glfwCreateWindow(a.width, a.height, "thinwire plot demo", nullptr, nullptr);
+}
+
+const char* kSettings[] = {"ddp", "diloco H=15 lr=0.7", "diloco H=50 lr=0.7", "diloco H=100 lr=0.7",
+                           "sparseloco k=1%", "sparseloco k=3%", "streaming diloco tau=5", "noloco",
+                           "hetero 2 full + 1 pipe", "subspace k=16"};
+
+int run(const Args& a, GLFWwindow* window) {
+    if (a.bench_frames > 0) {
+        const tw::ui::FrameBenchResult r = tw::ui::bench_frames(window, a.runs, a.points, a.bench_frames);
+        std::fputs(tw::ui::format_bench(r).c_str(), stdout);
+        return 0;
+    }
+
+    std::vector<tw::ui::Series> data = tw::ui::synthetic_loss_curves(a.runs, a.points);
+    if (data.size() > 2 && a.points > 100) {  // run 3 lost 4% of its records: a gap
+        for (int i = a.points * 40 / 100; i < a.points * 44 / 100; ++i) data[2].y[size_t(i)] = std::nan("");
+    }
+    std::vector<tw::ui::PlotSeries> series;
+    for (size_t r = 0; r < data.size(); ++r) {
+        series.push_back({"run-" + std::to_string(r + 1), &data[r], tw::ui::plot_palette(r), true,
+                          kSettings[r % (sizeof(kSettings) / sizeof(kSettings[0]))]});
+    }
+    tw::ui::PlotOptions opt;
+    opt.x_label = "step";
+    opt.y_label = "train.loss";
+    opt.smoothing = a.smoothing;
+    opt.log_x = a.log_x;
+    opt.log_y = a.log_y;
+    tw::ui::PlotView view;
+    if (a.zoom_lo >= 0 && a.zoom_hi > a.zoom_lo) {
+        view.auto_fit = false;
+        view.x_lo = a.zoom_lo, view.x_hi = a.zoom_hi;
+        view.y_lo = std::numeric_limits<double>::quiet_NaN();  // the widget fits y when the view is unset
+    }
+    tw::ui::PlotRect last{};
+    float smoothing = float(opt.smoothing);
+
+    for (int f = 0; !glfwWindowShouldClose(window) && (a.frames <= 0 || f < a.frames); ++f) {
+        glfwPollEvents();
+        ImGui_ImplOpenGL3_NewFrame();
+        ImGui_ImplGlfw_NewFrame();
+        if (a.hover_fx >= 0 && f > 0) {
+            ImGui::GetIO().MousePos = ImVec2(last.min.x + float(a.hover_fx) * (last.max.x - last.min.x),
+                                             last.min.y + float(a.hover_fy) * (last.max.y - last.min.y));
+        }
+        ImGui::NewFrame();
+        const ImGuiViewport* vp = ImGui::GetMainViewport();
+        ImGui::SetNextWindowPos(vp->WorkPos);
+        ImGui::SetNextWindowSize(vp->WorkSize);
+        ImGui::Begin("plot demo", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoScrollWithMouse);
+        ImGui::Checkbox("log x", &opt.log_x);
+        ImGui::SameLine();
+        ImGui::Checkbox("log y", &opt.log_y);
+        ImGui::SameLine();
+        ImGui::SetNextItemWidth(200);
+        if (ImGui::SliderFloat("smoothing", &smoothing, 0.0f, 0.999f, "%.3f")) opt.smoothing = smoothing;
+        ImGui::SameLine();
+        ImGui::TextDisabled("%zu runs x %d points; wheel zooms (shift: x, ctrl: y), drag pans, double click fits; "
+                            "%.1f ms/frame", series.size(), a.points, 1000.0f / ImGui::GetIO().Framerate);
+        last = tw::ui::plot("loss", series, opt, view);
+        ImGui::End();
+
+        ImGui::Render();
+        int fb_w = 0, fb_h = 0;
+        glfwGetFramebufferSize(window, &fb_w, &fb_h);
+        glViewport(0, 0, fb_w, fb_h);
+        glClearColor(0.08f, 0.08f, 0.09f, 1.0f);
+        glClear(GL_COLOR_BUFFER_BIT);
+        ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+        if (!a.screenshot.empty() && f == a.frames - 1) {
+            const tw::Status st = tw::ui::save_framebuffer_png(a.screenshot, 0, 0, fb_w, fb_h);
+            if (!st) {
+                std::fprintf(stderr, "tw_plot_demo: %s\n", st.message().c_str());
+                return 1;
+            }
+            std::printf("saved %s (%d x %d)\n", a.screenshot.c_str(), fb_w, fb_h);
+        }
+        glfwSwapBuffers(window);
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+            usage();
+            return 0;
+        }
+    }
+    if (!parse(argc, argv, a)) {
+        usage();
+        return 2;
+    }
+    if (!glfwInit()) {
+        std::fprintf(stderr, "tw_plot_demo: cannot initialise GLFW (no display? try xvfb-run -a)\n");
+        return 1;
+    }
+    const char* glsl = nullptr;
+    GLFWwindow* window = open_window(a, &glsl);
+    if (!window) {
+        std::fprintf(stderr, "tw_plot_demo: cannot open an OpenGL 3.3 or 3.0 window\n");
+        glfwTerminate();
+        return 1;
+    }
+    glfwMakeContextCurrent(window);
+    glfwSwapInterval(a.frames > 0 ? 0 : 1);
+
+    IMGUI_CHECKVERSION();
+    ImGui::CreateContext();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    if (FILE* f = std::fopen("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "rb")) {
+        std::fclose(f);
+        io.Fonts->AddFontFromFileTTF("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 15.0f);
+    }
+    ImGui::StyleColorsDark();
+    ImGui_ImplGlfw_InitForOpenGL(window, true);
+    ImGui_ImplOpenGL3_Init(glsl);
+
+    const int rc = run(a, window);
+
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(window);
+    glfwTerminate();
+    return rc;
+}

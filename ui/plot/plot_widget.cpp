@@ -1,0 +1,572 @@
+// The plot widget: layout, ticks, decimated lines, legend, tooltip, zoom and pan (plot_widget.h).
+#include "ui/plot/plot_widget.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "core/assert.h"
+#include "ui/logic/ticks.h"
+
+namespace tw::ui {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kCacheKeepFrames = 120;  // a cached series unused this long is dropped
+constexpr float kRawAlpha = 0.25f;     // the raw curve's opacity when a smoothed one is drawn over it
+constexpr double kWheelZoom = 0.85;    // range factor per wheel notch
+constexpr double kFitPadY = 0.05;      // auto-fit margin above and below, fraction of the y-range
+constexpr size_t kLodBlock = 16;       // points per block of a level of detail (each keeps ≤ 3 of them)
+constexpr size_t kLodMinPoints = 4096;  // no coarser level below this size
+constexpr double kLodBlocksPerBucket = 4;  // a level is used when a bucket spans at least this many blocks
+
+bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+// ---------------------------------------------------------------------------------------------
+// Cache: per Series, x in axis space (log10 on a log x axis), the smoothed y and the bounds.
+// ---------------------------------------------------------------------------------------------
+
+// Levels of detail of one curve (x in axis space): level k keeps, of each block of kLodBlock points
+// of level k−1, its minimum, its maximum and its first NaN (so gaps survive), in x order. Min/max
+// decimation of a level gives the same picture as of the full curve when a bucket spans several
+// blocks (only an extreme within one block of a bucket's edge can land in the neighbouring bucket),
+// at 1/8 of the points per level. Level 0 is the curve itself and is not stored here.
+struct Lod {
+    std::vector<Series> levels;  // levels[0] = level 1
+    std::vector<double> span;    // points of the full curve per block of each level: 16, 128, ...
+};
+
+Series reduce(const Series& s) {
+    Series out;
+    out.x.reserve(s.x.size() / 4);
+    out.y.reserve(s.x.size() / 4);
+    for (size_t b = 0; b < s.x.size(); b += kLodBlock) {
+        const size_t e = std::min(s.x.size(), b + kLodBlock);
+        size_t lo = SIZE_MAX, hi = SIZE_MAX, nan = SIZE_MAX;
+        for (size_t i = b; i < e; ++i) {
+            const double y = s.y[i];
+            if (std::isnan(y)) {
+                if (nan == SIZE_MAX) nan = i;
+                continue;
+            }
+            if (lo == SIZE_MAX || y < s.y[lo]) lo = i;
+            if (hi == SIZE_MAX || y > s.y[hi]) hi = i;
+        }
+        size_t keep[3] = {lo, hi, nan};
+        std::sort(keep, keep + 3);
+        for (size_t k = 0; k < 3; ++k) {
+            if (keep[k] == SIZE_MAX || (k > 0 && keep[k] == keep[k - 1])) continue;
+            out.x.push_back(s.x[keep[k]]);
+            out.y.push_back(s.y[keep[k]]);
+        }
+    }
+    return out;
+}
+
+Lod build_lod(const Series& s) {
+    Lod lod;
+    const Series* prev = &s;
+    while (prev->x.size() >= kLodMinPoints) {
+        // A block of this level is kLodBlock points of the previous one, each standing for
+        // n / size(previous) points of the full curve on average.
+        lod.span.push_back(double(kLodBlock) * double(s.x.size()) / double(prev->x.size()));
+        lod.levels.push_back(reduce(*prev));
+        prev = &lod.levels.back();
+    }
+    return lod;
+}
+
+// Min/max decimation of `s` to [x_lo, x_hi] through the coarsest level of detail that keeps at
+// least kLodBlocksPerBucket blocks per bucket (the full curve when zoomed in).
+Series decimate(const Series& s, const Lod& lod, double x_lo, double x_hi, size_t buckets) {
+    const size_t i0 = std::lower_bound(s.x.begin(), s.x.end(), x_lo) - s.x.begin();
+    const size_t i1 = std::upper_bound(s.x.begin(), s.x.end(), x_hi) - s.x.begin();
+    const double per_bucket = double(i1 - i0) / double(std::max<size_t>(buckets, 1));
+    const Series* src = &s;
+    for (size_t k = 0; k < lod.levels.size(); ++k)
+        if (lod.span[k] * kLodBlocksPerBucket <= per_bucket) src = &lod.levels[k];
+    return decimate_minmax(*src, x_lo, x_hi, buckets);
+}
+
+struct Prepared {
+    // What it was built from; a mismatch means rebuild.
+    size_t size = 0;
+    double alpha = -1;
+    bool log_x = false;
+    double x_first = kNaN, x_last = kNaN, y_last = kNaN;
+    int last_frame = 0;
+
+    Series axis_raw;  // raw y with x in axis space; empty on a linear x axis (the data is used as is)
+    Series smooth;    // debiased EMA of y with x in axis space; empty without smoothing
+    Lod lod_raw, lod_smooth;  // their levels of detail
+    double x_lo = kInf, x_hi = -kInf;              // finite x range, axis space
+    double y_lo = kInf, y_hi = -kInf, y_pos = kInf;  // raw y range (data units); y_pos: smallest y > 0
+
+    const Series& raw(const Series& data) const { return log_x ? axis_raw : data; }
+};
+
+struct Cache {
+    std::unordered_map<const Series*, Prepared> entries;
+    int last_evict_frame = -1;
+};
+
+Cache& cache() {
+    static Cache c;
+    return c;
+}
+
+void rebuild(Prepared& p, const Series& s, double alpha, bool log_x) {
+    const size_t n = s.x.size();
+    p.size = n;
+    p.alpha = alpha;
+    p.log_x = log_x;
+    p.x_first = n ? s.x.front() : kNaN;
+    p.x_last = n ? s.x.back() : kNaN;
+    p.y_last = n ? s.y.back() : kNaN;
+
+    // x in axis space: log10, with x <= 0 mapped to −inf so x stays non-decreasing (drawn as gaps).
+    p.axis_raw = Series{};
+    if (log_x) {
+        p.axis_raw.x.resize(n);
+        for (size_t i = 0; i < n; ++i) p.axis_raw.x[i] = s.x[i] > 0 ? std::log10(s.x[i]) : -kInf;
+        p.axis_raw.y = s.y;
+    }
+    const std::vector<double>& ax = log_x ? p.axis_raw.x : s.x;
+
+    p.x_lo = kInf;
+    p.x_hi = -kInf;
+    for (double x : ax)
+        if (std::isfinite(x)) { p.x_lo = x; break; }
+    for (size_t i = n; i-- > 0;)
+        if (std::isfinite(ax[i])) { p.x_hi = ax[i]; break; }
+    p.y_lo = p.y_pos = kInf;
+    p.y_hi = -kInf;
+    for (double y : s.y) {
+        if (!std::isfinite(y)) continue;
+        p.y_lo = std::min(p.y_lo, y);
+        p.y_hi = std::max(p.y_hi, y);
+        if (y > 0) p.y_pos = std::min(p.y_pos, y);
+    }
+
+    p.smooth = Series{};
+    if (alpha > 0) {
+        p.smooth.x = ax;
+        p.smooth.y = debiased_ema(s.y, alpha);
+    }
+    p.lod_raw = build_lod(p.raw(s));
+    p.lod_smooth = build_lod(p.smooth);
+}
+
+// The prepared copy of `s`, rebuilt when its size, first/last point, alpha or x scale changed.
+const Prepared& prepare(const Series* s, double alpha, bool log_x) {
+    TW_ASSERT(s->x.size() == s->y.size());
+    Cache& c = cache();
+    const int frame = ImGui::GetFrameCount();
+    if (frame != c.last_evict_frame) {
+        c.last_evict_frame = frame;
+        for (auto it = c.entries.begin(); it != c.entries.end();)
+            it = frame - it->second.last_frame > kCacheKeepFrames ? c.entries.erase(it) : std::next(it);
+    }
+    Prepared& p = c.entries[s];
+    p.last_frame = frame;
+    const size_t n = s->x.size();
+    const bool fresh = p.size == n && p.alpha == alpha && p.log_x == log_x &&
+                       (n == 0 || (same(p.x_first, s->x.front()) && same(p.x_last, s->x.back()) &&
+                                   same(p.y_last, s->y.back())));
+    if (!fresh) rebuild(p, *s, alpha, log_x);
+    return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Axes: data units <-> axis space (log10 on a log axis) <-> pixels.
+// ---------------------------------------------------------------------------------------------
+
+struct Axis {
+    bool log = false;
+    double lo = 0, hi = 1;  // visible range, axis space
+    float p0 = 0, p1 = 1;   // pixels of lo and hi (p0 > p1 on the y axis: up is smaller)
+
+    double to_axis(double v) const { return log ? (v > 0 ? std::log10(v) : kNaN) : v; }
+    double to_data(double a) const { return log ? std::pow(10.0, a) : a; }
+    float px(double a) const {
+        // Clamped so far-off points stay finite floats; the clip rectangle hides them anyway.
+        const double p = p0 + (a - lo) * (double(p1) - p0) / (hi - lo);
+        return float(std::clamp(p, -1e6, 1e6));
+    }
+    double at(float p) const { return lo + (double(p) - p0) * (hi - lo) / (double(p1) - p0); }
+
+    void zoom(double center, double factor) {
+        const double new_lo = center - (center - lo) * factor, new_hi = center + (hi - center) * factor;
+        if (new_hi - new_lo > 1e-12 * std::max(1.0, std::abs(center))) lo = new_lo, hi = new_hi;
+    }
+    void pan_px(float d) {
+        const double da = double(d) * (hi - lo) / (double(p1) - p0);
+        lo -= da;
+        hi -= da;
+    }
+};
+
+// Axis over view [lo, hi] (data units); falls back to the data's range, then to [0, 1] (1..10 on log).
+Axis make_axis(bool log, double lo, double hi, double fit_lo, double fit_hi) {
+    Axis a;
+    a.log = log;
+    a.lo = a.to_axis(lo);
+    a.hi = a.to_axis(hi);
+    if (std::isfinite(a.lo) && std::isfinite(a.hi) && a.lo < a.hi) return a;
+    if (std::isfinite(fit_lo) && std::isfinite(fit_hi) && fit_lo < fit_hi) {
+        a.lo = fit_lo;
+        a.hi = fit_hi;
+    } else {
+        a.lo = 0;
+        a.hi = 1;
+    }
+    return a;
+}
+
+// Fits [lo, hi] (axis space) with `pad` of its length on each side; a single value gets ±0.5.
+bool fit_range(double lo, double hi, double pad, double& out_lo, double& out_hi) {
+    if (!(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi)) return false;
+    if (hi - lo < 1e-12 * std::max(1.0, std::abs(lo))) {
+        out_lo = lo - 0.5;
+        out_hi = hi + 0.5;
+    } else {
+        out_lo = lo - pad * (hi - lo);
+        out_hi = hi + pad * (hi - lo);
+    }
+    return true;
+}
+
+std::vector<Tick> axis_ticks(const Axis& a, int target) {
+    if (!a.log) return linear_ticks(a.lo, a.hi, target);
+    std::vector<Tick> t = log_ticks(a.to_data(a.lo), a.to_data(a.hi), target);
+    for (Tick& k : t) k.value = std::log10(k.value);
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Drawing helpers
+// ---------------------------------------------------------------------------------------------
+
+ImU32 with_alpha(ImU32 col, float f) {
+    const ImU32 a = (col >> IM_COL32_A_SHIFT) & 0xFF;
+    return (col & ~IM_COL32_A_MASK) | (ImU32(float(a) * f + 0.5f) << IM_COL32_A_SHIFT);
+}
+
+// Polyline through the points of `d` (x in axis space, y in data units); non-finite points
+// (NaN y, x <= 0 on log x, y <= 0 on log y) split it, and a point alone is drawn as a dot.
+void draw_series(ImDrawList* dl, const Series& d, const Axis& xa, const Axis& ya, ImU32 col, float thickness) {
+    static std::vector<ImVec2> pts;
+    pts.clear();
+    auto flush = [&] {
+        if (pts.size() >= 2) {
+            dl->AddPolyline(pts.data(), int(pts.size()), col, ImDrawFlags_None, thickness);
+        } else if (pts.size() == 1) {
+            const float r = std::max(1.0f, thickness);
+            dl->AddRectFilled(ImVec2(pts[0].x - r, pts[0].y - r), ImVec2(pts[0].x + r, pts[0].y + r), col);
+        }
+        pts.clear();
+    };
+    for (size_t i = 0; i < d.x.size(); ++i) {
+        const double ax = d.x[i], ay = ya.to_axis(d.y[i]);
+        if (!std::isfinite(ax) || !std::isfinite(ay)) {
+            flush();
+            continue;
+        }
+        pts.emplace_back(xa.px(ax), ya.px(ay));
+    }
+    flush();
+}
+
+// Text reading bottom to top with its baseline's start at `bottom_left` (ImGui 1.86 has no rotated
+// text: draw it flat, then turn its vertices by 90° about that point).
+void add_text_vertical(ImDrawList* dl, ImVec2 bottom_left, ImU32 col, const char* text) {
+    const int begin = dl->VtxBuffer.Size;
+    dl->AddText(bottom_left, col, text);
+    for (int i = begin; i < dl->VtxBuffer.Size; ++i) {
+        ImVec2& p = dl->VtxBuffer[i].pos;
+        const float dx = p.x - bottom_left.x, dy = p.y - bottom_left.y;
+        p = ImVec2(bottom_left.x + dy, bottom_left.y - dx);
+    }
+}
+
+struct Layout {
+    ImVec2 min, max;  // the whole region
+    PlotRect area;    // inside the axes
+};
+
+struct LegendRow {
+    ImVec2 min, max;
+    bool hovered = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The widget's phases
+// ---------------------------------------------------------------------------------------------
+
+void draw_grid_and_ticks(ImDrawList* dl, const PlotRect& r, const Axis& xa, const Axis& ya,
+                         const std::vector<Tick>& xt, const std::vector<Tick>& yt) {
+    const ImU32 major = ImGui::GetColorU32(ImGuiCol_Text, 0.13f);
+    const ImU32 minor = ImGui::GetColorU32(ImGuiCol_Text, 0.05f);
+    const ImU32 mark = ImGui::GetColorU32(ImGuiCol_Text, 0.6f);
+    const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text, 0.85f);
+    const float fs = ImGui::GetFontSize();
+
+    float last_right = -kInf;
+    for (const Tick& t : xt) {
+        if (t.value < xa.lo || t.value > xa.hi) continue;
+        const float x = std::floor(xa.px(t.value)) + 0.5f;
+        dl->AddLine(ImVec2(x, r.min.y), ImVec2(x, r.max.y), t.major ? major : minor);
+        dl->AddLine(ImVec2(x, r.max.y), ImVec2(x, r.max.y + (t.major ? 4.0f : 2.0f)), mark);
+        if (!t.major || t.label.empty()) continue;
+        const float w = ImGui::CalcTextSize(t.label.c_str()).x;
+        if (x - w / 2 < last_right + fs * 0.5f) continue;  // would overlap its left neighbour
+        dl->AddText(ImVec2(x - w / 2, r.max.y + 5), text, t.label.c_str());
+        last_right = x + w / 2;
+    }
+    float last_top = kInf;
+    for (const Tick& t : yt) {
+        if (t.value < ya.lo || t.value > ya.hi) continue;
+        const float y = std::floor(ya.px(t.value)) + 0.5f;
+        dl->AddLine(ImVec2(r.min.x, y), ImVec2(r.max.x, y), t.major ? major : minor);
+        dl->AddLine(ImVec2(r.min.x - (t.major ? 4.0f : 2.0f), y), ImVec2(r.min.x, y), mark);
+        if (!t.major || t.label.empty()) continue;
+        if (y + fs / 2 > last_top - 2) continue;
+        const float w = ImGui::CalcTextSize(t.label.c_str()).x;
+        dl->AddText(ImVec2(r.min.x - 6 - w, y - fs / 2), text, t.label.c_str());
+        last_top = y - fs / 2;
+    }
+}
+
+// The legend's rows (top right of the plot area), submitted as buttons before the plot area's own
+// button so they win the hover; a click toggles the series.
+std::vector<LegendRow> legend_buttons(std::vector<PlotSeries>& series, const PlotRect& r) {
+    std::vector<LegendRow> rows;
+    if (series.empty()) return rows;
+    const float fs = ImGui::GetFontSize(), pad = 4, swatch = fs * 1.2f, row_h = fs + 2;
+    float label_w = 0;
+    for (const PlotSeries& s : series) label_w = std::max(label_w, ImGui::CalcTextSize(s.label.c_str()).x);
+    const float w = swatch + 6 + label_w + 2 * pad;
+    ImVec2 p(r.max.x - 8 - w, r.min.y + 8);
+    for (size_t i = 0; i < series.size(); ++i) {
+        LegendRow row;
+        row.min = ImVec2(p.x, p.y + pad + float(i) * row_h);
+        row.max = ImVec2(p.x + w, row.min.y + row_h);
+        if (row.max.y > r.max.y || row.min.x < r.min.x) break;  // no room: the rest go unlisted
+        ImGui::SetCursorScreenPos(row.min);
+        ImGui::PushID(int(i));
+        if (ImGui::InvisibleButton("##legend", ImVec2(row.max.x - row.min.x, row_h))) {
+            series[i].visible = !series[i].visible;
+        }
+        row.hovered = ImGui::IsItemHovered();
+        ImGui::PopID();
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+void draw_legend(ImDrawList* dl, const std::vector<PlotSeries>& series, const std::vector<LegendRow>& rows) {
+    if (rows.empty()) return;
+    const float fs = ImGui::GetFontSize(), pad = 4, swatch = fs * 1.2f;
+    const ImVec2 bg_min(rows.front().min.x, rows.front().min.y - pad), bg_max(rows.back().max.x, rows.back().max.y + pad);
+    dl->AddRectFilled(bg_min, bg_max, ImGui::GetColorU32(ImGuiCol_PopupBg, 0.85f), 3.0f);
+    dl->AddRect(bg_min, bg_max, ImGui::GetColorU32(ImGuiCol_Border), 3.0f);
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const LegendRow& row = rows[i];
+        const PlotSeries& s = series[i];
+        if (row.hovered) dl->AddRectFilled(row.min, row.max, ImGui::GetColorU32(ImGuiCol_HeaderHovered));
+        const float y = (row.min.y + row.max.y) / 2;
+        const ImU32 col = s.visible ? s.color : ImGui::GetColorU32(ImGuiCol_TextDisabled);
+        dl->AddLine(ImVec2(row.min.x + pad, y), ImVec2(row.min.x + pad + swatch, y), col, 2.0f);
+        dl->AddText(ImVec2(row.min.x + pad + swatch + 6, y - fs / 2),
+                    ImGui::GetColorU32(s.visible ? ImGuiCol_Text : ImGuiCol_TextDisabled), s.label.c_str());
+    }
+}
+
+// Crosshair, a marker on each visible series' point nearest the cursor's x, and the tooltip: one
+// table row per series (label, x, y, raw y when smoothed, the series' own tooltip text).
+void draw_hover(ImDrawList* dl, const std::vector<PlotSeries>& series, const std::vector<const Prepared*>& prep,
+                const PlotRect& r, const Axis& xa, const Axis& ya, const PlotOptions& opt) {
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    dl->AddLine(ImVec2(mouse.x, r.min.y), ImVec2(mouse.x, r.max.y), ImGui::GetColorU32(ImGuiCol_Text, 0.3f));
+    const double cx = xa.at(mouse.x);
+    const bool smoothed = opt.smoothing > 0;
+    ImGui::BeginTooltip();
+    const int columns = smoothed ? 5 : 4;
+    if (ImGui::BeginTable("##hover", columns, ImGuiTableFlags_SizingFixedFit)) {
+        ImGui::TableNextRow();
+        const char* heads[] = {"", opt.x_label.empty() ? "x" : opt.x_label.c_str(),
+                               opt.y_label.empty() ? "y" : opt.y_label.c_str(), "raw", ""};
+        for (int c = 0; c < columns; ++c) {
+            ImGui::TableSetColumnIndex(c);
+            ImGui::TextDisabled("%s", heads[c == columns - 1 ? 4 : c]);
+        }
+        for (size_t i = 0; i < series.size(); ++i) {
+            const PlotSeries& s = series[i];
+            if (!prep[i] || s.data->x.empty()) continue;
+            const Prepared& p = *prep[i];
+            const Series& axis_pts = p.raw(*s.data);
+            const size_t k = nearest_index(axis_pts, cx);
+            const double x = s.data->x[k], y = s.data->y[k];
+            const double shown = p.smooth.y.empty() ? y : p.smooth.y[k];
+            const double mx = axis_pts.x[k], my = ya.to_axis(shown);
+            if (std::isfinite(mx) && std::isfinite(my)) dl->AddCircleFilled(ImVec2(xa.px(mx), ya.px(my)), 3.5f, s.color);
+
+            ImGui::TableNextRow();
+            ImGui::TableSetColumnIndex(0);
+            ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(s.color), "%s", s.label.c_str());
+            ImGui::TableSetColumnIndex(1);
+            ImGui::TextUnformatted(format_value(x, 6).c_str());
+            ImGui::TableSetColumnIndex(2);
+            ImGui::TextUnformatted(std::isnan(shown) ? "gap" : format_value(shown, 5).c_str());
+            if (smoothed) {
+                ImGui::TableSetColumnIndex(3);
+                ImGui::TextDisabled("%s", std::isnan(y) ? "gap" : format_value(y, 5).c_str());
+            }
+            ImGui::TableSetColumnIndex(columns - 1);
+            ImGui::TextDisabled("%s", s.tooltip.c_str());
+        }
+        ImGui::EndTable();
+    }
+    ImGui::EndTooltip();
+}
+
+}  // namespace
+
+PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions& opt, PlotView& view, ImVec2 size) {
+    ImGuiIO& io = ImGui::GetIO();
+    const float fs = ImGui::GetFontSize();
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    if (size.x <= 0) size.x = std::max(avail.x, 120.0f);
+    if (size.y <= 0) size.y = std::max(avail.y, 80.0f);
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    ImGui::PushID(id);
+
+    // 1. Prepare the visible series (cached smoothing) and fit the view to them if asked.
+    const double alpha = std::clamp(opt.smoothing, 0.0, 0.9999);
+    std::vector<const Prepared*> prep(series.size(), nullptr);
+    double fx_lo = kInf, fx_hi = -kInf, fy_lo = kInf, fy_hi = -kInf;
+    for (size_t i = 0; i < series.size(); ++i) {
+        if (!series[i].visible || !series[i].data) continue;
+        const Prepared& p = prepare(series[i].data, alpha, opt.log_x);
+        prep[i] = &p;
+        fx_lo = std::min(fx_lo, p.x_lo);
+        fx_hi = std::max(fx_hi, p.x_hi);
+        const double ylo = opt.log_y ? p.y_pos : p.y_lo;
+        if (ylo <= p.y_hi) {
+            fy_lo = std::min(fy_lo, opt.log_y ? std::log10(ylo) : ylo);
+            fy_hi = std::max(fy_hi, opt.log_y ? std::log10(p.y_hi) : p.y_hi);
+        }
+    }
+    double ax_lo = kNaN, ax_hi = kNaN, ay_lo = kNaN, ay_hi = kNaN;  // the fit, axis space
+    const bool fit_x = fit_range(fx_lo, fx_hi, 0.0, ax_lo, ax_hi);
+    const bool fit_y = fit_range(fy_lo, fy_hi, kFitPadY, ay_lo, ay_hi);
+    Axis xa = make_axis(opt.log_x, view.x_lo, view.x_hi, ax_lo, ax_hi);
+    Axis ya = make_axis(opt.log_y, view.y_lo, view.y_hi, ay_lo, ay_hi);
+    if (view.auto_fit && fit_x) xa.lo = ax_lo, xa.hi = ax_hi;
+    if (view.auto_fit && fit_y) ya.lo = ay_lo, ya.hi = ay_hi;
+
+    // 2. Layout: the left margin holds the y tick labels (so it follows the y-range) and the y label.
+    const float top = fs * 0.5f, right = fs * 1.5f;
+    const float bottom = 5 + fs + (opt.x_label.empty() ? 0 : fs + 4) + 4;
+    const float plot_h = size.y - top - bottom;
+    const int y_target = std::clamp(int(plot_h / (fs * 2.5f)), 2, 10);
+    float label_w = 0;
+    for (const Tick& t : axis_ticks(ya, y_target)) label_w = std::max(label_w, ImGui::CalcTextSize(t.label.c_str()).x);
+    const float left = 4 + (opt.y_label.empty() ? 0 : fs + 6) + label_w + 6;
+    PlotRect r{ImVec2(std::floor(origin.x + left), std::floor(origin.y + top)),
+               ImVec2(std::floor(origin.x + size.x - right), std::floor(origin.y + size.y - bottom))};
+    if (r.max.x - r.min.x < 10 || r.max.y - r.min.y < 10) {  // too small to draw: keep the space only
+        ImGui::Dummy(size);
+        ImGui::PopID();
+        return r;
+    }
+    xa.p0 = r.min.x, xa.p1 = r.max.x;
+    ya.p0 = r.max.y, ya.p1 = r.min.y;
+
+    // 3. Input: legend rows first (they win the hover), then the plot area: drag pans, wheel zooms.
+    std::vector<LegendRow> rows;
+    if (opt.legend) rows = legend_buttons(series, r);
+    ImGui::SetCursorScreenPos(r.min);
+    ImGui::InvisibleButton("##area", ImVec2(r.max.x - r.min.x, r.max.y - r.min.y));
+    const bool hovered = ImGui::IsItemHovered(), active = ImGui::IsItemActive();
+    bool moved = false;
+    if (active && (io.MouseDelta.x != 0 || io.MouseDelta.y != 0)) {
+        xa.pan_px(io.MouseDelta.x);
+        ya.pan_px(io.MouseDelta.y);
+        moved = true;
+    }
+    if (hovered && io.MouseWheel != 0) {
+        const double f = std::pow(kWheelZoom, double(io.MouseWheel));
+        if (!io.KeyCtrl) xa.zoom(xa.at(io.MousePos.x), f);
+        if (!io.KeyShift) ya.zoom(ya.at(io.MousePos.y), f);
+        moved = true;
+    }
+    if (moved) view.auto_fit = false;
+    if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) view.auto_fit = true;
+    view.x_lo = xa.to_data(xa.lo), view.x_hi = xa.to_data(xa.hi);
+    view.y_lo = ya.to_data(ya.lo), view.y_hi = ya.to_data(ya.hi);
+    ImGui::SetCursorScreenPos(origin);
+    ImGui::Dummy(size);  // the region's place in the window's layout
+
+    // 4. Frame, grid, ticks, axis labels.
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    dl->AddRectFilled(r.min, r.max, ImGui::GetColorU32(ImGuiCol_FrameBg, 0.35f));
+    const int x_target = std::clamp(int((r.max.x - r.min.x) / (fs * 6)), 2, 12);
+    draw_grid_and_ticks(dl, r, xa, ya, axis_ticks(xa, x_target), axis_ticks(ya, y_target));
+    const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+    if (!opt.x_label.empty()) {
+        const float w = ImGui::CalcTextSize(opt.x_label.c_str()).x;
+        dl->AddText(ImVec2((r.min.x + r.max.x - w) / 2, r.max.y + 5 + fs + 4), text, opt.x_label.c_str());
+    }
+    if (!opt.y_label.empty()) {
+        const float w = ImGui::CalcTextSize(opt.y_label.c_str()).x;
+        add_text_vertical(dl, ImVec2(origin.x + 4, (r.min.y + r.max.y + w) / 2), text, opt.y_label.c_str());
+    }
+
+    // 5. The series: each decimated to the visible x-range; the raw one faint under the smoothed one.
+    const size_t buckets = opt.buckets ? opt.buckets : size_t(std::max(1.0f, r.max.x - r.min.x));
+    dl->PushClipRect(r.min, r.max, true);
+    bool drawn = false;
+    for (size_t i = 0; i < series.size(); ++i) {
+        if (!prep[i]) continue;
+        const Prepared& p = *prep[i];
+        const Series& raw = p.raw(*series[i].data);
+        if (raw.x.empty()) continue;
+        drawn = true;
+        const bool smooth = !p.smooth.y.empty();
+        const ImU32 col = series[i].color;
+        draw_series(dl, decimate(raw, p.lod_raw, xa.lo, xa.hi, buckets), xa, ya,
+                    smooth ? with_alpha(col, kRawAlpha) : col, 1.0f);
+        if (smooth) draw_series(dl, decimate(p.smooth, p.lod_smooth, xa.lo, xa.hi, buckets), xa, ya, col, 2.0f);
+    }
+    if (!drawn) {
+        const ImVec2 t = ImGui::CalcTextSize("no data");
+        dl->AddText(ImVec2((r.min.x + r.max.x - t.x) / 2, (r.min.y + r.max.y - t.y) / 2),
+                    ImGui::GetColorU32(ImGuiCol_TextDisabled), "no data");
+    }
+    const bool on_legend = std::any_of(rows.begin(), rows.end(), [](const LegendRow& row) { return row.hovered; });
+    if (hovered && !active && !on_legend && drawn) draw_hover(dl, series, prep, r, xa, ya, opt);
+    dl->PopClipRect();
+    dl->AddRect(r.min, r.max, ImGui::GetColorU32(ImGuiCol_Border));
+
+    // 6. The legend on top.
+    draw_legend(dl, series, rows);
+    ImGui::PopID();
+    return r;
+}
+
+ImU32 plot_palette(size_t i) {
+    static const ImU32 kColors[] = {
+        IM_COL32(31, 119, 180, 255), IM_COL32(255, 127, 14, 255), IM_COL32(44, 160, 44, 255),
+        IM_COL32(214, 39, 40, 255),  IM_COL32(148, 103, 189, 255), IM_COL32(140, 86, 75, 255),
+        IM_COL32(227, 119, 194, 255), IM_COL32(127, 127, 127, 255), IM_COL32(188, 189, 34, 255),
+        IM_COL32(23, 190, 207, 255),
+    };
+    return kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
+}
+
+void plot_cache_clear() { cache().entries.clear(); }
+
+}  // namespace tw::ui

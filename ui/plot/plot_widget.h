@@ -1,0 +1,102 @@
+// The plot widget: line plots of live training metrics drawn with ImDrawList (ImPlot is not
+// packaged in Debian). Decimation and smoothing come from ui/logic/series.h, ticks from
+// ui/logic/ticks.h; this file only lays out, draws and handles the mouse.
+#pragma once
+
+#include <imgui.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "ui/logic/series.h"
+
+namespace tw::ui {
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+// ---------------------------------------------------------------------------------------------
+
+// One curve. The widget never copies or owns `data`; it must stay alive (and at the same address)
+// while it is plotted. Appending points is cheap: the smoothed copy is rebuilt only when the size
+// changes (or the first/last point changes, so a refilled vector is noticed too).
+struct PlotSeries {
+    std::string label;         // legend text; also the hover tooltip's first column
+    const Series* data = nullptr;  // x non-decreasing, NaN y = gap
+    ImU32 color = 0xFFFFFFFF;  // IM_COL32; the raw line is drawn with ~25% of its alpha when smoothing
+    bool visible = true;       // toggled by a click on the legend entry
+    std::string tooltip;       // extra hover text, e.g. the run's key settings ("diloco H=15 lr=0.7")
+};
+
+struct PlotOptions {
+    std::string x_label;   // under the x axis, e.g. "step"
+    std::string y_label;   // left of the y axis, drawn vertically, e.g. "train.loss"
+    bool log_x = false;    // log10 axis; points with x <= 0 are skipped (drawn as gaps)
+    bool log_y = false;    // log10 axis; points with y <= 0 are skipped (drawn as gaps)
+    double smoothing = 0;  // debiased EMA weight on the past in [0, 1); > 0 draws the raw curve faint
+    size_t buckets = 0;    // min/max decimation buckets per series; 0 = the plot area's width in pixels
+    bool legend = true;    // draw the legend (top right, inside the plot area)
+};
+
+// The visible range, in data units (on a log axis too: x_lo = 10 means 10, not 10^10). Kept by the
+// caller, one per plot, so zoom survives between frames and can be shared or reset.
+struct PlotView {
+    double x_lo = 0, x_hi = 1;
+    double y_lo = 0, y_hi = 1;
+    bool auto_fit = true;  // fit every frame to the visible series (follows live data);
+                           // cleared by zoom or pan, set again by a double click
+};
+
+// Screen rectangle in pixels (ImGui screen coordinates).
+struct PlotRect {
+    ImVec2 min;  // top left
+    ImVec2 max;  // bottom right
+};
+
+// ---------------------------------------------------------------------------------------------
+// The widget
+// ---------------------------------------------------------------------------------------------
+
+// Draws one plot into the current ImGui window at the cursor, taking `size` pixels (a component
+// <= 0 means "the rest of the window's content region" in that direction, at least 120 × 80):
+// frame, grid, nice ticks (log ticks on log axes), axis labels, legend (a click toggles
+// `series[i].visible`), a hover tooltip (per visible series: label, x and y of its point nearest
+// to the cursor's x, the smoothed y, its tooltip text), mouse-wheel zoom around the cursor
+// (shift: x only, ctrl: y only), drag with the left button to pan, double click to auto-fit.
+// Each frame it decimates every visible series to the visible x-range (2 binary searches +
+// one pass over the visible points) and draws the result clipped to the plot area.
+// Returns the plot area (inside the axes), e.g. to place the mouse in tests or crop a screenshot.
+//
+// `id` must be unique in the window (it is pushed on the ID stack). The window should have
+// ImGuiWindowFlags_NoScrollWithMouse if it can scroll, or the wheel scrolls it as well as zooms.
+PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions& opt, PlotView& view,
+              ImVec2 size = ImVec2(0, 0));
+
+// The i-th colour of a 10-colour palette (Tableau 10), cycling; for runs without a chosen colour.
+ImU32 plot_palette(size_t i);
+
+// Drops every cached smoothed copy (they are otherwise dropped ~2 s after their last use). Call it
+// after freeing Series whose addresses may be reused before that, with the same size.
+void plot_cache_clear();
+
+// ---------------------------------------------------------------------------------------------
+// Intended usage
+// ---------------------------------------------------------------------------------------------
+//
+//   struct LossPanel {                       // one per plot, lives as long as the panel
+//       tw::ui::PlotView view;
+//       std::vector<tw::ui::PlotSeries> series;   // data points into the run store's cache
+//       void draw() {
+//           tw::ui::PlotOptions opt{"step", "train.loss"};
+//           opt.smoothing = 0.9;
+//           ImGui::Begin("Loss", nullptr, ImGuiWindowFlags_NoScrollWithMouse);
+//           tw::ui::plot("loss", series, opt, view);
+//           ImGui::End();
+//       }
+//   };
+//
+// Cost (10 series × 100,000 points, this 2-core machine): see ui/README.md "Plot widget".
+// The smoothed copies are cached per Series address, so the widget is not thread-safe: call it
+// from the ImGui thread only, like every ImGui function.
+
+}  // namespace tw::ui

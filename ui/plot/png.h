@@ -1,0 +1,18 @@
+// Screenshots: the current OpenGL read buffer to a PNG file (stb_image_write).
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+
+namespace tw::ui {
+
+// Reads the w × h pixels whose bottom-left corner is (x, y) in GL window coordinates (origin at the
+// bottom left, in framebuffer pixels, not ImGui's points) from the current read buffer with
+// glReadPixels, flips the rows so the PNG is upright, and writes an RGB PNG to `path`.
+// For the default double-buffered framebuffer the read buffer is GL_BACK: call it after
+// ImGui_ImplOpenGL3_RenderDrawData and before glfwSwapBuffers. Needs a current GL context.
+// Errors (empty or negative size, a GL error, an unwritable path) come back with the path named.
+Status save_framebuffer_png(const std::string& path, int x, int y, int w, int h);
+
+}  // namespace tw::ui

@@ -1,0 +1,66 @@
+// The workbench frame; see workbench.h.
+#include "ui/workbench.h"
+
+#include <imgui.h>
+
+namespace tw::ui {
+
+Workbench::Workbench(WorkbenchOptions opts, RunDriver& driver)
+    : opts_(std::move(opts)), driver_(driver), cache_(opts_.db_path) {
+    view_.runs = opts_.open_runs;
+    history_.db_path = opts_.db_path;
+    cache_.want(view_.runs);
+}
+
+void Workbench::load_now() {
+    cache_.want(view_.runs);
+    cache_.load_now();
+}
+
+void Workbench::frame() {
+    // This frame's snapshots: both are copies made by other threads, so nothing here waits.
+    view_.cache = cache_.state();
+    view_.driver = driver_.snapshot();
+    if (view_.driver.run_id > 0 && !started_runs_.count(view_.driver.run_id)) {
+        started_runs_.insert(view_.driver.run_id);  // a run started here is overlaid once
+        view_.runs.insert(view_.driver.run_id);
+    }
+    cache_.want(view_.runs);
+
+    const ImGuiViewport* vp = ImGui::GetMainViewport();
+    ImGui::SetNextWindowPos(vp->WorkPos);
+    ImGui::SetNextWindowSize(vp->WorkSize);
+    ImGui::Begin("thinwire workbench", nullptr,
+                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoBringToFrontOnFocus |
+                     ImGuiWindowFlags_NoScrollWithMouse);
+    const float left_w = std::max(380.0f, vp->WorkSize.x * 0.34f);
+    ImGui::BeginChild("left", ImVec2(left_w, -ImGui::GetFrameHeightWithSpacing()), true);
+    nodes_.draw(view_, driver_, layout_.model);
+    layout_.draw(view_);
+    run_.draw(view_, driver_, layout_.model);
+    ImGui::EndChild();
+    ImGui::SameLine();
+    ImGui::BeginChild("right", ImVec2(0, -ImGui::GetFrameHeightWithSpacing()), false, ImGuiWindowFlags_NoScrollWithMouse);
+    if (ImGui::BeginTabBar("views")) {
+        if (ImGui::BeginTabItem("Plots")) {
+            plots_.draw(view_);
+            ImGui::EndTabItem();
+        }
+        if (ImGui::BeginTabItem("Bytes and time")) {
+            ImGui::BeginChild("bytes");
+            bytes_.draw(view_);
+            ImGui::EndChild();
+            ImGui::EndTabItem();
+        }
+        if (ImGui::BeginTabItem("History")) {
+            history_.draw(view_);
+            ImGui::EndTabItem();
+        }
+        ImGui::EndTabBar();
+    }
+    ImGui::EndChild();
+    ImGui::TextDisabled("%s | %s | %.0f fps", opts_.db_path.c_str(), view_.status_line.c_str(), ImGui::GetIO().Framerate);
+    ImGui::End();
+}
+
+}  // namespace tw::ui

@@ -1,0 +1,56 @@
+// The workbench (issue 4): one ImGui frame of every panel — nodes, layout editor, run control and
+// log on the left; live plots, bytes and time, and history on the right. It only draws and reacts:
+// runs go through a RunDriver (the coordinator on its own thread), the store is read by a RunCache
+// on its own thread, so no frame waits for the network or the database.
+#pragma once
+
+#include <memory>
+#include <utility>
+#include <set>
+#include <string>
+
+#include "ui/data/run_cache.h"
+#include "ui/panels/bytes_panel.h"
+#include "ui/panels/history_panel.h"
+#include "ui/panels/layout_panel.h"
+#include "ui/panels/nodes_panel.h"
+#include "ui/panels/plots_panel.h"
+#include "ui/panels/run_panel.h"
+#include "ui/run_driver.h"
+#include "ui/view_state.h"
+
+namespace tw::ui {
+
+struct WorkbenchOptions {
+    std::string db_path = "thinwire.db";
+    std::set<int64_t> open_runs;  // runs overlaid from the start (--open)
+};
+
+class Workbench {
+public:
+    Workbench(WorkbenchOptions opts, RunDriver& driver);
+
+    // Draws the whole UI for this frame into the current ImGui context, filling the viewport.
+    void frame();
+    // Loads the wanted runs synchronously (headless screenshots want the data in the first frame).
+    void load_now();
+    // Where the loss plot was drawn last frame (ImGui screen coordinates), e.g. for PNG export.
+    PlotRect plot_rect() const { return plots_.last_rect(); }
+    // A PNG of the plot area was asked for this frame: the caller saves it after rendering.
+    std::string take_png_request() { return std::exchange(view_.png_request, {}); }
+
+private:
+    WorkbenchOptions opts_;
+    RunDriver& driver_;
+    RunCache cache_;
+    ViewState view_;
+    NodesPanel nodes_;
+    LayoutPanel layout_;
+    RunPanel run_;
+    PlotsPanel plots_;
+    BytesPanel bytes_;
+    HistoryPanel history_;
+    std::set<int64_t> started_runs_;  // runs of this session already added to the overlay
+};
+
+}  // namespace tw::ui
