@@ -9,7 +9,10 @@
 #include <backends/imgui_impl_opengl3.h>
 #include <malloc.h>
 
+#include <cfloat>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "app/workbench_driver.h"
 #include "ui/plot/frame_bench.h"
@@ -26,6 +29,9 @@ struct Args {
     int bench_frames = 0;
     int width = 1600, height = 900;
     std::string hover;  // "FX,FY": mouse at this fraction of the plot area (headless tooltips)
+    std::string layout; // load this layout into the editor
+    bool start = false; // and start it
+    double wait_s = 0;  // with --screenshot: keep rendering at least this long (a live run's progress)
 };
 
 // OpenGL 3.3 core first (ImGui wants ≥ 3.2 for 32-bit-indexed large draw lists), then 3.0.
@@ -49,13 +55,21 @@ int loop(const Args& a, GLFWwindow* window) {
     opts.db_path = a.db;
     opts.open_runs.insert(a.open.begin(), a.open.end());
     tw::ui::Workbench wb(opts, driver);
+    if (!a.layout.empty()) tw::check(wb.load_layout(a.layout));
+    if (a.start) tw::check(wb.start());
     if (!a.screenshot.empty()) wb.load_now();  // the picture must show the data, not a loading frame
+    const auto t0 = std::chrono::steady_clock::now();
+    auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= a.wait_s; };
     double hx = -1, hy = -1;
     if (!a.hover.empty() && std::sscanf(a.hover.c_str(), "%lf,%lf", &hx, &hy) != 2) hx = -1;
-    for (int f = 0; !glfwWindowShouldClose(window) && (a.frames <= 0 || f < a.frames); ++f) {
+    // With --screenshot the loop ends at the screenshot (after --frames frames and --wait-s seconds).
+    for (int f = 0; !glfwWindowShouldClose(window); ++f) {
+        if (a.screenshot.empty() && a.frames > 0 && f >= a.frames) break;
+        if (a.wait_s > 0 && !waited()) std::this_thread::sleep_for(std::chrono::milliseconds(30));
         glfwPollEvents();
         ImGui_ImplOpenGL3_NewFrame();
         ImGui_ImplGlfw_NewFrame();
+        if (!a.screenshot.empty() && hx < 0) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no stray tooltip
         if (hx >= 0 && f > 0) {
             const tw::ui::PlotRect r = wb.plot_rect();
             ImGui::GetIO().MousePos = ImVec2(r.min.x + float(hx) * (r.max.x - r.min.x), r.min.y + float(hy) * (r.max.y - r.min.y));
@@ -78,7 +92,7 @@ int loop(const Args& a, GLFWwindow* window) {
             tw::Status s = tw::ui::save_framebuffer_png(png, x, y, w, h);
             std::fprintf(stderr, "%s\n", s ? ("wrote " + png).c_str() : s.message().c_str());
         }
-        if (!a.screenshot.empty() && f + 1 == a.frames) {
+        if (!a.screenshot.empty() && f + 1 >= a.frames && waited()) {
             tw::Status s = tw::ui::save_framebuffer_png(a.screenshot, 0, 0, fw, fh);
             if (!s) {
                 std::fprintf(stderr, "thinwire-workbench: %s\n", s.message().c_str());
@@ -88,6 +102,8 @@ int loop(const Args& a, GLFWwindow* window) {
             // The plot area in image pixels (top-left origin), for tests that look inside it.
             std::printf("screenshot %s %dx%d plot %d %d %d %d\n", a.screenshot.c_str(), fw, fh, int(r.min.x), int(r.min.y),
                         int(r.max.x), int(r.max.y));
+            glfwSwapBuffers(window);
+            break;
         }
         glfwSwapBuffers(window);
     }
@@ -108,6 +124,9 @@ int main(int argc, char** argv) {
     app.add_option("--bench-frames", a.bench_frames, "time N frames of 10 runs × 100k points and exit");
     app.add_option("--width", a.width)->capture_default_str();
     app.add_option("--height", a.height)->capture_default_str();
+    app.add_option("--layout", a.layout, "load this layout (TOML) into the editor");
+    app.add_flag("--start", a.start, "start the loaded layout at once");
+    app.add_option("--wait-s", a.wait_s, "with --screenshot: render at least this many seconds first (a live run)");
     app.add_option("--hover", a.hover, "FX,FY: place the mouse at this fraction of the plot (tooltip screenshots)");
     CLI11_PARSE(app, argc, argv);
     if (!a.screenshot.empty() && a.frames <= 0) a.frames = 5;

@@ -214,7 +214,7 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
         }
         case MsgKind::kEvent:
             sink.on_event({m.body.value("wall_s", 0.0), name, static_cast<EventLevel>(m.body.value("level", 0)),
-                           m.body.value("kind", ""), m.body.value("text", "")});
+                           m.body.value("event", ""), m.body.value("text", "")});
             break;
         case MsgKind::kDone:
             n.done = true;

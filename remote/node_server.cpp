@@ -41,7 +41,7 @@ public:
     void event(EventRecord e) override {
         Message m;
         m.kind = MsgKind::kEvent;
-        m.body = {{"name", name_}, {"wall_s", e.wall_s}, {"level", static_cast<int>(e.level)}, {"kind", e.kind},
+        m.body = {{"name", name_}, {"wall_s", e.wall_s}, {"level", static_cast<int>(e.level)}, {"event", e.kind},
                   {"text", e.text}};
         push(std::move(m));
     }

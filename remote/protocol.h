@@ -15,7 +15,7 @@
 //   heartbeat                  (no reply; the node stops its worker if these cease while it runs)
 // Stream (node → coordinator, on PUB):
 //   heartbeat {name, state, step}, metrics {name, rows: [[step, outer_step, wall_s, sim_s, name, value], ...]},
-//   event {name, wall_s, level, kind, text}, done {name, ok, error, summary: {figure: value}}
+//   event {name, wall_s, level, event (its kind), text}, done {name, ok, error, summary: {figure: value}}
 #pragma once
 
 #include <cstdint>

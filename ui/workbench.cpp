@@ -3,6 +3,8 @@
 
 #include <imgui.h>
 
+#include <cstdio>
+
 namespace tw::ui {
 
 Workbench::Workbench(WorkbenchOptions opts, RunDriver& driver)
@@ -10,6 +12,17 @@ Workbench::Workbench(WorkbenchOptions opts, RunDriver& driver)
     view_.runs = opts_.open_runs;
     history_.db_path = opts_.db_path;
     cache_.want(view_.runs);
+}
+
+Status Workbench::load_layout(const std::string& path) {
+    Status s = layout_.model.load_file(path);
+    if (s) std::snprintf(layout_.path, sizeof layout_.path, "%s", path.c_str());
+    return s;
+}
+
+Status Workbench::start() {
+    if (!layout_.model.validate()) return Status::error("the layout has errors; fix them first");
+    return driver_.start(layout_.model.config());
 }
 
 void Workbench::load_now() {

@@ -32,6 +32,10 @@ public:
 
     // Draws the whole UI for this frame into the current ImGui context, filling the viewport.
     void frame();
+    // Loads a layout file into the editor (as the Load button does); the error names file and key.
+    Status load_layout(const std::string& path);
+    // Starts the editor's layout (as the Start button does).
+    Status start();
     // Loads the wanted runs synchronously (headless screenshots want the data in the first frame).
     void load_now();
     // Where the loss plot was drawn last frame (ImGui screen coordinates), e.g. for PNG export.

@@ -18,6 +18,7 @@ public:
     CountingWorker(NodeRole role, int64_t steps) : role_(std::move(role)), steps_(steps) {}
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override {
         int64_t s = 0;
+        sink.event({0, role_.name, EventLevel::kWarning, "start", "counting to " + std::to_string(steps_)});
         while (s < steps_ && ctl.wait_while_paused()) {
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
             ++s;
@@ -78,6 +79,10 @@ TEST(Coordinator, RelaysEveryMetricAndTheSummaries) {
     EXPECT_EQ(sink.rows.size(), 60u);
     for (auto& n : c.coord->nodes()) EXPECT_EQ(n.summary.at("steps"), 20);
     EXPECT_EQ(c.coord->nodes()[2].name, "replica-2");
+    ASSERT_EQ(sink.events.size(), 3u);  // an event keeps its kind, level and text across the wire
+    EXPECT_EQ(sink.events[0].kind, "start");
+    EXPECT_EQ(sink.events[0].level, EventLevel::kWarning);
+    EXPECT_EQ(sink.events[0].text, "counting to 20");
 }
 
 TEST(Coordinator, PauseHoldsTheStepAndResumeFinishes) {

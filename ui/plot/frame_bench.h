@@ -51,17 +51,26 @@ struct FrameBenchResult {
     FrameStats cpu_zoomed, proc_zoomed, wall_zoomed;  // 1% of the x-range, moved every frame (re-buckets)
     FrameStats cpu_empty, proc_empty, wall_empty;     // reference: the same window with nothing in it
     FrameParts parts_full, parts_zoomed, parts_empty;
-    double first_frame_cpu_ms = 0;  // the plot's first frame, building the smoothed copies (not in the stats)
+    double rebuild_frame_cpu_ms = 0;  // a full-view frame right after plot_cache_clear(): every series'
+                                      // smoothed copy, bounds and levels of detail rebuilt (not in the stats)
     int vertices_full = 0, vertices_zoomed = 0;  // ImDrawData::TotalVtxCount of a full / zoomed frame
 };
 
 // Renders frames into `window` (its GL context current; ImGui's context and its GLFW + OpenGL3
-// backends initialised by the caller): one warm-up plot frame, then `frames` plot frames
+// backends initialised by the caller): one warm-up plot frame, one timed frame with an empty
+// widget cache (the cost when every series changed at once), then `frames` plot frames
 // (the first half showing the whole x-range, the second half zoomed to 1% of it, a different 1%
 // each frame) interleaved with `frames` frames of an empty window. Each frame is the whole loop
 // body: backends' NewFrame, ImGui::NewFrame, one full-window window with the plot (smoothing 0.9,
 // log y off), ImGui::Render, glClear, RenderDrawData and glfwSwapBuffers (swap interval set to 0).
 FrameBenchResult bench_frames(GLFWwindow* window, int runs, int points, int frames);
+
+// Keeps freed heap memory in the process (glibc mallopt: M_TRIM_THRESHOLD 64 MiB, which also fixes
+// M_MMAP_THRESHOLD at its 128 KiB default). Mesa's llvmpipe allocates and frees its scene bins and
+// vertex buffers every frame; by default glibc hands that memory back to the kernel each time and
+// the next frame page-faults it in again, which on this machine doubled the frame's CPU time
+// (see ui/README.md). Call once at the start of a GUI process, before the first frame.
+void keep_freed_memory_for_frames();
 
 // A few lines for the terminal: one row per phase with median / p95 / max in ms.
 std::string format_bench(const FrameBenchResult& r);

@@ -33,13 +33,18 @@ struct Args {
     double hover_fx = -1, hover_fy = -1;  // mouse at this fraction of the plot area (headless tooltips)
     double zoom_lo = -1, zoom_hi = -1;    // initial x view (data units); -1 = auto-fit
     int width = 1280, height = 800;
+    double wheel = 0;              // a mouse-wheel turn at the --hover point on frame 2 (headless zoom)
+    double drag_dx = 0, drag_dy = 0;  // a left-button drag from the --hover point over frames 2..4
+    bool malloc_tuning = true;     // keep_freed_memory_for_frames(); --no-malloc-tuning to compare
 };
 
 void usage() {
     std::printf(
         "usage: tw_plot_demo [--screenshot PNG] [--frames N] [--bench-frames N] [--runs N] [--points N]\n"
         "                    [--smoothing A] [--log-x] [--log-y] [--hover FX,FY] [--zoom XLO,XHI]\n"
-        "                    [--size W,H]\n");
+        "                    [--size W,H] [--wheel N] [--drag DX,DY] [--no-malloc-tuning]\n"
+        "--hover FX,FY puts the mouse at that fraction of the plot area (0,0 = top left) from frame 2 on;\n"
+        "--wheel and --drag act there, so zoom, pan and the tooltip can be checked in a headless screenshot.\n");
 }
 
 bool parse(int argc, char** argv, Args& a) {
@@ -75,6 +80,13 @@ bool parse(int argc, char** argv, Args& a) {
             if (!need() || std::sscanf(v, "%lf,%lf", &a.zoom_lo, &a.zoom_hi) != 2) return false;
         } else if (k == "--size") {
             if (!need() || std::sscanf(v, "%d,%d", &a.width, &a.height) != 2) return false;
+        } else if (k == "--wheel") {
+            if (!need()) return false;
+            a.wheel = std::atof(v);
+        } else if (k == "--drag") {
+            if (!need() || std::sscanf(v, "%lf,%lf", &a.drag_dx, &a.drag_dy) != 2) return false;
+        } else if (k == "--no-malloc-tuning") {
+            a.malloc_tuning = false;
         } else if (k == "--log-x") {
             a.log_x = true;
         } else if (k == "--log-y") {
@@ -137,15 +149,24 @@ int run(const Args& a, GLFWwindow* window) {
         view.y_lo = std::numeric_limits<double>::quiet_NaN();  // the widget fits y when the view is unset
     }
     tw::ui::PlotRect last{};
+    ImVec2 mouse;
     float smoothing = float(opt.smoothing);
 
     for (int f = 0; !glfwWindowShouldClose(window) && (a.frames <= 0 || f < a.frames); ++f) {
         glfwPollEvents();
         ImGui_ImplOpenGL3_NewFrame();
         ImGui_ImplGlfw_NewFrame();
-        if (a.hover_fx >= 0 && f > 0) {
-            ImGui::GetIO().MousePos = ImVec2(last.min.x + float(a.hover_fx) * (last.max.x - last.min.x),
-                                             last.min.y + float(a.hover_fy) * (last.max.y - last.min.y));
+        if (a.hover_fx >= 0 && f > 0) {  // headless input at the plot area of the previous frame
+            ImGuiIO& io = ImGui::GetIO();
+            if (f == 1) {
+                mouse = ImVec2(last.min.x + float(a.hover_fx) * (last.max.x - last.min.x),
+                               last.min.y + float(a.hover_fy) * (last.max.y - last.min.y));
+            }
+            const bool dragging = (a.drag_dx != 0 || a.drag_dy != 0) && f >= 2 && f <= 4;
+            if (dragging && f > 2) mouse = ImVec2(mouse.x + float(a.drag_dx) / 2, mouse.y + float(a.drag_dy) / 2);
+            io.MousePos = mouse;
+            io.MouseDown[0] = dragging;
+            if (f == 2) io.MouseWheel = float(a.wheel);
         }
         ImGui::NewFrame();
         const ImGuiViewport* vp = ImGui::GetMainViewport();
@@ -198,6 +219,7 @@ int main(int argc, char** argv) {
         usage();
         return 2;
     }
+    if (a.malloc_tuning) tw::ui::keep_freed_memory_for_frames();
     if (!glfwInit()) {
         std::fprintf(stderr, "tw_plot_demo: cannot initialise GLFW (no display? try xvfb-run -a)\n");
         return 1;

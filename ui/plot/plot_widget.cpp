@@ -21,6 +21,7 @@ constexpr double kFitPadY = 0.05;      // auto-fit margin above and below, fract
 constexpr size_t kLodBlock = 16;       // points per block of a level of detail (each keeps ≤ 3 of them)
 constexpr size_t kLodMinPoints = 4096;  // no coarser level below this size
 constexpr double kLodBlocksPerBucket = 4;  // a level is used when a bucket spans at least this many blocks
+constexpr size_t kLodPieces = 8;       // the x-range is cut into this many pieces, each picking its level
 
 bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
@@ -78,16 +79,34 @@ Lod build_lod(const Series& s) {
     return lod;
 }
 
-// Min/max decimation of `s` to [x_lo, x_hi] through the coarsest level of detail that keeps at
-// least kLodBlocksPerBucket blocks per bucket (the full curve when zoomed in).
+// Min/max decimation of `s` to [x_lo, x_hi]. The range is cut into up to kLodPieces pieces, and
+// each piece is decimated from the coarsest level of detail that still has kLodBlocksPerBucket
+// blocks per bucket there, so density that varies along x (a log x axis, irregular steps) gets
+// the full curve where it is sparse. Each piece keeps only its own points (decimate_minmax adds a
+// neighbour on each side), except the outer neighbours of the whole range.
 Series decimate(const Series& s, const Lod& lod, double x_lo, double x_hi, size_t buckets) {
-    const size_t i0 = std::lower_bound(s.x.begin(), s.x.end(), x_lo) - s.x.begin();
-    const size_t i1 = std::upper_bound(s.x.begin(), s.x.end(), x_hi) - s.x.begin();
-    const double per_bucket = double(i1 - i0) / double(std::max<size_t>(buckets, 1));
-    const Series* src = &s;
-    for (size_t k = 0; k < lod.levels.size(); ++k)
-        if (lod.span[k] * kLodBlocksPerBucket <= per_bucket) src = &lod.levels[k];
-    return decimate_minmax(*src, x_lo, x_hi, buckets);
+    buckets = std::max<size_t>(buckets, 1);
+    if (lod.levels.empty()) return decimate_minmax(s, x_lo, x_hi, buckets);
+    const size_t pieces = std::clamp<size_t>(buckets / 64, 1, kLodPieces);
+    Series out;
+    for (size_t p = 0; p < pieces; ++p) {
+        const double lo = x_lo + (x_hi - x_lo) * double(p) / double(pieces);
+        const double hi = p + 1 == pieces ? x_hi : x_lo + (x_hi - x_lo) * double(p + 1) / double(pieces);
+        const size_t b = buckets * (p + 1) / pieces - buckets * p / pieces;
+        const size_t i0 = std::lower_bound(s.x.begin(), s.x.end(), lo) - s.x.begin();
+        const size_t i1 = std::upper_bound(s.x.begin(), s.x.end(), hi) - s.x.begin();
+        const double per_bucket = double(i1 - i0) / double(std::max<size_t>(b, 1));
+        const Series* src = &s;
+        for (size_t k = 0; k < lod.levels.size(); ++k)
+            if (lod.span[k] * kLodBlocksPerBucket <= per_bucket) src = &lod.levels[k];
+        const Series d = decimate_minmax(*src, lo, hi, b);
+        for (size_t i = 0; i < d.x.size(); ++i) {
+            if ((d.x[i] < lo && p > 0) || (d.x[i] >= hi && p + 1 < pieces)) continue;
+            out.x.push_back(d.x[i]);
+            out.y.push_back(d.y[i]);
+        }
+    }
+    return out;
 }
 
 struct Prepared {
@@ -240,7 +259,20 @@ bool fit_range(double lo, double hi, double pad, double& out_lo, double& out_hi)
 
 std::vector<Tick> axis_ticks(const Axis& a, int target) {
     if (!a.log) return linear_ticks(a.lo, a.hi, target);
-    std::vector<Tick> t = log_ticks(a.to_data(a.lo), a.to_data(a.hi), target);
+    const double lo = a.to_data(a.lo), hi = a.to_data(a.hi);
+    std::vector<Tick> t = log_ticks(lo, hi, target);
+    int decades = 0;
+    for (const Tick& k : t) {
+        const double e = std::log10(k.value);
+        if (k.major && std::abs(e - std::round(e)) < 1e-9) ++decades;
+    }
+    if (decades < 2) {
+        // Less than a labelled decade in view (a loss between 2.1 and 9.7): log_ticks would label only
+        // the ends, so place nice linear values instead; their spacing shows the log scale.
+        t.clear();
+        for (Tick& k : linear_ticks(lo, hi, target))
+            if (k.value > 0) t.push_back(std::move(k));
+    }
     for (Tick& k : t) k.value = std::log10(k.value);
     return t;
 }
@@ -254,29 +286,107 @@ ImU32 with_alpha(ImU32 col, float f) {
     return (col & ~IM_COL32_A_MASK) | (ImU32(float(a) * f + 0.5f) << IM_COL32_A_SHIFT);
 }
 
-// Polyline through the points of `d` (x in axis space, y in data units); non-finite points
-// (NaN y, x <= 0 on log x, y <= 0 on log y) split it, and a point alone is drawn as a dot.
-void draw_series(ImDrawList* dl, const Series& d, const Axis& xa, const Axis& ya, ImU32 col, float thickness) {
-    static std::vector<ImVec2> pts;
-    pts.clear();
-    auto flush = [&] {
-        if (pts.size() >= 2) {
-            dl->AddPolyline(pts.data(), int(pts.size()), col, ImDrawFlags_None, thickness);
-        } else if (pts.size() == 1) {
-            const float r = std::max(1.0f, thickness);
-            dl->AddRectFilled(ImVec2(pts[0].x - r, pts[0].y - r), ImVec2(pts[0].x + r, pts[0].y + r), col);
+// A curve is drawn per pixel column. Where the points are dense (neighbouring columns both hold
+// points, as after min/max decimation), each column is the span from its lowest to its highest
+// point and neighbouring spans are joined into one filled triangle strip: it covers exactly what
+// the polyline through the same points covers (a segment between two columns stays inside their
+// trapezoid), with half the vertices and no overdraw, and without the polyline's flaw on such data:
+// ImGui's anti-aliased polyline collapses to zero width where a segment turns back on itself, so a
+// dense min/max zigzag shows as loose dots. Where the points are sparse (zoomed in, the first steps
+// on a log axis) the segments between columns are anti-aliased polylines.
+struct Column {
+    float x;            // pixel centre
+    float top, bottom;  // lowest and highest point (screen y: top < bottom)
+    float first, last;  // y of its first and last point in x order
+};
+
+class CurveDrawer {
+public:
+    CurveDrawer(ImDrawList* dl, ImU32 col, float thickness) : dl_(dl), col_(col), th_(thickness) {}
+
+    // One unbroken run of columns (no gap inside).
+    void draw(const std::vector<Column>& cols) {
+        line_.clear();
+        const size_t n = cols.size();
+        for (size_t i = 0; i < n;) {
+            size_t j = i;  // columns i..j are neighbours: a dense stretch
+            while (j + 1 < n && cols[j + 1].x - cols[j].x <= 1.0f) ++j;
+            const bool point = i == j && cols[i].top == cols[i].bottom;
+            if (!line_.empty() || point) line_.emplace_back(cols[i].x, cols[i].first);
+            if (!point) {
+                flush_line();
+                band(cols, i, j);
+                if (j + 1 < n) line_.emplace_back(cols[j].x, cols[j].last);
+            }
+            i = j + 1;
         }
-        pts.clear();
-    };
+        if (line_.size() == 1 && n == 1) {  // a point alone between gaps
+            const float r = std::max(1.0f, th_);
+            dl_->AddRectFilled(ImVec2(line_[0].x - r, line_[0].y - r), ImVec2(line_[0].x + r, line_[0].y + r), col_);
+        }
+        flush_line();
+    }
+
+private:
+    void flush_line() {
+        if (line_.size() >= 2) dl_->AddPolyline(line_.data(), int(line_.size()), col_, ImDrawFlags_None, th_);
+        line_.clear();
+    }
+
+    // Columns i..j as a strip of spans widened by the line's thickness (a single column: a 1 px bar).
+    void band(const std::vector<Column>& cols, size_t i, size_t j) {
+        const ImVec2 uv = ImGui::GetFontTexUvWhitePixel();
+        const float h = th_ / 2, w = i == j ? 0.5f : 0.0f;
+        for (size_t start = i; start <= j;) {
+            const size_t end = std::min(j, start + 8190);  // a strip well inside 16-bit indices
+            const int n = int(end - start + 1) * (w > 0 ? 2 : 1);
+            dl_->PrimReserve(6 * (n - 1), 2 * n);
+            const ImDrawIdx base = ImDrawIdx(dl_->_VtxCurrentIdx);
+            for (size_t k = start; k <= end; ++k) {
+                for (float dx : {-w, w}) {
+                    dl_->PrimWriteVtx(ImVec2(cols[k].x + dx, cols[k].top - h), uv, col_);
+                    dl_->PrimWriteVtx(ImVec2(cols[k].x + dx, cols[k].bottom + h), uv, col_);
+                    if (w == 0) break;
+                }
+            }
+            for (int k = 0; k + 1 < n; ++k) {
+                const ImDrawIdx a = ImDrawIdx(base + 2 * k);
+                dl_->PrimWriteIdx(a), dl_->PrimWriteIdx(ImDrawIdx(a + 1)), dl_->PrimWriteIdx(ImDrawIdx(a + 2));
+                dl_->PrimWriteIdx(ImDrawIdx(a + 2)), dl_->PrimWriteIdx(ImDrawIdx(a + 1)), dl_->PrimWriteIdx(ImDrawIdx(a + 3));
+            }
+            start = end;  // the next strip starts at this one's last column, so they join
+            if (end == j) break;
+        }
+    }
+
+    ImDrawList* dl_;
+    ImU32 col_;
+    float th_;
+    std::vector<ImVec2> line_;
+};
+
+// The curve through the points of `d` (x in axis space, y in data units); non-finite points
+// (NaN y, x <= 0 on log x, y <= 0 on log y) are gaps.
+void draw_curve(ImDrawList* dl, const Series& d, const Axis& xa, const Axis& ya, ImU32 col, float thickness) {
+    static std::vector<Column> cols;
+    cols.clear();
+    CurveDrawer drawer(dl, col, thickness);
     for (size_t i = 0; i < d.x.size(); ++i) {
         const double ax = d.x[i], ay = ya.to_axis(d.y[i]);
         if (!std::isfinite(ax) || !std::isfinite(ay)) {
-            flush();
+            if (!cols.empty()) drawer.draw(cols);
+            cols.clear();
             continue;
         }
-        pts.emplace_back(xa.px(ax), ya.px(ay));
+        const float x = std::floor(xa.px(ax)) + 0.5f, y = ya.px(ay);
+        if (!cols.empty() && cols.back().x == x) {
+            Column& c = cols.back();
+            c.top = std::min(c.top, y), c.bottom = std::max(c.bottom, y), c.last = y;
+        } else {
+            cols.push_back({x, y, y, y, y});
+        }
     }
-    flush();
+    if (!cols.empty()) drawer.draw(cols);
 }
 
 // Text reading bottom to top with its baseline's start at `bottom_left` (ImGui 1.86 has no rotated
@@ -537,9 +647,9 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
         drawn = true;
         const bool smooth = !p.smooth.y.empty();
         const ImU32 col = series[i].color;
-        draw_series(dl, decimate(raw, p.lod_raw, xa.lo, xa.hi, buckets), xa, ya,
-                    smooth ? with_alpha(col, kRawAlpha) : col, 1.0f);
-        if (smooth) draw_series(dl, decimate(p.smooth, p.lod_smooth, xa.lo, xa.hi, buckets), xa, ya, col, 2.0f);
+        draw_curve(dl, decimate(raw, p.lod_raw, xa.lo, xa.hi, buckets), xa, ya,
+                   smooth ? with_alpha(col, kRawAlpha) : col, 1.0f);
+        if (smooth) draw_curve(dl, decimate(p.smooth, p.lod_smooth, xa.lo, xa.hi, buckets), xa, ya, col, 2.0f);
     }
     if (!drawn) {
         const ImVec2 t = ImGui::CalcTextSize("no data");
