@@ -29,6 +29,7 @@ struct Args {
     int bench_frames = 0;
     int width = 1600, height = 900;
     std::string hover;  // "FX,FY": mouse at this fraction of the plot area (headless tooltips)
+    std::string tab = "Plots";
     std::string layout; // load this layout into the editor
     bool start = false; // and start it
     double wait_s = 0;  // with --screenshot: keep rendering at least this long (a live run's progress)
@@ -54,6 +55,7 @@ int loop(const Args& a, GLFWwindow* window) {
     tw::ui::WorkbenchOptions opts;
     opts.db_path = a.db;
     opts.open_runs.insert(a.open.begin(), a.open.end());
+    opts.tab = a.tab;
     tw::ui::Workbench wb(opts, driver);
     if (!a.layout.empty()) tw::check(wb.load_layout(a.layout));
     if (a.start) tw::check(wb.start());
@@ -124,6 +126,7 @@ int main(int argc, char** argv) {
     app.add_option("--bench-frames", a.bench_frames, "time N frames of 10 runs × 100k points and exit");
     app.add_option("--width", a.width)->capture_default_str();
     app.add_option("--height", a.height)->capture_default_str();
+    app.add_option("--tab", a.tab, "first tab: Plots, \"Bytes and time\" or History")->capture_default_str();
     app.add_option("--layout", a.layout, "load this layout (TOML) into the editor");
     app.add_flag("--start", a.start, "start the loaded layout at once");
     app.add_option("--wait-s", a.wait_s, "with --screenshot: render at least this many seconds first (a live run)");

@@ -44,6 +44,15 @@ public:
                                                                  double sim_clock_s = 0,
                                                                  std::vector<double>* clocks = nullptr) = 0;
 
+    // The same among `group` only (ranks, ascending, this member included): NoLoCo's random groups.
+    // Every member calls exchange (or all_gather) once per round, each with its own group, so rounds
+    // stay aligned without a coordinator. Returns the group's payloads in the group's order; `clocks`
+    // likewise.
+    virtual Result<std::vector<std::vector<uint8_t>>> exchange(const std::vector<int>& group,
+                                                               const std::vector<uint8_t>& mine, LinkClass link,
+                                                               double sim_clock_s = 0,
+                                                               std::vector<double>* clocks = nullptr) = 0;
+
     virtual const ByteCounters& counters() const = 0;
 };
 

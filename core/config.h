@@ -64,7 +64,20 @@ struct OuterConfig {
     int64_t inner_steps = 50;        // H: inner steps per outer round
     double lr = 0.7;                 // η, outer learning rate
     double momentum = 0.9;           // μ, outer Nesterov momentum (0 = plain outer SGD)
-    std::string dtype = "fp32";      // fp32 | bf16: pseudo-gradients on the wire
+    std::string dtype = "fp32";      // fp32 | bf16 | int8 | fp4: dense outer gradients on the wire
+    // SparseLoCo (METHODS.md §3)
+    int64_t topk_chunk = 64;         // chunk side: 64×64 blocks for matrices, runs of 64² for vectors
+    int64_t topk_k = 64;             // kept entries per full chunk (even); density = topk_k / topk_chunk²
+    double ef_beta = 0.95;           // β, error-feedback decay
+    std::string aggregation = "mean_over_replicas";  // mean_over_replicas | mean_over_selectors
+    bool clip_median = false;        // scale each replica's values to at most the median L2 norm
+    // Streaming DiLoCo (METHODS.md §4)
+    int64_t fragments = 3;           // F: fragments of the blocks, one syncs every H/F steps
+    std::string fragment_order = "sequential";  // sequential (contiguous layers) | strided (every F-th)
+    int64_t overlap_steps = 0;       // τ < H/F: inner steps that run while a fragment's exchange is in flight
+    double mix_alpha = 0.0;          // α: local fragment ← (1−α)·global + α·local
+    // NoLoCo (METHODS.md §5)
+    int64_t group_size = 2;          // g: replicas per random group
 };
 
 // [network] — simulated links (METHODS.md §10); overrides of 0 keep the profile's value.

@@ -69,12 +69,22 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"train.ckpt_path", &c.train.ckpt_path},
         {"train.resume", &c.train.resume},
 
-        {"outer.algorithm", &c.outer.algorithm, -inf, inf, {"none", "ddp", "diloco"}},
+        {"outer.algorithm", &c.outer.algorithm, -inf, inf, {"none", "ddp", "diloco", "sparseloco", "streaming_diloco", "noloco"}},
         {"outer.replicas", &c.outer.replicas, 1, 1024},
         {"outer.inner_steps", &c.outer.inner_steps, 1, 1e12},
         {"outer.lr", &c.outer.lr, 0, 100},
         {"outer.momentum", &c.outer.momentum, 0, 0.999999},
-        {"outer.dtype", &c.outer.dtype, -inf, inf, {"fp32", "bf16"}},
+        {"outer.dtype", &c.outer.dtype, -inf, inf, {"fp32", "bf16", "int8", "fp4"}},
+        {"outer.topk_chunk", &c.outer.topk_chunk, 2, 64},
+        {"outer.topk_k", &c.outer.topk_k, 2, 4096},
+        {"outer.ef_beta", &c.outer.ef_beta, 0, 1},
+        {"outer.aggregation", &c.outer.aggregation, -inf, inf, {"mean_over_replicas", "mean_over_selectors"}},
+        {"outer.clip_median", &c.outer.clip_median},
+        {"outer.fragments", &c.outer.fragments, 1, 1024},
+        {"outer.fragment_order", &c.outer.fragment_order, -inf, inf, {"sequential", "strided"}},
+        {"outer.overlap_steps", &c.outer.overlap_steps, 0, 1e12},
+        {"outer.mix_alpha", &c.outer.mix_alpha, 0, 1},
+        {"outer.group_size", &c.outer.group_size, 1, 1024},
 
         {"network.profile", &c.network.profile, -inf, inf, {"datacenter", "wan-1g", "wan-100m", "home-20m"}},
         {"network.outer_bandwidth_bps", &c.network.outer_bandwidth_bps, 0, 1e15},
@@ -371,6 +381,23 @@ Status validate_config(const RunConfig& c) {
     if (c.outer.algorithm == "none" && c.cluster.nodes_per_replica > 1)
         p.push_back("cluster.nodes_per_replica " + std::to_string(c.cluster.nodes_per_replica) +
                     " needs an outer.algorithm (\"ddp\" or \"diloco\")");
+    if (c.outer.topk_k % 2 != 0 || c.outer.topk_k > c.outer.topk_chunk * c.outer.topk_chunk)
+        p.push_back("outer.topk_k " + std::to_string(c.outer.topk_k) + " must be even and at most outer.topk_chunk² (" +
+                    std::to_string(c.outer.topk_chunk * c.outer.topk_chunk) + ")");
+    if (c.outer.algorithm == "streaming_diloco") {
+        if (c.outer.fragments > c.model.n_layer)
+            p.push_back("outer.fragments " + std::to_string(c.outer.fragments) + " exceeds model.n_layer " +
+                        std::to_string(c.model.n_layer));
+        else if (c.outer.inner_steps % c.outer.fragments != 0)
+            p.push_back("outer.inner_steps " + std::to_string(c.outer.inner_steps) + " is not a multiple of outer.fragments " +
+                        std::to_string(c.outer.fragments) + " (a fragment syncs every H/F steps)");
+        else if (c.outer.overlap_steps >= c.outer.inner_steps / c.outer.fragments)
+            p.push_back("outer.overlap_steps " + std::to_string(c.outer.overlap_steps) + " must be below H/F = " +
+                        std::to_string(c.outer.inner_steps / c.outer.fragments));
+    }
+    if (c.outer.algorithm == "noloco" && c.outer.group_size > c.outer.replicas)
+        p.push_back("outer.group_size " + std::to_string(c.outer.group_size) + " exceeds outer.replicas " +
+                    std::to_string(c.outer.replicas));
     if (c.cluster.stages > c.model.n_layer)
         p.push_back("cluster.stages " + std::to_string(c.cluster.stages) + " exceeds model.n_layer " +
                     std::to_string(c.model.n_layer) + " (a stage holds at least one block)");

@@ -49,8 +49,10 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
     if (cfg.cluster.stages > 1)
         p.push_back("cluster.stages " + std::to_string(cfg.cluster.stages) +
                     ": pipeline replicas are not implemented yet (issue 6); use full replicas (stages = 1)");
-    if (cfg.outer.algorithm != "none" && cfg.outer.algorithm != "ddp" && cfg.outer.algorithm != "diloco")
-        p.push_back("outer.algorithm \"" + cfg.outer.algorithm + "\" is unknown (expected none, ddp or diloco)");
+    if (cfg.outer.algorithm != "none" && cfg.outer.algorithm != "ddp" && cfg.outer.algorithm != "diloco" &&
+        cfg.outer.algorithm != "sparseloco" && cfg.outer.algorithm != "streaming_diloco" &&
+        cfg.outer.algorithm != "noloco")
+        p.push_back("outer.algorithm \"" + cfg.outer.algorithm + "\" is unknown");
     std::vector<NodeEndpoints> eps;
     for (auto& c : control_endpoints) {
         auto e = derive_endpoints(c);

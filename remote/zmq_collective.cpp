@@ -77,8 +77,23 @@ ZmqCollective::~ZmqCollective() {
 
 Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::vector<uint8_t>& mine, LinkClass link,
                                                                    double sim_clock_s, std::vector<double>* clocks) {
+    std::vector<int> everyone(static_cast<size_t>(size()));
+    for (int r = 0; r < size(); ++r) everyone[static_cast<size_t>(r)] = r;
+    return exchange(everyone, mine, link, sim_clock_s, clocks);
+}
+
+Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vector<int>& group,
+                                                                 const std::vector<uint8_t>& mine, LinkClass link,
+                                                                 double sim_clock_s, std::vector<double>* clocks) {
     using R = Result<std::vector<std::vector<uint8_t>>>;
     const int n = size();
+    int my_pos = -1;
+    for (size_t i = 0; i < group.size(); ++i) {
+        if (group[i] < 0 || group[i] >= n || (i > 0 && group[i] <= group[i - 1]))
+            return R::error("collective: group must hold ascending ranks below " + std::to_string(n));
+        if (group[i] == rank_) my_pos = static_cast<int>(i);
+    }
+    if (my_pos < 0) return R::error("collective: rank " + std::to_string(rank_) + " is not in its own group");
     const int li = static_cast<int>(link);
     try {
         if (!s_->connected) {
@@ -95,7 +110,7 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::v
         const uint64_t round = round_++;
         uint8_t header[kHeader];
         put_header(header, link, rank_, round, sim_clock_s);
-        for (int r = 0; r < n; ++r) {
+        for (int r : group) {
             if (r == rank_) continue;
             auto& p = s_->push[static_cast<size_t>(r)];
             if (!p.send(zmq::const_buffer(header, kHeader), zmq::send_flags::sndmore) ||
@@ -106,10 +121,9 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::v
             header_bytes_ += kHeader;
         }
 
-        std::vector<std::vector<uint8_t>> out(static_cast<size_t>(n));
-        out[static_cast<size_t>(rank_)] = mine;
+        const int expected = static_cast<int>(group.size()) - 1;
         auto& got = s_->early[round];
-        while (static_cast<int>(got.size()) < n - 1) {
+        while (static_cast<int>(got.size()) < expected) {
             zmq::message_t h, body;
             if (!recv_abortable(s_->pull, h, timeout_ms_, abort_))
                 return R::error(abort_ && abort_() ? "collective: aborted (stop requested)"
@@ -134,10 +148,19 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::v
             counters_.recv_bytes[hb[5] < 3 ? hb[5] : li] += body.size();
             counters_.recv_msgs[hb[5] < 3 ? hb[5] : li] += 1;
         }
-        for (auto& [r, payload] : got) out[static_cast<size_t>(r)] = std::move(payload);
-        if (clocks) {
-            clocks->assign(static_cast<size_t>(n), sim_clock_s);
-            for (auto& [r, c] : s_->early_clocks[round]) (*clocks)[static_cast<size_t>(r)] = c;
+        // Only the group's payloads count for this round: a message from outside it is a protocol error.
+        std::vector<std::vector<uint8_t>> out(group.size());
+        if (clocks) clocks->assign(group.size(), sim_clock_s);
+        for (size_t i = 0; i < group.size(); ++i) {
+            if (group[i] == rank_) {
+                out[i] = mine;
+                continue;
+            }
+            auto it = got.find(group[i]);
+            if (it == got.end())
+                return R::error("collective: round " + std::to_string(round) + " got a payload from outside the group");
+            out[i] = std::move(it->second);
+            if (clocks) (*clocks)[i] = s_->early_clocks[round][group[i]];
         }
         s_->early.erase(round);
         s_->early_clocks.erase(round);

@@ -32,6 +32,9 @@ public:
     Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine, LinkClass link,
                                                          double sim_clock_s = 0,
                                                          std::vector<double>* clocks = nullptr) override;
+    Result<std::vector<std::vector<uint8_t>>> exchange(const std::vector<int>& group, const std::vector<uint8_t>& mine,
+                                                       LinkClass link, double sim_clock_s = 0,
+                                                       std::vector<double>* clocks = nullptr) override;
     const ByteCounters& counters() const override { return counters_; }
     uint64_t header_bytes() const { return header_bytes_; }
     // Checked every 100 ms while waiting for peers: a true result ends the wait with an error, so

@@ -54,24 +54,29 @@ void Workbench::frame() {
     ImGui::EndChild();
     ImGui::SameLine();
     ImGui::BeginChild("right", ImVec2(0, -ImGui::GetFrameHeightWithSpacing()), false, ImGuiWindowFlags_NoScrollWithMouse);
+    // The first frame selects the tab asked for; later the user's clicks decide.
+    auto flags = [&](const char* name) {
+        return frames_ == 0 && opts_.tab == name ? ImGuiTabItemFlags_SetSelected : ImGuiTabItemFlags_None;
+    };
     if (ImGui::BeginTabBar("views")) {
-        if (ImGui::BeginTabItem("Plots")) {
+        if (ImGui::BeginTabItem("Plots", nullptr, flags("Plots"))) {
             plots_.draw(view_);
             ImGui::EndTabItem();
         }
-        if (ImGui::BeginTabItem("Bytes and time")) {
+        if (ImGui::BeginTabItem("Bytes and time", nullptr, flags("Bytes and time"))) {
             ImGui::BeginChild("bytes");
             bytes_.draw(view_);
             ImGui::EndChild();
             ImGui::EndTabItem();
         }
-        if (ImGui::BeginTabItem("History")) {
+        if (ImGui::BeginTabItem("History", nullptr, flags("History"))) {
             history_.draw(view_);
             ImGui::EndTabItem();
         }
         ImGui::EndTabBar();
     }
     ImGui::EndChild();
+    ++frames_;
     ImGui::TextDisabled("%s | %s | %.0f fps", opts_.db_path.c_str(), view_.status_line.c_str(), ImGui::GetIO().Framerate);
     ImGui::End();
 }

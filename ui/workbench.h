@@ -24,6 +24,7 @@ namespace tw::ui {
 struct WorkbenchOptions {
     std::string db_path = "thinwire.db";
     std::set<int64_t> open_runs;  // runs overlaid from the start (--open)
+    std::string tab = "Plots";    // the right-hand tab shown first: Plots, Bytes and time, History
 };
 
 class Workbench {
@@ -54,7 +55,8 @@ private:
     PlotsPanel plots_;
     BytesPanel bytes_;
     HistoryPanel history_;
-    std::set<int64_t> started_runs_;  // runs of this session already added to the overlay
+    std::set<int64_t> started_runs_;
+    int frames_ = 0;  // runs of this session already added to the overlay
 };
 
 }  // namespace tw::ui

@@ -46,6 +46,37 @@ void text_field(LayoutModel& m, const char* label, const char* key, std::string&
     error_for(m, key);
 }
 
+// Replicas as rows: which nodes each replica gets, in the order the coordinator assigns them
+// (node i of the cluster → replica i / nodes_per_replica). Every replica has the same shape today;
+// rows become editable (drag nodes between replicas) when replicas may differ (issue 6).
+void draw_replica_rows(const RunConfig& c) {
+    const int64_t per = c.cluster.nodes_per_replica * c.cluster.stages;
+    if (c.outer.replicas > 64 || per > 64) return;
+    if (!ImGui::BeginTable("replica-rows", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return;
+    ImGui::TableSetupColumn("replica", ImGuiTableColumnFlags_WidthFixed, 60);
+    ImGui::TableSetupColumn("kind", ImGuiTableColumnFlags_WidthFixed, 60);
+    ImGui::TableSetupColumn("nodes");
+    ImGui::TableHeadersRow();
+    for (int64_t r = 0; r < c.outer.replicas; ++r) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::Text("%lld", (long long)r);
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(c.cluster.stages > 1 ? "pipeline" : "full");
+        ImGui::TableNextColumn();
+        std::string nodes;
+        for (int64_t k = 0; k < per; ++k) {
+            const size_t i = static_cast<size_t>(r * per + k);
+            std::string name = c.cluster.mode == "remote"
+                                   ? (i < c.cluster.endpoints.size() ? c.cluster.endpoints[i] : "(missing)")
+                                   : (c.cluster.mode == "threads" ? "thread " : "process ") + std::to_string(i);
+            nodes += (k ? ", " : "") + name;
+        }
+        ImGui::TextUnformatted(nodes.c_str());
+    }
+    ImGui::EndTable();
+}
+
 void section(const char* title) {
     ImGui::Separator();
     ImGui::TextDisabled("%s", title);
@@ -81,6 +112,7 @@ void LayoutPanel::draw(ViewState& v) {
     if (kind == "pipeline") ImGui::TextDisabled("  pipeline replicas arrive with issue 6; a run refuses them");
     int_field(model, "nodes per replica", "cluster.nodes_per_replica", c.cluster.nodes_per_replica);
     int_field(model, "stages per replica", "cluster.stages", c.cluster.stages);
+    draw_replica_rows(c);
     section("algorithm");
     choice_field(model, "outer algorithm", "outer.algorithm", c.outer.algorithm, {"none", "ddp", "diloco"});
     if (c.outer.algorithm == "diloco") {

@@ -2,10 +2,9 @@
 #include "ui/plot/frame_bench.h"
 
 #include <GLFW/glfw3.h>
-#include <imgui.h>
-#include <malloc.h>
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
 #include <time.h>
 
 #include <algorithm>
@@ -86,7 +85,7 @@ int frame(GLFWwindow* window, Sample* sample, Body&& body) {
 
 void row(std::string& out, const char* name, const FrameStats& cpu, const FrameStats& proc, const FrameStats& wall) {
     char buf[256];
-    std::snprintf(buf, sizeof buf, "  %-16s %7.2f %7.2f %7.2f   %7.2f %7.2f   %7.2f %7.2f\n", name, cpu.median_ms,
+    std::snprintf(buf, sizeof buf, "  %-16s %19.2f %7.2f %7.2f %20.2f %7.2f %13.2f %7.2f\n", name, cpu.median_ms,
                   cpu.p95_ms, cpu.max_ms, proc.median_ms, proc.p95_ms, wall.median_ms, wall.p95_ms);
     out += buf;
 }
@@ -138,6 +137,7 @@ FrameBenchResult bench_frames(GLFWwindow* window, int runs, int points, int fram
     frame(window, nullptr, draw_plot);
     res.rebuild_frame_cpu_ms = now_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
 
+    // Full view and zoomed, each plot frame followed by an empty-window frame.
     Sample full, zoomed, empty;
     const int n_full = frames / 2, n_zoomed = frames - n_full;
     const double x_min = points > 0 ? 1.0 : 0.0, x_span = std::max(1.0, double(points) - 1.0);
@@ -154,40 +154,69 @@ FrameBenchResult bench_frames(GLFWwindow* window, int runs, int points, int fram
         }
         frame(window, &empty, [] {});
     }
+
+    // Live: the same curves, growing by kLiveAppend points per series per frame, full view.
+    const size_t grow = size_t(kLiveAppend) * size_t(n_full);
+    std::vector<Series> live(data.size());
+    std::vector<PlotSeries> live_series = series;
+    const size_t start = size_t(std::max(points, 0)) > grow ? size_t(points) - grow : 0;
+    for (size_t r = 0; r < data.size(); ++r) {
+        live[r].x.assign(data[r].x.begin(), data[r].x.begin() + long(start));
+        live[r].y.assign(data[r].y.begin(), data[r].y.begin() + long(start));
+        live_series[r].data = &live[r];
+    }
+    PlotView live_view;
+    auto draw_live = [&] { plot("bench_live", live_series, opt, live_view); };
+    frame(window, nullptr, draw_live);  // builds the caches
+    Sample growing;
+    for (int f = 0; f < n_full; ++f) {
+        for (size_t r = 0; r < data.size(); ++r) {
+            const size_t n = std::min(data[r].x.size(), live[r].x.size() + size_t(kLiveAppend));
+            live[r].x.insert(live[r].x.end(), data[r].x.begin() + long(live[r].x.size()), data[r].x.begin() + long(n));
+            live[r].y.insert(live[r].y.end(), data[r].y.begin() + long(live[r].y.size()), data[r].y.begin() + long(n));
+        }
+        frame(window, &growing, draw_live);
+    }
+
     auto parts = [](const Sample& s) {
         return FrameParts{stats(s.ui).median_ms, stats(s.gl).median_ms, stats(s.swap).median_ms};
     };
-    res.parts_full = parts(full), res.parts_zoomed = parts(zoomed), res.parts_empty = parts(empty);
+    res.parts_full = parts(full), res.parts_zoomed = parts(zoomed), res.parts_live = parts(growing);
+    res.parts_empty = parts(empty);
     res.cpu_full = stats(full.cpu), res.proc_full = stats(full.proc), res.wall_full = stats(full.wall);
     res.cpu_zoomed = stats(zoomed.cpu), res.proc_zoomed = stats(zoomed.proc), res.wall_zoomed = stats(zoomed.wall);
+    res.cpu_live = stats(growing.cpu), res.proc_live = stats(growing.proc), res.wall_live = stats(growing.wall);
     res.cpu_empty = stats(empty.cpu), res.proc_empty = stats(empty.proc), res.wall_empty = stats(empty.wall);
     return res;
 }
 
-void keep_freed_memory_for_frames() { mallopt(M_TRIM_THRESHOLD, 64 << 20); }
-
 std::string format_bench(const FrameBenchResult& r) {
-    char buf[256];
+    char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "plot frames: %d series x %d points, smoothing 0.9; %d plot frames (%d full, %d zoomed to 1%% of x), "
-                  "%d empty-window frames interleaved\n",
-                  r.runs, r.points, r.frames, r.frames / 2, r.frames - r.frames / 2, r.frames);
+                  "%d series x %d points, smoothing 0.9. Frames: %d full view + %d zoomed to 1%% of x (each "
+                  "followed by an empty-window frame), then %d live frames (+%d points per series each)\n",
+                  r.runs, r.points, r.frames / 2, r.frames - r.frames / 2, r.frames / 2, kLiveAppend);
     std::string out = buf;
-    out += "  ms per frame     thread CPU: median     p95     max   process CPU: median p95   wall: median p95\n";
+    out +=
+        "  ms per frame      thread CPU: median     p95     max   process CPU: median     p95   wall: median     p95\n";
     row(out, "full view", r.cpu_full, r.proc_full, r.wall_full);
     row(out, "zoomed 1%", r.cpu_zoomed, r.proc_zoomed, r.wall_zoomed);
+    row(out, "live", r.cpu_live, r.proc_live, r.wall_live);
     row(out, "empty window", r.cpu_empty, r.proc_empty, r.wall_empty);
+    auto part = [&](const char* name, const FrameParts& p) {
+        std::snprintf(buf, sizeof buf, "  %-16s build %.2f   GL submit %.2f   swap %.2f\n", name, p.ui_ms, p.gl_ms,
+                      p.swap_ms);
+        out += buf;
+    };
+    out += "  thread CPU medians by part (ms):\n";
+    part("full view", r.parts_full);
+    part("zoomed 1%", r.parts_zoomed);
+    part("live", r.parts_live);
+    part("empty window", r.parts_empty);
     std::snprintf(buf, sizeof buf,
-                  "  thread CPU median by part (build UI / GL submit / swap): full %.2f / %.2f / %.2f, "
-                  "zoomed %.2f / %.2f / %.2f, empty %.2f / %.2f / %.2f\n",
-                  r.parts_full.ui_ms, r.parts_full.gl_ms, r.parts_full.swap_ms, r.parts_zoomed.ui_ms,
-                  r.parts_zoomed.gl_ms, r.parts_zoomed.swap_ms, r.parts_empty.ui_ms, r.parts_empty.gl_ms,
-                  r.parts_empty.swap_ms);
-    out += buf;
-    std::snprintf(buf, sizeof buf,
-                  "  frame rebuilding all %d cached smoothed copies: %.2f ms thread CPU; vertices per frame: "
-                  "full %d, zoomed %d\n",
-                  r.runs, r.rebuild_frame_cpu_ms, r.vertices_full, r.vertices_zoomed);
+                  "  vertices per frame: full view %d, zoomed %d; a frame rebuilding all %d cached series: "
+                  "%.2f ms thread CPU\n",
+                  r.vertices_full, r.vertices_zoomed, r.runs, r.rebuild_frame_cpu_ms);
     out += buf;
     return out;
 }

@@ -41,36 +41,37 @@ struct FrameParts {
     double swap_ms = 0;
 };
 
+constexpr int kLiveAppend = 10;  // points appended to every series per frame in the live phase
+
 struct FrameBenchResult {
     int runs = 0, points = 0;  // series and points per series
-    int frames = 0;            // plot frames measured (half full view, half zoomed); as many reference frames
+    int frames = 0;            // as asked: frames/2 full view, the rest zoomed, frames/2 live
     // Each phase measured three ways: CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID: ImGui,
     // the widget, the GL calls and Mesa's work on this thread), CPU time of the whole process (adds
     // llvmpipe's rasterizer threads, i.e. what a GPU would do), and wall time.
     FrameStats cpu_full, proc_full, wall_full;        // whole x-range, auto-fit
     FrameStats cpu_zoomed, proc_zoomed, wall_zoomed;  // 1% of the x-range, moved every frame (re-buckets)
+    FrameStats cpu_live, proc_live, wall_live;        // whole x-range, every series grows each frame
     FrameStats cpu_empty, proc_empty, wall_empty;     // reference: the same window with nothing in it
-    FrameParts parts_full, parts_zoomed, parts_empty;
+    FrameParts parts_full, parts_zoomed, parts_live, parts_empty;
     double rebuild_frame_cpu_ms = 0;  // a full-view frame right after plot_cache_clear(): every series'
                                       // smoothed copy, bounds and levels of detail rebuilt (not in the stats)
     int vertices_full = 0, vertices_zoomed = 0;  // ImDrawData::TotalVtxCount of a full / zoomed frame
 };
 
 // Renders frames into `window` (its GL context current; ImGui's context and its GLFW + OpenGL3
-// backends initialised by the caller): one warm-up plot frame, one timed frame with an empty
-// widget cache (the cost when every series changed at once), then `frames` plot frames
-// (the first half showing the whole x-range, the second half zoomed to 1% of it, a different 1%
-// each frame) interleaved with `frames` frames of an empty window. Each frame is the whole loop
-// body: backends' NewFrame, ImGui::NewFrame, one full-window window with the plot (smoothing 0.9,
-// log y off), ImGui::Render, glClear, RenderDrawData and glfwSwapBuffers (swap interval set to 0).
+// backends initialised by the caller), all with the plot of `runs` synthetic curves of `points`
+// points (smoothing 0.9, linear axes) filling one full-window ImGui window:
+//   1. a warm-up frame (font atlas, shader compilation), then one timed frame right after
+//      plot_cache_clear() (the cost when every series changed at once);
+//   2. `frames` plot frames, the first half showing the whole x-range, the second half zoomed to 1%
+//      of it (a different 1% each frame, so every frame re-buckets), each followed by a frame of the
+//      same window empty (the reference, measured under the same conditions);
+//   3. frames/2 live frames: the curves start kLiveAppend·frames/2 points short and every series
+//      grows by kLiveAppend points before each frame (the widget's append path).
+// A frame is the whole loop body: backends' NewFrame, ImGui::NewFrame, the window, ImGui::Render,
+// glClear, RenderDrawData and glfwSwapBuffers (swap interval set to 0).
 FrameBenchResult bench_frames(GLFWwindow* window, int runs, int points, int frames);
-
-// Keeps freed heap memory in the process (glibc mallopt: M_TRIM_THRESHOLD 64 MiB, which also fixes
-// M_MMAP_THRESHOLD at its 128 KiB default). Mesa's llvmpipe allocates and frees its scene bins and
-// vertex buffers every frame; by default glibc hands that memory back to the kernel each time and
-// the next frame page-faults it in again, which on this machine doubled the frame's CPU time
-// (see ui/README.md). Call once at the start of a GUI process, before the first frame.
-void keep_freed_memory_for_frames();
 
 // A few lines for the terminal: one row per phase with median / p95 / max in ms.
 std::string format_bench(const FrameBenchResult& r);

@@ -5,9 +5,10 @@
 //   tw_plot_demo --screenshot out.png --frames 5 --hover 0.55,0.4
 //   tw_plot_demo --bench-frames 200                # 10 runs x 100k points
 #include <GLFW/glfw3.h>
-#include <imgui.h>
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
+#include <malloc.h>
 
 #include <cmath>
 #include <cstdio>
@@ -24,18 +25,18 @@
 namespace {
 
 struct Args {
-    std::string screenshot;        // save the window here after `frames` frames, then exit
-    int frames = 0;                // 0 = run until the window is closed (3 with --screenshot)
-    int bench_frames = 0;          // > 0: run bench_frames and print the figures
+    std::string screenshot;  // save the window here after `frames` frames, then exit
+    int frames = 0;          // 0 = run until the window is closed (3 with --screenshot)
+    int bench_frames = 0;    // > 0: run bench_frames and print the figures
     int runs = 10, points = 100000;
     double smoothing = 0.99;
     bool log_x = false, log_y = false;
     double hover_fx = -1, hover_fy = -1;  // mouse at this fraction of the plot area (headless tooltips)
     double zoom_lo = -1, zoom_hi = -1;    // initial x view (data units); -1 = auto-fit
     int width = 1280, height = 800;
-    double wheel = 0;              // a mouse-wheel turn at the --hover point on frame 2 (headless zoom)
+    double wheel = 0;                 // a mouse-wheel turn at the --hover point on frame 2 (headless zoom)
     double drag_dx = 0, drag_dy = 0;  // a left-button drag from the --hover point over frames 2..4
-    bool malloc_tuning = true;     // keep_freed_memory_for_frames(); --no-malloc-tuning to compare
+    bool malloc_tuning = true;        // mallopt as the workbench does; --no-malloc-tuning to compare
 };
 
 void usage() {
@@ -116,9 +117,16 @@ GLFWwindow* open_window(const Args& a, const char** glsl) {
     return glfwCreateWindow(a.width, a.height, "thinwire plot demo", nullptr, nullptr);
 }
 
-const char* kSettings[] = {"ddp", "diloco H=15 lr=0.7", "diloco H=50 lr=0.7", "diloco H=100 lr=0.7",
-                           "sparseloco k=1%", "sparseloco k=3%", "streaming diloco tau=5", "noloco",
-                           "hetero 2 full + 1 pipe", "subspace k=16"};
+const char* kSettings[] = {"ddp",
+                           "diloco H=15 lr=0.7",
+                           "diloco H=50 lr=0.7",
+                           "diloco H=100 lr=0.7",
+                           "sparseloco k=1%",
+                           "sparseloco k=3%",
+                           "streaming diloco tau=5",
+                           "noloco",
+                           "hetero 2 full + 1 pipe",
+                           "subspace k=16"};
 
 int run(const Args& a, GLFWwindow* window) {
     if (a.bench_frames > 0) {
@@ -180,8 +188,10 @@ int run(const Args& a, GLFWwindow* window) {
         ImGui::SetNextItemWidth(200);
         if (ImGui::SliderFloat("smoothing", &smoothing, 0.0f, 0.999f, "%.3f")) opt.smoothing = smoothing;
         ImGui::SameLine();
-        ImGui::TextDisabled("%zu runs x %d points; wheel zooms (shift: x, ctrl: y), drag pans, double click fits; "
-                            "%.1f ms/frame", series.size(), a.points, 1000.0f / ImGui::GetIO().Framerate);
+        ImGui::TextDisabled(
+            "%zu runs x %d points; wheel zooms (shift: x, ctrl: y), drag pans, double click fits; "
+            "%.1f ms/frame",
+            series.size(), a.points, 1000.0f / ImGui::GetIO().Framerate);
         last = tw::ui::plot("loss", series, opt, view);
         ImGui::End();
 
@@ -219,7 +229,10 @@ int main(int argc, char** argv) {
         usage();
         return 2;
     }
-    if (a.malloc_tuning) tw::ui::keep_freed_memory_for_frames();
+    if (a.malloc_tuning) {  // as app/main.cpp and the workbench: keep freed memory in the heap
+        mallopt(M_MMAP_THRESHOLD, 32 << 20);
+        mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    }
     if (!glfwInit()) {
         std::fprintf(stderr, "tw_plot_demo: cannot initialise GLFW (no display? try xvfb-run -a)\n");
         return 1;

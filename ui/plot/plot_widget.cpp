@@ -14,70 +14,81 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr int kCacheKeepFrames = 120;  // a cached series unused this long is dropped
-constexpr float kRawAlpha = 0.25f;     // the raw curve's opacity when a smoothed one is drawn over it
-constexpr double kWheelZoom = 0.85;    // range factor per wheel notch
-constexpr double kFitPadY = 0.05;      // auto-fit margin above and below, fraction of the y-range
-constexpr size_t kLodBlock = 16;       // points per block of a level of detail (each keeps ≤ 3 of them)
-constexpr size_t kLodMinPoints = 4096;  // no coarser level below this size
+constexpr int kCacheKeepFrames = 120;      // a cached series unused this long is dropped
+constexpr float kRawAlpha = 0.25f;         // the raw curve's opacity when a smoothed one is drawn over it
+constexpr double kWheelZoom = 0.85;        // range factor per wheel notch
+constexpr double kFitPadY = 0.05;          // auto-fit margin above and below, fraction of the y-range
+constexpr size_t kLodBlock = 16;           // points per block of the finest level of detail (each keeps ≤ 3)
+constexpr size_t kLodMinBlocks = 512;      // a level is made once the curve has this many of its blocks
 constexpr double kLodBlocksPerBucket = 4;  // a level is used when a bucket spans at least this many blocks
-constexpr size_t kLodPieces = 8;       // the x-range is cut into this many pieces, each picking its level
+constexpr size_t kLodPieces = 8;           // the x-range is cut into this many pieces, each picking its level
 
 bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
 // ---------------------------------------------------------------------------------------------
-// Cache: per Series, x in axis space (log10 on a log x axis), the smoothed y and the bounds.
+// Cache: per Series and settings, x in axis space (log10 on a log x axis), the smoothed y, the
+// bounds and the levels of detail. Appended points extend it; any other change rebuilds it.
 // ---------------------------------------------------------------------------------------------
 
-// Levels of detail of one curve (x in axis space): level k keeps, of each block of kLodBlock points
-// of level k−1, its minimum, its maximum and its first NaN (so gaps survive), in x order. Min/max
-// decimation of a level gives the same picture as of the full curve when a bucket spans several
-// blocks (only an extreme within one block of a bucket's edge can land in the neighbouring bucket),
-// at 1/8 of the points per level. Level 0 is the curve itself and is not stored here.
-struct Lod {
-    std::vector<Series> levels;  // levels[0] = level 1
-    std::vector<double> span;    // points of the full curve per block of each level: 16, 128, ...
+// One level of detail of a curve: of each block of `block` consecutive points, the minimum, the
+// maximum and the first NaN (so gaps survive), in x order. Min/max decimation of a level gives the
+// picture of the full curve when a bucket spans several blocks (only an extreme within one block
+// of a bucket's edge can land in the neighbouring bucket), from 2–3 points per block.
+struct LodLevel {
+    size_t block = 0;  // points of the curve per block: 16, 128, 1024, ...
+    Series pts;
+    size_t src_done = 0, out_done = 0;  // complete blocks so far: points of the curve, points of pts
+
+    // Brings the level up to date with `s`, which only grew since the last call: the last,
+    // incomplete block is redone, complete ones are kept.
+    void extend(const Series& s) {
+        const size_t n = s.x.size();
+        pts.x.resize(out_done);
+        pts.y.resize(out_done);
+        pts.x.reserve(out_done + 2 * (n - src_done) / block + 3);
+        pts.y.reserve(out_done + 2 * (n - src_done) / block + 3);
+        for (size_t b = src_done; b < n; b += block) {
+            const size_t e = std::min(n, b + block);
+            size_t lo = e, hi = e, nan = e;  // e = none
+            double y_lo = 0, y_hi = 0;
+            for (size_t i = b; i < e; ++i) {
+                const double y = s.y[i];
+                if (std::isnan(y)) {
+                    nan = std::min(nan, i);
+                    continue;
+                }
+                if (lo == e || y < y_lo) lo = i, y_lo = y;
+                if (hi == e || y > y_hi) hi = i, y_hi = y;
+            }
+            // The three in x order (e sorts last and is skipped), each once.
+            if (lo > hi) std::swap(lo, hi);
+            if (hi > nan) std::swap(hi, nan);
+            if (lo > hi) std::swap(lo, hi);
+            const size_t keep[3] = {lo, hi, nan};
+            for (int k = 0; k < 3; ++k) {
+                if (keep[k] == e || (k > 0 && keep[k] == keep[k - 1])) continue;
+                pts.x.push_back(s.x[keep[k]]);
+                pts.y.push_back(s.y[keep[k]]);
+            }
+            if (e - b == block) src_done = e, out_done = pts.x.size();
+        }
+    }
 };
 
-Series reduce(const Series& s) {
-    Series out;
-    out.x.reserve(s.x.size() / 4);
-    out.y.reserve(s.x.size() / 4);
-    for (size_t b = 0; b < s.x.size(); b += kLodBlock) {
-        const size_t e = std::min(s.x.size(), b + kLodBlock);
-        size_t lo = SIZE_MAX, hi = SIZE_MAX, nan = SIZE_MAX;
-        for (size_t i = b; i < e; ++i) {
-            const double y = s.y[i];
-            if (std::isnan(y)) {
-                if (nan == SIZE_MAX) nan = i;
-                continue;
-            }
-            if (lo == SIZE_MAX || y < s.y[lo]) lo = i;
-            if (hi == SIZE_MAX || y > s.y[hi]) hi = i;
-        }
-        size_t keep[3] = {lo, hi, nan};
-        std::sort(keep, keep + 3);
-        for (size_t k = 0; k < 3; ++k) {
-            if (keep[k] == SIZE_MAX || (k > 0 && keep[k] == keep[k - 1])) continue;
-            out.x.push_back(s.x[keep[k]]);
-            out.y.push_back(s.y[keep[k]]);
-        }
-    }
-    return out;
-}
+// The levels of a curve, each 8× coarser than the one before, made while the curve has at least
+// kLodMinBlocks blocks of the level's size.
+struct Lod {
+    std::vector<LodLevel> levels;
 
-Lod build_lod(const Series& s) {
-    Lod lod;
-    const Series* prev = &s;
-    while (prev->x.size() >= kLodMinPoints) {
-        // A block of this level is kLodBlock points of the previous one, each standing for
-        // n / size(previous) points of the full curve on average.
-        lod.span.push_back(double(kLodBlock) * double(s.x.size()) / double(prev->x.size()));
-        lod.levels.push_back(reduce(*prev));
-        prev = &lod.levels.back();
+    void extend(const Series& s) {
+        for (LodLevel& l : levels) l.extend(s);
+        for (size_t block = levels.empty() ? kLodBlock : levels.back().block * 8; s.x.size() >= block * kLodMinBlocks;
+             block *= 8) {
+            levels.push_back(LodLevel{block});
+            levels.back().extend(s);
+        }
     }
-    return lod;
-}
+};
 
 // Min/max decimation of `s` to [x_lo, x_hi]. The range is cut into up to kLodPieces pieces, and
 // each piece is decimated from the coarsest level of detail that still has kLodBlocksPerBucket
@@ -97,8 +108,8 @@ Series decimate(const Series& s, const Lod& lod, double x_lo, double x_hi, size_
         const size_t i1 = std::upper_bound(s.x.begin(), s.x.end(), hi) - s.x.begin();
         const double per_bucket = double(i1 - i0) / double(std::max<size_t>(b, 1));
         const Series* src = &s;
-        for (size_t k = 0; k < lod.levels.size(); ++k)
-            if (lod.span[k] * kLodBlocksPerBucket <= per_bucket) src = &lod.levels[k];
+        for (const LodLevel& l : lod.levels)
+            if (double(l.block) * kLodBlocksPerBucket <= per_bucket) src = &l.pts;
         const Series d = decimate_minmax(*src, lo, hi, b);
         for (size_t i = 0; i < d.x.size(); ++i) {
             if ((d.x[i] < lo && p > 0) || (d.x[i] >= hi && p + 1 < pieces)) continue;
@@ -109,25 +120,48 @@ Series decimate(const Series& s, const Lod& lod, double x_lo, double x_hi, size_
     return out;
 }
 
-struct Prepared {
-    // What it was built from; a mismatch means rebuild.
-    size_t size = 0;
-    double alpha = -1;
-    bool log_x = false;
-    double x_first = kNaN, x_last = kNaN, y_last = kNaN;
+// One smoothing weight's copy of a series: the debiased EMA, its levels of detail, and the EMA's
+// state after its last point so appended points continue it.
+struct Smoothed {
+    double alpha = 0;
+    Series pts;  // x in axis space, y smoothed
+    Lod lod;
+    double ema = 0, alpha_t = 1;  // debiased_ema's recurrence state
     int last_frame = 0;
+};
 
+// A series prepared for one x scale (linear or log).
+struct Prepared {
+    size_t size = 0;                                      // points of the data covered
+    double x_first = kNaN, x_last = kNaN, y_last = kNaN;  // to tell an append from a refill
+    int last_frame = 0;
     Series axis_raw;  // raw y with x in axis space; empty on a linear x axis (the data is used as is)
-    Series smooth;    // debiased EMA of y with x in axis space; empty without smoothing
-    Lod lod_raw, lod_smooth;  // their levels of detail
-    double x_lo = kInf, x_hi = -kInf;              // finite x range, axis space
+    Lod lod_raw;
+    double x_lo = kInf, x_hi = -kInf;                // finite x range, axis space
     double y_lo = kInf, y_hi = -kInf, y_pos = kInf;  // raw y range (data units); y_pos: smallest y > 0
+    std::vector<Smoothed> smoothed;                  // usually one; more if plots differ in smoothing
+};
 
-    const Series& raw(const Series& data) const { return log_x ? axis_raw : data; }
+// What a frame needs of one series.
+struct Curve {
+    const Series* raw = nullptr;  // x in axis space
+    const Lod* lod_raw = nullptr;
+    const Series* smooth = nullptr;  // nullptr without smoothing
+    const Lod* lod_smooth = nullptr;
+    const Prepared* bounds = nullptr;
+};
+
+struct CacheKey {
+    const Series* data;
+    bool log_x;
+    bool operator==(const CacheKey& o) const { return data == o.data && log_x == o.log_x; }
+};
+struct CacheKeyHash {
+    size_t operator()(const CacheKey& k) const { return std::hash<const void*>()(k.data) ^ size_t(k.log_x); }
 };
 
 struct Cache {
-    std::unordered_map<const Series*, Prepared> entries;
+    std::unordered_map<CacheKey, Prepared, CacheKeyHash> entries;
     int last_evict_frame = -1;
 };
 
@@ -136,50 +170,67 @@ Cache& cache() {
     return c;
 }
 
-void rebuild(Prepared& p, const Series& s, double alpha, bool log_x) {
-    const size_t n = s.x.size();
+// Covers points [p.size, n) of `s`: appends to the x-scaled copy and the bounds.
+void extend_raw(Prepared& p, const Series& s, bool log_x) {
+    const size_t from = p.size, n = s.x.size();
+    if (log_x) {
+        p.axis_raw.x.reserve(n), p.axis_raw.y.reserve(n);
+        for (size_t i = from; i < n; ++i) {
+            // x <= 0 maps to −inf, so x stays non-decreasing and the point is drawn as a gap.
+            p.axis_raw.x.push_back(s.x[i] > 0 ? std::log10(s.x[i]) : -kInf);
+            p.axis_raw.y.push_back(s.y[i]);
+        }
+    }
+    const Series& ax = log_x ? p.axis_raw : s;
+    for (size_t i = from; i < n; ++i) {
+        if (std::isfinite(ax.x[i])) p.x_lo = std::min(p.x_lo, ax.x[i]), p.x_hi = std::max(p.x_hi, ax.x[i]);
+        const double y = s.y[i];
+        if (!std::isfinite(y)) continue;
+        p.y_lo = std::min(p.y_lo, y), p.y_hi = std::max(p.y_hi, y);
+        if (y > 0) p.y_pos = std::min(p.y_pos, y);
+    }
+    p.lod_raw.extend(ax);
     p.size = n;
-    p.alpha = alpha;
-    p.log_x = log_x;
     p.x_first = n ? s.x.front() : kNaN;
     p.x_last = n ? s.x.back() : kNaN;
     p.y_last = n ? s.y.back() : kNaN;
-
-    // x in axis space: log10, with x <= 0 mapped to −inf so x stays non-decreasing (drawn as gaps).
-    p.axis_raw = Series{};
-    if (log_x) {
-        p.axis_raw.x.resize(n);
-        for (size_t i = 0; i < n; ++i) p.axis_raw.x[i] = s.x[i] > 0 ? std::log10(s.x[i]) : -kInf;
-        p.axis_raw.y = s.y;
-    }
-    const std::vector<double>& ax = log_x ? p.axis_raw.x : s.x;
-
-    p.x_lo = kInf;
-    p.x_hi = -kInf;
-    for (double x : ax)
-        if (std::isfinite(x)) { p.x_lo = x; break; }
-    for (size_t i = n; i-- > 0;)
-        if (std::isfinite(ax[i])) { p.x_hi = ax[i]; break; }
-    p.y_lo = p.y_pos = kInf;
-    p.y_hi = -kInf;
-    for (double y : s.y) {
-        if (!std::isfinite(y)) continue;
-        p.y_lo = std::min(p.y_lo, y);
-        p.y_hi = std::max(p.y_hi, y);
-        if (y > 0) p.y_pos = std::min(p.y_pos, y);
-    }
-
-    p.smooth = Series{};
-    if (alpha > 0) {
-        p.smooth.x = ax;
-        p.smooth.y = debiased_ema(s.y, alpha);
-    }
-    p.lod_raw = build_lod(p.raw(s));
-    p.lod_smooth = build_lod(p.smooth);
 }
 
-// The prepared copy of `s`, rebuilt when its size, first/last point, alpha or x scale changed.
-const Prepared& prepare(const Series* s, double alpha, bool log_x) {
+// Brings the smoothed copy up to the size of `ax` (the series with x in axis space).
+void extend_smoothed(Smoothed& sm, const Series& ax) {
+    const size_t from = sm.pts.x.size(), n = ax.x.size();
+    const double alpha = sm.alpha;
+    sm.pts.x.insert(sm.pts.x.end(), ax.x.begin() + long(from), ax.x.end());
+    if (from == 0) {
+        sm.pts.y = debiased_ema(ax.y, alpha);
+        // Recover the recurrence's state to continue it on the next append.
+        for (double y : ax.y)
+            if (!std::isnan(y)) sm.alpha_t *= alpha;
+        for (size_t i = n; i-- > 0;)
+            if (!std::isnan(ax.y[i])) {
+                sm.ema = sm.pts.y[i] * (1 - sm.alpha_t);
+                break;
+            }
+    } else {  // debiased_ema's recurrence (series.h), continued from the stored state
+        for (size_t i = from; i < n; ++i) {
+            const double y = ax.y[i];
+            if (std::isnan(y)) {
+                sm.pts.y.push_back(y);
+                continue;
+            }
+            sm.ema = alpha * sm.ema + (1 - alpha) * y;
+            sm.alpha_t *= alpha;
+            sm.pts.y.push_back(sm.ema / (1 - sm.alpha_t));
+        }
+    }
+    sm.lod.extend(sm.pts);
+}
+
+// The prepared copies of `s` for this x scale and smoothing: extended when points were appended
+// since the last call (same first point, same old last point), rebuilt when anything else changed.
+// A new smoothing weight replaces the weights no plot used this frame (a dragged slider must not
+// pile up copies); a new x scale drops the other scale's copy if it was not used this frame.
+Curve prepare(const Series* s, double alpha, bool log_x) {
     TW_ASSERT(s->x.size() == s->y.size());
     Cache& c = cache();
     const int frame = ImGui::GetFrameCount();
@@ -188,14 +239,43 @@ const Prepared& prepare(const Series* s, double alpha, bool log_x) {
         for (auto it = c.entries.begin(); it != c.entries.end();)
             it = frame - it->second.last_frame > kCacheKeepFrames ? c.entries.erase(it) : std::next(it);
     }
-    Prepared& p = c.entries[s];
+    auto found = c.entries.find(CacheKey{s, log_x});
+    if (found == c.entries.end()) {
+        auto other = c.entries.find(CacheKey{s, !log_x});
+        if (other != c.entries.end() && other->second.last_frame < frame) c.entries.erase(other);
+        found = c.entries.emplace(CacheKey{s, log_x}, Prepared{}).first;
+    }
+    Prepared& p = found->second;
     p.last_frame = frame;
+
     const size_t n = s->x.size();
-    const bool fresh = p.size == n && p.alpha == alpha && p.log_x == log_x &&
-                       (n == 0 || (same(p.x_first, s->x.front()) && same(p.x_last, s->x.back()) &&
-                                   same(p.y_last, s->y.back())));
-    if (!fresh) rebuild(p, *s, alpha, log_x);
-    return p;
+    const bool unchanged =
+        n == p.size &&
+        (n == 0 || (same(p.x_first, s->x.front()) && same(p.x_last, s->x.back()) && same(p.y_last, s->y.back())));
+    if (!unchanged) {
+        const bool appended = p.size > 0 && n > p.size && same(p.x_first, s->x.front()) &&
+                              same(p.x_last, s->x[p.size - 1]) && same(p.y_last, s->y[p.size - 1]);
+        if (!appended) p = Prepared{};
+        p.last_frame = frame;
+        extend_raw(p, *s, log_x);
+    }
+    const Series& ax = log_x ? p.axis_raw : *s;
+    Curve curve{&ax, &p.lod_raw, nullptr, nullptr, &p};
+    if (alpha <= 0) return curve;
+
+    auto sm = std::find_if(p.smoothed.begin(), p.smoothed.end(), [&](const Smoothed& m) { return m.alpha == alpha; });
+    if (sm == p.smoothed.end()) {
+        p.smoothed.erase(std::remove_if(p.smoothed.begin(), p.smoothed.end(),
+                                        [&](const Smoothed& m) { return m.last_frame < frame; }),
+                         p.smoothed.end());
+        p.smoothed.push_back(Smoothed{alpha});
+        sm = p.smoothed.end() - 1;
+    }
+    sm->last_frame = frame;
+    if (sm->pts.x.size() != ax.x.size()) extend_smoothed(*sm, ax);
+    curve.smooth = &sm->pts;
+    curve.lod_smooth = &sm->lod;
+    return curve;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -219,11 +299,20 @@ struct Axis {
     void zoom(double center, double factor) {
         const double new_lo = center - (center - lo) * factor, new_hi = center + (hi - center) * factor;
         if (new_hi - new_lo > 1e-12 * std::max(1.0, std::abs(center))) lo = new_lo, hi = new_hi;
+        limit();
     }
     void pan_px(float d) {
         const double da = double(d) * (hi - lo) / (double(p1) - p0);
         lo -= da;
         hi -= da;
+        limit();
+    }
+    // Zooming out stops where data units would overflow (10^±300 on a log axis, ±1e300 linear).
+    void limit() {
+        const double bound = log ? 300 : 1e300;
+        lo = std::max(lo, -bound);
+        hi = std::min(hi, bound);
+        if (!(lo < hi)) lo = -bound, hi = bound;
     }
 };
 
@@ -352,7 +441,8 @@ private:
             for (int k = 0; k + 1 < n; ++k) {
                 const ImDrawIdx a = ImDrawIdx(base + 2 * k);
                 dl_->PrimWriteIdx(a), dl_->PrimWriteIdx(ImDrawIdx(a + 1)), dl_->PrimWriteIdx(ImDrawIdx(a + 2));
-                dl_->PrimWriteIdx(ImDrawIdx(a + 2)), dl_->PrimWriteIdx(ImDrawIdx(a + 1)), dl_->PrimWriteIdx(ImDrawIdx(a + 3));
+                dl_->PrimWriteIdx(ImDrawIdx(a + 2)), dl_->PrimWriteIdx(ImDrawIdx(a + 1)),
+                    dl_->PrimWriteIdx(ImDrawIdx(a + 3));
             }
             start = end;  // the next strip starts at this one's last column, so they join
             if (end == j) break;
@@ -415,8 +505,8 @@ struct LegendRow {
 // The widget's phases
 // ---------------------------------------------------------------------------------------------
 
-void draw_grid_and_ticks(ImDrawList* dl, const PlotRect& r, const Axis& xa, const Axis& ya,
-                         const std::vector<Tick>& xt, const std::vector<Tick>& yt) {
+void draw_grid_and_ticks(ImDrawList* dl, const PlotRect& r, const Axis& xa, const Axis& ya, const std::vector<Tick>& xt,
+                         const std::vector<Tick>& yt) {
     const ImU32 major = ImGui::GetColorU32(ImGuiCol_Text, 0.13f);
     const ImU32 minor = ImGui::GetColorU32(ImGuiCol_Text, 0.05f);
     const ImU32 mark = ImGui::GetColorU32(ImGuiCol_Text, 0.6f);
@@ -479,13 +569,14 @@ std::vector<LegendRow> legend_buttons(std::vector<PlotSeries>& series, const Plo
 void draw_legend(ImDrawList* dl, const std::vector<PlotSeries>& series, const std::vector<LegendRow>& rows) {
     if (rows.empty()) return;
     const float fs = ImGui::GetFontSize(), pad = 4, swatch = fs * 1.2f;
-    const ImVec2 bg_min(rows.front().min.x, rows.front().min.y - pad), bg_max(rows.back().max.x, rows.back().max.y + pad);
+    const ImVec2 bg_min(rows.front().min.x, rows.front().min.y - pad),
+        bg_max(rows.back().max.x, rows.back().max.y + pad);
     dl->AddRectFilled(bg_min, bg_max, ImGui::GetColorU32(ImGuiCol_PopupBg, 0.85f), 3.0f);
     dl->AddRect(bg_min, bg_max, ImGui::GetColorU32(ImGuiCol_Border), 3.0f);
     for (size_t i = 0; i < rows.size(); ++i) {
         const LegendRow& row = rows[i];
         const PlotSeries& s = series[i];
-        if (row.hovered) dl->AddRectFilled(row.min, row.max, ImGui::GetColorU32(ImGuiCol_HeaderHovered));
+        if (row.hovered) dl->AddRectFilled(row.min, row.max, ImGui::GetColorU32(ImGuiCol_HeaderHovered, 0.5f));
         const float y = (row.min.y + row.max.y) / 2;
         const ImU32 col = s.visible ? s.color : ImGui::GetColorU32(ImGuiCol_TextDisabled);
         dl->AddLine(ImVec2(row.min.x + pad, y), ImVec2(row.min.x + pad + swatch, y), col, 2.0f);
@@ -496,7 +587,7 @@ void draw_legend(ImDrawList* dl, const std::vector<PlotSeries>& series, const st
 
 // Crosshair, a marker on each visible series' point nearest the cursor's x, and the tooltip: one
 // table row per series (label, x, y, raw y when smoothed, the series' own tooltip text).
-void draw_hover(ImDrawList* dl, const std::vector<PlotSeries>& series, const std::vector<const Prepared*>& prep,
+void draw_hover(ImDrawList* dl, const std::vector<PlotSeries>& series, const std::vector<Curve>& curves,
                 const PlotRect& r, const Axis& xa, const Axis& ya, const PlotOptions& opt) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     dl->AddLine(ImVec2(mouse.x, r.min.y), ImVec2(mouse.x, r.max.y), ImGui::GetColorU32(ImGuiCol_Text, 0.3f));
@@ -514,14 +605,15 @@ void draw_hover(ImDrawList* dl, const std::vector<PlotSeries>& series, const std
         }
         for (size_t i = 0; i < series.size(); ++i) {
             const PlotSeries& s = series[i];
-            if (!prep[i] || s.data->x.empty()) continue;
-            const Prepared& p = *prep[i];
-            const Series& axis_pts = p.raw(*s.data);
+            const Curve& cv = curves[i];
+            if (!cv.raw || cv.raw->x.empty()) continue;
+            const Series& axis_pts = *cv.raw;
             const size_t k = nearest_index(axis_pts, cx);
             const double x = s.data->x[k], y = s.data->y[k];
-            const double shown = p.smooth.y.empty() ? y : p.smooth.y[k];
+            const double shown = cv.smooth ? cv.smooth->y[k] : y;
             const double mx = axis_pts.x[k], my = ya.to_axis(shown);
-            if (std::isfinite(mx) && std::isfinite(my)) dl->AddCircleFilled(ImVec2(xa.px(mx), ya.px(my)), 3.5f, s.color);
+            if (std::isfinite(mx) && std::isfinite(my))
+                dl->AddCircleFilled(ImVec2(xa.px(mx), ya.px(my)), 3.5f, s.color);
 
             ImGui::TableNextRow();
             ImGui::TableSetColumnIndex(0);
@@ -555,12 +647,12 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
 
     // 1. Prepare the visible series (cached smoothing) and fit the view to them if asked.
     const double alpha = std::clamp(opt.smoothing, 0.0, 0.9999);
-    std::vector<const Prepared*> prep(series.size(), nullptr);
+    std::vector<Curve> curves(series.size());
     double fx_lo = kInf, fx_hi = -kInf, fy_lo = kInf, fy_hi = -kInf;
     for (size_t i = 0; i < series.size(); ++i) {
         if (!series[i].visible || !series[i].data) continue;
-        const Prepared& p = prepare(series[i].data, alpha, opt.log_x);
-        prep[i] = &p;
+        curves[i] = prepare(series[i].data, alpha, opt.log_x);
+        const Prepared& p = *curves[i].bounds;
         fx_lo = std::min(fx_lo, p.x_lo);
         fx_hi = std::max(fx_hi, p.x_hi);
         const double ylo = opt.log_y ? p.y_pos : p.y_lo;
@@ -640,16 +732,16 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
     dl->PushClipRect(r.min, r.max, true);
     bool drawn = false;
     for (size_t i = 0; i < series.size(); ++i) {
-        if (!prep[i]) continue;
-        const Prepared& p = *prep[i];
-        const Series& raw = p.raw(*series[i].data);
+        const Curve& cv = curves[i];
+        if (!cv.raw) continue;
+        const Series& raw = *cv.raw;
         if (raw.x.empty()) continue;
         drawn = true;
-        const bool smooth = !p.smooth.y.empty();
+        const bool smooth = cv.smooth != nullptr;
         const ImU32 col = series[i].color;
-        draw_curve(dl, decimate(raw, p.lod_raw, xa.lo, xa.hi, buckets), xa, ya,
+        draw_curve(dl, decimate(raw, *cv.lod_raw, xa.lo, xa.hi, buckets), xa, ya,
                    smooth ? with_alpha(col, kRawAlpha) : col, 1.0f);
-        if (smooth) draw_curve(dl, decimate(p.smooth, p.lod_smooth, xa.lo, xa.hi, buckets), xa, ya, col, 2.0f);
+        if (smooth) draw_curve(dl, decimate(*cv.smooth, *cv.lod_smooth, xa.lo, xa.hi, buckets), xa, ya, col, 2.0f);
     }
     if (!drawn) {
         const ImVec2 t = ImGui::CalcTextSize("no data");
@@ -657,7 +749,7 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
                     ImGui::GetColorU32(ImGuiCol_TextDisabled), "no data");
     }
     const bool on_legend = std::any_of(rows.begin(), rows.end(), [](const LegendRow& row) { return row.hovered; });
-    if (hovered && !active && !on_legend && drawn) draw_hover(dl, series, prep, r, xa, ya, opt);
+    if (hovered && !active && !on_legend && drawn) draw_hover(dl, series, curves, r, xa, ya, opt);
     dl->PopClipRect();
     dl->AddRect(r.min, r.max, ImGui::GetColorU32(ImGuiCol_Border));
 
@@ -669,8 +761,8 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
 
 ImU32 plot_palette(size_t i) {
     static const ImU32 kColors[] = {
-        IM_COL32(31, 119, 180, 255), IM_COL32(255, 127, 14, 255), IM_COL32(44, 160, 44, 255),
-        IM_COL32(214, 39, 40, 255),  IM_COL32(148, 103, 189, 255), IM_COL32(140, 86, 75, 255),
+        IM_COL32(31, 119, 180, 255),  IM_COL32(255, 127, 14, 255),  IM_COL32(44, 160, 44, 255),
+        IM_COL32(214, 39, 40, 255),   IM_COL32(148, 103, 189, 255), IM_COL32(140, 86, 75, 255),
         IM_COL32(227, 119, 194, 255), IM_COL32(127, 127, 127, 255), IM_COL32(188, 189, 34, 255),
         IM_COL32(23, 190, 207, 255),
     };

@@ -17,15 +17,18 @@ namespace tw::ui {
 // Inputs
 // ---------------------------------------------------------------------------------------------
 
-// One curve. The widget never copies or owns `data`; it must stay alive (and at the same address)
-// while it is plotted. Appending points is cheap: the smoothed copy is rebuilt only when the size
-// changes (or the first/last point changes, so a refilled vector is noticed too).
+// One curve. The widget does not own `data`; it must stay alive (and at the same address) while it
+// is plotted. The widget caches, per Series address and x scale, a smoothed copy and coarser
+// levels of detail: points appended since the last frame extend them (O(new points)); any other
+// change it notices (size shrank, first point or the old last point differs) rebuilds them
+// (~3 ms per 100k points here). A change to points in the middle with the same size and ends
+// goes unnoticed: replace the Series object or call plot_cache_clear().
 struct PlotSeries {
-    std::string label;         // legend text; also the hover tooltip's first column
+    std::string label;             // legend text; also the hover tooltip's first column
     const Series* data = nullptr;  // x non-decreasing, NaN y = gap
-    ImU32 color = 0xFFFFFFFF;  // IM_COL32; the raw line is drawn with ~25% of its alpha when smoothing
-    bool visible = true;       // toggled by a click on the legend entry
-    std::string tooltip;       // extra hover text, e.g. the run's key settings ("diloco H=15 lr=0.7")
+    ImU32 color = 0xFFFFFFFF;      // IM_COL32; the raw line is drawn with ~25% of its alpha when smoothing
+    bool visible = true;           // toggled by a click on the legend entry
+    std::string tooltip;           // extra hover text, e.g. the run's key settings ("diloco H=15 lr=0.7")
 };
 
 struct PlotOptions {
@@ -59,13 +62,21 @@ struct PlotRect {
 
 // Draws one plot into the current ImGui window at the cursor, taking `size` pixels (a component
 // <= 0 means "the rest of the window's content region" in that direction, at least 120 × 80):
-// frame, grid, nice ticks (log ticks on log axes), axis labels, legend (a click toggles
-// `series[i].visible`), a hover tooltip (per visible series: label, x and y of its point nearest
-// to the cursor's x, the smoothed y, its tooltip text), mouse-wheel zoom around the cursor
-// (shift: x only, ctrl: y only), drag with the left button to pan, double click to auto-fit.
-// Each frame it decimates every visible series to the visible x-range (2 binary searches +
-// one pass over the visible points) and draws the result clipped to the plot area.
-// Returns the plot area (inside the axes), e.g. to place the mouse in tests or crop a screenshot.
+// frame, grid, nice ticks (log ticks on log axes; nice linear values placed on a log axis when
+// less than two decades show), axis labels, legend (a click toggles `series[i].visible`), a hover
+// tooltip (a table with, per visible series, the point nearest to the cursor's x: label, x, y —
+// smoothed when smoothing — the raw y, and the series' tooltip text), mouse-wheel zoom around the
+// cursor (shift: x only, ctrl: y only), drag with the left button to pan, double click to auto-fit.
+//
+// Every frame each visible series is decimated to the visible x-range (decimate_minmax, with
+// `buckets` buckets; binary search for the range's ends). Where the visible range holds many
+// points per bucket the widget decimates a cached level of detail instead of the full curve
+// (per block of 16, 128, ... points: the min, the max and the first NaN), choosing the level
+// separately in 8 pieces of the range, so a log x axis gets full detail where it is sparse.
+// Dense stretches (points in neighbouring pixel columns) are drawn as the filled band between
+// each column's lowest and highest point, sparse ones as anti-aliased polylines: see
+// ui/README.md "Plot widget" for why. Returns the plot area (inside the axes), e.g. to place the
+// mouse in tests or to crop a screenshot.
 //
 // `id` must be unique in the window (it is pushed on the ID stack). The window should have
 // ImGuiWindowFlags_NoScrollWithMouse if it can scroll, or the wheel scrolls it as well as zooms.
@@ -75,8 +86,8 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
 // The i-th colour of a 10-colour palette (Tableau 10), cycling; for runs without a chosen colour.
 ImU32 plot_palette(size_t i);
 
-// Drops every cached smoothed copy (they are otherwise dropped ~2 s after their last use). Call it
-// after freeing Series whose addresses may be reused before that, with the same size.
+// Drops every cached copy (they are otherwise dropped 120 frames after their last use). Call it
+// after freeing Series whose address may be reused by another Series within that time.
 void plot_cache_clear();
 
 // ---------------------------------------------------------------------------------------------
@@ -95,8 +106,9 @@ void plot_cache_clear();
 //       }
 //   };
 //
-// Cost (10 series × 100,000 points, this 2-core machine): see ui/README.md "Plot widget".
-// The smoothed copies are cached per Series address, so the widget is not thread-safe: call it
-// from the ImGui thread only, like every ImGui function.
+// Cost on this 2-core machine with Mesa's llvmpipe, 10 series × 100,000 points, smoothing on:
+// about 10 ms of CPU per frame (ui/README.md "Plot widget"; tw_plot_demo --bench-frames 200).
+// The cache is a process-wide table, so the widget is not thread-safe: call it from the ImGui
+// thread only, like every ImGui function.
 
 }  // namespace tw::ui

@@ -1,0 +1,49 @@
+// The interface every outer algorithm implements for the replica worker (METHODS.md §2–§5):
+// after each inner step the worker calls after_step(); the algorithm does whatever it does at that
+// step (most steps: nothing) over the byte-level Collective, and reports what crossed the wire and
+// whose clocks it waited for, so the worker can advance the node's simulated clock by one rule.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "core/collective.h"
+#include "core/config.h"
+#include "core/status.h"
+
+namespace tw {
+
+struct RoundReport {
+    bool synced = false;              // a synchronisation happened at this step
+    uint64_t bytes_sent = 0;          // payload bytes this node sent in it (what the transport counted)
+    int64_t hops = 1;                 // sequential transfers (latencies) of the exchange
+    std::vector<double> clocks;       // simulated clocks of every member it exchanged with, own included
+    int64_t overlap_steps = 0;        // Streaming DiLoCo's τ: the result is applied this many steps later,
+                                      // so the transfer overlaps them (0 = applied now, fully exposed)
+    std::string what;                 // e.g. "fragment 2", "group 1 of 2", for events and metrics
+};
+
+class OuterAlgorithm {
+public:
+    virtual ~OuterAlgorithm() = default;
+    virtual std::string name() const = 0;
+    // Called after inner step `step` (1-based) with this node's simulated clock. The algorithm may
+    // exchange over `c` (LinkClass::kOuterSync) and change the model's parameters in place.
+    virtual Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) = 0;
+    // The global (outer) parameters to evaluate; the live parameters when the algorithm keeps none.
+    virtual std::vector<torch::Tensor> eval_params() const = 0;
+};
+
+// Builds the algorithm cfg.outer.algorithm names ("diloco", "sparseloco", "streaming_diloco",
+// "noloco") over the replica's live parameters (their order and shapes identical on every
+// replica). `names` are the parameters' names (for fragments). `replica` / `replicas` place this
+// node among the replicas.
+Result<std::unique_ptr<OuterAlgorithm>> make_outer_algorithm(const RunConfig& cfg, std::vector<torch::Tensor> params,
+                                                             std::vector<std::string> names, int replica,
+                                                             int replicas);
+
+}  // namespace tw
