@@ -59,8 +59,10 @@ double retimed_s(const RunConfig& c, const SessionResult& r, const std::string& 
     n.profile = profile;
     auto p = network_profile(n);
     if (!p || r.traces.empty()) return NAN;
+    std::vector<std::string> names;
+    for (auto& [node, t] : r.traces) names.push_back(node);
     std::vector<ReplicaTrace> list;
-    for (auto& [node, t] : r.traces) list.push_back(t);
+    for (auto& n : replica_order(names)) list.push_back(r.traces.at(n));
     const Timeline t = retime(list, round_link(c, *p));
     return *std::max_element(t.sim_s.begin(), t.sim_s.end());
 }

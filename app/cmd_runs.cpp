@@ -194,14 +194,20 @@ int run_retime(RunStore& store, const RunsArgs& a) {
     if (traces.empty()) throw Error("run " + std::to_string(id) + " has no train.compute_s metrics to re-time");
     std::vector<std::string> nodes;
     for (auto& m : unwrap(store.metrics(id, "round.hops"))) traces[m.node].round_hops[m.step] = static_cast<int64_t>(m.value);
+    for (auto& m : unwrap(store.metrics(id, "round.overlap_steps")))
+        traces[m.node].round_overlap[m.step] = static_cast<int64_t>(m.value);
+    for (auto& m : unwrap(store.metrics(id, "round.group_mask")))
+        traces[m.node].round_group[m.step] = static_cast<uint64_t>(m.value);
     std::vector<ReplicaTrace> list;
-    for (auto& [node, t] : traces) nodes.push_back(node), list.push_back(t);
+    for (auto& [node, t] : traces) nodes.push_back(node);
+    nodes = replica_order(nodes);
+    for (auto& n : nodes) list.push_back(traces[n]);
     auto cfg = parse_config(unwrap(store.config_toml(id)), "run " + std::to_string(id));
     // The rounds a run records are on one link: DDP inside a single replica syncs on the intra link,
     // everything else on the outer link. DiLoCo with several nodes per replica has both kinds.
-    if (cfg && cfg->outer.algorithm == "diloco" && cfg->cluster.nodes_per_replica > 1)
-        throw Error("run " + std::to_string(id) + " is DiLoCo with several nodes per replica; re-timing covers runs whose "
-                    "rounds use one link class");
+    if (cfg && cfg->outer.algorithm != "ddp" && cfg->cluster.nodes_per_replica > 1)
+        throw Error("run " + std::to_string(id) + " has replicas of several nodes under " + cfg->outer.algorithm +
+                    "; re-timing covers runs whose rounds use one link class");
     const bool intra = cfg && cfg->outer.algorithm == "ddp" && cfg->outer.replicas == 1;
     const LinkSpec& link = intra ? net.intra : net.outer;
     Timeline t = retime(list, link);

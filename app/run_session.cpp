@@ -52,6 +52,8 @@ public:
             else if (m.name == "train.compute_s") traces[m.node].compute_s[m.step] = m.value;
             else if (m.name == "round.bytes") traces[m.node].round_bytes[m.step] = static_cast<uint64_t>(m.value);
             else if (m.name == "round.hops") traces[m.node].round_hops[m.step] = static_cast<int64_t>(m.value);
+            else if (m.name == "round.overlap_steps") traces[m.node].round_overlap[m.step] = static_cast<int64_t>(m.value);
+            else if (m.name == "round.group_mask") traces[m.node].round_group[m.step] = static_cast<uint64_t>(m.value);
             else if (m.name.rfind("bytes.", 0) == 0 && m.name.size() > 5 && m.name.compare(m.name.size() - 5, 5, ".sent") == 0)
                 l.sent[m.name] = m.value;
             l.sim_s = m.sim_s;

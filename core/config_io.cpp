@@ -395,6 +395,10 @@ Status validate_config(const RunConfig& c) {
             p.push_back("outer.overlap_steps " + std::to_string(c.outer.overlap_steps) + " must be below H/F = " +
                         std::to_string(c.outer.inner_steps / c.outer.fragments));
     }
+    if (c.cluster.nodes_per_replica > 1 && c.outer.algorithm != "ddp" && c.outer.algorithm != "diloco" &&
+        c.outer.algorithm != "none")
+        p.push_back("cluster.nodes_per_replica " + std::to_string(c.cluster.nodes_per_replica) + ": replicas of several nodes run " +
+                    "ddp or diloco; " + c.outer.algorithm + " needs one node per replica");
     if (c.outer.algorithm == "noloco" && c.outer.group_size > c.outer.replicas)
         p.push_back("outer.group_size " + std::to_string(c.outer.group_size) + " exceeds outer.replicas " +
                     std::to_string(c.outer.replicas));

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "core/network.h"
@@ -15,6 +16,8 @@ struct ReplicaTrace {
     std::map<int64_t, double> compute_s;   // step → compute seconds of that step
     std::map<int64_t, uint64_t> round_bytes;  // round's last step → bytes this replica sent in it
     std::map<int64_t, int64_t> round_hops;    // round's last step → sequential transfers (latencies); absent = 1
+    std::map<int64_t, int64_t> round_overlap; // round's step → τ: the result is applied τ steps later; absent = 0
+    std::map<int64_t, uint64_t> round_group;  // round's step → bitmask of the replicas exchanged with; absent = all
 };
 
 struct Timeline {
@@ -31,7 +34,14 @@ struct Timeline {
 // spent waiting or sending is the result minus its own clock.
 double round_end_s(const std::vector<double>& clocks, const LinkSpec& link, uint64_t bytes, int64_t hops = 1);
 
-// Each clock advances by its steps' compute; every round follows round_end_s.
+// Node names ("replica-10", "replica-2.1") in replica order (numerically), the order retime()
+// expects its traces in: round_group masks name replicas by index.
+std::vector<std::string> replica_order(std::vector<std::string> names);
+
+// Each clock advances by its steps' compute; every round follows round_end_s over the clocks of its
+// group (all replicas unless round_group says otherwise). A round with an overlap of τ steps does
+// not stop the clock: its end is due τ steps later, when the clock becomes max(clock, end). At each
+// step: compute, then results due now, then the step's own round — the order the live worker uses.
 Timeline retime(const std::vector<ReplicaTrace>& replicas, const LinkSpec& link);
 
 }  // namespace tw

@@ -22,6 +22,7 @@ struct RoundReport {
     uint64_t bytes_sent = 0;          // payload bytes this node sent in it (what the transport counted)
     int64_t hops = 1;                 // sequential transfers (latencies) of the exchange
     std::vector<double> clocks;       // simulated clocks of every member it exchanged with, own included
+    std::vector<int> members;         // replica indices of those members, ascending (empty = all replicas)
     int64_t overlap_steps = 0;        // Streaming DiLoCo's τ: the result is applied this many steps later,
                                       // so the transfer overlaps them (0 = applied now, fully exposed)
     std::string what;                 // e.g. "fragment 2", "group 1 of 2", for events and metrics

@@ -105,6 +105,36 @@ TEST(Timeline, RoundsWaitForTheSlowestReplicaThenPayTheTransfer) {
     EXPECT_DOUBLE_EQ(t.compute_s[1], 4.5);
 }
 
+TEST(Timeline, AnOverlappedRoundIsSettledTauStepsLater) {
+    // One replica, a round after step 1 costing 1 + 8·4/8 = 5 s, overlapped with τ = 2 steps of 1 s.
+    ReplicaTrace a{{{1, 1.0}, {2, 1.0}, {3, 1.0}, {4, 1.0}}, {{1, 4}}};
+    a.round_overlap[1] = 2;
+    Timeline t = retime({a}, LinkSpec{8.0, 1.0});
+    // Round starts at 1, ends at 6; due at step 3 (clock 3) → waits until 6; step 4 ends at 7.
+    EXPECT_DOUBLE_EQ(t.clock_at[0][2], 2.0);
+    EXPECT_DOUBLE_EQ(t.clock_at[0][3], 6.0);
+    EXPECT_DOUBLE_EQ(t.sim_s[0], 7.0);
+    EXPECT_DOUBLE_EQ(t.exposed_s[0], 3.0);
+    a.round_overlap[1] = 0;  // not overlapped: the clock waits at once
+    EXPECT_DOUBLE_EQ(retime({a}, LinkSpec{8.0, 1.0}).clock_at[0][1], 6.0);
+}
+
+TEST(Timeline, GroupRoundsWaitOnlyForTheirGroup) {
+    // Replicas 0 and 1 are a group, 2 and 3 another (NoLoCo); replica 3 is slow.
+    std::vector<ReplicaTrace> r(4);
+    const double compute[] = {1.0, 1.0, 1.0, 3.0};
+    for (int i = 0; i < 4; ++i) {
+        r[i].compute_s[1] = compute[i];
+        r[i].round_bytes[1] = 0;
+        r[i].round_group[1] = i < 2 ? 0b0011 : 0b1100;
+    }
+    Timeline t = retime(r, LinkSpec{8.0, 1.0});
+    EXPECT_DOUBLE_EQ(t.sim_s[0], 2.0);  // max(1, 1) + 1 s latency
+    EXPECT_DOUBLE_EQ(t.sim_s[2], 4.0);  // max(1, 3) + 1
+    EXPECT_EQ(replica_order({"replica-10", "replica-2", "replica-1.1", "replica-1.0"}),
+              (std::vector<std::string>{"replica-1.0", "replica-1.1", "replica-2", "replica-10"}));
+}
+
 TEST(Config, MissingFileIsAClearError) {
     auto c = load_config("/nonexistent/run.toml");
     ASSERT_FALSE(c);

@@ -65,6 +65,10 @@ Result<RunData> load_run(RunStore& store, int64_t id) {
     (void)each("round.exposed_comm_s", [](NodeData& n, const MetricRecord& m) { n.round_exposed_s.push_back(m.value); });
     (void)each("round.bytes", [](NodeData& n, const MetricRecord& m) { n.round_bytes[m.step] = static_cast<uint64_t>(m.value); });
     (void)each("round.hops", [](NodeData& n, const MetricRecord& m) { n.round_hops[m.step] = static_cast<int64_t>(m.value); });
+    (void)each("round.overlap_steps",
+               [](NodeData& n, const MetricRecord& m) { n.round_overlap[m.step] = static_cast<int64_t>(m.value); });
+    (void)each("round.group_mask",
+               [](NodeData& n, const MetricRecord& m) { n.round_group[m.step] = static_cast<uint64_t>(m.value); });
     // Cumulative bytes sent per step: the sum over link classes of their cumulative counters.
     for (auto& name : *names) {
         if (name.rfind("bytes.", 0) != 0) continue;
@@ -90,11 +94,16 @@ std::map<std::string, std::map<int64_t, double>> retime_run(const RunData& d, co
     if (!p) return out;
     std::vector<std::string> names;
     std::vector<ReplicaTrace> traces;
-    for (auto& [node, nd] : d.nodes) {
+    std::vector<std::string> order;
+    for (auto& [node, nd] : d.nodes) order.push_back(node);
+    for (auto& node : replica_order(order)) {
+        const NodeData& nd = d.nodes.at(node);
         ReplicaTrace t;
         t.compute_s = nd.compute_s;
         t.round_bytes = nd.round_bytes;
         t.round_hops = nd.round_hops;
+        t.round_overlap = nd.round_overlap;
+        t.round_group = nd.round_group;
         names.push_back(node);
         traces.push_back(std::move(t));
     }

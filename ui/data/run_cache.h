@@ -31,6 +31,8 @@ struct NodeData {
     std::map<int64_t, double> compute_s;                       // step → train.compute_s (for what-if re-timing)
     std::map<int64_t, uint64_t> round_bytes;                   // round step → bytes sent
     std::map<int64_t, int64_t> round_hops;                     // round step → sequential transfers
+    std::map<int64_t, int64_t> round_overlap;                  // round step → τ (Streaming DiLoCo)
+    std::map<int64_t, uint64_t> round_group;                   // round step → replicas exchanged with (NoLoCo)
 };
 
 struct RunData {

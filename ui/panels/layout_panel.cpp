@@ -114,13 +114,33 @@ void LayoutPanel::draw(ViewState& v) {
     int_field(model, "stages per replica", "cluster.stages", c.cluster.stages);
     draw_replica_rows(c);
     section("algorithm");
-    choice_field(model, "outer algorithm", "outer.algorithm", c.outer.algorithm, {"none", "ddp", "diloco"});
-    if (c.outer.algorithm == "diloco") {
+    choice_field(model, "outer algorithm", "outer.algorithm", c.outer.algorithm,
+                 {"none", "ddp", "diloco", "sparseloco", "streaming_diloco", "noloco"});
+    const std::string& algo = c.outer.algorithm;
+    if (algo != "none" && algo != "ddp") {
         int_field(model, "H (inner steps)", "outer.inner_steps", c.outer.inner_steps);
         float_field(model, "outer lr (eta)", "outer.lr", c.outer.lr);
-        float_field(model, "outer momentum (mu)", "outer.momentum", c.outer.momentum);
-        choice_field(model, "wire dtype", "outer.dtype", c.outer.dtype, {"fp32", "bf16"});
     }
+    if (algo == "diloco" || algo == "streaming_diloco" || algo == "noloco")
+        float_field(model, "outer momentum (mu)", "outer.momentum", c.outer.momentum);
+    if (algo == "diloco" || algo == "streaming_diloco")
+        choice_field(model, "wire dtype", "outer.dtype", c.outer.dtype, {"fp32", "bf16", "int8", "fp4"});
+    if (algo == "sparseloco") {
+        int_field(model, "top-k chunk side", "outer.topk_chunk", c.outer.topk_chunk);
+        int_field(model, "top-k per chunk", "outer.topk_k", c.outer.topk_k);
+        ImGui::TextDisabled("  density %.3f%%", 100.0 * c.outer.topk_k / double(c.outer.topk_chunk * c.outer.topk_chunk));
+        float_field(model, "error feedback beta", "outer.ef_beta", c.outer.ef_beta);
+        choice_field(model, "aggregation", "outer.aggregation", c.outer.aggregation,
+                     {"mean_over_replicas", "mean_over_selectors"});
+        ImGui::Checkbox("median-norm clipping", &c.outer.clip_median);
+    }
+    if (algo == "streaming_diloco") {
+        int_field(model, "fragments (F)", "outer.fragments", c.outer.fragments);
+        choice_field(model, "fragment order", "outer.fragment_order", c.outer.fragment_order, {"sequential", "strided"});
+        int_field(model, "overlap steps (tau)", "outer.overlap_steps", c.outer.overlap_steps);
+        float_field(model, "mixing (alpha)", "outer.mix_alpha", c.outer.mix_alpha);
+    }
+    if (algo == "noloco") int_field(model, "group size (g)", "outer.group_size", c.outer.group_size);
     int_field(model, "steps", "train.steps", c.train.steps);
     int_field(model, "batch per replica", "train.batch_size", c.train.batch_size);
     float_field(model, "inner lr", "train.lr", c.train.lr);
