@@ -44,12 +44,16 @@ public:
 };
 
 // ---------------------------------------------------------------------------------------------
-// Dense: fp32 (4 B per value, little-endian IEEE) and bf16 (2 B, round-to-nearest-even of fp32).
+// Dense: fp32 (4 B per value, little-endian IEEE) and bf16 (2 B, round-to-nearest-even of fp32;
+//   a finite value that rounds to ±Inf in bf16 is an error).
 // int8: fp32 scale s = max|x| / 127 (s = 0 for all-zero input), then round_half_even(x / s)
 //   clamped to [−127, 127] as int8 → 4 + n bytes; decode v = s·q (fp32 accumulation).
 // fp4 (E3M0, METHODS.md §4): fp32 scale s = max|x|, then per value a 4-bit code: sign bit + 3-bit
 //   exponent e in 0..7, magnitude s·2^(e−7) (e = 0 → exact zero), nearest in log2 space
 //   (ties to the larger magnitude); two codes per byte, low nibble first → 4 + ceil(n / 2) bytes.
+//   Precisely: e = how many of the thresholds t_1 = s·2^−7 (half the smallest level: zero has no
+//   log2 position) and t_e = s·2^(e−7.5), e = 2..7 (log2 midpoints), |x| reaches (|x| ≥ t_e),
+//   decided exactly (x² against t_e² in double; only t_1 can tie). Zero and s = 0 give code 0.
 // ---------------------------------------------------------------------------------------------
 std::unique_ptr<Codec> make_dense_codec(bool bf16);
 std::unique_ptr<Codec> make_int8_codec();
@@ -61,9 +65,12 @@ std::unique_ptr<Codec> make_fp4_codec();
 //   smaller), any other tensor is flattened into runs of block² elements (the last shorter).
 //   A chunk of n elements keeps k_n = min(n, k) if n is a full chunk, else the even number
 //   closest to k·n / block² (at least 2, at most n) — deterministic from the shape, so the decoder
-//   knows every chunk's count without it being sent.
+//   knows every chunk's count without it being sent. In integers: k_n = min(n, max(2,
+//   2·floor((k·n + block²) / (2·block²)))), i.e. a tie between two even numbers goes up, and a
+//   1-element chunk keeps 1. Requires k even, 2 ≤ k ≤ block², block² ≤ 4096 (checked by the factory).
 // Per tensor wire: shift (fp32) | lookup[4] (fp32) | indices | codes, where indices are each
-//   kept entry's position inside its chunk (0..block²−1 < 4096 for block 64), 12 bits each, two
+//   kept entry's position inside its chunk (0..block²−1 < 4096 for block 64; row-major inside a
+//   tile, r·w + c for a tile w wide, so an edge tile's positions are < its size), 12 bits each, two
 //   indices in three bytes (a: low 8 bits | a high 4 bits + b low 4 bits << 4 | b high 8 bits),
 //   an odd count padded with a zero index; codes are 2 bits, four per byte, first in the low bits,
 //   the last byte zero-padded. Bytes = 20 + 3·ceil(K/2) + ceil(K/4) for K kept values.
@@ -71,6 +78,11 @@ std::unique_ptr<Codec> make_fp4_codec();
 //   σ = unbiased std of c (0 if K < 2); scale = 6σ/4; code = clamp(round_half_even(c/scale + 2),
 //   0, 3) (all codes 2 when σ = 0); lookup[b] = mean of c over entries with code b (0 when
 //   empty); decode v̂ = lookup[code] + shift.
+//   Arithmetic (so that an independent implementation reproduces it bit for bit): sums, means and
+//   σ in double, each of shift, scale and lookup[b] rounded once to fp32; c = v − shift, c / scale,
+//   + 2 and lookup[code] + shift are single fp32 operations. "σ = 0" means the fp32 scale is 0.
+//   Kept values in the kept order (chunk by chunk, ascending inside a chunk). A shift or lookup
+//   that overflows fp32 is an encode error.
 // ---------------------------------------------------------------------------------------------
 struct TopkConfig {
     int64_t block = 64;  // chunk side for matrices; vectors use runs of block² (4096) elements

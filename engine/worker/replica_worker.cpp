@@ -4,12 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "core/hash.h"
 #include "core/network.h"
 #include "core/timeline.h"
 #include "engine/algo/ddp.h"
-#include "engine/algo/diloco.h"
+#include "engine/algo/outer.h"
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
 
@@ -39,12 +40,14 @@ public:
 private:
     Status setup(WorkerControl& ctl, MetricSink& sink);
     Status ddp_round(int64_t step, double step_compute_s);
-    Status diloco_round(int64_t step);
+    Status outer_round(int64_t step);
+    void settle_due(int64_t step);
     void record(int64_t step, const std::string& name, double v) {
         rows_.push_back({role_.name, step, outer_step_, since_s(t0_), sim_s_, name, v});
     }
     void record_bytes(int64_t step);
     WorkerSummary summarise() const;
+    double evaluate_global();
     bool is_evaluator() const { return role_.replica == 0 && role_.rank == 0; }
 
     RunConfig cfg_;
@@ -55,7 +58,8 @@ private:
     NetworkProfile net_;
     std::unique_ptr<Trainer> trainer_;
     std::unique_ptr<GradAllReduce> grads_;
-    std::unique_ptr<DiLoCo> diloco_;
+    std::unique_ptr<OuterAlgorithm> outer_;  // replica leaders of the non-DDP algorithms
+    std::multimap<int64_t, double> due_;     // step → end of an overlapped transfer (Streaming DiLoCo's τ)
     LinkClass grad_link_ = LinkClass::kIntraReplica;
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
@@ -118,9 +122,12 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
                 return Status::error("mesh member " + std::to_string(i) + " starts from other weights than " +
                                      role_.name + " (different seed, model or data?)");
     }
-    if (cfg_.outer.algorithm == "diloco" && mesh_) {
-        const WireDtype wire = cfg_.outer.dtype == "bf16" ? WireDtype::kBf16 : WireDtype::kFp32;
-        diloco_ = std::make_unique<DiLoCo>(params, DiLoCoConfig{cfg_.outer.lr, cfg_.outer.momentum, wire});
+    if (!ddp && cfg_.outer.algorithm != "none" && mesh_) {
+        std::vector<std::string> names;
+        for (auto& item : trainer_->model()->named_parameters()) names.push_back(item.key());
+        auto algo = make_outer_algorithm(cfg_, params, names, role_.replica, role_.replicas);
+        if (!algo) return algo.status();
+        outer_ = std::move(*algo);
     }
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                 role_.name + " starts: " + std::to_string(count_parameters(cfg_.model)) + " parameters, data part " +
@@ -155,19 +162,33 @@ Status ReplicaWorker::ddp_round(int64_t step, double step_compute_s) {
     return Status::ok();
 }
 
-// DiLoCo every H steps: the replica leaders exchange pseudo-gradients over the mesh; the other
-// nodes of a replica then receive the new global weights from their leader.
-Status ReplicaWorker::diloco_round(int64_t step) {
-    if (cfg_.outer.algorithm != "diloco" || step % cfg_.outer.inner_steps != 0) return Status::ok();
+// Results of overlapped exchanges that are due at this step: the clock waits for their arrival.
+void ReplicaWorker::settle_due(int64_t step) {
+    auto [lo, hi] = due_.equal_range(step);
+    for (auto d = lo; d != hi; ++d)
+        if (d->second > sim_s_) exposed_s_ += d->second - sim_s_, sim_s_ = d->second;
+    due_.erase(lo, hi);
+}
+
+// The outer algorithm's step (DiLoCo, SparseLoCo, Streaming DiLoCo, NoLoCo) on the replica leaders;
+// the other nodes of a replica then receive the leader's weights and clock over their Gloo group.
+// The clock rule is the one `runs retime` replays (core/timeline.h).
+Status ReplicaWorker::outer_round(int64_t step) {
+    if (cfg_.outer.algorithm == "ddp" || cfg_.outer.algorithm == "none") return Status::ok();
+    RoundReport rep;
+    if (outer_) {
+        auto r = outer_->after_step(step, *mesh_, sim_s_);
+        if (!r) return r.status();
+        rep = std::move(*r);
+    } else {
+        rep.synced = step % cfg_.outer.inner_steps == 0;  // DiLoCo's schedule (multi-node replicas: DiLoCo only)
+    }
+    if (!rep.synced) return Status::ok();
     ++outer_step_;
-    const uint64_t payload = DiLoCo::payload_bytes(n_params_,
-                                                   cfg_.outer.dtype == "bf16" ? WireDtype::kBf16 : WireDtype::kFp32);
-    const uint64_t bytes = diloco_ ? static_cast<uint64_t>(role_.replicas - 1) * payload : 0;
     double end_s = sim_s_;
-    if (diloco_) {
-        std::vector<double> clocks;
-        if (Status st = diloco_->sync(*mesh_, sim_s_, &clocks); !st) return st;
-        end_s = round_end_s(clocks, net_.outer, bytes);  // the same rule `runs retime` replays
+    if (outer_) {
+        if (rep.clocks.empty()) rep.clocks.push_back(sim_s_);
+        end_s = round_end_s(rep.clocks, net_.outer, rep.bytes_sent, rep.hops);
     }
     if (grads_) {
         // The leader's weights and clock reach the replica's other nodes.
@@ -178,17 +199,49 @@ Status ReplicaWorker::diloco_round(int64_t step) {
         end_s = std::max(end_s, static_cast<double>(clock.item<float>())) +
                 transfer_s(net_.intra, static_cast<uint64_t>(n_params_) * 4);
     }
-    const double exposed = end_s - sim_s_;
-    sim_s_ = end_s;
-    exposed_s_ += exposed;
-    record(step, "round.bytes", static_cast<double>(bytes));
-    record(step, "round.hops", 1);
+    double exposed = 0;
+    if (rep.overlap_steps > 0) {
+        due_.emplace(step + rep.overlap_steps, end_s);  // training goes on; the clock waits then, if at all
+    } else {
+        exposed = std::max(0.0, end_s - sim_s_);
+        sim_s_ += exposed;
+        exposed_s_ += exposed;
+    }
+    record(step, "round.bytes", static_cast<double>(rep.bytes_sent));
+    record(step, "round.hops", static_cast<double>(rep.hops));
+    if (rep.overlap_steps > 0) record(step, "round.overlap_steps", static_cast<double>(rep.overlap_steps));
+    if (!rep.members.empty()) {
+        uint64_t mask = 0;
+        for (int m : rep.members)
+            if (m < 64) mask |= uint64_t{1} << m;
+        record(step, "round.group_mask", static_cast<double>(mask));
+    }
     record(step, "round.compute_s", round_compute_s_);
-    record(step, "round.comm_s", transfer_s(net_.outer, bytes));
+    record(step, "round.comm_s", transfer_s(net_.outer, rep.bytes_sent) + (rep.hops - 1) * net_.outer.latency_s);
     record(step, "round.exposed_comm_s", exposed);
     record(step, "round.utilisation", round_compute_s_ / (round_compute_s_ + exposed));
     round_compute_s_ = 0;
     return Status::ok();
+}
+
+// Validation loss of the global (outer) model: the algorithm's global copy swapped in for the
+// evaluation (Streaming DiLoCo and NoLoCo keep local weights that differ from it), then swapped back.
+double ReplicaWorker::evaluate_global() {
+    if (!outer_) return trainer_->evaluate();
+    auto live = trainer_->model()->parameters();
+    auto global = outer_->eval_params();
+    std::vector<torch::Tensor> saved;
+    {
+        torch::NoGradGuard no_grad;
+        for (size_t i = 0; i < live.size() && i < global.size(); ++i) {
+            saved.push_back(live[i].detach().clone());
+            live[i].copy_(global[i]);
+        }
+    }
+    const double v = trainer_->evaluate();
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < saved.size(); ++i) live[i].copy_(saved[i]);
+    return v;
 }
 
 void ReplicaWorker::record_bytes(int64_t step) {
@@ -231,7 +284,8 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         record(s.step, "train.tokens", static_cast<double>(s.step * tokens_per_step));
         record(s.step, "train.compute_s", s.compute_s);
         record(s.step, "train.tokens_per_s", tokens_per_step / s.compute_s);
-        Status st = cfg_.outer.algorithm == "ddp" ? ddp_round(s.step, s.compute_s) : diloco_round(s.step);
+        settle_due(s.step);
+        Status st = cfg_.outer.algorithm == "ddp" ? ddp_round(s.step, s.compute_s) : outer_round(s.step);
         if (!st) {
             failure = st;
             break;
@@ -239,11 +293,11 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         record_bytes(s.step);
         // The global model's validation loss: every outer round (DiLoCo), every eval_every steps
         // (DDP, single node) and at the end; one node evaluates, all hold the same weights then.
-        const bool round_end = cfg_.outer.algorithm == "diloco" && s.step % cfg_.outer.inner_steps == 0;
-        const bool periodic = cfg_.outer.algorithm != "diloco" && cfg_.train.eval_every > 0 &&
-                              s.step % cfg_.train.eval_every == 0;
+        const bool outer_algo = cfg_.outer.algorithm != "ddp" && cfg_.outer.algorithm != "none";
+        const bool round_end = outer_algo && s.step % cfg_.outer.inner_steps == 0;
+        const bool periodic = !outer_algo && cfg_.train.eval_every > 0 && s.step % cfg_.train.eval_every == 0;
         if (is_evaluator() && (round_end || periodic || s.step == steps)) {
-            last_val_ = trainer_->evaluate();
+            last_val_ = evaluate_global();
             record(s.step, "val.loss", last_val_);
         }
         ctl.step = s.step;

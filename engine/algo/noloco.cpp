@@ -1,0 +1,128 @@
+// NoLoCo, arXiv 2506.10911: slow/fast weights averaged within random groups seeded by the step.
+#include "engine/algo/noloco.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "core/assert.h"
+
+namespace tw {
+namespace {
+
+// Uniform in [0, n) without std::uniform_int_distribution (implementation-defined): reject the
+// 2^64 mod n lowest draws, then reduce.
+uint64_t bounded(std::mt19937_64& rng, uint64_t n) {
+    const uint64_t threshold = (0 - n) % n;
+    for (;;) {
+        const uint64_t r = rng();
+        if (r >= threshold) return r % n;
+    }
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> noloco_groups(int64_t step, int replicas, int64_t group_size) {
+    TW_ASSERT(replicas >= 1 && group_size >= 1);
+    std::vector<int> perm(static_cast<size_t>(replicas));
+    for (int i = 0; i < replicas; ++i) perm[static_cast<size_t>(i)] = i;
+    std::mt19937_64 rng(static_cast<uint64_t>(step));
+    for (int i = replicas - 1; i > 0; --i)
+        std::swap(perm[static_cast<size_t>(i)], perm[bounded(rng, static_cast<uint64_t>(i) + 1)]);
+    const int64_t n_groups = std::max<int64_t>(1, replicas / group_size);
+    std::vector<std::vector<int>> groups;
+    for (int64_t k = 0; k < n_groups; ++k) {
+        const auto first = perm.begin() + k * group_size;
+        const auto last = k + 1 == n_groups ? perm.end() : first + group_size;
+        std::vector<int> g(first, last);
+        std::sort(g.begin(), g.end());
+        groups.push_back(std::move(g));
+    }
+    return groups;
+}
+
+NoLoCo::NoLoCo(std::vector<torch::Tensor> params, NoLoCoConfig cfg, int replica, int replicas)
+    : params_(std::move(params)), cfg_(cfg), replica_(replica), replicas_(replicas) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : params_) {
+        TORCH_CHECK(p.scalar_type() == torch::kFloat32 && p.is_contiguous(),
+                    "noloco: parameters must be contiguous fp32");
+        slow_.push_back(p.detach().clone());
+        delta_.push_back(torch::zeros_like(p));
+        n_params_ += p.numel();
+    }
+}
+
+std::vector<int> NoLoCo::group_of(int64_t step, int* index, int* count) const {
+    auto groups = noloco_groups(step, replicas_, cfg_.group_size);
+    for (size_t k = 0; k < groups.size(); ++k) {
+        if (std::find(groups[k].begin(), groups[k].end(), replica_) == groups[k].end()) continue;
+        if (index) *index = static_cast<int>(k);
+        if (count) *count = static_cast<int>(groups.size());
+        return groups[k];
+    }
+    TW_ASSERT(false && "a permutation covers every replica");
+    return {};
+}
+
+Result<RoundReport> NoLoCo::after_step(int64_t step, Collective& c, double sim_clock_s) {
+    using R = Result<RoundReport>;
+    if (step % cfg_.inner_steps != 0) return RoundReport{};
+    torch::NoGradGuard no_grad;
+    if (c.rank() != replica_ || c.size() != replicas_)
+        return R::error("noloco: built for replica " + std::to_string(replica_) + " of " + std::to_string(replicas_) +
+                        ", collective has rank " + std::to_string(c.rank()) + " of " + std::to_string(c.size()));
+    int index = 0, count = 1;
+    const std::vector<int> group = group_of(step, &index, &count);
+
+    // Payload: [φ_i flattened | (θ_i − φ_i) flattened], 2·P fp32 values.
+    std::vector<torch::Tensor> parts;
+    for (auto& s : slow_) parts.push_back(s.reshape({-1}));
+    for (size_t i = 0; i < params_.size(); ++i) parts.push_back((params_[i] - slow_[i]).reshape({-1}));
+    const auto flat = torch::cat(parts);
+    if (!torch::isfinite(flat).all().item<bool>()) {
+        (void)c.exchange(group, {}, LinkClass::kOuterSync, sim_clock_s, nullptr);  // the group fails at once
+        return R::error("noloco: replica " + std::to_string(replica_) + "'s weights hold NaN or Inf at step " +
+                        std::to_string(step));
+    }
+    std::vector<uint8_t> mine(static_cast<size_t>(flat.numel()) * 4);
+    std::memcpy(mine.data(), flat.data_ptr<float>(), mine.size());
+
+    RoundReport rep;
+    rep.synced = true;
+    rep.hops = 1;
+    rep.what = "group " + std::to_string(index + 1) + " of " + std::to_string(count);
+    rep.members = group;  // for the timeline: this round waits only for these replicas
+    auto got = c.exchange(group, mine, LinkClass::kOuterSync, sim_clock_s, &rep.clocks);
+    if (!got) return got.status();
+
+    // Sums in group order (ranks ascending), identical on every member of the group.
+    auto sum = torch::zeros({2 * n_params_}, torch::kFloat32);
+    for (size_t j = 0; j < got->size(); ++j) {
+        auto& bytes = (*got)[j];
+        const std::string who = "noloco: replica " + std::to_string(group[j]);
+        if (bytes.empty()) return R::error(who + " sent no payload (its weights hold NaN or Inf)");
+        if (bytes.size() != mine.size())
+            return R::error(who + " sent " + std::to_string(bytes.size()) + " bytes, expected " +
+                            std::to_string(mine.size()) + " (different model?)");
+        sum += torch::from_blob(bytes.data(), {2 * n_params_}, torch::kFloat32);
+    }
+    sum /= static_cast<double>(got->size());
+    if (!torch::isfinite(sum).all().item<bool>()) return R::error("noloco: non-finite values in the group's payloads");
+
+    int64_t off = 0;
+    for (size_t i = 0; i < params_.size(); ++i) {
+        const int64_t n = params_[i].numel();
+        const auto phi_bar = sum.narrow(0, off, n).view(params_[i].sizes());
+        const auto d_bar = sum.narrow(0, n_params_ + off, n).view(params_[i].sizes());
+        off += n;
+        delta_[i].mul_(cfg_.momentum).add_(d_bar, cfg_.lr_outer).add_(phi_bar - slow_[i], cfg_.lr_outer);
+        slow_[i].add_(delta_[i]);
+        params_[i].copy_(slow_[i]);
+    }
+    rep.bytes_sent = static_cast<uint64_t>(group.size() - 1) * mine.size();
+    return rep;
+}
+
+}  // namespace tw

@@ -1,0 +1,60 @@
+// NoLoCo (Kolehmainen et al., arXiv 2506.10911), METHODS.md §5: no collective over all replicas; every
+// H steps each replica averages with a small random group instead.
+//
+// Replica i keeps fast weights θ_i (the live parameters), slow weights φ_i and momentum δ_i. Every
+// H inner steps the replicas are permuted by a generator seeded with the step (identical on every
+// node, no message needed) and the permutation is cut into groups of g; with R not a multiple of g
+// the last group also takes the R mod g left-over replicas (so no replica is ever alone unless
+// g = 1 or R = 1). Within a group (members exchange φ_j and θ_j − φ_j, 2·P fp32 values):
+//   φ̄ = mean_j φ_j;  d̄ = mean_j (θ_j − φ_j)
+//   δ_i ← μ·δ_i + η·d̄ + η·(φ̄ − φ_i);  φ_i ← φ_i + δ_i;  θ_i ← φ_i
+// Sign: d̄ points from the slow weights towards the fast ones, so η·d̄ moves φ with the inner
+// progress. With one group of all replicas the φ_i stay equal, φ̄ − φ_i = 0, and with DiLoCo's
+// Δ̄ = φ − mean θ_j = −d̄ and b = −δ/η this is heavy-ball DiLoCo: b ← μ·b + Δ̄; φ ← φ − η·b.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/algo/outer.h"
+
+namespace tw {
+
+struct NoLoCoConfig {
+    int64_t inner_steps = 50;  // H
+    double lr_outer = 0.7;     // η
+    double momentum = 0.5;     // μ
+    int64_t group_size = 2;    // g: replicas per group (the last group takes the remainder)
+};
+
+// The groups of round `step`: a permutation of 0..replicas−1 (std::mt19937_64 seeded with `step`,
+// Fisher–Yates with rejection sampling, so it is the same on every platform) cut into groups of
+// `group_size`, each group's ranks ascending, groups in permutation order.
+std::vector<std::vector<int>> noloco_groups(int64_t step, int replicas, int64_t group_size);
+
+class NoLoCo : public OuterAlgorithm {
+public:
+    // `params` (θ_i, contiguous fp32) also become φ_i; δ_i starts at zero.
+    NoLoCo(std::vector<torch::Tensor> params, NoLoCoConfig cfg, int replica, int replicas);
+
+    std::string name() const override { return "noloco"; }
+    // Every H steps: one exchange within this replica's group (Collective::exchange), bytes_sent =
+    // (|group| − 1)·2·P·4. A replica whose θ − φ holds NaN or Inf sends an empty payload and fails;
+    // its group fails on receiving it.
+    Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override;
+    std::vector<torch::Tensor> eval_params() const override { return slow_; }  // φ_i
+
+    // This replica's group at `step` (ranks ascending) and its index among the groups.
+    std::vector<int> group_of(int64_t step, int* index = nullptr, int* count = nullptr) const;
+    uint64_t payload_bytes() const { return static_cast<uint64_t>(n_params_) * 2 * 4; }
+    const std::vector<torch::Tensor>& slow() const { return slow_; }
+    const std::vector<torch::Tensor>& momentum() const { return delta_; }
+
+private:
+    std::vector<torch::Tensor> params_, slow_, delta_;
+    NoLoCoConfig cfg_;
+    int replica_ = 0, replicas_ = 1;
+    int64_t n_params_ = 0;
+};
+
+}  // namespace tw

@@ -1,0 +1,162 @@
+// SparseLoCo, arXiv 2508.15706: error feedback + chunked Top-k + 2-bit values, aggregated in replica order.
+#include "engine/algo/sparseloco.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace tw {
+namespace {
+
+std::string where(int replica, size_t tensor) {
+    return "sparseloco: replica " + std::to_string(replica) + ", tensor " + std::to_string(tensor);
+}
+
+// Median of the per-replica norms; the mean of the two middle ones for an even count.
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+SparseLoCo::SparseLoCo(std::vector<torch::Tensor> params, SparseLoCoConfig cfg, int replica, int replicas)
+    : params_(std::move(params)),
+      cfg_(cfg),
+      codec_(make_sparseloco_codec(cfg.topk)),
+      replica_(replica),
+      replicas_(replicas) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : params_) {
+        TORCH_CHECK(p.scalar_type() == torch::kFloat32 && p.is_contiguous(),
+                    "sparseloco: parameters must be contiguous fp32");
+        global_.push_back(p.detach().clone());
+        ef_.push_back(torch::zeros(p.sizes(), torch::kFloat32));
+    }
+}
+
+uint64_t SparseLoCo::payload_bytes() const {
+    uint64_t n = 0;
+    for (auto& g : global_) n += codec_->wire_bytes(g.sizes());
+    return n;
+}
+
+Result<RoundReport> SparseLoCo::after_step(int64_t step, Collective& c, double sim_clock_s) {
+    if (step % cfg_.inner_steps != 0) return RoundReport{};
+    auto rep = sync(c, sim_clock_s);
+    if (rep) rep->what = "round " + std::to_string(step / cfg_.inner_steps);
+    return rep;
+}
+
+// e ← β·e + Δ; append encode(e); e ← e − decode(what was appended).
+Status SparseLoCo::encode_own(std::vector<uint8_t>& out) {
+    out.clear();
+    SparsePayload sent;
+    for (size_t i = 0; i < params_.size(); ++i) {
+        auto& e = ef_[i];
+        e.mul_(cfg_.ef_beta).add_(global_[i] - params_[i]);
+        const size_t start = out.size();
+        if (Status s = codec_->encode(e, out); !s) return Status::error(where(replica_, i) + ": " + s.message());
+        size_t off = start;
+        if (Status s = codec_->decode_sparse(out.data(), out.size(), off, e.sizes(), sent); !s)
+            return Status::error(where(replica_, i) + ": own payload does not decode: " + s.message());
+        float* ep = e.data_ptr<float>();
+        for (size_t k = 0; k < sent.index.size(); ++k) ep[sent.index[k]] -= sent.value[k];
+    }
+    return Status::ok();
+}
+
+// Decodes every replica's payload (in replica order) and averages per coordinate into `mean`.
+Status SparseLoCo::aggregate(const std::vector<std::vector<uint8_t>>& all, std::vector<torch::Tensor>& mean) const {
+    const int R = static_cast<int>(all.size());
+    const size_t n = global_.size();
+    std::vector<std::vector<SparsePayload>> dec(static_cast<size_t>(R), std::vector<SparsePayload>(n));
+    for (int r = 0; r < R; ++r) {
+        const auto& bytes = all[static_cast<size_t>(r)];
+        if (bytes.empty())
+            return Status::error("sparseloco: replica " + std::to_string(r) +
+                                 " sent no payload (its outer gradient holds NaN or Inf)");
+        size_t off = 0;
+        for (size_t i = 0; i < n; ++i) {
+            auto& d = dec[static_cast<size_t>(r)][i];
+            if (Status s = codec_->decode_sparse(bytes.data(), bytes.size(), off, global_[i].sizes(), d); !s)
+                return Status::error(where(r, i) + ": " + s.message());
+            const int64_t numel = global_[i].numel();
+            for (size_t k = 0; k < d.index.size(); ++k) {
+                if (!std::isfinite(d.value[k])) return Status::error(where(r, i) + ": non-finite value in the payload");
+                if (d.index[k] < 0 || d.index[k] >= numel) return Status::error(where(r, i) + ": index out of range");
+            }
+        }
+        if (off != bytes.size())
+            return Status::error("sparseloco: replica " + std::to_string(r) + " sent " + std::to_string(bytes.size()) +
+                                 " bytes, expected " + std::to_string(off) + " (different model or codec?)");
+    }
+    mean.clear();
+    for (size_t i = 0; i < n; ++i) {
+        std::vector<float> scale(static_cast<size_t>(R), 1.0f);
+        if (cfg_.clip_median) {
+            std::vector<double> norms;
+            for (int r = 0; r < R; ++r) {
+                double s = 0;
+                for (float v : dec[static_cast<size_t>(r)][i].value) s += static_cast<double>(v) * v;
+                norms.push_back(std::sqrt(s));
+            }
+            const double m = median(norms);
+            for (int r = 0; r < R; ++r)
+                if (norms[static_cast<size_t>(r)] > m)
+                    scale[static_cast<size_t>(r)] = static_cast<float>(m / norms[static_cast<size_t>(r)]);
+        }
+        const int64_t numel = global_[i].numel();
+        auto sum = torch::zeros({numel}, torch::kFloat32);
+        float* sp = sum.data_ptr<float>();
+        std::vector<int32_t> selected(cfg_.aggregation == Aggregation::kMeanOverSelectors ? static_cast<size_t>(numel)
+                                                                                          : 0);
+        for (int r = 0; r < R; ++r) {
+            const auto& d = dec[static_cast<size_t>(r)][i];
+            const float s = scale[static_cast<size_t>(r)];
+            for (size_t k = 0; k < d.index.size(); ++k) sp[d.index[k]] += d.value[k] * s;
+            if (!selected.empty())
+                for (int64_t j : d.index) ++selected[static_cast<size_t>(j)];
+        }
+        if (selected.empty()) {
+            const float fr = static_cast<float>(R);
+            for (int64_t j = 0; j < numel; ++j) sp[j] /= fr;
+        } else {
+            for (int64_t j = 0; j < numel; ++j)
+                sp[j] = selected[static_cast<size_t>(j)] > 0
+                            ? sp[j] / static_cast<float>(selected[static_cast<size_t>(j)])
+                            : 0.0f;
+        }
+        mean.push_back(sum.view(global_[i].sizes()));
+    }
+    return Status::ok();
+}
+
+Result<RoundReport> SparseLoCo::sync(Collective& c, double sim_clock_s) {
+    torch::NoGradGuard no_grad;
+    if (c.rank() != replica_ || c.size() != replicas_)
+        return Result<RoundReport>::error("sparseloco: built for replica " + std::to_string(replica_) + " of " +
+                                          std::to_string(replicas_) + ", collective has rank " +
+                                          std::to_string(c.rank()) + " of " + std::to_string(c.size()));
+    RoundReport rep;
+    rep.synced = true;
+    if (Status s = encode_own(mine_); !s) {
+        // An empty payload tells the peers at once; they fail with a message naming this replica.
+        (void)c.all_gather({}, LinkClass::kOuterSync, sim_clock_s, nullptr);
+        return s;
+    }
+    auto all = c.all_gather(mine_, LinkClass::kOuterSync, sim_clock_s, &rep.clocks);
+    if (!all) return all.status();
+    std::vector<torch::Tensor> mean;
+    if (Status s = aggregate(*all, mean); !s) return s;
+    for (size_t i = 0; i < params_.size(); ++i) {
+        global_[i].sub_(mean[i], cfg_.lr_outer);
+        params_[i].copy_(global_[i]);
+    }
+    rep.bytes_sent = static_cast<uint64_t>(replicas_ - 1) * mine_.size();
+    rep.hops = 1;
+    return rep;
+}
+
+}  // namespace tw

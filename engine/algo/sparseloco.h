@@ -1,0 +1,74 @@
+// SparseLoCo (Sarfi et al., arXiv 2508.15706), METHODS.md §3: error feedback, chunked Top-k and 2-bit
+// values instead of DiLoCo's dense pseudo-gradients and outer momentum.
+//
+// Every H inner steps, per replica r and per parameter tensor:
+//   e_r ← β·e_r + Δ_r                  (Δ_r = θ_global − θ_r, fp32; e starts at zero)
+//   payload_r = encode(e_r)            (SparseLoCo codec: chunked Top-k + 2-bit quantiser)
+//   e_r ← e_r − decode(payload_r)      (the buffer keeps the Top-k and the quantisation residual)
+// then all replicas all-gather their payloads (one byte buffer per replica: the tensors' payloads
+// concatenated in parameter order) and every replica aggregates them in replica order, so all
+// compute bit-identical results:
+//   mean_over_replicas:  Δ̄[j] = Σ_r v_r[j] / R          (v_r[j] = 0 where r did not select j)
+//   mean_over_selectors: Δ̄[j] = Σ_r v_r[j] / |{r : r selected j}|   (0 where nobody did)
+// optionally after median-norm clipping (per tensor, replica r's decoded values are scaled by
+// min(1, m / ‖v_r‖₂), m the median of ‖v_r‖₂ over replicas; the mean of the two middle norms for
+// even R). Then plain outer SGD, θ_global ← θ_global − η·Δ̄, and θ_r ← θ_global.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/algo/outer.h"
+#include "engine/codec/codec.h"
+
+namespace tw {
+
+enum class Aggregation : uint8_t { kMeanOverReplicas = 0, kMeanOverSelectors = 1 };
+
+struct SparseLoCoConfig {
+    int64_t inner_steps = 30;  // H: inner steps per round
+    double lr_outer = 1.0;     // η (plain SGD on Δ̄, no momentum)
+    double ef_beta = 0.95;     // β, error-feedback decay
+    TopkConfig topk;           // chunk side and kept entries per full chunk
+    Aggregation aggregation = Aggregation::kMeanOverReplicas;
+    bool clip_median = false;  // scale each replica's values to at most the median L2 norm (per tensor)
+};
+
+class SparseLoCo : public OuterAlgorithm {
+public:
+    // `params` are the replica's live parameters (θ_r); their values now become θ_global.
+    // `replica` / `replicas` must match the collective's rank / size at every round.
+    SparseLoCo(std::vector<torch::Tensor> params, SparseLoCoConfig cfg, int replica, int replicas);
+
+    std::string name() const override { return "sparseloco"; }
+    // Runs sync() when step is a multiple of H; otherwise reports nothing.
+    Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override;
+    std::vector<torch::Tensor> eval_params() const override { return global_; }
+
+    // One round now. A replica whose e holds NaN or Inf sends an empty payload (so its peers fail at
+    // once instead of waiting for a timeout) and returns the error; a peer's empty, truncated or
+    // non-finite payload is an error on every receiver. After an error the state is undefined.
+    Result<RoundReport> sync(Collective& c, double sim_clock_s);
+
+    // Exact bytes one replica sends to each peer per round: Σ over tensors of the codec's
+    // wire_bytes, i.e. 20 + 3·ceil(K/2) + ceil(K/4) for K kept values.
+    uint64_t payload_bytes() const;
+    const std::vector<torch::Tensor>& global() const { return global_; }
+    const std::vector<torch::Tensor>& error_feedback() const { return ef_; }
+    // This replica's payload of the last round (for tests of the error-feedback identity).
+    const std::vector<uint8_t>& last_payload() const { return mine_; }
+    const Codec& codec() const { return *codec_; }
+
+private:
+    Status encode_own(std::vector<uint8_t>& out);
+    Status aggregate(const std::vector<std::vector<uint8_t>>& all, std::vector<torch::Tensor>& mean) const;
+
+    std::vector<torch::Tensor> params_, global_, ef_;
+    SparseLoCoConfig cfg_;
+    std::unique_ptr<Codec> codec_;
+    int replica_ = 0, replicas_ = 1;
+    std::vector<uint8_t> mine_;
+};
+
+}  // namespace tw

@@ -1,0 +1,205 @@
+// Streaming DiLoCo, arXiv 2501.18512: fragments synced round robin, overlapped by τ steps, quantised on the wire.
+#include "engine/algo/streaming_diloco.h"
+
+#include <algorithm>
+#include <map>
+
+namespace tw {
+namespace {
+
+// The global layer index of a `block_<L>.*` name, or −1.
+int64_t layer_of(const std::string& name) {
+    static const std::string kPrefix = "block_";
+    if (name.compare(0, kPrefix.size(), kPrefix) != 0) return -1;
+    const size_t dot = name.find('.', kPrefix.size());
+    if (dot == std::string::npos || dot == kPrefix.size()) return -1;
+    int64_t l = 0;
+    for (size_t i = kPrefix.size(); i < dot; ++i) {
+        if (name[i] < '0' || name[i] > '9') return -1;
+        l = l * 10 + (name[i] - '0');
+    }
+    return l;
+}
+
+}  // namespace
+
+Result<std::vector<int>> assign_fragments(const std::vector<std::string>& names, int64_t fragments,
+                                          FragmentOrder order) {
+    using R = Result<std::vector<int>>;
+    if (fragments < 1) return R::error("streaming_diloco: outer.fragments must be at least 1");
+    if (fragments == 1) return std::vector<int>(names.size(), 0);
+    // Positions of the distinct layers present (a pipeline stage holds a contiguous slice of them).
+    std::map<int64_t, int64_t> position;
+    for (auto& n : names)
+        if (int64_t l = layer_of(n); l >= 0) position.emplace(l, 0);
+    int64_t j = 0;
+    for (auto& [layer, pos] : position) pos = j++;
+    const int64_t L = static_cast<int64_t>(position.size());
+    if (fragments > L)
+        return R::error("streaming_diloco: outer.fragments " + std::to_string(fragments) + " exceeds the " +
+                        std::to_string(L) + " layers of the model");
+    const int64_t base = L / fragments, extra = L % fragments;
+    auto fragment_at = [&](int64_t pos) -> int {
+        if (order == FragmentOrder::kStrided) return static_cast<int>(pos % fragments);
+        // Sequential: contiguous runs, earlier fragments taking the remainder (as stage_spec does).
+        const int64_t cut = extra * (base + 1);
+        return static_cast<int>(pos < cut ? pos / (base + 1) : extra + (pos - cut) / base);
+    };
+    std::vector<int> out;
+    for (auto& n : names) {
+        if (int64_t l = layer_of(n); l >= 0)
+            out.push_back(fragment_at(position[l]));
+        else if (n == "tok_emb")
+            out.push_back(fragment_at(0));
+        else if (n == "norm_f" || n == "head")
+            out.push_back(fragment_at(L - 1));
+        else
+            return R::error("streaming_diloco: parameter \"" + n +
+                            "\" belongs to no fragment (expected block_<L>.*, "
+                            "tok_emb, norm_f or head)");
+    }
+    return out;
+}
+
+Result<std::unique_ptr<Codec>> make_wire_codec(const std::string& dtype) {
+    if (dtype == "fp32") return make_dense_codec(false);
+    if (dtype == "bf16") return make_dense_codec(true);
+    if (dtype == "int8") return make_int8_codec();
+    if (dtype == "fp4") return make_fp4_codec();
+    return Result<std::unique_ptr<Codec>>::error("outer.dtype \"" + dtype +
+                                                 "\" is unknown (expected fp32, bf16, int8 or fp4)");
+}
+
+Result<std::unique_ptr<StreamingDiLoCo>> StreamingDiLoCo::create(std::vector<torch::Tensor> params,
+                                                                 const std::vector<std::string>& names,
+                                                                 StreamingDiLoCoConfig cfg, int replica, int replicas) {
+    using R = Result<std::unique_ptr<StreamingDiLoCo>>;
+    if (names.size() != params.size())
+        return R::error("streaming_diloco: " + std::to_string(names.size()) + " names for " +
+                        std::to_string(params.size()) + " parameters");
+    if (cfg.fragments < 1 || cfg.inner_steps < 1 || cfg.inner_steps % cfg.fragments != 0)
+        return R::error("streaming_diloco: outer.inner_steps " + std::to_string(cfg.inner_steps) +
+                        " must be a positive multiple of outer.fragments " + std::to_string(cfg.fragments));
+    if (cfg.overlap_steps < 0 || cfg.overlap_steps >= cfg.inner_steps / cfg.fragments)
+        return R::error("streaming_diloco: outer.overlap_steps " + std::to_string(cfg.overlap_steps) +
+                        " must be in [0, H/F = " + std::to_string(cfg.inner_steps / cfg.fragments) + ")");
+    auto frag = assign_fragments(names, cfg.fragments, cfg.order);
+    if (!frag) return frag.status();
+    auto codec = make_wire_codec(cfg.dtype);
+    if (!codec) return codec.status();
+    std::unique_ptr<StreamingDiLoCo> s(new StreamingDiLoCo());
+    s->params_ = std::move(params);
+    s->fragment_of_ = std::move(frag).value();
+    s->cfg_ = std::move(cfg);
+    s->codec_ = std::move(codec).value();
+    s->replica_ = replica;
+    s->replicas_ = replicas;
+    torch::NoGradGuard no_grad;
+    for (auto& p : s->params_) {
+        if (p.scalar_type() != torch::kFloat32 || !p.is_contiguous())
+            return R::error("streaming_diloco: parameters must be contiguous fp32");
+        s->global_.push_back(p.detach().clone());
+        s->momentum_.push_back(torch::zeros_like(p));
+    }
+    return s;
+}
+
+uint64_t StreamingDiLoCo::payload_bytes(int fragment) const {
+    uint64_t n = 0;
+    for (size_t i = 0; i < params_.size(); ++i)
+        if (fragment_of_[i] == fragment) n += codec_->wire_bytes(params_[i].sizes());
+    return n;
+}
+
+Result<RoundReport> StreamingDiLoCo::after_step(int64_t step, Collective& c, double sim_clock_s) {
+    torch::NoGradGuard no_grad;
+    while (!pending_.empty() && pending_.front().apply_step <= step) {
+        apply(pending_.front());
+        pending_.pop_front();
+    }
+    const int64_t every = cfg_.inner_steps / cfg_.fragments;
+    if (step % every != 0) return RoundReport{};
+    const int f = static_cast<int>((step / every - 1) % cfg_.fragments);
+    auto rep = start(f, step, c, sim_clock_s);
+    if (rep && cfg_.overlap_steps == 0) {
+        apply(pending_.back());
+        pending_.pop_back();
+    }
+    return rep;
+}
+
+// Encodes the fragment's Δ, all-gathers it and queues the fp32 mean for apply().
+Result<RoundReport> StreamingDiLoCo::start(int fragment, int64_t step, Collective& c, double sim_clock_s) {
+    using R = Result<RoundReport>;
+    const std::string tag = "streaming_diloco: fragment " + std::to_string(fragment);
+    if (c.rank() != replica_ || c.size() != replicas_)
+        return R::error(tag + ": built for replica " + std::to_string(replica_) + " of " + std::to_string(replicas_) +
+                        ", collective has rank " + std::to_string(c.rank()) + " of " + std::to_string(c.size()));
+    std::vector<size_t> members;
+    for (size_t i = 0; i < params_.size(); ++i)
+        if (fragment_of_[i] == fragment) members.push_back(i);
+    std::vector<uint8_t> mine;
+    for (size_t i : members) {
+        if (Status s = codec_->encode(global_[i] - params_[i], mine); !s) {
+            (void)c.all_gather({}, LinkClass::kOuterSync, sim_clock_s, nullptr);  // the peers fail at once
+            return R::error(tag + ", replica " + std::to_string(replica_) + ", tensor " + std::to_string(i) + ": " +
+                            s.message());
+        }
+    }
+    RoundReport rep;
+    rep.synced = true;
+    rep.hops = 1;
+    rep.overlap_steps = cfg_.overlap_steps;
+    rep.what = "fragment " + std::to_string(fragment);
+    auto all = c.all_gather(mine, LinkClass::kOuterSync, sim_clock_s, &rep.clocks);
+    if (!all) return all.status();
+
+    // Average in replica order on every replica, so all of them compute bit-identical results.
+    Pending p;
+    p.fragment = fragment;
+    p.apply_step = step + cfg_.overlap_steps;
+    for (size_t i : members) p.mean.push_back(torch::zeros_like(params_[i]));
+    torch::Tensor decoded;
+    for (size_t r = 0; r < all->size(); ++r) {
+        const auto& bytes = (*all)[r];
+        const std::string who = tag + ", replica " + std::to_string(r);
+        if (bytes.empty()) return R::error(who + " sent no payload (its outer gradient holds NaN or Inf)");
+        size_t off = 0;
+        for (size_t m = 0; m < members.size(); ++m) {
+            if (Status s = codec_->decode(bytes.data(), bytes.size(), off, params_[members[m]].sizes(), decoded); !s)
+                return R::error(who + ": " + s.message());
+            if (!torch::isfinite(decoded).all().item<bool>())
+                return R::error(who + ": non-finite value in the payload");
+            p.mean[m] += decoded;
+        }
+        if (off != bytes.size())
+            return R::error(who + " sent " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(off) +
+                            " (different model or codec?)");
+    }
+    for (auto& m : p.mean) m /= static_cast<double>(all->size());
+    pending_.push_back(std::move(p));
+    rep.bytes_sent = static_cast<uint64_t>(replicas_ - 1) * mine.size();
+    return rep;
+}
+
+// The fragment's outer Nesterov step from its global copy, then the α-mix into the live parameters.
+void StreamingDiLoCo::apply(const Pending& p) {
+    const double mu = cfg_.momentum, alpha = cfg_.mix_alpha;
+    size_t m = 0;
+    for (size_t i = 0; i < params_.size(); ++i) {
+        if (fragment_of_[i] != p.fragment) continue;
+        const auto& d = p.mean[m++];
+        if (mu > 0) {
+            momentum_[i].mul_(mu).add_(d);
+            global_[i].sub_(d + mu * momentum_[i], cfg_.lr_outer);
+        } else {
+            global_[i].sub_(d, cfg_.lr_outer);
+        }
+        if (alpha == 0)
+            params_[i].copy_(global_[i]);
+        else
+            params_[i].mul_(alpha).add_(global_[i], 1.0 - alpha);
+    }
+}
+
+}  // namespace tw

@@ -1,0 +1,90 @@
+// Streaming DiLoCo (Douillard et al., arXiv 2501.18512), METHODS.md §4: DiLoCo one fragment at a time,
+// with the exchange overlapped with τ inner steps and quantised outer gradients.
+//
+// The blocks are split into F fragments, `sequential` (contiguous layers) or `strided` (layer at
+// position j → fragment j mod F). The embedding (`tok_emb`) travels with the fragment holding the
+// first layer, the final norm (`norm_f`) and an untied head (`head`) with the fragment holding the
+// last layer. Every H/F inner steps one fragment (round robin, fragment 0 first) starts its sync:
+//   Δ_f,r = θ_global,f − θ_r,f encoded per tensor with the wire codec (fp32 | bf16 | int8 | fp4),
+//   all-gathered (one buffer per replica: the fragment's tensors in parameter order), decoded and
+//   averaged in fp32 in replica order (bit-identical on every replica).
+// τ inner steps later (at once for τ = 0) the fragment's outer Nesterov step runs from its global
+// copy (untouched since the start), PyTorch semantics as DiLoCo with a momentum buffer per tensor:
+//   b ← μ·b + Δ̄;  θ_global,f ← θ_global,f − η·(Δ̄ + μ·b);  θ_r,f ← (1−α)·θ_global,f + α·θ_r,f(now).
+// With F = 1, τ = 0, α = 0 and fp32 on the wire this is DiLoCo.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/algo/outer.h"
+#include "engine/codec/codec.h"
+
+namespace tw {
+
+enum class FragmentOrder : uint8_t { kSequential = 0, kStrided = 1 };
+
+struct StreamingDiLoCoConfig {
+    int64_t inner_steps = 30;  // H: each fragment syncs once every H steps; one starts every H/F
+    int64_t fragments = 3;     // F; H must be a multiple of F
+    FragmentOrder order = FragmentOrder::kSequential;
+    int64_t overlap_steps = 0;  // τ < H/F: inner steps between a fragment's exchange and its outer step
+    double mix_alpha = 0.0;     // α: local fragment ← (1−α)·global + α·local at the outer step
+    double lr_outer = 0.7;      // η
+    double momentum = 0.9;      // μ (0 = plain outer SGD)
+    std::string dtype = "fp4";  // wire codec: fp32 | bf16 | int8 | fp4 (E3M0)
+};
+
+// Fragment index (0..F−1) of every parameter, from the names (`block_<layer>.*`, `tok_emb`, `norm_f`,
+// `head`). With F = 1 every parameter is in fragment 0 whatever its name. Errors: F larger than the
+// number of layers, a name that fits no rule.
+Result<std::vector<int>> assign_fragments(const std::vector<std::string>& names, int64_t fragments,
+                                          FragmentOrder order);
+
+// The wire codec of a dense dtype name; an unknown name is an error.
+Result<std::unique_ptr<Codec>> make_wire_codec(const std::string& dtype);
+
+class StreamingDiLoCo : public OuterAlgorithm {
+public:
+    // `params` (θ_r, contiguous fp32) become θ_global; `names` place them in fragments.
+    static Result<std::unique_ptr<StreamingDiLoCo>> create(std::vector<torch::Tensor> params,
+                                                           const std::vector<std::string>& names,
+                                                           StreamingDiLoCoConfig cfg, int replica, int replicas);
+
+    std::string name() const override { return "streaming_diloco"; }
+    // At step s: first applies every fragment whose exchange started τ steps ago, then, when s is a
+    // multiple of H/F, starts fragment ((s / (H/F)) − 1) mod F's exchange (and applies it now if τ = 0).
+    // The report of a start carries the bytes, the clocks and overlap_steps = τ; an apply alone
+    // reports nothing (synced = false). A replica whose Δ holds NaN or Inf sends an empty payload
+    // and fails; its peers fail on receiving it.
+    Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override;
+    std::vector<torch::Tensor> eval_params() const override { return global_; }
+
+    const std::vector<int>& fragment_of() const { return fragment_of_; }  // per parameter
+    // Exact bytes one replica sends to each peer when fragment f syncs (Σ of the codec's wire_bytes).
+    uint64_t payload_bytes(int fragment) const;
+    const std::vector<torch::Tensor>& global() const { return global_; }
+    int64_t pending() const { return static_cast<int64_t>(pending_.size()); }  // exchanges not yet applied
+
+private:
+    StreamingDiLoCo() = default;
+    struct Pending {
+        int fragment = 0;
+        int64_t apply_step = 0;
+        std::vector<torch::Tensor> mean;  // Δ̄ per parameter of the fragment (in parameter order)
+    };
+    Result<RoundReport> start(int fragment, int64_t step, Collective& c, double sim_clock_s);
+    void apply(const Pending& p);
+
+    std::vector<torch::Tensor> params_, global_, momentum_;
+    std::vector<int> fragment_of_;
+    StreamingDiLoCoConfig cfg_;
+    std::unique_ptr<Codec> codec_;
+    int replica_ = 0, replicas_ = 1;
+    std::deque<Pending> pending_;
+};
+
+}  // namespace tw
