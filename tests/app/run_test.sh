@@ -66,6 +66,20 @@ for name in diloco-threads ddp-threads; do
   awk '$1 ~ /^replica-/ {if ($3 >= $2) bad = 1} END {exit bad}' <<<"$rt" || fail "$name: datacenter is not faster: $rt"
 done
 
+# Streaming DiLoCo (overlapped exchanges, FP4) and NoLoCo (groups of 2 among 4 replicas): re-timing
+# on the recorded network reproduces the live clocks, which follow the same overlap and group rules.
+run --set outer.algorithm=streaming_diloco --set outer.fragments=2 --set outer.overlap_steps=2 --set outer.dtype=fp4 \
+    --set outer.mix_alpha=0.5 --set run.name=streaming >/dev/null
+run --set outer.algorithm=noloco --set outer.replicas=4 --set outer.group_size=2 --set outer.momentum=0.5 \
+    --set run.name=noloco >/dev/null
+for name in streaming noloco; do
+  id="$("$tw" --db "$db" runs list | awk -v n="$name" '$2 == n {print $1}')"
+  "$tw" --db "$db" runs show "$id" | grep -q "finished" || fail "$name did not finish"
+  rt="$("$tw" --db "$db" runs retime "$id" --network home-20m)"
+  awk '$1 ~ /^replica-/ {n++; if ($2 != $3) bad = 1} END {exit (bad || n < 2)}' <<<"$rt" \
+    || fail "$name: retime on the same network differs from the recorded clocks: $rt"
+done
+
 # Two real `thinwire node` processes over TCP loopback: the run finishes, its metrics are stored,
 # and the losses equal the same layout on threads (same seed, same data parts).
 out="$(run --set outer.algorithm=ddp --set cluster.mode=local --set run.name=ddp-local)"
