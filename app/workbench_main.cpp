@@ -30,6 +30,9 @@ struct Args {
     int width = 1600, height = 900;
     std::string hover;  // "FX,FY": mouse at this fraction of the plot area (headless tooltips)
     std::string tab = "Plots";
+    std::string x_axis = "step";  // step | tokens | bytes | sim | wall
+    bool log_x = false;
+    bool val_only = false;
     std::string layout; // load this layout into the editor
     bool start = false; // and start it
     double wait_s = 0;  // with --screenshot: keep rendering at least this long (a live run's progress)
@@ -56,6 +59,12 @@ int loop(const Args& a, GLFWwindow* window) {
     opts.db_path = a.db;
     opts.open_runs.insert(a.open.begin(), a.open.end());
     opts.tab = a.tab;
+    const char* axes[] = {"step", "tokens", "bytes", "sim", "wall"};
+    for (int i = 0; i < 5; ++i)
+        if (a.x_axis == axes[i]) opts.x_axis = static_cast<tw::ui::XAxis>(i);
+    opts.log_x = a.log_x;
+    opts.show_train = !a.val_only;
+    if (a.val_only) opts.smoothing = 0;  // a few validation points: show them as they are
     tw::ui::Workbench wb(opts, driver);
     if (!a.layout.empty()) tw::check(wb.load_layout(a.layout));
     if (a.start) tw::check(wb.start());
@@ -127,6 +136,10 @@ int main(int argc, char** argv) {
     app.add_option("--width", a.width)->capture_default_str();
     app.add_option("--height", a.height)->capture_default_str();
     app.add_option("--tab", a.tab, "first tab: Plots, \"Bytes and time\" or History")->capture_default_str();
+    app.add_option("--x-axis", a.x_axis, "plots' x-axis: step, tokens, bytes, sim or wall")
+        ->check(CLI::IsMember({"step", "tokens", "bytes", "sim", "wall"}))->capture_default_str();
+    app.add_flag("--log-x", a.log_x, "log x-axis");
+    app.add_flag("--val-only", a.val_only, "plot validation loss only");
     app.add_option("--layout", a.layout, "load this layout (TOML) into the editor");
     app.add_flag("--start", a.start, "start the loaded layout at once");
     app.add_option("--wait-s", a.wait_s, "with --screenshot: render at least this many seconds first (a live run)");

@@ -11,6 +11,9 @@ Workbench::Workbench(WorkbenchOptions opts, RunDriver& driver)
     : opts_(std::move(opts)), driver_(driver), cache_(opts_.db_path) {
     view_.runs = opts_.open_runs;
     history_.db_path = opts_.db_path;
+    plots_.set_axis(opts_.x_axis, opts_.log_x);
+    plots_.set_show_train(opts_.show_train);
+    plots_.set_smoothing(opts_.smoothing);
     cache_.want(view_.runs);
 }
 

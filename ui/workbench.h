@@ -25,6 +25,10 @@ struct WorkbenchOptions {
     std::string db_path = "thinwire.db";
     std::set<int64_t> open_runs;  // runs overlaid from the start (--open)
     std::string tab = "Plots";    // the right-hand tab shown first: Plots, Bytes and time, History
+    XAxis x_axis = XAxis::kStep;  // the plots' first x-axis
+    bool log_x = false;
+    bool show_train = true;       // training-loss curves (validation curves are always offered)
+    float smoothing = 0.8f;       // debiased EMA weight of the plots
 };
 
 class Workbench {

@@ -17,6 +17,10 @@ enum class XAxis : int { kStep = 0, kTokens = 1, kBytes = 2, kSimTime = 3, kWall
 
 class PlotsPanel {
 public:
+    // The first x-axis and its scale (e.g. --x-axis bytes --log-x for a loss-per-byte screenshot).
+    void set_axis(XAxis axis, bool log_x) { axis_ = static_cast<int>(axis), log_x_ = log_x; }
+    void set_show_train(bool on) { show_train_ = on; }
+    void set_smoothing(float alpha) { smoothing_ = alpha; }
     void draw(ViewState& v);
     PlotRect last_rect() const { return rect_; }
 
