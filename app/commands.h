@@ -29,5 +29,6 @@ Command add_node(CLI::App& app, const Globals& g);
 // Subcommands of `bench` in files of their own: each adds itself under `bench` and returns its action.
 Command add_bench_ingest(CLI::App& bench, const Globals& g);
 std::vector<Command> add_bench_net(CLI::App& bench);  // `bench transport` and `bench outer`
+Command add_bench_codec(CLI::App& bench);             // `bench codec`
 
 }  // namespace tw::cli

@@ -21,16 +21,27 @@ double median(std::vector<double> v) {
     return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// Calls round(false) for the warm-up, then round(true) for the timed repetitions; each phase runs
+// at least its count of rounds and at least cfg.min_time_s.
+template <class Round>
+void repeat(const CodecBenchConfig& cfg, Round&& round) {
+    for (bool timed : {false, true}) {
+        const auto t0 = Clock::now();
+        const int64_t count = timed ? cfg.reps : cfg.warmup;
+        for (int64_t r = 0; r < count || since(t0) < cfg.min_time_s; ++r) round(timed);
+    }
+}
+
 CodecBenchRow memcpy_row(const torch::Tensor& x, const CodecBenchConfig& cfg) {
     const size_t bytes = static_cast<size_t>(x.numel()) * 4;
     std::vector<uint8_t> dst(bytes, 1);  // touched once: no page faults inside the timing
     std::vector<double> t;
-    for (int64_t r = 0; r < cfg.warmup + cfg.reps; ++r) {
+    repeat(cfg, [&](bool timed) {
         const auto t0 = Clock::now();
         std::memcpy(dst.data(), x.data_ptr<float>(), bytes);
         const double s = since(t0);
-        if (r >= cfg.warmup) t.push_back(s);
-    }
+        if (timed) t.push_back(s);
+    });
     CodecBenchRow row;
     row.codec = "memcpy";
     row.wire_bytes = bytes;
@@ -42,7 +53,7 @@ CodecBenchRow codec_row(const Codec& codec, const std::string& label, const torc
                         const CodecBenchConfig& cfg) {
     std::vector<uint8_t> wire;
     std::vector<double> enc, dec, tot;
-    for (int64_t r = 0; r < cfg.warmup + cfg.reps; ++r) {
+    repeat(cfg, [&](bool timed) {
         wire.clear();
         torch::Tensor out;
         const auto t0 = Clock::now();
@@ -52,12 +63,12 @@ CodecBenchRow codec_row(const Codec& codec, const std::string& label, const torc
         size_t off = 0;
         check(codec.decode(wire.data(), wire.size(), off, x.sizes(), out));
         const double d = since(t1);
-        if (r >= cfg.warmup) {
+        if (timed) {
             enc.push_back(e);
             dec.push_back(d);
             tot.push_back(e + d);
         }
-    }
+    });
     CodecBenchRow row;
     row.codec = label;
     row.wire_bytes = wire.size();

@@ -13,19 +13,21 @@ namespace tw {
 struct CodecBenchConfig {
     std::vector<std::pair<int64_t, int64_t>> shapes = {{1024, 1024}, {2048, 2048}, {4096, 4096}, {8192, 8192}};
     std::vector<int64_t> sparse_k = {64, 128};  // SparseLoCo rows: k per 64×64 tile
-    int64_t reps = 3;    // timed repetitions per cell; the cell reports medians
-    int64_t warmup = 1;  // untimed repetitions first
-    uint64_t seed = 0;   // the input is N(0, 1) from this seed
+    int64_t reps = 3;          // timed repetitions per cell (at least; see min_time_s); medians reported
+    int64_t warmup = 1;        // untimed repetitions first (at least; see min_time_s)
+    double min_time_s = 0.25;  // warm-up and timing each run until this much time has passed too:
+                               // small cells need ~10 rounds before glibc's heap stops growing
+    uint64_t seed = 0;         // the input is N(0, 1) from this seed
 };
 
 struct CodecBenchRow {
-    std::string codec;          // "memcpy", "fp32", "bf16", "int8", "fp4", "sparseloco k=64", ...
+    std::string codec;  // "memcpy", "fp32", "bf16", "int8", "fp4", "sparseloco k=64", ...
     int64_t rows = 0, cols = 0;
     int64_t numel = 0;
-    uint64_t wire_bytes = 0;    // encoded size (memcpy: the fp32 bytes)
-    double encode_s = 0;        // median encode (memcpy: the copy)
-    double decode_s = 0;        // median decode into a fresh dense tensor (memcpy: 0)
-    double total_s = 0;         // median of encode + decode of the same repetition
+    uint64_t wire_bytes = 0;  // encoded size (memcpy: the fp32 bytes)
+    double encode_s = 0;      // median encode (memcpy: the copy)
+    double decode_s = 0;      // median decode into a fresh dense tensor (memcpy: 0)
+    double total_s = 0;       // median of encode + decode of the same repetition
     double gbps() const { return total_s > 0 ? 4.0 * static_cast<double>(numel) / total_s / 1e9 : 0; }
 };
 

@@ -72,19 +72,28 @@ def topk_chunked(x, block, k):
     kmax = int(kept.max())
     run = a.shape[1]
     top = torch.topk(a, min(kmax + 1, run), dim=1, sorted=True)
-    if kmax < run and bool((kept == kmax).all()) and not bool((top.values[:, kmax - 1] == top.values[:, kmax]).any()):
-        # No tie at the boundary of any chunk: topk's set is the answer; order it by position.
-        pos = top.indices[:, :kmax].sort(dim=1).values
+    if kmax < run and bool((kept == kmax).all()):
+        # Every chunk keeps kmax: topk's set is the answer unless the kmax-th and (kmax+1)-th
+        # values tie; only those chunks take the tie rule.
+        pos = top.indices[:, :kmax].clone()
+        tied = (top.values[:, kmax - 1] == top.values[:, kmax]).nonzero(as_tuple=True)[0]
+        if tied.numel():
+            pos[tied] = tie_rule(a[tied], top.values[tied, kmax - 1:kmax], kept[tied]).nonzero(as_tuple=True)[1].view(-1, kmax)
+        pos = pos.sort(dim=1).values
         chunk = torch.arange(a.shape[0])[:, None].expand_as(pos)
         return flat_index(chunk, pos, geom, block).reshape(-1)
-    # General case: T = the k_n-th largest; keep > T, then entries == T lowest position first.
-    t = top.values.gather(1, (kept - 1)[:, None])
+    mask = tie_rule(a, top.values.gather(1, (kept - 1)[:, None]), kept)
+    chunk, pos = mask.nonzero(as_tuple=True)  # row-major: chunk order, ascending positions
+    return flat_index(chunk, pos, geom, block)
+
+
+def tie_rule(a, t, kept):
+    """Mask of the kept entries of chunks `a` whose k_n-th largest is t: keep > t, then entries
+    equal to t lowest position first."""
     gt = a > t
     eq = a == t
     need = kept - gt.sum(1)
-    mask = gt | (eq & (eq.cumsum(1) <= need[:, None]))
-    chunk, pos = mask.nonzero(as_tuple=True)  # row-major: chunk order, ascending positions
-    return flat_index(chunk, pos, geom, block)
+    return gt | (eq & (eq.cumsum(1) <= need[:, None]))
 
 
 def quantize_2bit(v):
@@ -135,6 +144,7 @@ def fixture_cases():
         (16, 8, randn(3, 17, 29)),
         (16, 8, ties),
         (32, 128, randn(96, 40)),
+        (16, 8, torch.randint(-2, 3, (64, 128), generator=g).float()),  # full tiles, ties at most boundaries
         (64, 64, torch.tensor([-2.5])),
         (64, 64, torch.full((5,), 0.75)),
     ]
@@ -161,26 +171,31 @@ def write_fixture(path):
 
 # ---- benchmark for `thinwire bench codec` ------------------------------------------------------
 
-def bench(rows, cols, block, k, reps, warmup, seed):
+def bench(rows, cols, block, k, reps, warmup, min_time, seed):
+    """Medians of >= reps timed rounds lasting >= min_time s, after >= warmup rounds and >= min_time s."""
     torch.manual_seed(seed)
     x = torch.randn(rows, cols)
     n = x.numel()
     enc, dec = [], []
-    for i in range(warmup + reps):
-        t0 = time.perf_counter()
-        flat, shift, lookup, code = encode(x, block, k)
-        t1 = time.perf_counter()
-        out = decode(x.shape, flat, shift, lookup, code)
-        t2 = time.perf_counter()
-        if i >= warmup:
-            enc.append(t1 - t0)
-            dec.append(t2 - t1)
-        del out
+    for timed, count in ((False, warmup), (True, reps)):
+        start = time.perf_counter()
+        i = 0
+        while i < count or time.perf_counter() - start < min_time:
+            t0 = time.perf_counter()
+            flat, shift, lookup, code = encode(x, block, k)
+            t1 = time.perf_counter()
+            out = decode(x.shape, flat, shift, lookup, code)
+            t2 = time.perf_counter()
+            if timed:
+                enc.append(t1 - t0)
+                dec.append(t2 - t1)
+            del out
+            i += 1
     tot = sorted(e + d for e, d in zip(enc, dec))
     med = lambda v: sorted(v)[len(v) // 2]
     print(json.dumps({"impl": "pytorch", "torch": torch.__version__, "threads": torch.get_num_threads(),
                       "rows": rows, "cols": cols, "numel": n, "block": block, "k": k, "kept": int(flat.numel()),
-                      "reps": reps, "encode_s": med(enc), "decode_s": med(dec), "total_s": tot[len(tot) // 2],
+                      "reps": len(enc), "encode_s": med(enc), "decode_s": med(dec), "total_s": tot[len(tot) // 2],
                       "gbps": 4.0 * n / tot[len(tot) // 2] / 1e9}))
 
 
@@ -193,6 +208,7 @@ def main():
     ap.add_argument("--ks", default="64", help="comma-separated k values")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--min-time", type=float, default=0.25, help="seconds of warm-up and of timing, at least")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
@@ -203,7 +219,7 @@ def main():
         for shape in a.shapes.split(","):
             rows, cols = (int(v) for v in shape.lower().split("x"))
             for k in a.ks.split(","):
-                bench(rows, cols, a.block, int(k), a.reps, a.warmup, a.seed)
+                bench(rows, cols, a.block, int(k), a.reps, a.warmup, a.min_time, a.seed)
                 sys.stdout.flush()
     else:
         ap.print_help()

@@ -62,7 +62,8 @@ std::vector<int64_t> ref_topk(const torch::Tensor& x, const TopkConfig& cfg) {
         for (int64_t f : chunk) e.push_back({-std::fabs(p[f]), f});
         std::sort(e.begin(), e.end());
         std::vector<int64_t> kept;
-        for (int64_t i = 0; i < ref_kept(static_cast<int64_t>(chunk.size()), cfg.k, cfg.block); ++i) kept.push_back(e[i].second);
+        for (int64_t i = 0; i < ref_kept(static_cast<int64_t>(chunk.size()), cfg.k, cfg.block); ++i)
+            kept.push_back(e[i].second);
         std::sort(kept.begin(), kept.end());
         out.insert(out.end(), kept.begin(), kept.end());
     }
@@ -97,7 +98,7 @@ std::vector<std::unique_ptr<Codec>> all_codecs() {
 
 TEST(Codec, TopkSelectsTheLargestMagnitudesOfEveryChunkAsASortDoes) {
     torch::manual_seed(11);
-    const std::vector<std::vector<int64_t>> shapes = {{130, 75}, {64, 64}, {1, 300}, {200, 1}, {65, 129}, {8193},
+    const std::vector<std::vector<int64_t>> shapes = {{130, 75}, {64, 64}, {1, 300},    {200, 1},     {65, 129}, {8193},
                                                       {5},       {4096},   {3, 50, 70}, {2, 3, 4, 5}, {97, 64}};
     const std::vector<TopkConfig> cfgs = {{64, 64}, {64, 128}, {16, 8}, {8, 2}, {5, 4}};
     int checked = 0;
@@ -153,9 +154,9 @@ TEST(Codec, ChunkCountsFollowTheTailRule) {
 }
 
 TEST(Codec, FactoryRejectsTopkConfigsThatCannotTravel) {
-    EXPECT_THROW(make_sparseloco_codec({64, 63}), c10::Error);   // odd k
-    EXPECT_THROW(make_sparseloco_codec({65, 64}), c10::Error);   // positions ≥ 4096 do not fit 12 bits
-    EXPECT_THROW(make_sparseloco_codec({4, 18}), c10::Error);    // k > block²
+    EXPECT_THROW(make_sparseloco_codec({64, 63}), c10::Error);  // odd k
+    EXPECT_THROW(make_sparseloco_codec({65, 64}), c10::Error);  // positions ≥ 4096 do not fit 12 bits
+    EXPECT_THROW(make_sparseloco_codec({4, 18}), c10::Error);   // k > block²
     EXPECT_THROW(make_sparseloco_codec({64, 0}), c10::Error);
     EXPECT_NO_THROW(make_sparseloco_codec({64, 4096}));
 }
@@ -306,6 +307,19 @@ TEST(Codec, SparseLoCoSendsTheQuantisedTopk) {
     for (int b = 0; b < 4; ++b) EXPECT_EQ(read_f32(wire.data() + 4 + 4 * b), q.lookup[b]);
     const int64_t first = sp.index[0];  // tile (0, 0): position = r·64 + c
     EXPECT_EQ(unpack12(wire.data() + 20, 1)[0], (first / 90) * 64 + first % 90);
+    // Every position on the wire is the entry's place in its chunk's row-major order, edge tiles
+    // (64 × 26, 22 × 64, 22 × 26 here) counting rows of their own width.
+    const auto positions = unpack12(wire.data() + 20, sp.index.size());
+    size_t t = 0;
+    for (const auto& chunk : ref_chunks(x.sizes(), 64)) {
+        const int64_t kn = ref_kept(static_cast<int64_t>(chunk.size()), 64, 64);
+        for (int64_t i = 0; i < kn; ++i, ++t) {
+            const auto at = std::find(chunk.begin(), chunk.end(), sp.index[t]);
+            ASSERT_NE(at, chunk.end());
+            ASSERT_EQ(positions[t], at - chunk.begin()) << "kept entry " << t;
+        }
+    }
+    EXPECT_EQ(t, sp.index.size());
 }
 
 TEST(Codec, ErrorFeedbackKeepsWhatWasNotSent) {
@@ -353,7 +367,8 @@ TEST(Codec, ErrorFeedbackKeepsWhatWasNotSent) {
                 ASSERT_EQ(bits(back), bits(pe[f])) << f;
                 continue;
             }
-            const bool exact_sub = static_cast<double>(pe[f]) - static_cast<double>(pd[f]) == static_cast<double>(pn[f]);
+            const bool exact_sub =
+                static_cast<double>(pe[f]) - static_cast<double>(pd[f]) == static_cast<double>(pn[f]);
             if (exact_sub) {
                 ASSERT_EQ(bits(back), bits(pe[f])) << f;
             }
@@ -370,9 +385,10 @@ TEST(Codec, ErrorFeedbackKeepsWhatWasNotSent) {
         }
     }
     EXPECT_GT(inexact, 0) << "mixed-scale tensor: some subtractions round";
-    std::printf("error feedback: %lld of %lld entries selected; identity exact off them, and at %lld of them "
-                "(the other %lld differ by fp32 rounding of e − decode)\n",
-                (long long)selected, (long long)total, (long long)(selected - inexact), (long long)inexact);
+    std::printf(
+        "error feedback: %lld of %lld entries selected; identity exact off them, and at %lld of them "
+        "(the other %lld differ by fp32 rounding of e − decode)\n",
+        (long long)selected, (long long)total, (long long)(selected - inexact), (long long)inexact);
     EXPECT_GT(selected, 0);
 }
 
@@ -380,9 +396,9 @@ TEST(Codec, ErrorFeedbackKeepsWhatWasNotSent) {
 
 TEST(Codec, WireBytesEqualEncodeAndTheFormulas) {
     torch::manual_seed(15);
-    const std::vector<std::vector<int64_t>> shapes = {{},       {0},     {1},         {7},       {4096},  {4097},
-                                                      {3, 5, 7}, {64, 64}, {65, 63}, {1, 1000}, {1000, 1}, {0, 5},
-                                                      {130, 200}, {2, 3, 4, 5}, {128, 4096}};
+    const std::vector<std::vector<int64_t>> shapes = {{},        {0},       {1},        {7},          {4096},
+                                                      {4097},    {3, 5, 7}, {64, 64},   {65, 63},     {1, 1000},
+                                                      {1000, 1}, {0, 5},    {130, 200}, {2, 3, 4, 5}, {128, 4096}};
     // SparseLoCo: 20 + 3·ceil(K/2) + ceil(K/4), K = Σ k_n from the independent chunk model.
     auto sparse_formula = [](TopkConfig cfg) {
         return [cfg](at::IntArrayRef s, uint64_t) {
@@ -455,7 +471,7 @@ TEST(Codec, Fp32IsExactAndBf16RoundsAsTorchDoes) {
     auto y = torch::cat({x.view(-1), torch::tensor({1.0f + 1.0f / 256, 1.0f + 3.0f / 256, -0.0f})});
     auto d = roundtrip(*make_dense_codec(true), y);
     EXPECT_TRUE(torch::equal(d, y.to(torch::kBFloat16).to(torch::kFloat32)));
-    EXPECT_EQ(d[-3].item<float>(), 1.0f);              // 1 + 2^−8 ties to even 1
+    EXPECT_EQ(d[-3].item<float>(), 1.0f);               // 1 + 2^−8 ties to even 1
     EXPECT_EQ(d[-2].item<float>(), 1.0f + 4.0f / 256);  // 1 + 3·2^−8 ties to even 1 + 2^−6
     EXPECT_TRUE(std::signbit(d[-1].item<float>()));
 }
@@ -493,8 +509,10 @@ TEST(Codec, Fp4OnHandComputedValues) {
     ASSERT_EQ(wire.size(), 4u + 6);
     EXPECT_EQ(read_f32(wire.data()), 8.0f);
     // codes: 7, 15, 0, 1, 0, 6, 7, 14, 4, 1, 0 (a tiny negative is code 0, never sign + zero)
-    EXPECT_EQ(std::vector<uint8_t>(wire.begin() + 4, wire.end()), (std::vector<uint8_t>{0xF7, 0x10, 0x60, 0xE7, 0x14, 0x00}));
-    EXPECT_TRUE(torch::equal(d, torch::tensor({8.0f, -8.0f, 0.0f, 0.125f, 0.0f, 4.0f, 8.0f, -4.0f, 1.0f, 0.125f, 0.0f})));
+    EXPECT_EQ(std::vector<uint8_t>(wire.begin() + 4, wire.end()),
+              (std::vector<uint8_t>{0xF7, 0x10, 0x60, 0xE7, 0x14, 0x00}));
+    EXPECT_TRUE(
+        torch::equal(d, torch::tensor({8.0f, -8.0f, 0.0f, 0.125f, 0.0f, 4.0f, 8.0f, -4.0f, 1.0f, 0.125f, 0.0f})));
     // Every decoded magnitude is a level, and the chosen level is log2-nearest, on random data.
     torch::manual_seed(17);
     auto r = torch::randn({4001});
@@ -647,7 +665,8 @@ TEST(Codec, MatchesPyTorchReferenceFixture) {
     // step; a flip would need a double sum within that distance of an fp32 rounding midpoint.
     const std::string path = source_dir() + "/fixtures/sparseloco_reference.bin";
     if (const char* w = std::getenv("WRITE_FIXTURE"); w && std::string(w) == "1") {
-        const std::string cmd = "/usr/bin/python3 " + source_dir() + "/../bench/reference_sparseloco.py --fixture " + path;
+        const std::string cmd =
+            "/usr/bin/python3 " + source_dir() + "/../bench/reference_sparseloco.py --fixture " + path;
         ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     }
     std::ifstream in(path, std::ios::binary);
@@ -684,12 +703,14 @@ TEST(Codec, MatchesPyTorchReferenceFixture) {
         std::vector<uint8_t> wire;
         ASSERT_TRUE(codec->encode(x, wire).is_ok());
         EXPECT_EQ(bits(read_f32(wire.data())), bits(ref_shift)) << "case " << c;
-        for (int b = 0; b < 4; ++b) EXPECT_EQ(bits(read_f32(wire.data() + 4 + 4 * b)), bits(ref_lookup[b])) << "case " << c;
+        for (int b = 0; b < 4; ++b)
+            EXPECT_EQ(bits(read_f32(wire.data() + 4 + 4 * b)), bits(ref_lookup[b])) << "case " << c;
         size_t off = 0;
         SparsePayload sp;
         ASSERT_TRUE(codec->decode_sparse(wire.data(), wire.size(), off, x.sizes(), sp).is_ok());
         ASSERT_EQ(sp.index, ref_index) << "case " << c << " shape " << x.sizes();
-        for (int64_t i = 0; i < K; ++i) ASSERT_EQ(bits(sp.value[i]), bits(ref_value[i])) << "case " << c << " entry " << i;
+        for (int64_t i = 0; i < K; ++i)
+            ASSERT_EQ(bits(sp.value[i]), bits(ref_value[i])) << "case " << c << " entry " << i;
         off = 0;
         torch::Tensor dense;
         ASSERT_TRUE(codec->decode(wire.data(), wire.size(), off, x.sizes(), dense).is_ok());
