@@ -16,6 +16,7 @@
 
 #include "app/workbench_driver.h"
 #include "ui/plot/frame_bench.h"
+#include "ui/plot/gl_window.h"
 #include "ui/plot/png.h"
 #include "ui/workbench.h"
 
@@ -37,21 +38,6 @@ struct Args {
     bool start = false; // and start it
     double wait_s = 0;  // with --screenshot: keep rendering at least this long (a live run's progress)
 };
-
-// OpenGL 3.3 core first (ImGui wants ≥ 3.2 for 32-bit-indexed large draw lists), then 3.0.
-GLFWwindow* open_window(const Args& a, const char** glsl) {
-    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
-    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-    glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
-    *glsl = "#version 150";
-    if (GLFWwindow* w = glfwCreateWindow(a.width, a.height, "thinwire workbench", nullptr, nullptr)) return w;
-    glfwDefaultWindowHints();
-    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
-    *glsl = "#version 130";
-    return glfwCreateWindow(a.width, a.height, "thinwire workbench", nullptr, nullptr);
-}
 
 int loop(const Args& a, GLFWwindow* window) {
     tw::cli::SessionDriver driver(a.db, tw::cli::sibling_thinwire_exe());
@@ -152,7 +138,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     const char* glsl = nullptr;
-    GLFWwindow* window = open_window(a, &glsl);
+    GLFWwindow* window = tw::ui::open_gl3_window(a.width, a.height, "thinwire workbench", &glsl);
     if (!window) {
         std::fprintf(stderr, "thinwire-workbench: cannot create an OpenGL 3 window\n");
         glfwTerminate();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ui/plot/frame_bench.h"
+#include "ui/plot/gl_window.h"
 #include "ui/plot/plot_widget.h"
 #include "ui/plot/png.h"
 
@@ -101,21 +102,6 @@ bool parse(int argc, char** argv, Args& a) {
     return true;
 }
 
-// OpenGL 3.3 core (GLSL 150) first: ImGui needs GL >= 3.2 for 16-bit indices past 64k vertices per
-// window. Falls back to 3.0 (GLSL 130), which Mesa's llvmpipe also serves as a newer context.
-GLFWwindow* open_window(const Args& a, const char** glsl) {
-    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
-    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
-    glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
-    *glsl = "#version 150";
-    if (GLFWwindow* w = glfwCreateWindow(a.width, a.height, "thinwire plot demo", nullptr, nullptr)) return w;
-    glfwDefaultWindowHints();
-    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
-    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
-    *glsl = "#version 130";
-    return glfwCreateWindow(a.width, a.height, "thinwire plot demo", nullptr, nullptr);
-}
 
 const char* kSettings[] = {"ddp",
                            "diloco H=15 lr=0.7",
@@ -238,7 +224,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     const char* glsl = nullptr;
-    GLFWwindow* window = open_window(a, &glsl);
+    GLFWwindow* window = tw::ui::open_gl3_window(a.width, a.height, "thinwire plot demo", &glsl);
     if (!window) {
         std::fprintf(stderr, "tw_plot_demo: cannot open an OpenGL 3.3 or 3.0 window\n");
         glfwTerminate();
