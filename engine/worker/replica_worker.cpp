@@ -46,6 +46,9 @@ private:
         rows_.push_back({role_.name, step, outer_step_, since_s(t0_), sim_s_, name, v});
     }
     void record_bytes(int64_t step);
+    // The metrics every synchronisation round reports, whatever the algorithm.
+    void record_round(int64_t step, uint64_t bytes, int64_t hops, double compute_s, double comm_s, double exposed_s);
+    ByteCounters total_bytes() const;  // the mesh's and the Gloo group's counters added up
     WorkerSummary summarise() const;
     double evaluate_global();
     bool is_evaluator() const { return role_.replica == 0 && role_.rank == 0; }
@@ -63,8 +66,7 @@ private:
     LinkClass grad_link_ = LinkClass::kIntraReplica;
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
-    double sim_s_ = 0, compute_s_ = 0, exposed_s_ = 0, round_compute_s_ = 0, step_start_sim_s_ = 0;
-    Clock::time_point step_t0_;
+    double sim_s_ = 0, compute_s_ = 0, exposed_s_ = 0, round_compute_s_ = 0;
     int64_t outer_step_ = -1;
     int64_t n_params_ = 0;
     double last_loss_ = NAN, last_val_ = NAN;
@@ -153,12 +155,7 @@ Status ReplicaWorker::ddp_round(int64_t step, double step_compute_s) {
     const double exposed = end_s - sim_s_;
     sim_s_ = end_s;
     exposed_s_ += exposed;
-    record(step, "round.bytes", static_cast<double>(bytes));
-    record(step, "round.hops", static_cast<double>(hops));
-    record(step, "round.compute_s", step_compute_s);
-    record(step, "round.comm_s", end_s - *std::max_element(clocks.begin(), clocks.end()));
-    record(step, "round.exposed_comm_s", exposed);
-    record(step, "round.utilisation", step_compute_s / (step_compute_s + exposed));
+    record_round(step, bytes, hops, step_compute_s, end_s - *std::max_element(clocks.begin(), clocks.end()), exposed);
     return Status::ok();
 }
 
@@ -207,8 +204,8 @@ Status ReplicaWorker::outer_round(int64_t step) {
         sim_s_ += exposed;
         exposed_s_ += exposed;
     }
-    record(step, "round.bytes", static_cast<double>(rep.bytes_sent));
-    record(step, "round.hops", static_cast<double>(rep.hops));
+    record_round(step, rep.bytes_sent, rep.hops, round_compute_s_,
+                 transfer_s(net_.outer, rep.bytes_sent) + (rep.hops - 1) * net_.outer.latency_s, exposed);
     if (rep.overlap_steps > 0) record(step, "round.overlap_steps", static_cast<double>(rep.overlap_steps));
     if (!rep.members.empty()) {
         uint64_t mask = 0;
@@ -216,10 +213,6 @@ Status ReplicaWorker::outer_round(int64_t step) {
             if (m < 64) mask |= uint64_t{1} << m;
         record(step, "round.group_mask", static_cast<double>(mask));
     }
-    record(step, "round.compute_s", round_compute_s_);
-    record(step, "round.comm_s", transfer_s(net_.outer, rep.bytes_sent) + (rep.hops - 1) * net_.outer.latency_s);
-    record(step, "round.exposed_comm_s", exposed);
-    record(step, "round.utilisation", round_compute_s_ / (round_compute_s_ + exposed));
     round_compute_s_ = 0;
     return Status::ok();
 }
@@ -244,12 +237,27 @@ double ReplicaWorker::evaluate_global() {
     return v;
 }
 
-void ReplicaWorker::record_bytes(int64_t step) {
+void ReplicaWorker::record_round(int64_t step, uint64_t bytes, int64_t hops, double compute_s, double comm_s,
+                                 double exposed_s) {
+    record(step, "round.bytes", static_cast<double>(bytes));
+    record(step, "round.hops", static_cast<double>(hops));
+    record(step, "round.compute_s", compute_s);
+    record(step, "round.comm_s", comm_s);
+    record(step, "round.exposed_comm_s", exposed_s);
+    record(step, "round.utilisation", compute_s / (compute_s + exposed_s));
+}
+
+ByteCounters ReplicaWorker::total_bytes() const {
     ByteCounters total;
     for (const ByteCounters* c : {mesh_ ? &mesh_->counters() : nullptr, grads_ ? &grads_->counters() : nullptr}) {
         if (!c) continue;
         for (int k = 0; k < 3; ++k) total.sent_bytes[k] += c->sent_bytes[k], total.recv_bytes[k] += c->recv_bytes[k];
     }
+    return total;
+}
+
+void ReplicaWorker::record_bytes(int64_t step) {
+    const ByteCounters total = total_bytes();
     for (int k = 0; k < 3; ++k) {
         if (total.sent_bytes[k] == 0 && total.recv_bytes[k] == 0) continue;
         const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
@@ -325,13 +333,11 @@ WorkerSummary ReplicaWorker::summarise() const {
                       {"exposed_comm_s", exposed_s_},
                       {"utilisation", compute_s_ / (compute_s_ + exposed_s_)},
                       {"wall_s", since_s(t0_)}};
-    for (const ByteCounters* c : {mesh_ ? &mesh_->counters() : nullptr, grads_ ? &grads_->counters() : nullptr}) {
-        if (!c) continue;
-        for (int k = 0; k < 3; ++k) {
-            const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
-            out[base + ".sent"] += static_cast<double>(c->sent_bytes[k]);
-            out[base + ".recv"] += static_cast<double>(c->recv_bytes[k]);
-        }
+    const ByteCounters total = total_bytes();
+    for (int k = 0; k < 3; ++k) {
+        const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
+        out[base + ".sent"] = static_cast<double>(total.sent_bytes[k]);
+        out[base + ".recv"] = static_cast<double>(total.recv_bytes[k]);
     }
     return out;
 }
