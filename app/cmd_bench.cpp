@@ -55,6 +55,7 @@ Command add_bench(CLI::App& app, const Globals& g) {
     std::vector<Command> more;  // bench subcommands defined in files of their own, one line each
     more.push_back(add_bench_ingest(*sub, g));
     more.push_back(add_bench_codec(*sub));
+    more.push_back(add_bench_subspace(*sub));
     for (auto& c : add_bench_net(*sub)) more.push_back(c);  // bench transport, bench outer
     return {sub, [args, more] {
                 for (auto& [cmd, action] : more)

@@ -35,16 +35,16 @@ double figure(const WorkerSummary& s, const std::string& k) {
 }
 
 void print_nodes(const SessionResult& r) {
-    std::printf("  %-12s %6s %10s %9s %14s %14s %14s %10s %8s\n", "node", "steps", "train loss", "val loss",
-                "outer sent B", "outer recv B", "intra sent B", "sim (s)", "util");
+    std::printf("  %-12s %6s %10s %9s %14s %14s %14s %14s %10s %8s\n", "node", "steps", "train loss", "val loss",
+                "outer sent B", "outer recv B", "intra sent B", "stage sent B", "sim (s)", "util");
     for (auto& n : r.nodes) {
         const WorkerSummary& s = r.summary.at(n);
         const double val = figure(s, "val.loss");
         char val_text[16] = "-";
         if (s.count("val.loss") && !std::isnan(val)) std::snprintf(val_text, sizeof val_text, "%.4f", val);
-        std::printf("  %-12s %6.0f %10.4f %9s %14.0f %14.0f %14.0f %10.2f %7.1f%%\n", n.c_str(), figure(s, "steps"),
-                    figure(s, "train.loss"), val_text,
-                    figure(s, "bytes.outer.sent"), figure(s, "bytes.outer.recv"), figure(s, "bytes.intra.sent"),
+        std::printf("  %-12s %6.0f %10.4f %9s %14.0f %14.0f %14.0f %14.0f %10.2f %7.1f%%\n", n.c_str(),
+                    figure(s, "steps"), figure(s, "train.loss"), val_text, figure(s, "bytes.outer.sent"),
+                    figure(s, "bytes.outer.recv"), figure(s, "bytes.intra.sent"), figure(s, "bytes.stage.sent"),
                     figure(s, "sim_s"), 100 * figure(s, "utilisation"));
     }
 }
@@ -72,20 +72,29 @@ void print_comparison(const RunPlan& plan, const std::vector<SessionResult>& res
     std::vector<std::string> nets{plan.runs.front().second.network.profile};
     for (auto& n : plan.report_networks)
         if (std::find(nets.begin(), nets.end(), n) == nets.end()) nets.push_back(n);
-    std::printf("\n%-22s %6s %9s %16s", "run", "id", "val loss", "sent/replica B");
+    // Pipeline runs are not re-timed (their schedule is not a per-round trace): they show the
+    // recorded network's simulated time only. util is the mean over nodes on the recorded network.
+    std::printf("\n%-26s %6s %9s %16s %14s %14s %7s", "run", "id", "val loss", "sent/replica B", "outer B",
+                "stage B", "util");
     for (auto& n : nets) std::printf(" %14s", ("sim s " + n).c_str());
     std::printf("\n");
     for (size_t i = 0; i < results.size(); ++i) {
         const RunConfig& c = plan.runs[i].second;
         const SessionResult& r = results[i];
-        double val = NAN, sent = 0;
+        double val = NAN, outer = 0, stage = 0, util = 0, sim = 0;
         for (auto& [node, s] : r.summary) {
             if (s.count("val.loss") && !std::isnan(s.at("val.loss"))) val = s.at("val.loss");
-            sent += figure(s, "bytes.outer.sent") + figure(s, "bytes.intra.sent");
+            outer += figure(s, "bytes.outer.sent") + figure(s, "bytes.intra.sent");
+            stage += figure(s, "bytes.stage.sent");
+            util += figure(s, "utilisation") / static_cast<double>(r.summary.size());
+            sim = std::max(sim, figure(s, "sim_s"));
         }
-        std::printf("%-22s %6lld %9.4f %16.0f", c.run.name.c_str(), (long long)r.run_id, val,
-                    sent / static_cast<double>(c.outer.replicas));
-        for (auto& n : nets) std::printf(" %14.2f", retimed_s(c, r, n));
+        std::printf("%-26s %6lld %9.4f %16.0f %14.0f %14.0f %6.1f%%", c.run.name.c_str(), (long long)r.run_id, val,
+                    (outer + stage) / static_cast<double>(c.outer.replicas), outer, stage, 100 * util);
+        for (size_t k = 0; k < nets.size(); ++k) {
+            if (c.cluster.stages > 1) std::printf(" %14s", k == 0 ? std::to_string(sim).substr(0, 8).c_str() : "-");
+            else std::printf(" %14.2f", retimed_s(c, r, nets[k]));
+        }
         std::printf("\n");
     }
 }

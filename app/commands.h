@@ -30,5 +30,6 @@ Command add_node(CLI::App& app, const Globals& g);
 Command add_bench_ingest(CLI::App& bench, const Globals& g);
 std::vector<Command> add_bench_net(CLI::App& bench);  // `bench transport` and `bench outer`
 Command add_bench_codec(CLI::App& bench);             // `bench codec`
+Command add_bench_subspace(CLI::App& bench);          // `bench subspace`
 
 }  // namespace tw::cli

@@ -2,6 +2,7 @@
 #include "app/engine_node.h"
 
 #include "core/layout.h"
+#include "engine/worker/pipeline_worker.h"
 #include "engine/worker/replica_worker.h"
 #include "remote/zmq_collective.h"
 
@@ -28,6 +29,7 @@ WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
         auto set_abort = [raw](std::function<bool()> f) {
             if (raw) raw->set_abort(std::move(f));
         };
+        if (cfg.cluster.stages > 1) return make_pipeline_worker(cfg, role, std::move(mesh), set_abort);
         return make_replica_worker(cfg, role, std::move(mesh), set_abort);
     };
 }

@@ -53,6 +53,15 @@ public:
                                                                double sim_clock_s = 0,
                                                                std::vector<double>* clocks = nullptr) = 0;
 
+    // Point to point (pipeline stages): messages from one peer arrive in the order it sent them,
+    // apart from the all_gather/exchange rounds, so the two sides only have to agree on the order
+    // of their own sends and receives. `sim_clock_s` travels with the message (framing, not
+    // payload). `count` = false keeps measurement traffic (pipelined evaluation) out of the counters.
+    virtual Status send(int peer, const std::vector<uint8_t>& payload, LinkClass link, double sim_clock_s,
+                        bool count = true) = 0;
+    // The next message from `peer`; its sender's clock goes to `sender_clock_s` when given.
+    virtual Result<std::vector<uint8_t>> recv(int peer, double* sender_clock_s = nullptr) = 0;
+
     virtual const ByteCounters& counters() const = 0;
 };
 

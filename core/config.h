@@ -97,9 +97,33 @@ struct ClusterConfig {
     std::vector<std::string> endpoints;  // remote: control endpoints of running `thinwire node`s, tcp://HOST:PORT
     int64_t nodes = 0;                   // threads/local: nodes to bring up; 0 = as many as the layout needs
     int64_t nodes_per_replica = 1;       // a full replica of n > 1 nodes all-reduces gradients (Gloo) every step
-    int64_t stages = 1;                  // stages per replica; > 1 is a pipeline replica (issue 6)
+    int64_t stages = 1;                  // stages of a pipeline replica ([pipeline]); 1 = full replicas only
     double heartbeat_s = 0.5;            // heartbeat interval, both ways
     double heartbeat_timeout_s = 5;      // a node (or the coordinator) silent this long fails the run
+};
+
+// [pipeline] — pipeline replicas and their compressed boundaries (METHODS.md §5–§7); read when
+// cluster.stages > 1. The last `replicas` of outer.replicas are pipelines of cluster.stages nodes
+// (one stage each); the others are full replicas (whole model, one node).
+struct PipelineConfig {
+    int64_t replicas = -1;               // pipeline replicas, the last ones; -1 = all
+    std::string schedule = "1f1b";       // gpipe | 1f1b
+    int64_t micro_batches = 4;           // m: train.batch_size is split into m micro-batches
+    int64_t rank = 0;                    // subspace rank k of every boundary; 0 = dense activations (no compression)
+    std::vector<int64_t> boundary_ranks; // per boundary (stages − 1 entries), instead of rank
+    std::vector<int64_t> replica_ranks;  // per pipeline replica, instead of rank (0 = that replica sends dense)
+    std::string coord_dtype = "fp32";    // fp32 | bf16 | int8: subspace coordinates on the wire
+    std::string constraint = "project";  // project (W ← U·Uᵀ·W after each step) | reparam (W = U·Z, Z trained)
+    double frozen_std = 1.0;             // std of the frozen embedding T_fixed (METHODS.md §6: N(0, 1))
+    std::string routing = "fixed";       // fixed (own replica's next stage) | random (NoLoCo: a seeded random replica's)
+    // Heterogeneous SparseLoCo adaptations (METHODS.md §7): any of ad1 ad2 ad3 ad5 ad6
+    std::vector<std::string> adaptations = {"ad1", "ad2", "ad6"};
+
+    bool has(const std::string& ad) const {
+        for (auto& a : adaptations)
+            if (a == ad) return true;
+        return false;
+    }
 };
 
 // [run]
@@ -117,6 +141,22 @@ struct RunConfig {
     OuterConfig outer;
     NetworkConfig network;
     ClusterConfig cluster;
+    PipelineConfig pipeline;
+
+    // Pipeline replicas among outer.replicas (0 when cluster.stages == 1).
+    int64_t pipeline_replicas() const {
+        if (cluster.stages <= 1) return 0;
+        return pipeline.replicas < 0 ? outer.replicas : pipeline.replicas;
+    }
+    bool is_pipeline_replica(int64_t r) const { return r >= outer.replicas - pipeline_replicas(); }
+    // Subspace rank of boundary b (stage b → b+1) of replica r; 0 = dense.
+    int64_t boundary_rank(int64_t r, int64_t b) const {
+        if (!is_pipeline_replica(r)) return 0;
+        if (!pipeline.boundary_ranks.empty()) return pipeline.boundary_ranks[static_cast<size_t>(b)];
+        if (!pipeline.replica_ranks.empty())
+            return pipeline.replica_ranks[static_cast<size_t>(r - (outer.replicas - pipeline_replicas()))];
+        return pipeline.rank;
+    }
 };
 
 }  // namespace tw

@@ -4,6 +4,7 @@
 
 #include "core/hash.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -16,7 +17,7 @@
 namespace tw {
 namespace {
 
-using Ptr = std::variant<int64_t*, double*, bool*, std::string*, std::vector<std::string>*>;
+using Ptr = std::variant<int64_t*, double*, bool*, std::string*, std::vector<std::string>*, std::vector<int64_t>*>;
 
 struct Field {
     std::string key;  // dotted, e.g. "model.d_model"
@@ -101,6 +102,18 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"cluster.stages", &c.cluster.stages, 1, 1024},
         {"cluster.heartbeat_s", &c.cluster.heartbeat_s, 0.01, 60},
         {"cluster.heartbeat_timeout_s", &c.cluster.heartbeat_timeout_s, 0.05, 3600},
+
+        {"pipeline.replicas", &c.pipeline.replicas, -1, 1024},
+        {"pipeline.schedule", &c.pipeline.schedule, -inf, inf, {"gpipe", "1f1b"}},
+        {"pipeline.micro_batches", &c.pipeline.micro_batches, 1, 1 << 20},
+        {"pipeline.rank", &c.pipeline.rank, 0, 65536},
+        {"pipeline.boundary_ranks", &c.pipeline.boundary_ranks, 0, 65536},
+        {"pipeline.replica_ranks", &c.pipeline.replica_ranks, 0, 65536},
+        {"pipeline.coord_dtype", &c.pipeline.coord_dtype, -inf, inf, {"fp32", "bf16", "int8"}},
+        {"pipeline.constraint", &c.pipeline.constraint, -inf, inf, {"project", "reparam"}},
+        {"pipeline.frozen_std", &c.pipeline.frozen_std, 0, 100},
+        {"pipeline.routing", &c.pipeline.routing, -inf, inf, {"fixed", "random"}},
+        {"pipeline.adaptations", &c.pipeline.adaptations, -inf, inf, {"ad1", "ad2", "ad3", "ad5", "ad6"}},
     };
 }
 
@@ -110,7 +123,8 @@ const char* type_name(const Ptr& p) {
         case 1: return "a number";
         case 2: return "a boolean";
         case 3: return "a string";
-        default: return "an array of strings";
+        case 4: return "an array of strings";
+        default: return "an array of integers";
     }
 }
 
@@ -156,6 +170,19 @@ std::string assign(const Field& f, const toml::node& node) {
                     if (!ok) return "unknown value \"" + *v + "\" (expected one of: " + list + ")";
                 }
                 *p = *v;
+            } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+                auto* arr = node.as_array();
+                if (!arr) return std::string("expected ") + type_name(f.ptr);
+                std::vector<int64_t> out;
+                for (auto& el : *arr) {
+                    auto v = el.value_exact<int64_t>();
+                    if (!v) return std::string("expected ") + type_name(f.ptr);
+                    if (*v < f.min || *v > f.max)
+                        return "value " + std::to_string(*v) + " is out of range [" + fmt_num(f.min) + ", " +
+                               fmt_num(f.max) + "]";
+                    out.push_back(*v);
+                }
+                *p = out;
             } else {
                 auto* arr = node.as_array();
                 if (!arr) return std::string("expected ") + type_name(f.ptr);
@@ -163,6 +190,8 @@ std::string assign(const Field& f, const toml::node& node) {
                 for (auto& el : *arr) {
                     auto s = el.value_exact<std::string>();
                     if (!s) return std::string("expected ") + type_name(f.ptr);
+                    if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), *s) == f.choices.end())
+                        return "unknown value \"" + *s + "\"";
                     out.push_back(*s);
                 }
                 *p = out;
@@ -358,6 +387,62 @@ Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::st
     return plan;
 }
 
+namespace {
+
+// [pipeline] against the rest of the config; appends every problem.
+void validate_pipeline(const RunConfig& c, std::vector<std::string>& p) {
+    const PipelineConfig& pl = c.pipeline;
+    const int64_t S = c.cluster.stages, R = c.outer.replicas, d = c.model.d_model;
+    if (S <= 1) return;
+    if (pl.replicas > R)
+        p.push_back("pipeline.replicas " + std::to_string(pl.replicas) + " exceeds outer.replicas " + std::to_string(R));
+    if (c.outer.algorithm != "sparseloco" && c.outer.algorithm != "diloco" && c.outer.algorithm != "noloco" &&
+        c.outer.algorithm != "none")
+        p.push_back("cluster.stages " + std::to_string(S) + ": pipeline replicas sync by stage with sparseloco, diloco or " +
+                    "noloco (or none for one replica), not " + c.outer.algorithm);
+    if (c.outer.algorithm == "none" && R > 1)
+        p.push_back("outer.replicas " + std::to_string(R) + " needs an outer.algorithm");
+    if (c.cluster.nodes_per_replica > 1)
+        p.push_back("cluster.nodes_per_replica must be 1 with pipeline replicas (cluster.stages > 1)");
+    if (c.model.tie_embeddings)
+        p.push_back("model.tie_embeddings must be false with pipeline replicas: the head lives on the last stage, "
+                    "the embedding on the first");
+    if (c.train.batch_size % pl.micro_batches != 0)
+        p.push_back("train.batch_size " + std::to_string(c.train.batch_size) + " is not a multiple of " +
+                    "pipeline.micro_batches " + std::to_string(pl.micro_batches));
+    if (!pl.boundary_ranks.empty() && static_cast<int64_t>(pl.boundary_ranks.size()) != S - 1)
+        p.push_back("pipeline.boundary_ranks has " + std::to_string(pl.boundary_ranks.size()) + " entries, " +
+                    "cluster.stages " + std::to_string(S) + " has " + std::to_string(S - 1) + " boundaries");
+    if (!pl.boundary_ranks.empty() && !pl.replica_ranks.empty())
+        p.push_back("pipeline.boundary_ranks and pipeline.replica_ranks: give one of them");
+    const int64_t P = pl.replicas < 0 ? R : pl.replicas;
+    if (!pl.replica_ranks.empty() && static_cast<int64_t>(pl.replica_ranks.size()) != P)
+        p.push_back("pipeline.replica_ranks has " + std::to_string(pl.replica_ranks.size()) + " entries for " +
+                    std::to_string(P) + " pipeline replicas");
+    auto check_rank = [&](int64_t k, const std::string& where) {
+        if (k > d) p.push_back(where + " " + std::to_string(k) + " exceeds model.d_model " + std::to_string(d));
+    };
+    check_rank(pl.rank, "pipeline.rank");
+    for (size_t i = 0; i < pl.boundary_ranks.size(); ++i)
+        check_rank(pl.boundary_ranks[i], "pipeline.boundary_ranks[" + std::to_string(i) + "]");
+    for (size_t i = 0; i < pl.replica_ranks.size(); ++i)
+        check_rank(pl.replica_ranks[i], "pipeline.replica_ranks[" + std::to_string(i) + "]");
+    if (pl.routing == "random" && P != R)
+        p.push_back("pipeline.routing \"random\" routes between pipeline replicas: every replica must be one "
+                    "(pipeline.replicas = -1)");
+    if (pl.routing == "random" && !pl.replica_ranks.empty())
+        p.push_back("pipeline.routing \"random\" needs one rank for all replicas (pipeline.replica_ranks differs per replica)");
+    bool dense = false, compressed = false;
+    for (auto k : pl.boundary_ranks) (k == 0 ? dense : compressed) = true;
+    if (dense && compressed)
+        p.push_back("pipeline.boundary_ranks mixes 0 (dense) with compressed boundaries; the token ids travel only "
+                    "with compressed ones");
+    if (pl.constraint == "reparam")
+        p.push_back("pipeline.constraint \"reparam\" is not implemented yet; use \"project\"");
+}
+
+}  // namespace
+
 Status validate_config(const RunConfig& c) {
     std::vector<std::string> p;
     if (c.model.d_model % c.model.n_head != 0)
@@ -405,6 +490,7 @@ Status validate_config(const RunConfig& c) {
     if (c.cluster.stages > c.model.n_layer)
         p.push_back("cluster.stages " + std::to_string(c.cluster.stages) + " exceeds model.n_layer " +
                     std::to_string(c.model.n_layer) + " (a stage holds at least one block)");
+    validate_pipeline(c, p);
     if (c.cluster.heartbeat_timeout_s <= 2 * c.cluster.heartbeat_s)
         p.push_back("cluster.heartbeat_timeout_s must exceed twice cluster.heartbeat_s");
     if (c.cluster.mode == "remote" && c.cluster.endpoints.empty())
@@ -424,7 +510,7 @@ std::string to_toml(const RunConfig& cfg_in) {
         std::visit(
             [&](auto* p) {
                 using T = std::remove_pointer_t<decltype(p)>;
-                if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+                if constexpr (std::is_same_v<T, std::vector<std::string>> || std::is_same_v<T, std::vector<int64_t>>) {
                     toml::array a;
                     for (auto& s : *p) a.push_back(s);
                     sections[sec].insert_or_assign(name, a);
@@ -435,7 +521,7 @@ std::string to_toml(const RunConfig& cfg_in) {
             f.ptr);
     }
     std::ostringstream os;
-    for (const char* sec : {"run", "model", "data", "train", "outer", "network", "cluster"}) {
+    for (const char* sec : {"run", "model", "data", "train", "outer", "network", "cluster", "pipeline"}) {
         os << "[" << sec << "]\n" << sections[sec] << "\n\n";
     }
     return os.str();

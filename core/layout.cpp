@@ -34,8 +34,45 @@ Result<NodeEndpoints> derive_endpoints(const std::string& control) {
 }
 
 int64_t nodes_needed(const RunConfig& cfg) {
-    return cfg.outer.replicas * cfg.cluster.nodes_per_replica * cfg.cluster.stages;
+    const int64_t pipes = cfg.pipeline_replicas();
+    return (cfg.outer.replicas - pipes) * cfg.cluster.nodes_per_replica + pipes * cfg.cluster.stages;
 }
+
+int pipeline_mesh_rank(const RunConfig& cfg, int replica, int stage) {
+    int rank = 0;
+    for (int q = 0; q < replica; ++q) rank += cfg.is_pipeline_replica(q) ? static_cast<int>(cfg.cluster.stages) : 1;
+    return rank + (cfg.is_pipeline_replica(replica) ? stage : 0);
+}
+
+namespace {
+
+// Roles of a run with pipeline replicas: full replicas of one node and pipelines of S nodes, all
+// in one mesh (activations hop between stages, stage-wise syncs span replicas).
+std::vector<NodeRole> pipeline_roles(const RunConfig& cfg, const std::vector<NodeEndpoints>& eps) {
+    const int R = static_cast<int>(cfg.outer.replicas), S = static_cast<int>(cfg.cluster.stages);
+    std::vector<NodeRole> roles;
+    std::vector<std::string> mesh;
+    for (int r = 0; r < R; ++r) {
+        const bool pipe = cfg.is_pipeline_replica(r);
+        for (int s = 0; s < (pipe ? S : 1); ++s) {
+            NodeRole role;
+            role.name = "replica-" + std::to_string(r) + (pipe ? "." + std::to_string(s) : "");
+            role.kind = pipe ? "pipeline" : "full";
+            role.replica = r;
+            role.replicas = R;
+            role.rank = s;
+            role.replica_nodes = pipe ? S : 1;
+            role.stage = pipe ? s : -1;
+            role.mesh_rank = static_cast<int>(roles.size());
+            mesh.push_back(eps[roles.size()].data);
+            roles.push_back(role);
+        }
+    }
+    for (auto& role : roles) role.mesh_endpoints = mesh;
+    return roles;
+}
+
+}  // namespace
 
 Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vector<std::string>& control_endpoints,
                                            const std::function<int()>& free_port) {
@@ -44,11 +81,12 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
     const int R = static_cast<int>(cfg.outer.replicas), n = static_cast<int>(cfg.cluster.nodes_per_replica);
     if (static_cast<int64_t>(control_endpoints.size()) < need)
         p.push_back("too few nodes: the layout needs " + std::to_string(need) + " (" + std::to_string(R) +
-                    " replicas × " + std::to_string(n) + " nodes × " + std::to_string(cfg.cluster.stages) +
-                    " stages), the cluster has " + std::to_string(control_endpoints.size()));
-    if (cfg.cluster.stages > 1)
-        p.push_back("cluster.stages " + std::to_string(cfg.cluster.stages) +
-                    ": pipeline replicas are not implemented yet (issue 6); use full replicas (stages = 1)");
+                    " replicas × " + std::to_string(n) + " nodes × 1 stages" +
+                    (cfg.pipeline_replicas() > 0 ? ", " + std::to_string(cfg.pipeline_replicas()) +
+                                                       " of them pipelines of " + std::to_string(cfg.cluster.stages) +
+                                                       " stages"
+                                                 : std::string()) +
+                    "), the cluster has " + std::to_string(control_endpoints.size()));
     if (cfg.outer.algorithm != "none" && cfg.outer.algorithm != "ddp" && cfg.outer.algorithm != "diloco" &&
         cfg.outer.algorithm != "sparseloco" && cfg.outer.algorithm != "streaming_diloco" &&
         cfg.outer.algorithm != "noloco")
@@ -64,6 +102,8 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
         for (size_t i = 1; i < p.size(); ++i) msg += "\n  " + p[i];
         return Result<std::vector<NodeRole>>::error(msg);
     }
+
+    if (cfg.cluster.stages > 1) return pipeline_roles(cfg, eps);
 
     auto store_of = [&](int node) {
         GlooGroupSpec g;

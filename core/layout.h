@@ -27,8 +27,13 @@ struct NodeEndpoints {
 // Derives the other endpoints from a control endpoint; errors name the endpoint.
 Result<NodeEndpoints> derive_endpoints(const std::string& control);
 
-// Nodes the layout needs: replicas × nodes_per_replica × stages.
+// Nodes the layout needs: replicas × nodes_per_replica, where a pipeline replica has cluster.stages.
 int64_t nodes_needed(const RunConfig& cfg);
+
+// In a run with pipeline replicas every node is a member of one data-plane mesh, in node order:
+// replica 0's nodes, then replica 1's, ...; a full replica has one node (its `stage` is ignored),
+// a pipeline replica one per stage. Every node computes its peers' mesh ranks from the config.
+int pipeline_mesh_rank(const RunConfig& cfg, int replica, int stage);
 
 // Checks the layout against the nodes and assigns roles, node i → roles[i]. Every problem at once:
 // too few nodes, pipeline replicas (not yet), an unknown algorithm. `free_port` is asked for a

@@ -3,7 +3,8 @@
 // process, sharing one zmq context), ipc:// and tcp://.
 //
 // Wire, per message (two frames): header "TWAG" | version u8 | link u8 | rank u16 | round u64 |
-// sender's simulated clock f64 (24 bytes, little-endian), then the payload. Only payload bytes are
+// sender's simulated clock f64 (24 bytes, little-endian), then the payload. Point-to-point
+// messages carry round 2⁶⁴−1; link has bit 7 set when the message is not counted. Only payload bytes are
 // counted; the 24-byte header is the transport's framing, listed separately by header_bytes().
 #pragma once
 
@@ -35,6 +36,9 @@ public:
     Result<std::vector<std::vector<uint8_t>>> exchange(const std::vector<int>& group, const std::vector<uint8_t>& mine,
                                                        LinkClass link, double sim_clock_s = 0,
                                                        std::vector<double>* clocks = nullptr) override;
+    Status send(int peer, const std::vector<uint8_t>& payload, LinkClass link, double sim_clock_s,
+                bool count = true) override;
+    Result<std::vector<uint8_t>> recv(int peer, double* sender_clock_s = nullptr) override;
     const ByteCounters& counters() const override { return counters_; }
     uint64_t header_bytes() const { return header_bytes_; }
     // Checked every 100 ms while waiting for peers: a true result ends the wait with an error, so
@@ -44,6 +48,9 @@ public:
 private:
     ZmqCollective() = default;
     struct Sockets;
+    Status connect_once();
+    // Receives one message into the round or point-to-point buffers; `what` names the wait in errors.
+    Status pump(const std::string& what);
     std::shared_ptr<zmq::context_t> ctx_;
     std::unique_ptr<Sockets> s_;
     std::vector<std::string> endpoints_;

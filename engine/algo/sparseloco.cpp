@@ -36,6 +36,13 @@ SparseLoCo::SparseLoCo(std::vector<torch::Tensor> params, SparseLoCoConfig cfg, 
     }
 }
 
+void SparseLoCo::set_hooks(SparseLoCoHooks hooks) {
+    hooks_ = std::move(hooks);
+    start_.clear();
+    if (hooks_.delta_from_start)
+        for (auto& p : params_) start_.push_back(p.detach().clone());
+}
+
 uint64_t SparseLoCo::payload_bytes() const {
     uint64_t n = 0;
     for (auto& g : global_) n += codec_->wire_bytes(g.sizes());
@@ -55,7 +62,8 @@ Status SparseLoCo::encode_own(std::vector<uint8_t>& out) {
     SparsePayload sent;
     for (size_t i = 0; i < params_.size(); ++i) {
         auto& e = ef_[i];
-        e.mul_(cfg_.ef_beta).add_(global_[i] - params_[i]);
+        e.mul_(cfg_.ef_beta).add_((start_.empty() ? global_[i] : start_[i]) - params_[i]);
+        if (hooks_.before_encode) hooks_.before_encode(i, e);
         const size_t start = out.size();
         if (Status s = codec_->encode(e, out); !s) return Status::error(where(replica_, i) + ": " + s.message());
         size_t off = start;
@@ -154,6 +162,8 @@ Result<RoundReport> SparseLoCo::sync(Collective& c, double sim_clock_s) {
         global_[i].sub_(mean[i], cfg_.lr_outer);
         params_[i].copy_(global_[i]);
     }
+    if (hooks_.after_round) hooks_.after_round(global_, params_);
+    for (size_t i = 0; i < start_.size(); ++i) start_[i].copy_(params_[i]);
     rep.bytes_sent = static_cast<uint64_t>(replicas_ - 1) * mine_.size();
     rep.hops = 1;
     return rep;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -33,6 +34,18 @@ struct SparseLoCoConfig {
     TopkConfig topk;           // chunk side and kept entries per full chunk
     Aggregation aggregation = Aggregation::kMeanOverReplicas;
     bool clip_median = false;  // scale each replica's values to at most the median L2 norm (per tensor)
+};
+
+// Heterogeneous SparseLoCo (METHODS.md §7): how replicas with subspace-constrained weights keep the
+// constraint through sparse, quantised, mixed updates. Empty hooks = plain SparseLoCo.
+struct SparseLoCoHooks {
+    // AD3: runs on each error-feedback buffer after e ← β·e + Δ and before Top-k (projects it onto span(U)).
+    std::function<void(size_t tensor, torch::Tensor& ef)> before_encode;
+    // Runs after θ_global's outer step and θ_r ← θ_global: may change the live weights (AD1
+    // re-projection) and the global ones (AD2 moves the embedding's out-of-span part elsewhere).
+    std::function<void(std::vector<torch::Tensor>& global, std::vector<torch::Tensor>& live)> after_round;
+    // AD6: Δ_r = (θ_r as it stood after the last round's hooks) − θ_r, instead of θ_global − θ_r.
+    bool delta_from_start = false;
 };
 
 class SparseLoCo : public OuterAlgorithm {
@@ -59,12 +72,16 @@ public:
     // This replica's payload of the last round (for tests of the error-feedback identity).
     const std::vector<uint8_t>& last_payload() const { return mine_; }
     const Codec& codec() const { return *codec_; }
+    // Installs the hooks; with delta_from_start the live weights now are the first round's start.
+    void set_hooks(SparseLoCoHooks hooks);
 
 private:
     Status encode_own(std::vector<uint8_t>& out);
     Status aggregate(const std::vector<std::vector<uint8_t>>& all, std::vector<torch::Tensor>& mean) const;
 
     std::vector<torch::Tensor> params_, global_, ef_;
+    std::vector<torch::Tensor> start_;  // AD6's start of the round (empty without delta_from_start)
+    SparseLoCoHooks hooks_;
     SparseLoCoConfig cfg_;
     std::unique_ptr<Codec> codec_;
     int replica_ = 0, replicas_ = 1;

@@ -106,25 +106,53 @@ void LlamaImpl::build(uint64_t seed) {
     causal_bias_ = register_buffer("causal_bias", torch::full({T, T}, -INFINITY).triu(1));
 }
 
+torch::Tensor LlamaImpl::embed(const torch::Tensor& ids) {
+    TORCH_CHECK(ids.dim() == 2 && ids.scalar_type() == torch::kLong, "stage 0 expects int64 token ids [B, T]");
+    auto h = F::embedding(ids, tok_emb_);
+    if (frozen_emb_.defined()) h = h + F::embedding(ids, frozen_emb_);
+    return h;
+}
+
+torch::Tensor LlamaImpl::head(const torch::Tensor& h) {
+    return F::linear(fused::rms_norm(h, norm_f_, cfg_.norm_eps), cfg_.tie_embeddings ? tok_emb_ : head_);
+}
+
+void LlamaImpl::set_frozen_embedding(torch::Tensor t_fixed) {
+    TORCH_CHECK(!t_fixed.defined() || (t_fixed.dim() == 2 && t_fixed.size(0) == cfg_.vocab_size &&
+                                       t_fixed.size(1) == cfg_.d_model),
+                "frozen embedding must be [vocab_size, d_model]");
+    frozen_emb_ = t_fixed.defined() ? t_fixed.detach() : t_fixed;
+}
+
 torch::Tensor LlamaImpl::forward(const torch::Tensor& x) {
     torch::Tensor h;
-    int64_t T;
     if (spec_.has_embedding()) {
-        TORCH_CHECK(x.dim() == 2 && x.scalar_type() == torch::kLong, "stage 0 expects int64 token ids [B, T]");
-        T = x.size(1);
-        h = F::embedding(x, tok_emb_);
+        h = embed(x);
     } else {
         TORCH_CHECK(x.dim() == 3 && x.size(2) == cfg_.d_model, "stage expects hidden states [B, T, d_model]");
-        T = x.size(1);
         h = x;
     }
+    const int64_t T = x.size(1);
     TORCH_CHECK(T <= cfg_.seq_len, "sequence length ", T, " exceeds model.seq_len ", cfg_.seq_len);
     auto cos = rope_cos_.narrow(0, 0, T), sin = rope_sin_.narrow(0, 0, T);
     auto mask = causal_bias_.narrow(0, 0, T).narrow(1, 0, T);
     for (auto& b : blocks_) h = b->forward(h, cos, sin, mask);
     if (!spec_.has_head()) return h;
-    h = fused::rms_norm(h, norm_f_, cfg_.norm_eps);
-    return F::linear(h, cfg_.tie_embeddings ? tok_emb_ : head_);  // [B, T, V]
+    return head(h);  // [B, T, V]
+}
+
+torch::Tensor LlamaImpl::forward_path(const torch::Tensor& ids, const std::vector<int64_t>& path, int64_t n_stages) {
+    TORCH_CHECK(spec_.n_stages == 1, "forward_path needs the whole model");
+    const int64_t T = ids.size(1);
+    TORCH_CHECK(T <= cfg_.seq_len, "sequence length ", T, " exceeds model.seq_len ", cfg_.seq_len);
+    auto cos = rope_cos_.narrow(0, 0, T), sin = rope_sin_.narrow(0, 0, T);
+    auto mask = causal_bias_.narrow(0, 0, T).narrow(1, 0, T);
+    auto h = embed(ids);
+    for (int64_t s : path) {
+        const StageSpec st = stage_spec(cfg_, s, n_stages);
+        for (int64_t l = st.first_layer; l < st.last_layer; ++l) h = blocks_[static_cast<size_t>(l)]->forward(h, cos, sin, mask);
+    }
+    return head(h);
 }
 
 torch::Tensor LlamaImpl::loss(const torch::Tensor& window) {

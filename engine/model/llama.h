@@ -42,6 +42,17 @@ public:
     // Mean next-token cross-entropy of a [B, T+1] window (whole model only).
     torch::Tensor loss(const torch::Tensor& window);
 
+    // Subspace-compressed pipelines (METHODS.md §6): a frozen token embedding T_fixed [V, d], added
+    // to the trainable one where the model embeds (stage 0). A buffer, never a parameter: it is not
+    // trained and not synced. Undefined (the default) = no frozen embedding.
+    void set_frozen_embedding(torch::Tensor t_fixed);
+    torch::Tensor& frozen_embedding() { return frozen_emb_; }
+
+    // SkipPipe (METHODS.md §8), whole model only: the embedding, then the blocks of stages `path`
+    // of an n_stages split in that order (stages may be left out or swapped), then norm and head.
+    // ids [B, T] → logits [B, T, V].
+    torch::Tensor forward_path(const torch::Tensor& ids, const std::vector<int64_t>& path, int64_t n_stages);
+
     const ModelConfig& config() const { return cfg_; }
     const StageSpec& spec() const { return spec_; }
     int64_t num_parameters() const;  // distinct parameters (a tied head is counted once)
@@ -52,7 +63,11 @@ private:
 
     ModelConfig cfg_;
     StageSpec spec_;
+    torch::Tensor embed(const torch::Tensor& ids);  // [B, T] → [B, T, d]
+    torch::Tensor head(const torch::Tensor& h);     // [B, T, d] → logits [B, T, V]
+
     torch::Tensor tok_emb_;                 // [V, d], stage 0 (and the head copy when split + tied)
+    torch::Tensor frozen_emb_;              // [V, d] T_fixed buffer, or undefined
     torch::Tensor head_;                    // [V, d] untied head (last stage)
     torch::Tensor norm_f_;                  // [d] final RMSNorm weight (last stage)
     std::vector<std::shared_ptr<Block>> blocks_;

@@ -14,9 +14,7 @@
 #include "engine/train/schedule.h"
 
 namespace tw {
-namespace {
 
-// Decoupled weight decay on matrices only; norms' gains are not decayed.
 std::unique_ptr<torch::optim::AdamW> make_adamw(Llama& model, const TrainConfig& t) {
     std::vector<torch::Tensor> decay, no_decay;
     for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
@@ -29,8 +27,6 @@ std::unique_ptr<torch::optim::AdamW> make_adamw(Llama& model, const TrainConfig&
     groups.emplace_back(no_decay, opts(0.0));
     return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(t.lr));
 }
-
-}  // namespace
 
 Trainer::Trainer(const RunConfig& cfg, WindowLoader train, WindowLoader val)
     : cfg_(cfg), model_(cfg.model, static_cast<uint64_t>(cfg.run.seed)), train_(std::move(train)), val_(std::move(val)) {

@@ -39,6 +39,10 @@ struct TrainHooks {
     std::function<Status(int64_t step)> after_step;
 };
 
+// AdamW with decoupled weight decay on matrices only (norm gains are not decayed); the trainer's
+// optimizer, shared with pipeline stages so both train alike.
+std::unique_ptr<torch::optim::AdamW> make_adamw(Llama& model, const TrainConfig& t);
+
 class Trainer {
 public:
     // Applies the compute-thread policy (engine/runtime/threads.h) with cfg.run.threads.

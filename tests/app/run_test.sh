@@ -35,7 +35,7 @@ profile = "home-20m"
 TOML
 P=33184  # parameters of this micro model
 run() { "$tw" --db "$db" run "$work/micro.toml" "$@"; }
-sent_of() { awk -v n="$1" '$1 == n && NF == 9 {print $5}' <<<"$2"; }  # the final table's row
+sent_of() { awk -v n="$1" '$1 == n && NF == 10 {print $5}' <<<"$2"; }  # the final table's row
 
 # DDP, 2 replicas as threads: a ring all-reduce sends 2·(R−1)/R·P·4 = P·4 bytes per step per
 # replica, 20 steps, plus the 8-byte start-up weights checksum.

@@ -45,6 +45,44 @@ TEST(Layout, StagesAboveLayersAndUnknownAlgorithmAreConfigErrors) {
     EXPECT_NE(a.message().find("outer.algorithm: unknown value \"gossip\""), std::string::npos) << a.message();
 }
 
+TEST(Layout, PipelineReplicasGetOneNodePerStageInOneMesh) {
+    auto c = parse_config(
+                 "[model]\ntie_embeddings = false\n[outer]\nalgorithm = \"sparseloco\"\nreplicas = 3\n"
+                 "[cluster]\nstages = 2\n[pipeline]\nreplicas = 2\nrank = 16\n",
+                 "p.toml")
+                 .value();
+    EXPECT_EQ(nodes_needed(c), 1 + 2 * 2);
+    auto roles = assign_roles(c, tcp_nodes(5), [] { return 1; }).value();
+    ASSERT_EQ(roles.size(), 5u);
+    EXPECT_EQ(roles[0].name, "replica-0");
+    EXPECT_EQ(roles[0].kind, "full");
+    EXPECT_EQ(roles[4].name, "replica-2.1");
+    EXPECT_EQ(roles[4].kind, "pipeline");
+    EXPECT_EQ(roles[4].stage, 1);
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(roles[i].mesh_rank, i);
+        EXPECT_EQ(roles[i].mesh_endpoints.size(), 5u);
+    }
+    EXPECT_EQ(pipeline_mesh_rank(c, 1, 1), 2);
+    EXPECT_EQ(pipeline_mesh_rank(c, 2, 0), 3);
+    EXPECT_EQ(c.boundary_rank(0, 0), 0);   // a full replica sends nothing between stages
+    EXPECT_EQ(c.boundary_rank(2, 0), 16);
+}
+
+TEST(Layout, PipelineConfigProblemsAreNamedTogether) {
+    auto r = parse_config(
+        "[outer]\nalgorithm = \"ddp\"\nreplicas = 2\n[train]\nbatch_size = 6\n"
+        "[cluster]\nstages = 3\n[pipeline]\nmicro_batches = 4\nrank = 200\nboundary_ranks = [8]\n",
+        "bad.toml");
+    ASSERT_FALSE(r);
+    for (const char* want : {"not ddp", "model.tie_embeddings must be false", "batch_size 6 is not a multiple",
+                             "boundary_ranks has 1 entries", "pipeline.rank 200 exceeds model.d_model 128"})
+        EXPECT_NE(r.message().find(want), std::string::npos) << want << "\n" << r.message();
+    auto t = parse_config("[pipeline]\nboundary_ranks = [\"x\"]\nadaptations = [\"ad4\"]\n", "t.toml");
+    EXPECT_NE(t.message().find("pipeline.boundary_ranks: expected an array of integers"), std::string::npos) << t.message();
+    EXPECT_NE(t.message().find("pipeline.adaptations: unknown value \"ad4\""), std::string::npos) << t.message();
+}
+
 TEST(Layout, DdpPutsEveryNodeInOneGroupAndMesh) {
     RunConfig c;
     c.outer.algorithm = "ddp";

@@ -304,9 +304,11 @@ TEST(LayoutModel, StagesAboveLayersAndPipelinesAreOnClusterStages) {
     EXPECT_FALSE(m.validate());
     EXPECT_EQ(m.error("cluster.stages").rfind("cluster.stages 9 exceeds model.n_layer 4", 0), 0u)
         << m.error("cluster.stages");
-    m.config().cluster.stages = 2;  // fits the layers, but `thinwire run` refuses pipelines until issue 6
+    m.config().cluster.stages = 2;  // fits the layers, but a pipeline needs an untied head
     EXPECT_FALSE(m.validate());
-    EXPECT_NE(m.error("cluster.stages").find("pipeline replicas are not implemented yet"), std::string::npos);
+    EXPECT_NE(m.error("model.tie_embeddings").find("must be false with pipeline replicas"), std::string::npos);
+    m.config().model.tie_embeddings = false;
+    EXPECT_TRUE(m.validate()) << m.error("cluster.stages");
 }
 
 TEST(LayoutModel, TooFewNodesLandsOnClusterNodes) {

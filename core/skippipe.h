@@ -1,0 +1,135 @@
+// SkipPipe (Blagoev et al., arXiv 2502.19913), METHODS.md §8: partial pipelines in which every
+// micro-batch visits only L of the S stages, scheduled over N replicas' nodes so that no node runs
+// two ops at once or holds more micro-batches than its memory allows.
+//
+// Model. Stage 0 holds the embedding and first blocks AND the final norm, head and loss, so every
+// path starts on stage 0 and ends there; stage 0 is never skipped. Node (s, n) is replica n's node
+// of stage s. Each replica feeds m micro-batches per iteration, which start and end on its own
+// stage-0 node; between stages a micro-batch may go to any replica's node of the next stage.
+//
+// Paths. A path is a stage sequence of exactly L distinct stages starting at 0; each move goes to a
+// higher stage (skipping any number) or back by exactly one stage (a swap, e.g. 0→2→1→3), at most
+// max_swaps times. Consecutive swaps are allowed by this rule (0→3→2→1 has two).
+//
+// Time model (the rules of pipeline_schedule.h). Every node runs one op at a time; every hop between
+// two visits costs transfer_s. Stage 0's two visits are costed as two ops on the replica's own
+// stage-0 node, splitting fwd_s[0] and bwd_s[0] by head_fraction h:
+//   first visit    forward (1−h)·fwd_s[0], and at the very end its backward (1−h)·bwd_s[0];
+//   head (last)    one op of h·(fwd_s[0] + bwd_s[0]): head + loss forward and the head's backward run
+//                  back to back (the loss gradient is ready at once, so there is nothing to wait for);
+// a visit to stage s > 0 costs fwd_s[s] forward and bwd_s[s] backward. So a micro-batch runs
+//   F(v0) → F(v1) → … → F(v_{L−1}) → head on (0, replica) → B(v_{L−1}) → … → B(v0),
+// paying transfer_s before each op except the first (2·L hops). With h = 0 the head is a zero-cost
+// turnaround and the whole of stage 0's time is spent in the first visit.
+//
+// Memory. A node holds a micro-batch's activations from the start of its forward visit to the end
+// of its backward visit ([fwd_start, bwd_end), half-open: a hold ending at t frees its slot for one
+// starting at t); at no time may a node hold more than memory_per_node micro-batches. On stage 0 the
+// hold spans the head as well.
+//
+// Collisions. No two ops (forwards, backwards, heads) overlap in time on one node; zero-length ops
+// never overlap anything. An op that finds its node busy waits, which costs makespan.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace tw {
+
+// ---- problem and schedule --------------------------------------------------------------------------
+
+struct SkipPipeProblem {
+    int stages = 4;             // S ≥ 2
+    int replicas = 2;           // N ≥ 1 nodes per stage
+    int path_stages = 3;        // L, 2 ≤ L ≤ S (L = S is the full pipeline); skip ratio 1 − L/S
+    int max_swaps = 2;          // ≥ 0 steps back by one stage per path
+    int micro_batches = 4;      // m ≥ 1 per replica per iteration (N·m paths in all)
+    int memory_per_node = 4;    // ≥ 1 micro-batches whose activations one node can hold at once
+    std::vector<double> fwd_s;  // [S] seconds, forward of one micro-batch on each stage (stage 0 incl. head)
+    std::vector<double> bwd_s;  // [S] seconds, backward of one micro-batch on each stage (stage 0 incl. head)
+    double transfer_s = 0;      // seconds per hop (activation forward or gradient backward), ≥ 0
+    double head_fraction = 0;   // h in [0, 1]: share of fwd_s[0] and bwd_s[0] spent in the head op
+};
+
+struct SkipVisit {
+    int stage = 0;           // 0..S−1
+    int node = 0;            // replica index 0..N−1 of the node of `stage` that runs this visit
+    double fwd_start_s = 0;  // forward op on node (stage, node), seconds from the iteration's start
+    double fwd_end_s = 0;
+    double bwd_start_s = 0;  // backward op on the same node
+    double bwd_end_s = 0;
+};
+
+struct SkipPath {
+    int replica = 0;                // the replica that feeds it: starts and ends on node (0, replica)
+    int micro_batch = 0;            // 0..m−1 within that replica
+    std::vector<SkipVisit> visits;  // [L] in forward order; visits[0] is stage 0 on node (0, replica)
+    double head_start_s = 0;        // the head op on node (0, replica), between the last forward
+    double head_end_s = 0;          // visit and the first backward visit
+};
+
+struct SkipSchedule {
+    std::vector<SkipPath> paths;  // [N·m], replica-major: paths[r·m + j] is replica r's micro-batch j
+    double makespan_s = 0;        // end of the last op on any node
+    int max_held = 0;             // peak number of micro-batches held on any node at any time
+};
+
+// ---- functions -------------------------------------------------------------------------------------
+
+// "" when the problem is well formed, else every problem at once, one per line, e.g.
+// "path_stages 7 exceeds stages 4".
+std::string validate(const SkipPipeProblem& p);
+
+// Every stage sequence that satisfies the path rules for (S, L, max_swaps), in lexicographic order;
+// each starts with 0. Used by the scheduler and by tests.
+std::vector<std::vector<int>> skip_paths(int stages, int path_stages, int max_swaps);
+
+// Greedy list scheduler with a simulated-time objective:
+//   1. Micro-batches are taken in the order (j = 0, replica 0), (0, 1), …, (1, 0), … so replicas
+//      share the nodes fairly. Each is inserted into per-node reservation tables (busy intervals and
+//      holds) that already contain every earlier micro-batch; later ones may fill earlier gaps.
+//   2. Candidates: all stage sequences of skip_paths(), or a seeded sample of 64 of them when there are
+//      more. For a sequence, nodes are chosen hop by hop: each forward goes to the node of that stage
+//      where it would finish earliest (earliest gap that fits, after the activation arrives and
+//      after the node has a free memory slot); ties go to the node with the least busy time so far,
+//      then to a seeded choice. The head and the backwards then take the earliest gaps on the nodes
+//      the forwards used, in reverse path order.
+//   3. A candidate is feasible when every hold it adds keeps its node within memory_per_node over
+//      the hold's whole interval. The feasible candidate whose last backward ends earliest wins (ties:
+//      less busy time on the nodes it visits, then the seeded candidate order).
+//   4. When no candidate is feasible, the micro-batch's first op may not start before the next time
+//      a hold ends, and step 2 repeats. Past the last hold every node is empty, so this terminates;
+//      the scheduler waits rather than violate a constraint.
+// `seed` drives the sampling and tie-breaks only; the same (problem, seed) gives the same schedule.
+// Fails only when validate(p) does, with its text.
+Result<SkipSchedule> schedule_skippipe(const SkipPipeProblem& p, uint64_t seed);
+
+// "" when `s` is a valid schedule for `p`, else the first violated constraint, starting with its
+// name: "problem" (validate failed), "paths" (count, or a (replica, micro-batch) missing or twice),
+// "path" (rules: start on (0, replica), L distinct stages, steps back only by one, swaps ≤ max_swaps,
+// nodes in range), "duration" (an op's length differs from its cost), "order" (an op starts before its
+// input arrives), "collision" (two ops overlap on one node), "memory" (a node holds more than
+// memory_per_node), "max_held" (differs from the peak), "makespan" (differs from the last op's end).
+// Durations and arrivals are compared with a tolerance of 1e-9 relative to the makespan.
+std::string check_schedule(const SkipPipeProblem& p, const SkipSchedule& s);
+
+// The full pipeline on the same nodes, for the comparison: L = S, path 0→1→…→S−1, no swaps, each
+// replica's micro-batches on its own replica's nodes (replicas never share nodes). Each replica runs
+// GPipe in waves of w = min(memory_per_node, m) micro-batches (gradient accumulation over waves, so
+// no node holds more than w): per wave, node (s ≥ 1) runs the wave's forwards in micro-batch order,
+// then its backwards in reverse order; node (0, r) runs the forwards, then the heads in order, then
+// the backwards in reverse order; a wave starts on a node only after the previous wave's ops there.
+// With h = 0 and memory ≥ m its makespan equals simulate_pipeline(kGPipe) over S + 1 stages whose
+// last stage is the zero-cost head, every transfer being transfer_s (and the S-stage figure itself
+// when transfer_s = 0). Ignores path_stages and max_swaps; fails only when validate(p) does.
+Result<SkipSchedule> schedule_full_pipeline(const SkipPipeProblem& p);
+
+// Intended usage: build a SkipPipeProblem from measured (or FLOP-derived) per-stage times and the
+// stage link's transfer_s for one micro-batch's activations, then compare
+// schedule_skippipe(p, seed)->makespan_s with schedule_full_pipeline(p)->makespan_s; the paths give
+// every micro-batch's stage sequence and nodes for the pipeline workers to follow.
+
+}  // namespace tw

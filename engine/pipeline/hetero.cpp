@@ -1,0 +1,79 @@
+// Heterogeneous SparseLoCo's bookkeeping; see hetero.h.
+#include "engine/pipeline/hetero.h"
+
+#include <algorithm>
+
+#include "engine/model/llama.h"
+
+namespace tw {
+
+int64_t stage_of_param(const ModelConfig& cfg, const std::string& name, int64_t n_stages) {
+    if (name.rfind("tok_emb", 0) == 0) return 0;
+    if (name.rfind("block_", 0) == 0) {
+        const int64_t layer = std::stoll(name.substr(6, name.find('.') - 6));
+        for (int64_t s = 0; s < n_stages; ++s)
+            if (layer < stage_spec(cfg, s, n_stages).last_layer) return s;
+    }
+    return n_stages - 1;  // norm_f, head
+}
+
+int64_t constraint_rank(const RunConfig& cfg, int64_t replica, int64_t stage) {
+    const int64_t S = cfg.cluster.stages;
+    if (!cfg.is_pipeline_replica(replica)) return cfg.pipeline.has("ad5") ? run_constraint_rank(cfg, stage) : 0;
+    int64_t k = 0;
+    for (int64_t b = stage; b < S - 1; ++b) {
+        const int64_t kb = cfg.boundary_rank(replica, b);
+        if (kb > 0) k = k == 0 ? kb : std::min(k, kb);
+    }
+    return k;
+}
+
+int64_t run_constraint_rank(const RunConfig& cfg, int64_t stage) {
+    int64_t k = 0;
+    for (int64_t r = 0; r < cfg.outer.replicas; ++r) {
+        if (!cfg.is_pipeline_replica(r)) continue;
+        const int64_t kr = constraint_rank(cfg, r, stage);
+        if (kr > 0) k = k == 0 ? kr : std::min(k, kr);
+    }
+    return k;
+}
+
+bool run_has_compression(const RunConfig& cfg) {
+    for (int64_t r = 0; r < cfg.outer.replicas; ++r)
+        for (int64_t b = 0; b + 1 < cfg.cluster.stages; ++b)
+            if (cfg.boundary_rank(r, b) > 0) return true;
+    return false;
+}
+
+GroupCollective::GroupCollective(Collective& mesh, std::vector<int> members) : mesh_(mesh), members_(std::move(members)) {
+    auto it = std::find(members_.begin(), members_.end(), mesh.rank());
+    rank_ = it == members_.end() ? -1 : static_cast<int>(it - members_.begin());
+}
+
+Result<std::vector<std::vector<uint8_t>>> GroupCollective::all_gather(const std::vector<uint8_t>& mine, LinkClass link,
+                                                                      double sim_clock_s, std::vector<double>* clocks) {
+    return mesh_.exchange(members_, mine, link, sim_clock_s, clocks);
+}
+
+Result<std::vector<std::vector<uint8_t>>> GroupCollective::exchange(const std::vector<int>& group,
+                                                                    const std::vector<uint8_t>& mine, LinkClass link,
+                                                                    double sim_clock_s, std::vector<double>* clocks) {
+    std::vector<int> ranks;
+    for (int g : group) {
+        if (g < 0 || g >= size())
+            return Result<std::vector<std::vector<uint8_t>>>::error("group collective: member " + std::to_string(g) +
+                                                                    " outside 0.." + std::to_string(size() - 1));
+        ranks.push_back(members_[static_cast<size_t>(g)]);
+    }
+    return mesh_.exchange(ranks, mine, link, sim_clock_s, clocks);
+}
+
+Status GroupCollective::send(int, const std::vector<uint8_t>&, LinkClass, double, bool) {
+    return Status::error("group collective: point-to-point messages go over the mesh itself");
+}
+
+Result<std::vector<uint8_t>> GroupCollective::recv(int, double*) {
+    return Result<std::vector<uint8_t>>::error("group collective: point-to-point messages go over the mesh itself");
+}
+
+}  // namespace tw

@@ -1,0 +1,54 @@
+// Heterogeneous SparseLoCo's bookkeeping (METHODS.md §7): which stage a parameter belongs to, which
+// subspace each replica's writers are kept in, and the view of the mesh one stage's holders sync over.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/collective.h"
+#include "core/config.h"
+
+namespace tw {
+
+// Stage of a whole-model parameter in an n_stages split, by the names Llama registers:
+// tok_emb → 0, block_l.* → the stage holding layer l, norm_f and head → the last.
+int64_t stage_of_param(const ModelConfig& cfg, const std::string& name, int64_t n_stages);
+
+// Rank of the subspace the residual writers of `stage` of `replica` are kept in; 0 = free. A
+// compressed pipeline replica keeps stage s in the smallest rank of the boundaries at or after it
+// (U's are nested, so every later boundary then decodes exactly); its last stage stays free.
+// A full replica is free unless AD5 holds, then it takes run_constraint_rank.
+int64_t constraint_rank(const RunConfig& cfg, int64_t replica, int64_t stage);
+
+// The smallest constraint rank any compressed replica uses for `stage` (0 when none is compressed):
+// the subspace AD2 and AD5 use on every holder of the stage, so all holders stay identical.
+int64_t run_constraint_rank(const RunConfig& cfg, int64_t stage);
+
+// True when some boundary of the run is compressed: then every node builds T_fixed.
+bool run_has_compression(const RunConfig& cfg);
+
+// The mesh seen by one group (the holders of a stage): ranks are positions in `members` (mesh
+// ranks, ascending). all_gather and exchange map onto the mesh's exchange; point-to-point is refused.
+class GroupCollective : public Collective {
+public:
+    GroupCollective(Collective& mesh, std::vector<int> members);
+    int rank() const override { return rank_; }
+    int size() const override { return static_cast<int>(members_.size()); }
+    Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine, LinkClass link,
+                                                         double sim_clock_s = 0,
+                                                         std::vector<double>* clocks = nullptr) override;
+    Result<std::vector<std::vector<uint8_t>>> exchange(const std::vector<int>& group, const std::vector<uint8_t>& mine,
+                                                       LinkClass link, double sim_clock_s = 0,
+                                                       std::vector<double>* clocks = nullptr) override;
+    Status send(int, const std::vector<uint8_t>&, LinkClass, double, bool) override;
+    Result<std::vector<uint8_t>> recv(int, double*) override;
+    const ByteCounters& counters() const override { return mesh_.counters(); }
+
+private:
+    Collective& mesh_;
+    std::vector<int> members_;
+    int rank_ = -1;
+};
+
+}  // namespace tw

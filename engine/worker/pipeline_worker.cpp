@@ -1,0 +1,590 @@
+// The pipeline worker's loop; see pipeline_worker.h.
+#include "engine/worker/pipeline_worker.h"
+
+#include <torch/optim/adamw.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "core/hash.h"
+#include "core/layout.h"
+#include "core/network.h"
+#include "core/pipeline_schedule.h"
+#include "core/routing.h"
+#include "core/timeline.h"
+#include "engine/algo/outer.h"
+#include "engine/algo/sparseloco.h"
+#include "engine/data/dataset.h"
+#include "engine/pipeline/hetero.h"
+#include "engine/pipeline/stage.h"
+#include "engine/runtime/threads.h"
+#include "engine/train/schedule.h"
+#include "engine/train/trainer.h"
+
+namespace tw {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::vector<uint8_t> tensor_bytes(const torch::Tensor& t) {
+    auto c = t.detach().contiguous();
+    const auto* p = static_cast<const uint8_t*>(c.data_ptr());
+    return std::vector<uint8_t>(p, p + c.numel() * c.element_size());
+}
+
+// One stage this node holds: a stage node holds one, a full replica all S.
+struct Slice {
+    int64_t stage = 0;
+    std::vector<torch::Tensor> params;
+    std::vector<std::string> names;
+    int64_t rank = 0;  // constraint rank of its residual writers; 0 = free
+    torch::Tensor u;   // [d, rank]
+    std::unique_ptr<GroupCollective> group;
+    std::unique_ptr<OuterAlgorithm> algo;
+
+    void project_writers(std::vector<torch::Tensor>& tensors) const {
+        if (rank == 0) return;
+        torch::NoGradGuard no_grad;
+        for (size_t i = 0; i < names.size(); ++i)
+            if (is_residual_writer(names[i])) project_writer(names[i], tensors[i], u);
+    }
+};
+
+class PipelineWorker : public Worker {
+public:
+    PipelineWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh,
+                   std::function<void(std::function<bool()>)> set_abort)
+        : cfg_(std::move(cfg)), role_(std::move(role)), mesh_(std::move(mesh)), set_abort_(std::move(set_abort)) {}
+
+    Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
+
+private:
+    bool full() const { return role_.kind != "pipeline"; }
+    int64_t S() const { return cfg_.cluster.stages; }
+    int peer(int replica, int64_t stage) const { return pipeline_mesh_rank(cfg_, replica, static_cast<int>(stage)); }
+    Status setup(WorkerControl& ctl, MetricSink& sink);
+    Status build_slices();
+    Status broadcast_frozen_embedding();
+    Status stage_step(int64_t step, double& loss, double& compute_s);
+    Status clip_and_step(int64_t step, double& compute_s, double& grad_norm);
+    Status outer_rounds(int64_t step);
+    Status evaluate(double& val);
+    Status check_weights();
+    WindowLoader& loader_of(int replica);
+    int origin_replica(int64_t step, int mb) const;
+    int next_replica(int64_t step, int mb) const;  // where this node's output of mb goes
+    int prev_replica(int64_t step, int mb) const;  // where this node's input of mb came from
+    Status send(int to, const std::vector<uint8_t>& payload);
+    Result<std::vector<uint8_t>> recv(int from);
+    void record(int64_t step, const std::string& name, double v) {
+        rows_.push_back({role_.name, step, outer_step_, since_s(t0_), sim_s_, name, v});
+    }
+    void record_bytes(int64_t step);
+    WorkerSummary summarise() const;
+
+    RunConfig cfg_;
+    NodeRole role_;
+    std::unique_ptr<Collective> mesh_;
+    std::function<void(std::function<bool()>)> set_abort_;
+
+    NetworkProfile net_;
+    std::shared_ptr<PreparedData> data_;
+    std::map<int, std::unique_ptr<WindowLoader>> loaders_;  // training data of a replica, by replica
+    std::unique_ptr<WindowLoader> val_;
+    std::unique_ptr<Trainer> trainer_;        // full replica
+    std::unique_ptr<PipelineStage> stage_;    // stage node
+    std::unique_ptr<torch::optim::AdamW> optim_;
+    torch::Tensor t_fixed_;                   // [V, d] when the run compresses anything
+    std::vector<Slice> slices_;
+    Clock::time_point t0_ = Clock::now();
+    std::vector<MetricRecord> rows_;
+    double sim_s_ = 0, uplink_free_s_ = 0, compute_s_ = 0, exposed_s_ = 0, round_compute_s_ = 0;
+    int64_t outer_step_ = -1, step_ = 0;
+    double last_loss_ = NAN, last_val_ = NAN;
+};
+
+Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
+    auto net = network_profile(cfg_.network);
+    if (!net) return net.status();
+    net_ = *net;
+    if (!mesh_) return Status::error(role_.name + ": a pipeline run needs the data-plane mesh");
+    auto data = prepare_data(cfg_.data);
+    if (!data) return data.status();
+    data_ = std::make_shared<PreparedData>(std::move(*data));
+    if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = data_->vocab_size;
+    if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
+    const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
+    if (run_has_compression(cfg_))
+        t_fixed_ = frozen_embedding(cfg_.model.vocab_size, cfg_.model.d_model, seed).mul_(cfg_.pipeline.frozen_std);
+    val_ = std::make_unique<WindowLoader>(data_->val, select_spans(*data_, true, cfg_.data.genres), cfg_.model.seq_len,
+                                          cfg_.train.batch_size, seed);
+    if (full()) {
+        // Data part = replica: a pipeline replica reads the same part through its first stage.
+        trainer_ = std::make_unique<Trainer>(cfg_, std::move(loader_of(role_.replica)),
+                                             WindowLoader(*val_));
+        loaders_.erase(role_.replica);
+        if (t_fixed_.defined()) trainer_->model()->set_frozen_embedding(t_fixed_);
+    } else {
+        configure_compute_threads(static_cast<int>(cfg_.run.threads));
+        auto codec = [&](int64_t b) {
+            BoundaryCodec c;
+            if (b < 0 || b >= S() - 1) return c;
+            c.rank = cfg_.boundary_rank(role_.replica, b);
+            c.dtype = parse_coord_dtype(cfg_.pipeline.coord_dtype).value();
+            if (c.rank > 0) c.u = subspace_basis(cfg_.model.d_model, c.rank, seed);
+            return c;
+        };
+        stage_ = std::make_unique<PipelineStage>(cfg_.model, seed, role_.stage, S(), codec(role_.stage - 1),
+                                                 codec(role_.stage), t_fixed_);
+        optim_ = make_adamw(stage_->model(), cfg_.train);
+    }
+    if (Status st = build_slices(); !st) return st;
+    if (Status st = check_weights(); !st) return st;
+    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
+                role_.name + " starts: " + (full() ? std::string("full replica") :
+                                                    "stage " + std::to_string(role_.stage) + " of " + std::to_string(S())) +
+                    ", " + std::to_string(slices_.empty() ? 0 : slices_[0].params.size()) + " tensors in its first slice"});
+    return Status::ok();
+}
+
+WindowLoader& PipelineWorker::loader_of(int replica) {
+    auto& l = loaders_[replica];
+    if (!l)
+        l = std::make_unique<WindowLoader>(data_->train, select_spans(*data_, false, cfg_.data.genres),
+                                           cfg_.model.seq_len, cfg_.train.batch_size,
+                                           static_cast<uint64_t>(cfg_.run.seed), replica, cfg_.outer.replicas);
+    return *l;
+}
+
+// The slices this node holds, their constraint, their stage group and outer algorithm (with the
+// AD switches); then the writers are put into their subspace and, with AD2, the embedding's
+// out-of-span part moved into T_fixed on every holder of stage 0 (all do the same from the same
+// initial weights, so they stay identical).
+Status PipelineWorker::build_slices() {
+    const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
+    Llama& model = full() ? trainer_->model() : stage_->model();
+    const int64_t first = full() ? 0 : role_.stage, last = full() ? S() - 1 : role_.stage;
+    for (int64_t s = first; s <= last; ++s) {
+        Slice sl;
+        sl.stage = s;
+        for (auto& p : model->named_parameters())
+            if (full() ? stage_of_param(cfg_.model, p.key(), S()) == s : true)
+                sl.names.push_back(p.key()), sl.params.push_back(p.value());
+        sl.rank = constraint_rank(cfg_, role_.replica, s);
+        if (sl.rank > 0) sl.u = subspace_basis(cfg_.model.d_model, sl.rank, seed);
+        std::vector<int> members;
+        for (int r = 0; r < cfg_.outer.replicas; ++r) members.push_back(peer(r, s));
+        sl.group = std::make_unique<GroupCollective>(*mesh_, members);
+        slices_.push_back(std::move(sl));
+    }
+    const int64_t k0 = run_constraint_rank(cfg_, 0);
+    const bool ad2 = cfg_.pipeline.has("ad2") && k0 > 0;
+    torch::Tensor u0 = ad2 ? subspace_basis(cfg_.model.d_model, k0, seed) : torch::Tensor();
+    for (auto& sl : slices_) {
+        if (sl.stage == 0 && ad2) {
+            torch::NoGradGuard no_grad;
+            for (size_t i = 0; i < sl.names.size(); ++i)
+                if (sl.names[i] == "tok_emb") move_out_of_span_into_frozen(sl.params[i], t_fixed_, u0);
+        }
+        if (cfg_.outer.algorithm == "none") continue;
+        auto algo = make_outer_algorithm(cfg_, sl.params, sl.names, sl.group->rank(), sl.group->size());
+        if (!algo) return algo.status();
+        sl.algo = std::move(*algo);
+        sl.project_writers(sl.params);  // the constraint holds from the first step
+        auto* sparse = dynamic_cast<SparseLoCo*>(sl.algo.get());
+        if (!sparse) continue;
+        SparseLoCoHooks h;
+        const bool compressed = sl.rank > 0;
+        Slice* self = &sl;
+        if (compressed && cfg_.pipeline.has("ad3"))
+            h.before_encode = [self](size_t i, torch::Tensor& e) {
+                if (is_residual_writer(self->names[i])) project_writer(self->names[i], e, self->u);
+            };
+        const bool ad1 = compressed && cfg_.pipeline.has("ad1");
+        if ((ad2 && sl.stage == 0) || ad1)
+            h.after_round = [this, self, ad1, ad2, u0](std::vector<torch::Tensor>& global, std::vector<torch::Tensor>& live) {
+                for (size_t i = 0; i < self->names.size(); ++i)
+                    if (ad2 && self->names[i] == "tok_emb") {
+                        move_out_of_span_into_frozen(global[i], t_fixed_, u0);
+                        live[i].copy_(global[i]);
+                    }
+                if (ad1) self->project_writers(live);
+            };
+        h.delta_from_start = compressed && cfg_.pipeline.has("ad6");
+        sparse->set_hooks(std::move(h));
+    }
+    return broadcast_frozen_embedding();
+}
+
+// A pipeline replica's later stages rebuild activations with T_fixed, which AD2 changes on stage 0:
+// stage 0 sends the new table to them (inter-stage bytes, counted). Bit-exact copies, not deltas.
+Status PipelineWorker::broadcast_frozen_embedding() {
+    if (full() || !t_fixed_.defined() || !cfg_.pipeline.has("ad2") || run_constraint_rank(cfg_, 0) == 0)
+        return Status::ok();
+    if (role_.stage == 0) {
+        const auto bytes = tensor_bytes(t_fixed_);
+        for (int64_t s = 1; s < S(); ++s)
+            if (Status st = send(peer(role_.replica, s), bytes); !st) return st;
+        return Status::ok();
+    }
+    auto m = recv(peer(role_.replica, 0));
+    if (!m) return m.status();
+    if (m->size() != static_cast<size_t>(t_fixed_.numel() * 4))
+        return Status::error(role_.name + ": frozen embedding of " + std::to_string(m->size()) + " bytes, expected " +
+                             std::to_string(t_fixed_.numel() * 4));
+    std::memcpy(t_fixed_.data_ptr<float>(), m->data(), m->size());
+    return Status::ok();
+}
+
+// 52 bits of the FNV-1a hash of a slice's global weights: exact as a metric value (a double).
+double slice_hash(const Slice& sl) {
+    uint64_t h = kFnvOffset;
+    // The global weights: a compressed replica's live ones are already projected.
+    for (auto& p : sl.algo ? sl.algo->eval_params() : sl.params) {
+        const auto b = tensor_bytes(p);
+        h = fnv1a64(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), h);
+    }
+    return static_cast<double>(h >> 12);
+}
+
+// Same seed → same weights; each stage's holders compare checksums of their slice's global
+// weights, S rounds.
+Status PipelineWorker::check_weights() {
+    for (int64_t s = 0; s < S(); ++s) {
+        Slice* sl = nullptr;
+        for (auto& x : slices_)
+            if (x.stage == s) sl = &x;
+        if (!sl) {
+            auto r = mesh_->exchange({mesh_->rank()}, {}, LinkClass::kOuterSync);
+            if (!r) return r.status();
+            continue;
+        }
+        const double h = slice_hash(*sl);
+        std::vector<uint8_t> mine(8);
+        std::memcpy(mine.data(), &h, 8);
+        auto all = sl->group->all_gather(mine, LinkClass::kOuterSync);
+        if (!all) return all.status();
+        for (size_t i = 0; i < all->size(); ++i)
+            if ((*all)[i] != mine)
+                return Status::error("stage " + std::to_string(s) + ": replica " + std::to_string(i) +
+                                     " starts from other weights than " + role_.name);
+    }
+    return Status::ok();
+}
+
+Status PipelineWorker::send(int to, const std::vector<uint8_t>& payload) {
+    // The uplink serialises messages; the sender's compute goes on meanwhile.
+    const double depart = std::max(sim_s_, uplink_free_s_);
+    const double wire_s = 8.0 * static_cast<double>(payload.size()) / net_.stage.bandwidth_bps;
+    uplink_free_s_ = depart + wire_s;
+    return mesh_->send(to, payload, LinkClass::kInterStage, depart + wire_s + net_.stage.latency_s);
+}
+
+Result<std::vector<uint8_t>> PipelineWorker::recv(int from) {
+    double arrival = 0;
+    auto m = mesh_->recv(from, &arrival);
+    if (m && arrival > sim_s_) exposed_s_ += arrival - sim_s_, sim_s_ = arrival;
+    return m;
+}
+
+int PipelineWorker::next_replica(int64_t step, int mb) const {
+    if (cfg_.pipeline.routing != "random") return role_.replica;
+    return routing_permutation(static_cast<uint64_t>(cfg_.run.seed), step, mb, role_.stage,
+                               static_cast<int>(cfg_.outer.replicas))[static_cast<size_t>(role_.replica)];
+}
+
+int PipelineWorker::prev_replica(int64_t step, int mb) const {
+    if (cfg_.pipeline.routing != "random") return role_.replica;
+    return routing_source(static_cast<uint64_t>(cfg_.run.seed), step, mb, role_.stage - 1,
+                          static_cast<int>(cfg_.outer.replicas), role_.replica);
+}
+
+// Whose data a micro-batch that reached this node came from: follow the routes back to stage 0.
+int PipelineWorker::origin_replica(int64_t step, int mb) const {
+    int r = role_.replica;
+    if (cfg_.pipeline.routing != "random") return r;
+    for (int64_t s = role_.stage - 1; s >= 0; --s)
+        r = routing_source(static_cast<uint64_t>(cfg_.run.seed), step, mb, static_cast<int>(s),
+                           static_cast<int>(cfg_.outer.replicas), r);
+    return r;
+}
+
+// One iteration of this stage: the schedule's forwards and backwards of m micro-batches.
+Status PipelineWorker::stage_step(int64_t step, double& loss, double& compute_s) {
+    const int m = static_cast<int>(cfg_.pipeline.micro_batches);
+    const int64_t b = cfg_.train.batch_size / m, T = cfg_.model.seq_len;
+    for (auto& p : stage_->model()->parameters()) p.mutable_grad() = torch::Tensor();
+    torch::Tensor own = stage_->first() ? loader_of(role_.replica).batch(step) : torch::Tensor();
+    std::map<int, torch::Tensor> targets_batch;  // origin replica → its batch (last stage)
+    loss = 0;
+    for (const PipeOp& op : stage_ops(parse_pipe_schedule(cfg_.pipeline.schedule).value(), static_cast<int>(role_.stage),
+                                      static_cast<int>(S()), m)) {
+        const int j = op.micro_batch;
+        std::vector<uint8_t> in, out;
+        if (op.kind == PipeOpKind::kForward) {
+            if (!stage_->first()) {
+                auto r = recv(peer(prev_replica(step, j), role_.stage - 1));
+                if (!r) return r.status();
+                in = std::move(*r);
+            }
+            torch::Tensor ids = stage_->first() ? own.narrow(0, j * b, b).narrow(1, 0, T) : torch::Tensor();
+            const auto t = Clock::now();
+            if (stage_->last()) {
+                const int origin = origin_replica(step, j);
+                auto& win = targets_batch[origin];
+                if (!win.defined()) win = loader_of(origin).batch(step);
+                auto l = stage_->forward_loss(j, ids, in, win.narrow(0, j * b, b).narrow(1, 1, T), b, 1.0 / m);
+                if (!l) return l.status();
+                loss += *l / m;
+            } else {
+                auto o = stage_->forward(j, ids, in, b);
+                if (!o) return o.status();
+                out = std::move(*o);
+            }
+            const double c = since_s(t);
+            compute_s += c, sim_s_ += c;
+            if (!stage_->last())
+                if (Status st = send(peer(next_replica(step, j), role_.stage + 1), out); !st) return st;
+        } else {
+            if (!stage_->last()) {
+                auto r = recv(peer(next_replica(step, j), role_.stage + 1));
+                if (!r) return r.status();
+                in = std::move(*r);
+            }
+            const auto t = Clock::now();
+            auto g = stage_->backward(j, in, b);
+            if (!g) return g.status();
+            const double c = since_s(t);
+            compute_s += c, sim_s_ += c;
+            if (!stage_->first())
+                if (Status st = send(peer(prev_replica(step, j), role_.stage - 1), *g); !st) return st;
+        }
+    }
+    return Status::ok();
+}
+
+// Global gradient-norm clipping over the replica's stages (each sends its squared norm to the
+// others: 8 bytes), then AdamW, then the writers back into their subspace (`project`).
+Status PipelineWorker::clip_and_step(int64_t step, double& compute_s, double& grad_norm) {
+    auto params = stage_->model()->parameters();
+    double sq = 0;
+    for (auto& p : params)
+        if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+    std::vector<uint8_t> mine(8);
+    std::memcpy(mine.data(), &sq, 8);
+    for (int64_t s = 0; s < S(); ++s)
+        if (s != role_.stage)
+            if (Status st = send(peer(role_.replica, s), mine); !st) return st;
+    double total = sq;
+    for (int64_t s = 0; s < S(); ++s) {
+        if (s == role_.stage) continue;
+        auto r = recv(peer(role_.replica, s));
+        if (!r) return r.status();
+        if (r->size() != 8) return Status::error(role_.name + ": gradient norm message of " + std::to_string(r->size()) + " bytes");
+        double v;
+        std::memcpy(&v, r->data(), 8);
+        total += v;
+    }
+    const auto t = Clock::now();
+    grad_norm = std::sqrt(total);
+    const auto& tc = cfg_.train;
+    if (tc.grad_clip > 0) {
+        const double coef = tc.grad_clip / (grad_norm + 1e-6);  // torch's clip_grad_norm_ rule
+        if (coef < 1)
+            for (auto& p : params)
+                if (p.grad().defined()) p.grad().mul_(coef);
+    }
+    const double lr = lr_at(step, tc.steps, tc.lr, tc.warmup_steps, tc.min_lr_frac);
+    for (auto& g : optim_->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+    optim_->step();
+    for (auto& sl : slices_) sl.project_writers(sl.params);
+    const double c = since_s(t);
+    compute_s += c, sim_s_ += c;
+    return Status::ok();
+}
+
+// Every H steps: S rounds, one per stage, each among that stage's holders (a node holding no slice
+// of the stage still takes part in the mesh's round, alone, so rounds stay aligned).
+Status PipelineWorker::outer_rounds(int64_t step) {
+    if (cfg_.outer.algorithm == "none" || step % cfg_.outer.inner_steps != 0) return Status::ok();
+    ++outer_step_;
+    uint64_t bytes = 0;
+    int64_t hops = 1;
+    double start = sim_s_, latest = sim_s_;
+    for (int64_t s = 0; s < S(); ++s) {
+        Slice* sl = nullptr;
+        for (auto& x : slices_)
+            if (x.stage == s) sl = &x;
+        if (!sl) {
+            auto r = mesh_->exchange({mesh_->rank()}, {}, LinkClass::kOuterSync);
+            if (!r) return r.status();
+            continue;
+        }
+        auto rep = sl->algo->after_step(step, *sl->group, sim_s_);
+        if (!rep) return rep.status();
+        bytes += rep->bytes_sent;
+        // Every holder of stage s must hold the same θ_s now; the metric lets tests and users check.
+        record(step, "round.stage" + std::to_string(s) + "_hash", slice_hash(*sl));
+        hops = std::max(hops, rep->hops);
+        for (double c : rep->clocks) latest = std::max(latest, c);
+        // Without SparseLoCo's hooks, AD1 is applied here (DiLoCo, NoLoCo).
+        if (!dynamic_cast<SparseLoCo*>(sl->algo.get()) && cfg_.pipeline.has("ad1")) sl->project_writers(sl->params);
+    }
+    // This node's uplink carries its payloads of every slice back to back after the slowest holder.
+    const double end = round_end_s({latest}, net_.outer, bytes, hops);
+    const double exposed = std::max(0.0, end - start);
+    sim_s_ += exposed, exposed_s_ += exposed;
+    if (Status st = broadcast_frozen_embedding(); !st) return st;
+    record(step, "round.bytes", static_cast<double>(bytes));
+    record(step, "round.hops", static_cast<double>(hops));
+    record(step, "round.compute_s", round_compute_s_);
+    record(step, "round.comm_s", transfer_s(net_.outer, bytes) + (hops - 1) * net_.outer.latency_s);
+    record(step, "round.exposed_comm_s", exposed);
+    record(step, "round.utilisation", round_compute_s_ / (round_compute_s_ + exposed));
+    round_compute_s_ = 0;
+    return Status::ok();
+}
+
+// Validation loss of the global model on replica 0 (outer algorithms' global weights swapped in).
+// A pipeline evaluates over dense boundaries whatever it trains with; that traffic is measurement
+// and not counted.
+Status PipelineWorker::evaluate(double& val) {
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> saved;  // (live, its copy)
+    {
+        torch::NoGradGuard no_grad;
+        for (auto& sl : slices_) {
+            if (!sl.algo) continue;
+            auto g = sl.algo->eval_params();
+            for (size_t i = 0; i < sl.params.size() && i < g.size(); ++i) {
+                saved.emplace_back(sl.params[i], sl.params[i].detach().clone());
+                sl.params[i].copy_(g[i]);
+            }
+        }
+    }
+    Status result;
+    if (full()) {
+        val = trainer_->evaluate();
+    } else {
+        const int64_t B = cfg_.train.batch_size, T = cfg_.model.seq_len;
+        double sum = 0;
+        for (int64_t i = 0; i < cfg_.train.eval_batches && result.is_ok(); ++i) {
+            auto win = val_->sequential_batch(i);
+            std::vector<uint8_t> in;
+            if (!stage_->first()) {
+                auto r = mesh_->recv(peer(role_.replica, role_.stage - 1));
+                if (!r) { result = r.status(); break; }
+                in = std::move(*r);
+            }
+            torch::Tensor ids = win.narrow(1, 0, T);
+            if (stage_->last()) {
+                auto l = stage_->eval_loss(ids, in, win.narrow(1, 1, T), B);
+                if (!l) result = l.status();
+                else sum += *l;
+            } else {
+                auto o = stage_->eval_forward(ids, in, B);
+                if (!o) result = o.status();
+                else result = mesh_->send(peer(role_.replica, role_.stage + 1), *o, LinkClass::kInterStage, 0, false);
+            }
+        }
+        val = sum / static_cast<double>(cfg_.train.eval_batches);
+    }
+    torch::NoGradGuard no_grad;
+    for (auto& [live, copy] : saved) live.copy_(copy);
+    return result;
+}
+
+void PipelineWorker::record_bytes(int64_t step) {
+    const ByteCounters& c = mesh_->counters();
+    for (int k = 0; k < 3; ++k) {
+        if (c.sent_bytes[k] == 0 && c.recv_bytes[k] == 0) continue;
+        const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
+        record(step, base + ".sent", static_cast<double>(c.sent_bytes[k]));
+        record(step, base + ".recv", static_cast<double>(c.recv_bytes[k]));
+    }
+}
+
+Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) {
+    if (Status st = setup(ctl, sink); !st) return st;
+    const int64_t steps = cfg_.train.steps, tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
+    const bool evaluator = role_.replica == 0;
+    const bool reports_loss = full() || stage_->last();
+    Status failure;
+    bool stopped = false;
+    while (step_ < steps) {
+        if (!ctl.wait_while_paused()) {
+            stopped = true;
+            break;
+        }
+        double loss = NAN, compute = 0, grad_norm = NAN;
+        const double before = sim_s_;
+        if (full()) {
+            const StepReport s = trainer_->step();
+            for (auto& sl : slices_) sl.project_writers(sl.params);  // AD5
+            loss = s.loss, compute = s.compute_s, grad_norm = s.grad_norm;
+            sim_s_ += compute;
+        } else {
+            failure = stage_step(step_, loss, compute);
+            if (failure.is_ok()) failure = clip_and_step(step_, compute, grad_norm);
+            if (!failure.is_ok()) break;
+        }
+        ++step_;
+        compute_s_ += compute, round_compute_s_ += compute;
+        if (reports_loss) last_loss_ = loss, record(step_, "train.loss", loss);
+        record(step_, "train.grad_norm", grad_norm);
+        record(step_, "train.tokens", static_cast<double>(step_ * tokens_per_step));
+        record(step_, "train.compute_s", compute);
+        record(step_, "pipe.idle_s", sim_s_ - before - compute);
+        if (Status st = outer_rounds(step_); !st) {
+            failure = st;
+            break;
+        }
+        record_bytes(step_);
+        const bool round_end = cfg_.outer.algorithm != "none" && step_ % cfg_.outer.inner_steps == 0;
+        const bool periodic = cfg_.train.eval_every > 0 && step_ % cfg_.train.eval_every == 0;
+        if (evaluator && (round_end || (cfg_.outer.algorithm == "none" && periodic) || step_ == steps)) {
+            double v = NAN;
+            if (Status st = evaluate(v); !st) {
+                failure = st;
+                break;
+            }
+            if (reports_loss) last_val_ = v, record(step_, "val.loss", v);
+        }
+        ctl.step = step_;
+        sink.metrics(std::exchange(rows_, {}));
+    }
+    if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
+    if (!failure.is_ok() && !ctl.stop.load()) return failure;
+    if (stopped || ctl.stop.load())
+        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop", "stopped at step " + std::to_string(step_)});
+    return summarise();
+}
+
+WorkerSummary PipelineWorker::summarise() const {
+    WorkerSummary out{{"steps", static_cast<double>(step_)},
+                      {"train.loss", last_loss_},
+                      {"val.loss", last_val_},
+                      {"sim_s", sim_s_},
+                      {"compute_s", compute_s_},
+                      {"exposed_comm_s", exposed_s_},
+                      {"utilisation", compute_s_ / std::max(1e-12, sim_s_)},
+                      {"wall_s", since_s(t0_)}};
+    const ByteCounters& c = mesh_->counters();
+    for (int k = 0; k < 3; ++k) {
+        const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
+        out[base + ".sent"] = static_cast<double>(c.sent_bytes[k]);
+        out[base + ".recv"] = static_cast<double>(c.recv_bytes[k]);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Worker> make_pipeline_worker(const RunConfig& cfg, const NodeRole& role,
+                                             std::unique_ptr<Collective> mesh,
+                                             std::function<void(std::function<bool()>)> set_abort) {
+    return std::make_unique<PipelineWorker>(cfg, role, std::move(mesh), std::move(set_abort));
+}
+
+}  // namespace tw

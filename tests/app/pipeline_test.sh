@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Integration test of pipeline replicas through the CLI (issue 6): a dense pipeline replica trains
+# exactly like a full one, compressed boundaries send the formula's bytes, every holder of a stage
+# holds the same θ_s after every round (full and pipeline replicas mixed, SparseLoCo per stage),
+# NoLoCo routing and GPipe run, and bad pipeline layouts are refused with the key named.
+# Micro model on a small text folder. Usage: pipeline_test.sh PATH_TO_THINWIRE
+set -euo pipefail
+tw="$1"
+work="$(mktemp -d)"
+trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+db="$work/runs.db"
+
+source "$(dirname "$0")/micro_corpus.sh"
+micro_corpus "$work/corpus"
+cat > "$work/micro.toml" <<TOML
+[data]
+corpus = "$work/corpus"
+cache_dir = "$work/cache"
+vocab_size = 200
+[model]
+d_model = 32
+n_layer = 2
+n_head = 2
+seq_len = 32
+tie_embeddings = false
+[train]
+batch_size = 4
+warmup_steps = 2
+steps = 20
+[outer]
+algorithm = "sparseloco"
+replicas = 2
+inner_steps = 10
+[network]
+profile = "home-20m"
+[cluster]
+stages = 2
+[pipeline]
+replicas = 1
+micro_batches = 2
+TOML
+run() { "$tw" --db "$db" run "$work/micro.toml" "$@"; }
+col() { awk -v n="$1" -v c="$2" '$1 == n && NF == 10 {print $c}' <<<"$3"; }  # final table: node, column
+
+# A dense pipeline replica (rank 0) is the full replica's training, split: same losses.
+pipe="$(run --set run.name=dense-pipe)"
+grep -q "finished" <<<"$pipe" || fail "dense pipeline did not finish: $pipe"
+full="$(run --set cluster.stages=1 --set run.name=all-full)"
+grep -q "finished" <<<"$full" || fail "full replicas did not finish: $full"
+[ "$(col replica-1.1 3 "$pipe")" = "$(col replica-1 3 "$full")" ] || fail "dense pipeline loss differs: $pipe $full"
+[ "$(col replica-0 4 "$pipe")" = "$(col replica-0 4 "$full")" ] || fail "val loss differs: $pipe $full"
+
+# Rank 8, fp32 coordinates: per step stage 0 sends m forward payloads of b·T·(k·4 + 2) bytes (ids
+# as uint16) and its squared gradient norm (8 bytes); stage 1 sends m of b·T·k·4 and 8. AD2 sends
+# the frozen embedding (V·d·4) from stage 0 at the start and after each of the 2 rounds.
+out="$(run --set pipeline.rank=8 --set run.name=rank8)"
+grep -q "finished" <<<"$out" || fail "rank-8 run did not finish: $out"
+b=2 T=32 k=8 V=200 d=32
+[ "$(col replica-1.0 8 "$out")" = "$((20 * (2 * b * T * (k * 4 + 2) + 8) + 3 * V * d * 4))" ] ||
+    fail "stage 0 bytes are not the formula's: $out"
+[ "$(col replica-1.1 8 "$out")" = "$((20 * (2 * b * T * k * 4 + 8)))" ] || fail "stage 1 bytes are not the formula's: $out"
+id="$(sqlite3 "$db" "select max(id) from runs")"
+# Every holder of stage s reports the same hash of θ_s after every round.
+bad="$(sqlite3 "$db" "select name, step, count(distinct value) from metrics where run_id = $id and name like 'round.stage%_hash' group by name, step having count(distinct value) != 1 or count(*) != 2")"
+[ -z "$bad" ] || fail "holders of a stage disagree after a round: $bad"
+rounds="$(sqlite3 "$db" "select count(distinct step) from metrics where run_id = $id and name = 'round.stage1_hash'")"
+[ "$rounds" = 2 ] || fail "expected 2 rounds of stage hashes, got $rounds"
+
+# Every replica a compressed pipeline with NoLoCo routing and GPipe, bf16 coordinates, all ADs.
+out="$(run --set pipeline.replicas=-1 --set pipeline.rank=8 --set pipeline.routing=random --set pipeline.schedule=gpipe \
+           --set pipeline.coord_dtype=bf16 --set 'pipeline.adaptations=["ad1","ad2","ad3","ad5","ad6"]' --set run.name=routed)"
+grep -q "finished" <<<"$out" || fail "routed pipelines did not finish: $out"
+[ "$(col replica-0.1 8 "$out")" = "$((20 * (2 * b * T * k * 2 + 8)))" ] || fail "bf16 backward bytes: $out"
+
+# Bad layouts name the key.
+err="$(run --set model.tie_embeddings=true --set pipeline.micro_batches=3 2>&1 || true)"
+grep -q "model.tie_embeddings must be false" <<<"$err" || fail "tied embeddings not refused: $err"
+grep -q "batch_size 4 is not a multiple of pipeline.micro_batches 3" <<<"$err" || fail "micro-batches not refused: $err"
+echo "pipeline_test: ok"
