@@ -56,6 +56,7 @@ Command add_bench(CLI::App& app, const Globals& g) {
     more.push_back(add_bench_ingest(*sub, g));
     more.push_back(add_bench_codec(*sub));
     more.push_back(add_bench_subspace(*sub));
+    more.push_back(add_bench_pipeline(*sub));
     for (auto& c : add_bench_net(*sub)) more.push_back(c);  // bench transport, bench outer
     return {sub, [args, more] {
                 for (auto& [cmd, action] : more)

@@ -31,5 +31,6 @@ Command add_bench_ingest(CLI::App& bench, const Globals& g);
 std::vector<Command> add_bench_net(CLI::App& bench);  // `bench transport` and `bench outer`
 Command add_bench_codec(CLI::App& bench);             // `bench codec`
 Command add_bench_subspace(CLI::App& bench);          // `bench subspace`
+Command add_bench_pipeline(CLI::App& bench);          // `bench pipeline`
 
 }  // namespace tw::cli

@@ -36,6 +36,20 @@ SparseLoCo::SparseLoCo(std::vector<torch::Tensor> params, SparseLoCoConfig cfg, 
     }
 }
 
+Status SparseLoCo::replay(const std::vector<std::vector<uint8_t>>& payloads) {
+    torch::NoGradGuard no_grad;
+    all_ = payloads;
+    std::vector<torch::Tensor> mean;
+    if (Status s = aggregate(all_, mean); !s) return s;
+    for (size_t i = 0; i < params_.size(); ++i) {
+        global_[i].sub_(mean[i], cfg_.lr_outer);
+        params_[i].copy_(global_[i]);
+    }
+    if (hooks_.after_round) hooks_.after_round(global_, params_);
+    for (size_t i = 0; i < start_.size(); ++i) start_[i].copy_(params_[i]);
+    return Status::ok();
+}
+
 void SparseLoCo::set_hooks(SparseLoCoHooks hooks) {
     hooks_ = std::move(hooks);
     start_.clear();
@@ -156,14 +170,7 @@ Result<RoundReport> SparseLoCo::sync(Collective& c, double sim_clock_s) {
     }
     auto all = c.all_gather(mine_, LinkClass::kOuterSync, sim_clock_s, &rep.clocks);
     if (!all) return all.status();
-    std::vector<torch::Tensor> mean;
-    if (Status s = aggregate(*all, mean); !s) return s;
-    for (size_t i = 0; i < params_.size(); ++i) {
-        global_[i].sub_(mean[i], cfg_.lr_outer);
-        params_[i].copy_(global_[i]);
-    }
-    if (hooks_.after_round) hooks_.after_round(global_, params_);
-    for (size_t i = 0; i < start_.size(); ++i) start_[i].copy_(params_[i]);
+    if (Status s = replay(*all); !s) return s;
     rep.bytes_sent = static_cast<uint64_t>(replicas_ - 1) * mine_.size();
     rep.hops = 1;
     return rep;

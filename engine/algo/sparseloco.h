@@ -75,6 +75,14 @@ public:
     // Installs the hooks; with delta_from_start the live weights now are the first round's start.
     void set_hooks(SparseLoCoHooks hooks);
 
+    // Every member's payload of the last round, in member order.
+    const std::vector<std::vector<uint8_t>>& last_round() const { return all_; }
+    // Replays a round without exchanging: aggregates `payloads` (each member's encoding of this
+    // object's tensors, e.g. a prefix of the tensors the members hold), steps θ_global and runs the
+    // hooks, exactly as sync() does. A node that is not a member keeps a bit-identical copy of some
+    // tensors this way (AD2's frozen embedding on a pipeline's later stages).
+    Status replay(const std::vector<std::vector<uint8_t>>& payloads);
+
 private:
     Status encode_own(std::vector<uint8_t>& out);
     Status aggregate(const std::vector<std::vector<uint8_t>>& all, std::vector<torch::Tensor>& mean) const;
@@ -86,6 +94,7 @@ private:
     std::unique_ptr<Codec> codec_;
     int replica_ = 0, replicas_ = 1;
     std::vector<uint8_t> mine_;
+    std::vector<std::vector<uint8_t>> all_;
 };
 
 }  // namespace tw

@@ -67,6 +67,10 @@ private:
     Status setup(WorkerControl& ctl, MetricSink& sink);
     Status build_slices();
     Status broadcast_frozen_embedding();
+    Status build_embedding_shadow(const torch::Tensor& u0);
+    bool ad2_active() const {
+        return !full() && t_fixed_.defined() && cfg_.pipeline.has("ad2") && run_constraint_rank(cfg_, 0) > 0;
+    }
     Status stage_step(int64_t step, double& loss, double& compute_s);
     Status clip_and_step(int64_t step, double& compute_s, double& grad_norm);
     Status outer_rounds(int64_t step);
@@ -98,6 +102,10 @@ private:
     std::unique_ptr<torch::optim::AdamW> optim_;
     torch::Tensor t_fixed_;                   // [V, d] when the run compresses anything
     std::vector<Slice> slices_;
+    // AD2 on a pipeline's later stages under SparseLoCo: a copy of θ_global's trainable embedding,
+    // kept bit-identical by replaying stage 0's round payloads, so T_fixed follows without sending it.
+    torch::Tensor shadow_emb_;
+    std::unique_ptr<OuterAlgorithm> shadow_;
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
     double sim_s_ = 0, uplink_free_s_ = 0, compute_s_ = 0, exposed_s_ = 0, round_compute_s_ = 0;
@@ -215,22 +223,65 @@ Status PipelineWorker::build_slices() {
         h.delta_from_start = compressed && cfg_.pipeline.has("ad6");
         sparse->set_hooks(std::move(h));
     }
+    if (ad2 && !full() && role_.stage > 0 && cfg_.outer.algorithm == "sparseloco") return build_embedding_shadow(u0);
     return broadcast_frozen_embedding();
 }
 
-// A pipeline replica's later stages rebuild activations with T_fixed, which AD2 changes on stage 0:
-// stage 0 sends the new table to them (inter-stage bytes, counted). Bit-exact copies, not deltas.
+// The later stages start from the same T_fixed as stage 0 by doing its initial AD2 move on their
+// own copy of the initial embedding (same seed, same weights), then replay every round.
+Status PipelineWorker::build_embedding_shadow(const torch::Tensor& u0) {
+    Llama first(cfg_.model, static_cast<uint64_t>(cfg_.run.seed), stage_spec(cfg_.model, 0, S()));
+    for (auto& p : first->named_parameters())
+        if (p.key() == "tok_emb") shadow_emb_ = p.value().detach().clone();
+    {
+        torch::NoGradGuard no_grad;
+        move_out_of_span_into_frozen(shadow_emb_, t_fixed_, u0);
+    }
+    auto algo = make_outer_algorithm(cfg_, {shadow_emb_}, {"tok_emb"}, 0, static_cast<int>(cfg_.outer.replicas));
+    if (!algo) return algo.status();
+    shadow_ = std::move(*algo);
+    SparseLoCoHooks h;
+    h.after_round = [this, u0](std::vector<torch::Tensor>& global, std::vector<torch::Tensor>& live) {
+        move_out_of_span_into_frozen(global[0], t_fixed_, u0);
+        live[0].copy_(global[0]);
+    };
+    dynamic_cast<SparseLoCo&>(*shadow_).set_hooks(std::move(h));
+    return Status::ok();
+}
+
+// A pipeline replica's later stages rebuild activations with T_fixed, which AD2 changes on stage 0.
+// Under SparseLoCo stage 0 forwards the embedding's part of every member's round payload (inter-
+// stage bytes, counted) and the later stages replay the round on their copy; with the other
+// algorithms it sends the new table itself (bit-exact copies, not deltas).
 Status PipelineWorker::broadcast_frozen_embedding() {
-    if (full() || !t_fixed_.defined() || !cfg_.pipeline.has("ad2") || run_constraint_rank(cfg_, 0) == 0)
-        return Status::ok();
+    if (!ad2_active()) return Status::ok();
+    auto* sparse = role_.stage == 0 ? dynamic_cast<SparseLoCo*>(slices_[0].algo.get())
+                                    : dynamic_cast<SparseLoCo*>(shadow_.get());
+    if (cfg_.outer.algorithm == "sparseloco" && outer_step_ < 0) return Status::ok();  // no round yet
     if (role_.stage == 0) {
-        const auto bytes = tensor_bytes(t_fixed_);
+        std::vector<uint8_t> bytes;
+        if (sparse) {
+            const size_t len = sparse->codec().wire_bytes(t_fixed_.sizes());  // tok_emb leads the slice
+            for (auto& p : sparse->last_round()) bytes.insert(bytes.end(), p.begin(), p.begin() + std::min(len, p.size()));
+        } else {
+            bytes = tensor_bytes(t_fixed_);
+        }
         for (int64_t s = 1; s < S(); ++s)
             if (Status st = send(peer(role_.replica, s), bytes); !st) return st;
         return Status::ok();
     }
     auto m = recv(peer(role_.replica, 0));
     if (!m) return m.status();
+    if (sparse) {
+        const size_t R = static_cast<size_t>(cfg_.outer.replicas), len = m->size() / R;
+        if (len * R != m->size() || len != sparse->codec().wire_bytes(t_fixed_.sizes()))
+            return Status::error(role_.name + ": embedding payloads of " + std::to_string(m->size()) + " bytes for " +
+                                 std::to_string(R) + " replicas");
+        std::vector<std::vector<uint8_t>> payloads;
+        for (size_t r = 0; r < R; ++r)
+            payloads.emplace_back(m->begin() + static_cast<long>(r * len), m->begin() + static_cast<long>((r + 1) * len));
+        return sparse->replay(payloads);
+    }
     if (m->size() != static_cast<size_t>(t_fixed_.numel() * 4))
         return Status::error(role_.name + ": frozen embedding of " + std::to_string(m->size()) + " bytes, expected " +
                              std::to_string(t_fixed_.numel() * 4));
@@ -437,6 +488,12 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     const double exposed = std::max(0.0, end - start);
     sim_s_ += exposed, exposed_s_ += exposed;
     if (Status st = broadcast_frozen_embedding(); !st) return st;
+    if (t_fixed_.defined()) {
+        // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike).
+        const auto b = tensor_bytes(t_fixed_);
+        record(step, "round.t_fixed_hash",
+               static_cast<double>(fnv1a64(std::string_view(reinterpret_cast<const char*>(b.data()), b.size())) >> 12));
+    }
     record(step, "round.bytes", static_cast<double>(bytes));
     record(step, "round.hops", static_cast<double>(hops));
     record(step, "round.compute_s", round_compute_s_);
