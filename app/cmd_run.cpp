@@ -101,9 +101,13 @@ void print_comparison(const RunPlan& plan, const std::vector<SessionResult>& res
 
 }  // namespace
 
-int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets) {
+int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets, bool sweep) {
     RunArgs a{file.empty() ? "default" : file, sets};
     const RunPlan plan = unwrap(load_run_plan(file, sets));
+    if (sweep && plan.sweep_points == 0)
+        throw Error(a.file + ": `thinwire sweep` needs a [sweep] table (\"key\" = [values, ...]); `thinwire run` runs it as is");
+    if (sweep) std::printf("sweep: %zu points × %zu variant(s) = %zu runs\n", plan.sweep_points,
+                           plan.runs.size() / plan.sweep_points, plan.runs.size());
     check(RunStore::open(g.db_path).status());  // a bad --db is reported before anything starts
     std::string stem = a.file.substr(a.file.find_last_of('/') + 1);
     stem = stem.substr(0, stem.find('.'));
@@ -139,6 +143,14 @@ Command add_run(CLI::App& app, const Globals& g) {
     sub->add_option("layout", args->file, "TOML run layout, e.g. experiments/quickstart.toml")->required();
     sub->add_option("--set", args->sets, "Override a key, e.g. --set cluster.mode=local (repeatable)");
     return {sub, [&g, args] { return run_layout(g, args->file, args->sets); }};
+}
+
+Command add_sweep(CLI::App& app, const Globals& g) {
+    auto* sub = app.add_subcommand("sweep", "Run every point of a layout's [sweep] grid, each its own run, in one group");
+    auto args = std::make_shared<RunArgs>();
+    sub->add_option("layout", args->file, "TOML run layout with a [sweep] table")->required();
+    sub->add_option("--set", args->sets, "Override a key for every point (repeatable)");
+    return {sub, [&g, args] { return run_layout(g, args->file, args->sets, true); }};
 }
 
 }  // namespace tw::cli

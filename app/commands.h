@@ -24,7 +24,9 @@ Command add_runs(CLI::App& app, const Globals& g);
 Command add_bench(CLI::App& app, const Globals& g);
 Command add_run(CLI::App& app, const Globals& g);
 // `thinwire run FILE --set ...` as a function: `train` hands runs with replicas to it. "" = the default.
-int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets);
+// `sweep` = true (`thinwire sweep`) requires a [sweep] table.
+int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets, bool sweep = false);
+Command add_sweep(CLI::App& app, const Globals& g);
 Command add_node(CLI::App& app, const Globals& g);
 // Subcommands of `bench` in files of their own: each adds itself under `bench` and returns its action.
 Command add_bench_ingest(CLI::App& bench, const Globals& g);

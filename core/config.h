@@ -113,7 +113,8 @@ struct PipelineConfig {
     std::vector<int64_t> boundary_ranks; // per boundary (stages − 1 entries), instead of rank
     std::vector<int64_t> replica_ranks;  // per pipeline replica, instead of rank (0 = that replica sends dense)
     std::string coord_dtype = "fp32";    // fp32 | bf16 | int8: subspace coordinates on the wire
-    std::string constraint = "project";  // project (W ← U·Uᵀ·W after each step) | reparam (W = U·Z, Z trained)
+    std::string constraint = "project";  // project (W ← U·Uᵀ·W after each step) | reparam (W = U·Z, Z trained;
+                                         // pipeline stages only, implies AD1; AD5 full replicas project)
     double frozen_std = 1.0;             // std of the frozen embedding T_fixed (METHODS.md §6: N(0, 1))
     std::string routing = "fixed";       // fixed (own replica's next stage) | random (NoLoCo: a seeded random replica's)
     // Heterogeneous SparseLoCo adaptations (METHODS.md §7): any of ad1 ad2 ad3 ad5 ad6

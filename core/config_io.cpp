@@ -358,6 +358,32 @@ Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::st
             }
         t.erase("variants");
     }
+    // [sweep]: key → values; the grid's points become "key=value" override lists.
+    std::vector<std::pair<std::string, std::vector<std::string>>> axes;
+    if (auto* sw = t.get("sweep")) {
+        std::vector<std::pair<std::string, const toml::node*>> flat;
+        if (!sw->is_table()) problems.push_back(path + ": sweep: expected a table of \"key\" = [values]");
+        else flatten(*sw->as_table(), "", flat);
+        for (auto& [key, node] : flat) {
+            auto* arr = node->as_array();
+            std::vector<std::string> values;
+            if (arr)
+                for (auto& el : *arr) {
+                    std::ostringstream os;
+                    if (el.is_string()) os << '"' << *el.value<std::string>() << '"';
+                    else if (el.is_integer()) os << *el.value<int64_t>();
+                    else if (el.is_floating_point()) os << *el.value<double>();
+                    else if (el.is_boolean()) os << (*el.value<bool>() ? "true" : "false");
+                    else break;
+                    values.push_back(os.str());
+                }
+            if (!arr || arr->empty() || values.size() != arr->size())
+                problems.push_back(path + ": sweep." + key + ": expected a non-empty array of numbers, strings or booleans");
+            else
+                axes.emplace_back(key, values);
+        }
+        t.erase("sweep");
+    }
     if (auto* r = t.get("report")) {
         auto* nets = r->is_table() ? r->as_table()->get("networks") : nullptr;
         if (nets && nets->is_array())
@@ -375,11 +401,38 @@ Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::st
     std::ostringstream rest;
     rest << t << "\n";
     if (variants.empty()) variants.emplace_back("", std::vector<std::string>{});
+    if (!axes.empty()) {
+        // The grid, last axis fastest; each point's name lists its values by the keys' last part.
+        std::vector<std::pair<std::string, std::vector<std::string>>> points{{"", {}}};
+        for (auto& [key, values] : axes) {
+            std::vector<std::pair<std::string, std::vector<std::string>>> next;
+            const std::string shortk = key.substr(key.rfind('.') + 1);
+            for (auto& [name, sets] : points)
+                for (auto& v : values) {
+                    std::string label = v;
+                    label.erase(std::remove(label.begin(), label.end(), '"'), label.end());
+                    auto s2 = sets;
+                    s2.push_back(key + "=" + v);
+                    next.emplace_back(name + (name.empty() ? "" : ",") + shortk + "=" + label, s2);
+                }
+            points = std::move(next);
+        }
+        plan.sweep_points = points.size();
+        std::vector<std::pair<std::string, std::vector<std::string>>> grid;
+        for (auto& [vname, vsets] : variants)
+            for (auto& [pname, psets] : points) {
+                auto all = vsets;
+                all.insert(all.end(), psets.begin(), psets.end());
+                grid.emplace_back(vname.empty() ? pname : vname + "-" + pname, all);
+            }
+        variants = std::move(grid);
+    }
     for (auto& [name, sets] : variants) {
         std::vector<std::string> all = sets;
         all.insert(all.end(), overrides.begin(), overrides.end());
         const std::string source = path.empty() ? "<default>" : path;
-        auto cfg = parse_config(rest.str(), name.empty() ? source : source + " [variants." + name + "]", all);
+        const std::string where = plan.sweep_points > 0 ? " [sweep point " + name + "]" : " [variants." + name + "]";
+        auto cfg = parse_config(rest.str(), name.empty() ? source : source + where, all);
         if (!cfg) return cfg.status();
         if (!name.empty()) cfg->run.name += "-" + name;
         plan.runs.emplace_back(name, std::move(*cfg));
@@ -437,8 +490,6 @@ void validate_pipeline(const RunConfig& c, std::vector<std::string>& p) {
     if (dense && compressed)
         p.push_back("pipeline.boundary_ranks mixes 0 (dense) with compressed boundaries; the token ids travel only "
                     "with compressed ones");
-    if (pl.constraint == "reparam")
-        p.push_back("pipeline.constraint \"reparam\" is not implemented yet; use \"project\"");
 }
 
 }  // namespace

@@ -23,10 +23,14 @@ Result<RunConfig> load_config(const std::string& path, const std::vector<std::st
 // A layout file for `thinwire run`: the file's settings, optionally split into variants. A
 // [variants] table maps a name to a list of "key=value" overrides; each variant becomes a run of
 // its own (run.name gets "-NAME"), in name order. [report] networks = [...] names the network
-// profiles the final table re-times every run for.
+// profiles the final table re-times every run for. A [sweep] table maps dotted keys to arrays of
+// values, e.g. `"pipeline.rank" = [32, 16, 8]`; every point of their grid (keys in dotted-name order, the
+// last varying fastest) becomes a run named after its values ("topk_k=64,rank=32"), and with
+// [variants] the grid runs once per variant.
 struct RunPlan {
-    std::vector<std::pair<std::string, RunConfig>> runs;  // (variant name or "", config)
+    std::vector<std::pair<std::string, RunConfig>> runs;  // (variant / point name or "", config)
     std::vector<std::string> report_networks;
+    size_t sweep_points = 0;  // points of the [sweep] grid (0 = no [sweep] table)
 };
 Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::string>& overrides = {});
 

@@ -106,6 +106,30 @@ private:
     // kept bit-identical by replaying stage 0's round payloads, so T_fixed follows without sending it.
     torch::Tensor shadow_emb_;
     std::unique_ptr<OuterAlgorithm> shadow_;
+    // `reparam` (METHODS.md §6): a constrained writer W is U·Z (the embedding Z·Uᵀ) with Z trained
+    // by its own AdamW; W stays the tensor the model uses and the outer algorithm syncs.
+    struct Reparam {
+        std::string name;
+        torch::Tensor w, z, u;  // W [d, in] or [V, d]; Z [k, in] or [V, k]; U [d, k]
+        bool embedding() const { return name == "tok_emb"; }
+        void to_coordinates() {  // Z ← coordinates of W in span(U), then W ← U·Z
+            torch::NoGradGuard no_grad;
+            z.copy_(embedding() ? torch::mm(w, u) : torch::mm(u.t(), w));
+            from_coordinates();
+        }
+        void from_coordinates() {
+            torch::NoGradGuard no_grad;
+            w.copy_(embedding() ? torch::mm(z, u.t()) : torch::mm(u, z));
+        }
+        void move_grad() {  // dL/dZ from dL/dW; W itself is not stepped
+            if (!w.grad().defined()) return;
+            z.mutable_grad() = embedding() ? torch::mm(w.grad(), u) : torch::mm(u.t(), w.grad());
+            w.mutable_grad() = torch::Tensor();
+        }
+    };
+    std::vector<Reparam> reparam_;
+    std::unique_ptr<torch::optim::AdamW> z_optim_;
+    void build_reparam();
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
     double sim_s_ = 0, uplink_free_s_ = 0, compute_s_ = 0, exposed_s_ = 0, round_compute_s_ = 0;
@@ -149,6 +173,7 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         optim_ = make_adamw(stage_->model(), cfg_.train);
     }
     if (Status st = build_slices(); !st) return st;
+    build_reparam();
     if (Status st = check_weights(); !st) return st;
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                 role_.name + " starts: " + (full() ? std::string("full replica") :
@@ -300,6 +325,27 @@ double slice_hash(const Slice& sl) {
     return static_cast<double>(h >> 12);
 }
 
+void PipelineWorker::build_reparam() {
+    if (full() || cfg_.pipeline.constraint != "reparam") return;
+    std::vector<torch::Tensor> zs;
+    for (auto& sl : slices_) {
+        if (sl.rank == 0) continue;
+        for (size_t i = 0; i < sl.names.size(); ++i) {
+            if (!is_residual_writer(sl.names[i])) continue;
+            Reparam r{sl.names[i], sl.params[i], torch::Tensor(), sl.u};
+            r.z = (r.embedding() ? torch::zeros({r.w.size(0), sl.rank}) : torch::zeros({sl.rank, r.w.size(1)}))
+                      .requires_grad_(true);
+            r.to_coordinates();
+            zs.push_back(r.z);
+            reparam_.push_back(std::move(r));
+        }
+    }
+    if (zs.empty()) return;
+    const auto& t = cfg_.train;
+    z_optim_ = std::make_unique<torch::optim::AdamW>(
+        zs, torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(1e-8).weight_decay(t.weight_decay));
+}
+
 // Same seed → same weights; each stage's holders compare checksums of their slice's global
 // weights, S rounds.
 Status PipelineWorker::check_weights() {
@@ -420,6 +466,7 @@ Status PipelineWorker::stage_step(int64_t step, double& loss, double& compute_s)
 // others: 8 bytes), then AdamW, then the writers back into their subspace (`project`).
 Status PipelineWorker::clip_and_step(int64_t step, double& compute_s, double& grad_norm) {
     auto params = stage_->model()->parameters();
+    for (auto& r : reparam_) r.move_grad(), params.push_back(r.z);
     double sq = 0;
     for (auto& p : params)
         if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
@@ -450,7 +497,13 @@ Status PipelineWorker::clip_and_step(int64_t step, double& compute_s, double& gr
     const double lr = lr_at(step, tc.steps, tc.lr, tc.warmup_steps, tc.min_lr_frac);
     for (auto& g : optim_->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
     optim_->step();
-    for (auto& sl : slices_) sl.project_writers(sl.params);
+    if (z_optim_) {
+        for (auto& g : z_optim_->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+        z_optim_->step();
+        for (auto& r : reparam_) r.from_coordinates();
+    } else {
+        for (auto& sl : slices_) sl.project_writers(sl.params);
+    }
     const double c = since_s(t);
     compute_s += c, sim_s_ += c;
     return Status::ok();
@@ -488,6 +541,7 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     const double exposed = std::max(0.0, end - start);
     sim_s_ += exposed, exposed_s_ += exposed;
     if (Status st = broadcast_frozen_embedding(); !st) return st;
+    for (auto& r : reparam_) r.to_coordinates();  // W = U·Z again (reparam implies AD1)
     if (t_fixed_.defined()) {
         // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike).
         const auto b = tensor_bytes(t_fixed_);

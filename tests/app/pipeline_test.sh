@@ -2,7 +2,8 @@
 # Integration test of pipeline replicas through the CLI (issue 6): a dense pipeline replica trains
 # exactly like a full one, compressed boundaries send the formula's bytes, every holder of a stage
 # holds the same θ_s after every round (full and pipeline replicas mixed, SparseLoCo per stage),
-# NoLoCo routing and GPipe run, and bad pipeline layouts are refused with the key named.
+# NoLoCo routing, GPipe and the reparameterised constraint run, `thinwire sweep` records one run
+# per grid point, and bad pipeline layouts are refused with the key named.
 # Micro model on a small text folder. Usage: pipeline_test.sh PATH_TO_THINWIRE
 set -euo pipefail
 tw="$1"
@@ -76,6 +77,31 @@ out="$(run --set pipeline.replicas=-1 --set pipeline.rank=8 --set pipeline.routi
            --set pipeline.coord_dtype=bf16 --set 'pipeline.adaptations=["ad1","ad2","ad3","ad5","ad6"]' --set run.name=routed)"
 grep -q "finished" <<<"$out" || fail "routed pipelines did not finish: $out"
 [ "$(col replica-0.1 8 "$out")" = "$((20 * (2 * b * T * k * 2 + 8)))" ] || fail "bf16 backward bytes: $out"
+
+# The reparameterised constraint (W = U·Z, Z trained) keeps every holder of a stage in step too.
+out="$(run --set pipeline.rank=8 --set pipeline.constraint=reparam --set run.name=reparam)"
+grep -q "finished" <<<"$out" || fail "reparam run did not finish: $out"
+id="$(sqlite3 "$db" "select max(id) from runs")"
+bad="$(sqlite3 "$db" "select name, step from metrics where run_id = $id and name like 'round.%hash' group by name, step having count(distinct value) != 1")"
+[ -z "$bad" ] || fail "reparam: holders disagree after a round: $bad"
+
+# `thinwire sweep`: a 2 × 2 grid records 4 runs in one group, each with its point's settings.
+cat > "$work/sweep.toml" <<TOML
+$(cat "$work/micro.toml")
+[sweep]
+"pipeline.rank" = [4, 8]
+"outer.topk_k" = [32, 64]
+TOML
+out="$("$tw" --db "$db" sweep "$work/sweep.toml" --set train.steps=10 --set run.name=sw)"
+grep -q "sweep: 4 points × 1 variant(s) = 4 runs" <<<"$out" || fail "sweep did not plan 4 runs: $out"
+[ "$(sqlite3 "$db" "select count(*) from runs where name like 'sw-%' and status = 'finished'")" = 4 ] || fail "sweep did not record 4 finished runs"
+[ "$(sqlite3 "$db" "select count(distinct group_name) from runs where name like 'sw-%'")" = 1 ] || fail "sweep runs are not one group"
+for r in 4 8; do for k in 32 64; do
+    cfg="$(sqlite3 "$db" "select config_toml from runs where name = 'sw-topk_k=$k,rank=$r'")"
+    grep -q "^rank = $r$" <<<"$cfg" && grep -q "^topk_k = $k$" <<<"$cfg" || fail "sweep point rank=$r topk_k=$k has other settings"
+done; done
+err="$("$tw" --db "$db" sweep "$work/micro.toml" 2>&1 || true)"
+grep -q "needs a \[sweep\] table" <<<"$err" || fail "sweep without [sweep] not refused: $err"
 
 # Bad layouts name the key.
 err="$(run --set model.tie_embeddings=true --set pipeline.micro_batches=3 2>&1 || true)"

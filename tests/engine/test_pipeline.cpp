@@ -114,5 +114,59 @@ TEST(Pipeline, FullRankSubspaceIsLosslessAndBytesFollowTheFormula) {
     EXPECT_EQ(c.bwd_bytes, tokens * 8 * 2);
 }
 
+// Decoded relative error of stage 0's output over a rank-k boundary.
+double boundary_error(PipelineStage& st, const torch::Tensor& ids, const torch::Tensor& t_fixed, const torch::Tensor& u,
+                      int64_t vocab) {
+    torch::NoGradGuard no_grad;
+    auto x = st.model()->forward(ids);
+    auto bytes = encode_activations(x, ids, t_fixed, u, CoordDtype::kFp32, vocab);
+    auto back = decode_activations(bytes, ids.size(0), ids.size(1), x.size(2), t_fixed, u, CoordDtype::kFp32, vocab,
+                                   nullptr)
+                    .value();
+    return ((back - x).norm() / x.norm()).item<double>();
+}
+
+void project_all(Llama& m, const torch::Tensor& u) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : m->named_parameters())
+        if (is_residual_writer(p.key())) project_writer(p.key(), p.value(), u);
+}
+
+TEST(Pipeline, BoundaryIsExactWhileTheConstraintHoldsAndAfterEachAdaptation) {
+    const auto cfg = micro_model(2);
+    auto win = window(2, cfg.seq_len, cfg.vocab_size);
+    auto ids = win.narrow(1, 0, cfg.seq_len);
+    auto t_fixed = frozen_embedding(cfg.vocab_size, cfg.d_model, 3);
+    auto u = subspace_basis(cfg.d_model, 8, 3);
+    PipelineStage st(cfg, 5, 0, 2, BoundaryCodec{}, BoundaryCodec{8, CoordDtype::kFp32, u}, t_fixed);
+    project_all(st.model(), u);
+    EXPECT_LT(boundary_error(st, ids, t_fixed, u, cfg.vocab_size), 1e-5);
+    // An outer step of unconstrained replicas moves the writers out of span(U): the boundary breaks.
+    {
+        torch::NoGradGuard no_grad;
+        torch::manual_seed(9);
+        for (auto& p : st.model()->parameters()) p.add_(torch::randn_like(p) * 0.01);
+    }
+    EXPECT_GT(boundary_error(st, ids, t_fixed, u, cfg.vocab_size), 1e-3);
+    // AD2: the embedding's out-of-span part moves into T_fixed (both ends use the new table): the
+    // stage computes the same function, and the embedding no longer breaks the boundary.
+    torch::Tensor before;
+    {
+        torch::NoGradGuard no_grad;
+        before = st.model()->forward(ids);
+        for (auto& p : st.model()->named_parameters())
+            if (p.key() == "tok_emb") move_out_of_span_into_frozen(p.value(), t_fixed, u);
+        EXPECT_LT(((st.model()->forward(ids) - before).norm() / before.norm()).item<double>(), 1e-5);
+    }
+    EXPECT_GT(boundary_error(st, ids, t_fixed, u, cfg.vocab_size), 1e-3);  // wo / w2 still out of span
+    // AD1: re-projecting the writers restores an exact boundary.
+    project_all(st.model(), u);
+    EXPECT_LT(boundary_error(st, ids, t_fixed, u, cfg.vocab_size), 1e-5);
+    // AD3 projects an error-feedback buffer shaped like a writer by the same rule: nothing out of span.
+    auto ef = torch::randn({cfg.d_model, cfg.ff_width()});
+    project_writer("block_0.w2", ef, u);
+    EXPECT_LT(out_of_span_fraction("block_0.w2", ef, u), 1e-6);
+}
+
 }  // namespace
 }  // namespace tw
