@@ -133,6 +133,7 @@ private:
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
     double sim_s_ = 0, uplink_free_s_ = 0, compute_s_ = 0, exposed_s_ = 0, round_compute_s_ = 0;
+    double sync_exposed_s_ = 0;  // the part of exposed_s_ spent in outer syncs
     int64_t outer_step_ = -1, step_ = 0;
     double last_loss_ = NAN, last_val_ = NAN;
 };
@@ -539,7 +540,7 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     // This node's uplink carries its payloads of every slice back to back after the slowest holder.
     const double end = round_end_s({latest}, net_.outer, bytes, hops);
     const double exposed = std::max(0.0, end - start);
-    sim_s_ += exposed, exposed_s_ += exposed;
+    sim_s_ += exposed, exposed_s_ += exposed, sync_exposed_s_ += exposed;
     if (Status st = broadcast_frozen_embedding(); !st) return st;
     for (auto& r : reparam_) r.to_coordinates();  // W = U·Z again (reparam implies AD1)
     if (t_fixed_.defined()) {
@@ -679,7 +680,8 @@ WorkerSummary PipelineWorker::summarise() const {
                       {"sim_s", sim_s_},
                       {"compute_s", compute_s_},
                       {"exposed_comm_s", exposed_s_},
-                      {"utilisation", compute_s_ / std::max(1e-12, sim_s_)},
+                      {"utilisation", compute_s_ / std::max(1e-12, sim_s_)},  // bubbles and transfers count
+                      {"sync_utilisation", compute_s_ / std::max(1e-12, compute_s_ + sync_exposed_s_)},
                       {"wall_s", since_s(t0_)}};
     const ByteCounters& c = mesh_->counters();
     for (int k = 0; k < 3; ++k) {

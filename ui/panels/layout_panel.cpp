@@ -3,6 +3,7 @@
 
 #include <imgui.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace tw::ui {
@@ -46,35 +47,90 @@ void text_field(LayoutModel& m, const char* label, const char* key, std::string&
     error_for(m, key);
 }
 
-// Replicas as rows: which nodes each replica gets, in the order the coordinator assigns them
-// (node i of the cluster → replica i / nodes_per_replica). Every replica has the same shape today;
-// rows become editable (drag nodes between replicas) when replicas may differ (issue 6).
-void draw_replica_rows(const RunConfig& c) {
-    const int64_t per = c.cluster.nodes_per_replica * c.cluster.stages;
-    if (c.outer.replicas > 64 || per > 64) return;
-    if (!ImGui::BeginTable("replica-rows", 3, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return;
+// Replicas as rows: each row's kind and subspace rank, and the nodes it gets in the order the
+// coordinator assigns them (core/layout.h: replica by replica, one node per stage of a pipeline).
+// Pipeline replicas are the last pipeline.replicas ones, so turning row r into a pipeline makes
+// every later row one too, and turning it back makes the earlier ones full.
+void draw_replica_rows(RunConfig& c) {
+    const int64_t R = c.outer.replicas;
+    if (R > 64 || c.cluster.stages > 64 || c.cluster.nodes_per_replica > 64) return;
+    if (!ImGui::BeginTable("replica-rows", 4, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) return;
     ImGui::TableSetupColumn("replica", ImGuiTableColumnFlags_WidthFixed, 60);
-    ImGui::TableSetupColumn("kind", ImGuiTableColumnFlags_WidthFixed, 60);
+    ImGui::TableSetupColumn("kind", ImGuiTableColumnFlags_WidthFixed, 100);
+    ImGui::TableSetupColumn("rank k", ImGuiTableColumnFlags_WidthFixed, 110);
     ImGui::TableSetupColumn("nodes");
     ImGui::TableHeadersRow();
-    for (int64_t r = 0; r < c.outer.replicas; ++r) {
+    const int64_t pipes = c.pipeline_replicas();
+    int64_t node = 0;
+    for (int64_t r = 0; r < R; ++r) {
+        ImGui::PushID(static_cast<int>(r));
+        const bool pipe = c.is_pipeline_replica(r);
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
         ImGui::Text("%lld", (long long)r);
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(c.cluster.stages > 1 ? "pipeline" : "full");
+        ImGui::SetNextItemWidth(90);
+        if (ImGui::BeginCombo("##kind", pipe ? "pipeline" : "full")) {
+            if (ImGui::Selectable("full", !pipe) && pipe) c.pipeline.replicas = R - r - 1;
+            if (ImGui::Selectable("pipeline", pipe) && !pipe) {
+                c.pipeline.replicas = R - r;
+                if (c.cluster.stages == 1) c.cluster.stages = 2, c.model.tie_embeddings = false;
+            }
+            ImGui::EndCombo();
+        }
         ImGui::TableNextColumn();
+        if (pipe) {
+            // Editing one row's rank turns the common rank into one rank per pipeline replica.
+            int k = static_cast<int>(c.boundary_rank(r, 0));
+            ImGui::SetNextItemWidth(90);
+            if (ImGui::InputInt("##rank", &k) && c.pipeline.boundary_ranks.empty()) {
+                if (c.pipeline.replica_ranks.size() != static_cast<size_t>(pipes))
+                    c.pipeline.replica_ranks.assign(static_cast<size_t>(pipes), c.pipeline.rank);
+                c.pipeline.replica_ranks[static_cast<size_t>(r - (R - pipes))] = std::max(0, k);
+            }
+        } else {
+            ImGui::TextDisabled("-");
+        }
+        ImGui::TableNextColumn();
+        const int64_t n = pipe ? c.cluster.stages : c.cluster.nodes_per_replica;
         std::string nodes;
-        for (int64_t k = 0; k < per; ++k) {
-            const size_t i = static_cast<size_t>(r * per + k);
+        for (int64_t k = 0; k < n; ++k, ++node) {
+            const size_t i = static_cast<size_t>(node);
             std::string name = c.cluster.mode == "remote"
                                    ? (i < c.cluster.endpoints.size() ? c.cluster.endpoints[i] : "(missing)")
                                    : (c.cluster.mode == "threads" ? "thread " : "process ") + std::to_string(i);
-            nodes += (k ? ", " : "") + name;
+            nodes += (k ? ", " : "") + (pipe ? "s" + std::to_string(k) + ": " : std::string()) + name;
         }
         ImGui::TextUnformatted(nodes.c_str());
+        ImGui::PopID();
     }
     ImGui::EndTable();
+}
+
+// [pipeline]: schedule, compression and the heterogeneous SparseLoCo switches (METHODS.md §5–§7).
+void draw_pipeline(LayoutModel& model, RunConfig& c) {
+    choice_field(model, "schedule", "pipeline.schedule", c.pipeline.schedule, {"1f1b", "gpipe"});
+    int_field(model, "micro-batches (m)", "pipeline.micro_batches", c.pipeline.micro_batches);
+    int_field(model, "subspace rank k (0 = dense)", "pipeline.rank", c.pipeline.rank);
+    if (c.pipeline.rank > 0 && c.model.d_model > 0)
+        ImGui::TextDisabled("  activations %.1f%% smaller than dense", 100.0 * (1.0 - double(c.pipeline.rank) / c.model.d_model));
+    error_for(model, "pipeline.replica_ranks");
+    error_for(model, "pipeline.boundary_ranks");
+    choice_field(model, "coordinates on the wire", "pipeline.coord_dtype", c.pipeline.coord_dtype, {"fp32", "bf16", "int8"});
+    choice_field(model, "constraint", "pipeline.constraint", c.pipeline.constraint, {"project", "reparam"});
+    choice_field(model, "routing", "pipeline.routing", c.pipeline.routing, {"fixed", "random"});
+    float_field(model, "frozen embedding std", "pipeline.frozen_std", c.pipeline.frozen_std);
+    ImGui::TextUnformatted("adaptations");
+    for (const char* ad : {"ad1", "ad2", "ad3", "ad5", "ad6"}) {
+        ImGui::SameLine();
+        bool on = c.pipeline.has(ad);
+        if (ImGui::Checkbox(ad, &on)) {
+            auto& a = c.pipeline.adaptations;
+            a.erase(std::remove(a.begin(), a.end(), std::string(ad)), a.end());
+            if (on) a.push_back(ad);
+        }
+    }
+    error_for(model, "pipeline.adaptations");
 }
 
 void section(const char* title) {
@@ -103,16 +159,18 @@ void LayoutPanel::draw(ViewState& v) {
 
     text_field(model, "run name", "run.name", c.run.name);
     choice_field(model, "model preset", "model.preset", c.model.preset, {"tiny", "small", "base", "paper178m"});
+    ImGui::Checkbox("tied embeddings", &c.model.tie_embeddings);
     section("replicas");
     int_field(model, "replicas", "outer.replicas", c.outer.replicas);
-    std::string kind = c.cluster.stages > 1 ? "pipeline" : "full";
-    choice_field(model, "replica kind", "cluster.kind", kind, {"full", "pipeline"});
-    if (kind == "pipeline" && c.cluster.stages == 1) c.cluster.stages = 2;
-    if (kind == "full") c.cluster.stages = 1;
-    if (kind == "pipeline") ImGui::TextDisabled("  pipeline replicas arrive with issue 6; a run refuses them");
-    int_field(model, "nodes per replica", "cluster.nodes_per_replica", c.cluster.nodes_per_replica);
-    int_field(model, "stages per replica", "cluster.stages", c.cluster.stages);
+    int_field(model, "nodes per full replica", "cluster.nodes_per_replica", c.cluster.nodes_per_replica);
+    int_field(model, "stages per pipeline replica", "cluster.stages", c.cluster.stages);
+    error_for(model, "pipeline.replicas");
+    error_for(model, "model.tie_embeddings");
     draw_replica_rows(c);
+    if (c.cluster.stages > 1) {
+        section("pipeline replicas");
+        draw_pipeline(model, c);
+    }
     section("algorithm");
     choice_field(model, "outer algorithm", "outer.algorithm", c.outer.algorithm,
                  {"none", "ddp", "diloco", "sparseloco", "streaming_diloco", "noloco"});
@@ -173,6 +231,8 @@ void LayoutPanel::draw(ViewState& v) {
     float_field(model, "outer latency (s, 0 = profile)", "network.outer_latency_s", c.network.outer_latency_s);
     float_field(model, "intra bandwidth (bit/s, 0 = profile)", "network.intra_bandwidth_bps", c.network.intra_bandwidth_bps, "%.3g");
     float_field(model, "intra latency (s, 0 = profile)", "network.intra_latency_s", c.network.intra_latency_s);
+    float_field(model, "stage bandwidth (bit/s, 0 = profile)", "network.stage_bandwidth_bps", c.network.stage_bandwidth_bps, "%.3g");
+    float_field(model, "stage latency (s, 0 = profile)", "network.stage_latency_s", c.network.stage_latency_s);
     model.validate(c.cluster.mode == "remote" ? static_cast<int>(c.cluster.endpoints.size()) : -1);
 }
 
