@@ -77,7 +77,8 @@ inline double evaluate_path(Llama& model, const WindowLoader& val, int64_t batch
                             int64_t n_stages) {
     torch::NoGradGuard no_grad;
     double sum = 0;
-    for (int64_t i = 0; i < batches; ++i) sum += path_loss(model, val.sequential_batch(i), path, n_stages).item<double>();
+    for (int64_t i = 0; i < batches; ++i)
+        sum += path_loss(model, val.sequential_batch(i), path, n_stages).item<double>();
     return sum / static_cast<double>(batches);
 }
 

@@ -2,6 +2,7 @@
 #include "ui/data/run_cache.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "core/config_io.h"
@@ -82,6 +83,24 @@ Result<RunData> load_run(RunStore& store, int64_t id) {
             for (auto& [step, v] : steps) d.nodes[node].bytes_at[step] += v;
     }
     return d;
+}
+
+double at_or_before(const std::map<int64_t, double>& m, double step) {
+    auto it = m.upper_bound(static_cast<int64_t>(step));
+    if (it == m.begin()) return NAN;
+    return std::prev(it)->second;
+}
+
+double x_of(const NodeData& n, XAxis axis, double step, double sim_s, double wall_s,
+            const std::map<int64_t, double>* retimed) {
+    switch (axis) {
+        case XAxis::kStep: return step;
+        case XAxis::kTokens: return at_or_before(n.tokens_at, step);
+        case XAxis::kBytes: return n.bytes_at.empty() ? 0.0 : at_or_before(n.bytes_at, step);
+        case XAxis::kSimTime: return retimed ? at_or_before(*retimed, step) : sim_s;
+        case XAxis::kWallTime: return wall_s;
+    }
+    return NAN;
 }
 
 // Per-step clocks of every node of `d` re-timed for `profile` (core/timeline.h, as `runs retime`).

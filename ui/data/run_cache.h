@@ -74,6 +74,19 @@ private:
     std::thread thread_;
 };
 
+// The x-axes the workbench plots loss against (and `thinwire report` uses).
+enum class XAxis : int { kStep = 0, kTokens = 1, kBytes = 2, kSimTime = 3, kWallTime = 4 };
+
+// x of a train or val row of `n` on `axis`: step, tokens (by step), cumulative bytes sent by this
+// node over every link class (by step; 0 for a node that never sent), simulated time (recorded,
+// or re-timed when `retimed` is given), wall time. NaN when unknown.
+double x_of(const NodeData& n, XAxis axis, double step, double sim_s, double wall_s,
+            const std::map<int64_t, double>* retimed);
+
+// The value at the largest key <= step; NaN when there is none (cumulative counters are recorded
+// every step, but nodes may record different steps).
+double at_or_before(const std::map<int64_t, double>& m, double step);
+
 // Per-step clocks of every node of `d` re-timed for network `profile` (core/timeline.h, the rule
 // `thinwire runs retime` applies); empty when the run's config or the profile is unknown.
 std::map<std::string, std::map<int64_t, double>> retime_run(const RunData& d, const std::string& profile);

@@ -12,13 +12,6 @@ namespace {
 
 const char* const kAxisNames[] = {"step", "tokens", "bytes sent (cumulative)", "simulated time (s)", "wall time (s)"};
 
-// The value at the largest key ≤ step (cumulative counters are recorded every step; be robust to gaps).
-double at_or_before(const std::map<int64_t, double>& m, double step) {
-    auto it = m.upper_bound(static_cast<int64_t>(step));
-    if (it == m.begin()) return NAN;
-    return std::prev(it)->second;
-}
-
 ImU32 shade(ImU32 c, float alpha) {
     ImVec4 f = ImGui::ColorConvertU32ToFloat4(c);
     f.w = alpha;
@@ -26,18 +19,6 @@ ImU32 shade(ImU32 c, float alpha) {
 }
 
 }  // namespace
-
-double x_of(const NodeData& n, XAxis axis, double step, double sim_s, double wall_s,
-            const std::map<int64_t, double>* retimed) {
-    switch (axis) {
-        case XAxis::kStep: return step;
-        case XAxis::kTokens: return at_or_before(n.tokens_at, step);
-        case XAxis::kBytes: return n.bytes_at.empty() ? 0.0 : at_or_before(n.bytes_at, step);
-        case XAxis::kSimTime: return retimed ? at_or_before(*retimed, step) : sim_s;
-        case XAxis::kWallTime: return wall_s;
-    }
-    return NAN;
-}
 
 void PlotsPanel::rebuild(const ViewState& v) {
     series_.clear();

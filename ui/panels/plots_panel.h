@@ -13,8 +13,6 @@
 
 namespace tw::ui {
 
-enum class XAxis : int { kStep = 0, kTokens = 1, kBytes = 2, kSimTime = 3, kWallTime = 4 };
-
 class PlotsPanel {
 public:
     // The first x-axis and its scale (e.g. --x-axis bytes --log-x for a loss-per-byte screenshot).
@@ -45,10 +43,5 @@ private:
     std::vector<std::string> series_keys_;  // "RUN/node/train|val" of each entry of series_
     PlotRect rect_{};
 };
-
-// x of a train or val row of `n` on `axis`: step, tokens (by step), cumulative bytes (by step),
-// simulated time (recorded, or re-timed when `retimed` is given), wall time. NaN when unknown.
-double x_of(const NodeData& n, XAxis axis, double step, double sim_s, double wall_s,
-            const std::map<int64_t, double>* retimed);
 
 }  // namespace tw::ui

@@ -422,21 +422,38 @@ private:
         line_.clear();
     }
 
-    // Columns i..j as a strip of spans widened by the line's thickness (a single column: a 1 px bar).
+    // Columns i..j as a strip of spans widened by the line's thickness, from half a pixel left of
+    // the first column to half a pixel right of the last (a single column: a 1 px bar).
+    // Rasterisation samples pixel centres, and the strip's inner vertices sit on them, so:
+    // * each span reaches half way to its neighbours' ends, or a steep stretch with one point per
+    //   column (a sparse curve squeezed by a log axis) would show as separate dots where the
+    //   polyline through the same points is continuous;
+    // * the end columns get half-pixel caps: a GPU's fill rule gives a centre on a shared edge to
+    //   one side only, so without the caps the last column was never drawn (a gap after every
+    //   short stretch).
     void band(const std::vector<Column>& cols, size_t i, size_t j) {
         const ImVec2 uv = ImGui::GetFontTexUvWhitePixel();
-        const float h = th_ / 2, w = i == j ? 0.5f : 0.0f;
-        for (size_t start = i; start <= j;) {
-            const size_t end = std::min(j, start + 8190);  // a strip well inside 16-bit indices
-            const int n = int(end - start + 1) * (w > 0 ? 2 : 1);
+        const float h = th_ / 2;
+        posts_.clear();
+        for (size_t k = i; k <= j; ++k) {
+            float top = cols[k].top, bottom = cols[k].bottom;
+            for (size_t nb : {k - 1, k + 1}) {  // the neighbours inside the stretch (k − 1 wraps past i = 0)
+                if (nb < i || nb > j) continue;
+                const float mid = nb < k ? (cols[nb].last + cols[k].first) / 2 : (cols[k].last + cols[nb].first) / 2;
+                top = std::min(top, mid), bottom = std::max(bottom, mid);
+            }
+            if (k == i) posts_.push_back({cols[k].x - 0.5f, top - h, bottom + h});
+            posts_.push_back({cols[k].x, top - h, bottom + h});
+            if (k == j) posts_.push_back({cols[k].x + 0.5f, top - h, bottom + h});
+        }
+        for (size_t start = 0; start + 1 < posts_.size();) {
+            const size_t end = std::min(posts_.size() - 1, start + 8190);  // a strip well inside 16-bit indices
+            const int n = int(end - start + 1);
             dl_->PrimReserve(6 * (n - 1), 2 * n);
             const ImDrawIdx base = ImDrawIdx(dl_->_VtxCurrentIdx);
             for (size_t k = start; k <= end; ++k) {
-                for (float dx : {-w, w}) {
-                    dl_->PrimWriteVtx(ImVec2(cols[k].x + dx, cols[k].top - h), uv, col_);
-                    dl_->PrimWriteVtx(ImVec2(cols[k].x + dx, cols[k].bottom + h), uv, col_);
-                    if (w == 0) break;
-                }
+                dl_->PrimWriteVtx(ImVec2(posts_[k].x, posts_[k].top), uv, col_);
+                dl_->PrimWriteVtx(ImVec2(posts_[k].x, posts_[k].bottom), uv, col_);
             }
             for (int k = 0; k + 1 < n; ++k) {
                 const ImDrawIdx a = ImDrawIdx(base + 2 * k);
@@ -444,15 +461,18 @@ private:
                 dl_->PrimWriteIdx(ImDrawIdx(a + 2)), dl_->PrimWriteIdx(ImDrawIdx(a + 1)),
                     dl_->PrimWriteIdx(ImDrawIdx(a + 3));
             }
-            start = end;  // the next strip starts at this one's last column, so they join
-            if (end == j) break;
+            start = end;  // the next strip starts at this one's last post, so they join
         }
     }
 
+    struct Post {
+        float x, top, bottom;  // one vertical edge of the strip, in pixels
+    };
     ImDrawList* dl_;
     ImU32 col_;
     float th_;
     std::vector<ImVec2> line_;
+    std::vector<Post> posts_;
 };
 
 // The curve through the points of `d` (x in axis space, y in data units); non-finite points
@@ -740,7 +760,7 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
         const bool smooth = cv.smooth != nullptr;
         const ImU32 col = series[i].color;
         draw_curve(dl, decimate(raw, *cv.lod_raw, xa.lo, xa.hi, buckets), xa, ya,
-                   smooth ? with_alpha(col, kRawAlpha) : col, 1.0f);
+                   smooth ? with_alpha(col, kRawAlpha) : col, smooth ? 1.0f : opt.line_width);
         if (smooth) draw_curve(dl, decimate(*cv.smooth, *cv.lod_smooth, xa.lo, xa.hi, buckets), xa, ya, col, 2.0f);
     }
     if (!drawn) {

@@ -39,6 +39,7 @@ struct PlotOptions {
     double smoothing = 0;  // debiased EMA weight on the past in [0, 1); > 0 draws the raw curve faint
     size_t buckets = 0;    // min/max decimation buckets per series; 0 = the plot area's width in pixels
     bool legend = true;    // draw the legend (top right, inside the plot area)
+    float line_width = 1;  // pixels; the curve's width without smoothing (the smoothed curve is 2, its raw one 1)
 };
 
 // The visible range, in data units (on a log axis too: x_lo = 10 means 10, not 10^10). Kept by the

@@ -1,12 +1,6 @@
-// Screenshots to PNG (png.h). The only place stb_image_write's implementation is compiled; it is
-// compiled static so it cannot clash with the copy in Debian's libstb that imgui's pkg-config pulls in.
+// PNG writing (png.h). The only place stb_image_write's implementation is compiled; it is compiled
+// static so it cannot clash with the copy in Debian's libstb that imgui's pkg-config pulls in.
 #include "ui/plot/png.h"
-
-#include <GL/gl.h>
-
-#include <cstdint>
-#include <cstring>
-#include <vector>
 
 #define STB_IMAGE_WRITE_STATIC
 #define STB_IMAGE_WRITE_IMPLEMENTATION
@@ -14,33 +8,12 @@
 
 namespace tw::ui {
 
-Status save_framebuffer_png(const std::string& path, int x, int y, int w, int h) {
+Status write_png(const std::string& path, int w, int h, int channels, const uint8_t* pixels, int stride_bytes) {
     if (w <= 0 || h <= 0) {
         return Status::error(path + ": cannot save an empty region (" + std::to_string(w) + " x " + std::to_string(h) +
                              " pixels)");
     }
-    while (glGetError() != GL_NO_ERROR) {
-    }  // earlier errors are not ours
-    const size_t stride = size_t(w) * 3;
-    std::vector<uint8_t> pixels(stride * size_t(h));
-    GLint pack_alignment = 4;
-    glGetIntegerv(GL_PACK_ALIGNMENT, &pack_alignment);
-    glPixelStorei(GL_PACK_ALIGNMENT, 1);  // rows of 3·w bytes, no padding
-    glReadPixels(x, y, w, h, GL_RGB, GL_UNSIGNED_BYTE, pixels.data());
-    glPixelStorei(GL_PACK_ALIGNMENT, pack_alignment);
-    if (const GLenum err = glGetError(); err != GL_NO_ERROR) {
-        return Status::error(path + ": glReadPixels failed with GL error " + std::to_string(err));
-    }
-    // GL's rows go bottom to top, PNG's top to bottom.
-    std::vector<uint8_t> row(stride);
-    for (int i = 0; i < h / 2; ++i) {
-        uint8_t* a = pixels.data() + size_t(i) * stride;
-        uint8_t* b = pixels.data() + size_t(h - 1 - i) * stride;
-        std::memcpy(row.data(), a, stride);
-        std::memcpy(a, b, stride);
-        std::memcpy(b, row.data(), stride);
-    }
-    if (!stbi_write_png(path.c_str(), w, h, 3, pixels.data(), int(stride))) {
+    if (!stbi_write_png(path.c_str(), w, h, channels, pixels, stride_bytes)) {
         return Status::error(path + ": cannot write the PNG file");
     }
     return Status::ok();

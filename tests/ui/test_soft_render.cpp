@@ -1,0 +1,186 @@
+// The CPU rasteriser of ImGui's draw data (ui/plot/soft_render.h) and the off-screen plot
+// (ui/plot/offscreen.h): known draw lists rasterised and checked pixel by pixel, no window.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+
+#include "ui/plot/offscreen.h"
+#include "ui/plot/soft_render.h"
+
+namespace tw::ui {
+namespace {
+
+constexpr int kW = 64, kH = 48;
+const ImU32 kWhite = IM_COL32(255, 255, 255, 255);
+
+// An ImGui context whose frame draws `paint` into the background draw list (full-screen clip,
+// the font atlas bound as a SoftTexture), rasterised onto white.
+class Canvas {
+public:
+    Canvas() : ctx_(ImGui::CreateContext()) {
+        ImGui::SetCurrentContext(ctx_);
+        ImGuiIO& io = ImGui::GetIO();
+        io.IniFilename = nullptr;
+        io.DisplaySize = ImVec2(kW, kH);
+        io.DeltaTime = 1.0f / 60.0f;
+        unsigned char* px = nullptr;
+        io.Fonts->GetTexDataAsAlpha8(&px, &font_.width, &font_.height);
+        font_.alpha = px;
+        io.Fonts->SetTexID(&font_);
+    }
+    ~Canvas() { ImGui::DestroyContext(ctx_); }
+
+    RgbaImage draw(const std::function<void(ImDrawList*)>& paint) {
+        ImGui::NewFrame();
+        paint(ImGui::GetBackgroundDrawList());
+        ImGui::Render();
+        RgbaImage img(kW, kH, kWhite);
+        render_draw_data(*ImGui::GetDrawData(), img);
+        return img;
+    }
+
+private:
+    ImGuiContext* ctx_;
+    SoftTexture font_;
+};
+
+int channel(ImU32 c, int shift) { return int((c >> shift) & 0xFF); }
+
+bool near(ImU32 a, ImU32 b, int tol) {
+    for (int s : {IM_COL32_R_SHIFT, IM_COL32_G_SHIFT, IM_COL32_B_SHIFT})
+        if (std::abs(channel(a, s) - channel(b, s)) > tol) return false;
+    return true;
+}
+
+int count(const RgbaImage& img, const std::function<bool(int, int, ImU32)>& pred) {
+    int n = 0;
+    for (int y = 0; y < img.height; ++y)
+        for (int x = 0; x < img.width; ++x) n += pred(x, y, img.at(x, y)) ? 1 : 0;
+    return n;
+}
+
+TEST(SoftRender, FilledRectCoversExactlyItsPixels) {
+    Canvas c;
+    const ImU32 red = IM_COL32(200, 30, 40, 255);
+    const RgbaImage img = c.draw([&](ImDrawList* dl) { dl->AddRectFilled(ImVec2(10, 10), ImVec2(30, 20), red); });
+    // Pixels whose centres are inside [10, 30) × [10, 20): exactly 20 × 10, exactly the colour.
+    for (int y = 0; y < kH; ++y)
+        for (int x = 0; x < kW; ++x) {
+            const bool inside = x >= 10 && x < 30 && y >= 10 && y < 20;
+            ASSERT_EQ(img.at(x, y), inside ? red : kWhite) << "pixel " << x << "," << y;
+        }
+}
+
+TEST(SoftRender, SharedDiagonalIsBlendedOnceWithoutCracks) {
+    // A translucent rectangle is two triangles sharing a diagonal: every pixel must be blended
+    // exactly once (twice would be darker on the diagonal, never would leave a white crack).
+    Canvas c;
+    const ImU32 half_blue = IM_COL32(0, 0, 255, 128);
+    const RgbaImage img =
+        c.draw([&](ImDrawList* dl) { dl->AddRectFilled(ImVec2(3.3f, 5.7f), ImVec2(41.9f, 37.2f), half_blue); });
+    const ImU32 once = IM_COL32(127, 127, 255, 255);  // 255·(1 − 128/255) + 0, rounded; blue stays 255
+    int inside = 0;
+    for (int y = 0; y < kH; ++y)
+        for (int x = 0; x < kW; ++x) {
+            const ImU32 p = img.at(x, y);
+            if (p == kWhite) continue;
+            ++inside;
+            ASSERT_EQ(p, once) << "pixel " << x << "," << y;
+        }
+    // Centres inside [3.3, 41.9) × [5.7, 37.2): x 3..41 (39 columns), y 6..36 (31 rows).
+    EXPECT_EQ(inside, 39 * 31);
+}
+
+TEST(SoftRender, EdgesThroughPixelCentresFollowGlsFillRule) {
+    // Corners on pixel centres: every centre on the outline and on the diagonal is on an edge. GL
+    // (y up) owns left and top edges, i.e. left and bottom ones in these y-down pixels, so the
+    // rectangle covers columns 2..41 and rows 3..42, each pixel once, the diagonal included.
+    Canvas c;
+    const ImU32 half_red = IM_COL32(255, 0, 0, 128);
+    const RgbaImage img =
+        c.draw([&](ImDrawList* dl) { dl->AddRectFilled(ImVec2(2.5f, 2.5f), ImVec2(42.5f, 42.5f), half_red); });
+    const ImU32 once = IM_COL32(255, 127, 127, 255);
+    for (int y = 0; y < kH; ++y)
+        for (int x = 0; x < kW; ++x) {
+            const bool inside = x >= 2 && x <= 41 && y >= 3 && y <= 42;
+            ASSERT_EQ(img.at(x, y), inside ? once : kWhite) << "pixel " << x << "," << y;
+        }
+}
+
+TEST(SoftRender, AntiAliasedLineHasFullColourOnItsRowAndFadesAway) {
+    Canvas c;
+    const ImU32 green = IM_COL32(20, 160, 60, 255);
+    // AddLine offsets by half a pixel: this 2 px line covers rows 19 and 20.
+    const RgbaImage img =
+        c.draw([&](ImDrawList* dl) { dl->AddLine(ImVec2(8, 19.5f), ImVec2(56, 19.5f), green, 2.0f); });
+    for (int x = 12; x < 52; ++x) {
+        EXPECT_TRUE(near(img.at(x, 19), green, 8)) << "x " << x << ": " << std::hex << img.at(x, 19);
+        EXPECT_TRUE(near(img.at(x, 20), green, 8)) << "x " << x << ": " << std::hex << img.at(x, 20);
+        EXPECT_EQ(img.at(x, 16), kWhite) << "x " << x;  // beyond the 1 px fringe
+        EXPECT_EQ(img.at(x, 23), kWhite) << "x " << x;
+    }
+    // Nothing left or right of the ends (plus the fringe).
+    EXPECT_EQ(count(img, [](int x, int, ImU32 p) { return (x < 6 || x > 58) && p != kWhite; }), 0);
+}
+
+TEST(SoftRender, ClipRectangleCutsTheShape) {
+    Canvas c;
+    const ImU32 black = IM_COL32(0, 0, 0, 255);
+    const RgbaImage img = c.draw([&](ImDrawList* dl) {
+        dl->PushClipRect(ImVec2(20, 0), ImVec2(40, kH));
+        dl->AddRectFilled(ImVec2(0, 10), ImVec2(kW, 20), black);
+        dl->PopClipRect();
+    });
+    EXPECT_EQ(count(img, [&](int x, int y, ImU32 p) { return p == black && x >= 20 && x < 40 && y >= 10 && y < 20; }),
+              20 * 10);
+    EXPECT_EQ(count(img, [&](int, int, ImU32 p) { return p != kWhite; }), 20 * 10);
+}
+
+TEST(SoftRender, TextSamplesTheFontAtlas) {
+    // Glyphs are textured quads: without the atlas's alpha they would be solid boxes.
+    Canvas c;
+    const ImU32 black = IM_COL32(0, 0, 0, 255);
+    const RgbaImage img = c.draw([&](ImDrawList* dl) { dl->AddText(ImVec2(4, 4), black, "HI"); });
+    const int dark = count(img, [&](int, int, ImU32 p) { return near(p, black, 40); });
+    const int marked = count(img, [&](int, int, ImU32 p) { return p != kWhite; });
+    const ImVec2 box = ImGui::CalcTextSize("HI");
+    EXPECT_GT(dark, 10);                            // strokes are drawn
+    EXPECT_LT(marked, int(box.x * box.y) * 2 / 3);  // but not the glyphs' whole boxes
+    EXPECT_EQ(count(img, [&](int x, int y,
+                             ImU32 p) { return p != kWhite && (x >= 4 + int(box.x) + 1 || y >= 4 + int(box.y) + 1); }),
+              0);
+}
+
+TEST(SoftRender, OffscreenPlotDrawsEachSeriesInItsColourAndRestoresTheContext) {
+    ImGuiContext* mine = ImGui::CreateContext();
+    ImGui::SetCurrentContext(mine);
+    Series a, b;
+    for (int i = 0; i <= 20; ++i) {
+        a.x.push_back(i), a.y.push_back(6 - 0.1 * i);
+        b.x.push_back(i), b.y.push_back(5 + 0.05 * i);
+    }
+    std::vector<PlotSeries> series(2);
+    series[0].label = "run a", series[0].data = &a, series[0].color = plot_palette(0);
+    series[1].label = "run b", series[1].data = &b, series[1].color = plot_palette(1);
+    PlotOptions opt;
+    opt.x_label = "step";
+    opt.y_label = "loss";
+    opt.line_width = 2;
+    const RgbaImage img = render_plot_image(series, opt, OffscreenOptions{400, 300, true});
+    EXPECT_EQ(ImGui::GetCurrentContext(), mine);
+    ImGui::DestroyContext(mine);
+    ASSERT_EQ(img.width, 400);
+    ASSERT_EQ(img.height, 300);
+    for (size_t i = 0; i < series.size(); ++i) {
+        const int n = count(img, [&](int, int, ImU32 p) { return near(p, series[i].color, 24); });
+        EXPECT_GT(n, 200) << series[i].label;  // a 2 px line across most of 400 px, plus its legend swatch
+    }
+    // White background, dark text (tick labels, axis labels).
+    EXPECT_EQ(img.at(1, 1), kWhite);
+    EXPECT_GT(count(img, [](int, int, ImU32 p) { return near(p, IM_COL32(0, 0, 0, 255), 40); }), 100);
+}
+
+}  // namespace
+}  // namespace tw::ui
