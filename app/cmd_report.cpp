@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "app/commands.h"
+#include "core/config_io.h"
 #include "core/status.h"
 #include "storage/run_store.h"
 #include "ui/data/run_cache.h"
@@ -53,23 +54,6 @@ struct RunFacts {
     ui::Series val_vs_bytes, val_vs_sim;
 };
 
-// Lines of the resolved TOML ("[section]" headers folded into the key) as key → value, as
-// `runs compare` reads them (core's to_toml writes one key per line).
-std::map<std::string, std::string> config_lines(const std::string& toml) {
-    std::map<std::string, std::string> out;
-    std::istringstream in(toml);
-    std::string line, section;
-    while (std::getline(in, line)) {
-        if (line.empty()) continue;
-        if (line[0] == '[') {
-            section = line.substr(1, line.find(']') - 1);
-            continue;
-        }
-        auto eq = line.find(" = ");
-        if (eq != std::string::npos) out[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
-    }
-    return out;
-}
 
 std::string value_of(const std::map<std::string, std::string>& config, const std::string& key) {
     auto it = config.find(key);
@@ -199,7 +183,7 @@ void build_series(RunFacts& f) {
 RunFacts gather(RunStore& store, int64_t id) {
     RunFacts f;
     f.data = unwrap(ui::load_run(store, id));
-    f.config = config_lines(unwrap(store.config_toml(id)));
+    f.config = config_key_values(unwrap(store.config_toml(id)));
     const std::string replicas = value_of(f.config, "outer.replicas");
     f.replicas = replicas.empty() ? 0 : std::atoll(replicas.c_str());
     f.final_val = f.data.summary.last_val_loss;

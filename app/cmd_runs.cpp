@@ -92,22 +92,6 @@ int run_show(RunStore& store, int64_t id) {
     return 0;
 }
 
-// Lines of the resolved TOML ("[section]" headers folded into the key) as key → value.
-std::map<std::string, std::string> config_lines(const std::string& toml) {
-    std::map<std::string, std::string> out;
-    std::istringstream in(toml);
-    std::string line, section;
-    while (std::getline(in, line)) {
-        if (line.empty()) continue;
-        if (line[0] == '[') {
-            section = line.substr(1, line.find(']') - 1);
-            continue;
-        }
-        auto eq = line.find(" = ");
-        if (eq != std::string::npos) out[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
-    }
-    return out;
-}
 
 // A config key's value, or "-" where the run does not have the key.
 std::string value_of(const std::map<std::string, std::string>& config, const std::string& key) {
@@ -121,7 +105,7 @@ int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
     std::vector<std::map<std::string, std::string>> configs;
     for (auto id : ids) {
         runs.push_back(unwrap(store.get_run(id)));
-        configs.push_back(config_lines(unwrap(store.config_toml(id))));
+        configs.push_back(config_key_values(unwrap(store.config_toml(id))));
     }
     auto row = [&](const char* label, auto cell) {
         std::printf("%-24s", label);

@@ -32,6 +32,7 @@
 #include <sstream>
 
 #include "app/commands.h"
+#include "app/toml_file.h"
 #include "app/progress.h"
 #include "core/config_io.h"
 #include "core/hash.h"
@@ -136,18 +137,9 @@ struct Loaded {
 };
 
 Result<Loaded> load(const std::string& path, const std::vector<std::string>& sets) {
-    std::ifstream in(path);
-    if (!in) return Result<Loaded>::error("cannot read config file " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    toml::table t;
-    try {
-        t = toml::parse(ss.str(), path);
-    } catch (const toml::parse_error& e) {
-        std::ostringstream os;
-        os << path << ":" << e.source().begin.line << ":" << e.source().begin.column << ": " << e.description();
-        return Result<Loaded>::error(os.str());
-    }
+    auto parsed = read_toml_file(path);
+    if (!parsed) return parsed.status();
+    toml::table t = std::move(*parsed);
     Loaded out;
     std::vector<std::string> problems, run_sets;
     if (toml::node* s = t.get("skippipe")) {

@@ -578,6 +578,22 @@ std::string to_toml(const RunConfig& cfg_in) {
     return os.str();
 }
 
+std::map<std::string, std::string> config_key_values(const std::string& resolved_toml) {
+    std::map<std::string, std::string> out;
+    std::istringstream in(resolved_toml);
+    std::string line, section;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        if (line[0] == '[') {
+            section = line.substr(1, line.find(']') - 1);
+            continue;
+        }
+        auto eq = line.find(" = ");
+        if (eq != std::string::npos) out[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
+    }
+    return out;
+}
+
 std::string config_hash(const RunConfig& cfg) {
     const uint64_t h = fnv1a64(to_toml(cfg));
     char buf[17];

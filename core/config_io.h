@@ -1,6 +1,7 @@
 // TOML ⇄ RunConfig. Every problem in a file is reported at once, each naming file, key and reason.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ Status validate_config(const RunConfig& cfg);
 
 // The resolved config as TOML: every key, defaults filled in. parse_config(to_toml(c)) == c.
 std::string to_toml(const RunConfig& cfg);
+
+// The resolved TOML as dotted key → value text, one per `key = value` line of to_toml's output
+// ("[section]" headers folded into the key; comment lines skipped): what `runs compare` and
+// `report` put side by side.
+std::map<std::string, std::string> config_key_values(const std::string& resolved_toml);
 
 // FNV-1a 64 of the resolved TOML, as 16 hex digits.
 std::string config_hash(const RunConfig& cfg);

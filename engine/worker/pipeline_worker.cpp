@@ -76,6 +76,14 @@ private:
     Status outer_rounds(int64_t step);
     Status evaluate(double& val);
     Status check_weights();
+    Slice* slice_of(int64_t stage) {
+        for (auto& x : slices_)
+            if (x.stage == stage) return &x;
+        return nullptr;
+    }
+    // A node holding no slice of a stage joins that stage's mesh round alone (nothing is sent), so
+    // every member's round count stays aligned.
+    Status sit_out_round() { return mesh_->exchange({mesh_->rank()}, {}, LinkClass::kOuterSync).status(); }
     WindowLoader& loader_of(int replica);
     int origin_replica(int64_t step, int mb) const;
     int next_replica(int64_t step, int mb) const;  // where this node's output of mb goes
@@ -351,12 +359,9 @@ void PipelineWorker::build_reparam() {
 // weights, S rounds.
 Status PipelineWorker::check_weights() {
     for (int64_t s = 0; s < S(); ++s) {
-        Slice* sl = nullptr;
-        for (auto& x : slices_)
-            if (x.stage == s) sl = &x;
+        Slice* sl = slice_of(s);
         if (!sl) {
-            auto r = mesh_->exchange({mesh_->rank()}, {}, LinkClass::kOuterSync);
-            if (!r) return r.status();
+            if (Status st = sit_out_round(); !st) return st;
             continue;
         }
         const double h = slice_hash(*sl);
@@ -519,12 +524,9 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     int64_t hops = 1;
     double start = sim_s_, latest = sim_s_;
     for (int64_t s = 0; s < S(); ++s) {
-        Slice* sl = nullptr;
-        for (auto& x : slices_)
-            if (x.stage == s) sl = &x;
+        Slice* sl = slice_of(s);
         if (!sl) {
-            auto r = mesh_->exchange({mesh_->rank()}, {}, LinkClass::kOuterSync);
-            if (!r) return r.status();
+            if (Status st = sit_out_round(); !st) return st;
             continue;
         }
         auto rep = sl->algo->after_step(step, *sl->group, sim_s_);
