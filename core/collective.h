@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -29,6 +30,19 @@ struct ByteCounters {
     uint64_t sent_msgs[3] = {};
     uint64_t recv_msgs[3] = {};
 };
+
+// The counters as metrics ("bytes.outer.sent", "bytes.stage.recv", ...: the names the run store
+// keeps), in link-class order; `skip_idle` leaves out link classes that carried nothing.
+inline std::vector<std::pair<std::string, double>> byte_metrics(const ByteCounters& c, bool skip_idle) {
+    std::vector<std::pair<std::string, double>> out;
+    for (int k = 0; k < 3; ++k) {
+        if (skip_idle && c.sent_bytes[k] == 0 && c.recv_bytes[k] == 0) continue;
+        const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
+        out.emplace_back(base + ".sent", static_cast<double>(c.sent_bytes[k]));
+        out.emplace_back(base + ".recv", static_cast<double>(c.recv_bytes[k]));
+    }
+    return out;
+}
 
 class Collective {
 public:

@@ -610,13 +610,7 @@ Status PipelineWorker::evaluate(double& val) {
 }
 
 void PipelineWorker::record_bytes(int64_t step) {
-    const ByteCounters& c = mesh_->counters();
-    for (int k = 0; k < 3; ++k) {
-        if (c.sent_bytes[k] == 0 && c.recv_bytes[k] == 0) continue;
-        const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
-        record(step, base + ".sent", static_cast<double>(c.sent_bytes[k]));
-        record(step, base + ".recv", static_cast<double>(c.recv_bytes[k]));
-    }
+    for (auto& [name, v] : byte_metrics(mesh_->counters(), true)) record(step, name, v);
 }
 
 Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) {
@@ -685,12 +679,7 @@ WorkerSummary PipelineWorker::summarise() const {
                       {"utilisation", compute_s_ / std::max(1e-12, sim_s_)},  // bubbles and transfers count
                       {"sync_utilisation", compute_s_ / std::max(1e-12, compute_s_ + sync_exposed_s_)},
                       {"wall_s", since_s(t0_)}};
-    const ByteCounters& c = mesh_->counters();
-    for (int k = 0; k < 3; ++k) {
-        const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
-        out[base + ".sent"] = static_cast<double>(c.sent_bytes[k]);
-        out[base + ".recv"] = static_cast<double>(c.recv_bytes[k]);
-    }
+    for (auto& [name, v] : byte_metrics(mesh_->counters(), false)) out[name] = v;
     return out;
 }
 

@@ -257,13 +257,7 @@ ByteCounters ReplicaWorker::total_bytes() const {
 }
 
 void ReplicaWorker::record_bytes(int64_t step) {
-    const ByteCounters total = total_bytes();
-    for (int k = 0; k < 3; ++k) {
-        if (total.sent_bytes[k] == 0 && total.recv_bytes[k] == 0) continue;
-        const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
-        record(step, base + ".sent", static_cast<double>(total.sent_bytes[k]));
-        record(step, base + ".recv", static_cast<double>(total.recv_bytes[k]));
-    }
+    for (auto& [name, v] : byte_metrics(total_bytes(), true)) record(step, name, v);
 }
 
 Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
@@ -333,12 +327,7 @@ WorkerSummary ReplicaWorker::summarise() const {
                       {"exposed_comm_s", exposed_s_},
                       {"utilisation", compute_s_ / (compute_s_ + exposed_s_)},
                       {"wall_s", since_s(t0_)}};
-    const ByteCounters total = total_bytes();
-    for (int k = 0; k < 3; ++k) {
-        const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
-        out[base + ".sent"] = static_cast<double>(total.sent_bytes[k]);
-        out[base + ".recv"] = static_cast<double>(total.recv_bytes[k]);
-    }
+    for (auto& [name, v] : byte_metrics(total_bytes(), false)) out[name] = v;
     return out;
 }
 
