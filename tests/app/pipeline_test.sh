@@ -4,7 +4,8 @@
 # holds the same θ_s after every round (full and pipeline replicas mixed, SparseLoCo per stage),
 # NoLoCo routing, GPipe and the reparameterised constraint run, `thinwire sweep` records one run
 # per grid point, and bad pipeline layouts are refused with the key named.
-# Micro model on a small text folder. Usage: pipeline_test.sh PATH_TO_THINWIRE
+# Threads and `thinwire node` child processes alike. Micro model on a small text folder.
+# Usage: pipeline_test.sh PATH_TO_THINWIRE
 set -euo pipefail
 tw="$1"
 work="$(mktemp -d)"
@@ -64,6 +65,11 @@ extra=$(( $(col replica-1.0 8 "$out") - 20 * (2 * b * T * (k * 4 + 2) + 8) ))
     fail "stage 0 bytes beyond the activations ($extra) are not 2 rounds × 2 sparse embedding payloads: $out"
 [ "$(col replica-1.1 8 "$out")" = "$((20 * (2 * b * T * k * 4 + 8)))" ] || fail "stage 1 bytes are not the formula's: $out"
 id="$(sqlite3 "$db" "select max(id) from runs")"
+# The same layout on `thinwire node` child processes (TCP loopback) trains identically.
+local_out="$(run --set pipeline.rank=8 --set cluster.mode=local --set run.name=rank8-local)"
+grep -q "finished" <<<"$local_out" || fail "rank-8 run on processes did not finish: $local_out"
+[ "$(col replica-1.1 3 "$local_out")" = "$(col replica-1.1 3 "$out")" ] || fail "processes and threads differ: $local_out $out"
+[ "$(col replica-1.0 8 "$local_out")" = "$(col replica-1.0 8 "$out")" ] || fail "stage bytes differ on processes: $local_out"
 # Every holder of stage s reports the same hash of θ_s after every round.
 bad="$(sqlite3 "$db" "select name, step, count(distinct value) from metrics where run_id = $id and name like 'round.stage%_hash' group by name, step having count(distinct value) != 1 or count(*) != 2")"
 [ -z "$bad" ] || fail "holders of a stage disagree after a round: $bad"
