@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tw {
 
@@ -16,6 +18,19 @@ struct MetricRecord {
     std::string name;
     double value = 0;
 };
+
+// The metrics every synchronisation round reports, whatever the algorithm or worker, as name → value:
+// bytes this node sent, sequential transfers, compute since the last round, the transfer's cost on
+// the link, the time the node's clock waited, and compute / (compute + waited).
+inline std::vector<std::pair<std::string, double>> round_metrics(uint64_t bytes, int64_t hops, double compute_s,
+                                                                 double comm_s, double exposed_s) {
+    return {{"round.bytes", static_cast<double>(bytes)},
+            {"round.hops", static_cast<double>(hops)},
+            {"round.compute_s", compute_s},
+            {"round.comm_s", comm_s},
+            {"round.exposed_comm_s", exposed_s},
+            {"round.utilisation", compute_s / (compute_s + exposed_s)}};
+}
 
 enum class EventLevel : uint8_t { kInfo = 0, kWarning = 1, kError = 2 };
 

@@ -122,6 +122,19 @@ std::vector<std::string> problems_of(const OuterConfig& o, size_t n_params, size
 
 }  // namespace
 
+void GlobalWeightsSwap::add(std::vector<torch::Tensor> live, const std::vector<torch::Tensor>& global) {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < live.size() && i < global.size(); ++i) {
+        saved_.emplace_back(live[i], live[i].detach().clone());
+        live[i].copy_(global[i]);
+    }
+}
+
+GlobalWeightsSwap::~GlobalWeightsSwap() {
+    torch::NoGradGuard no_grad;
+    for (auto& [live, before] : saved_) live.copy_(before);
+}
+
 Result<std::unique_ptr<OuterAlgorithm>> make_outer_algorithm(const RunConfig& cfg, std::vector<torch::Tensor> params,
                                                              std::vector<std::string> names, int replica,
                                                              int replicas) {

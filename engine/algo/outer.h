@@ -39,6 +39,22 @@ public:
     virtual std::vector<torch::Tensor> eval_params() const = 0;
 };
 
+// For an evaluation of the global model: copies an algorithm's eval_params() into the live
+// parameters and puts the live values back when it goes out of scope (the algorithms that keep
+// local weights differing from the global ones need this; for the others it is a no-op in effect).
+class GlobalWeightsSwap {
+public:
+    GlobalWeightsSwap() = default;
+    // Swaps in `global` for `live` (paired by position); callable once per slice of parameters.
+    void add(std::vector<torch::Tensor> live, const std::vector<torch::Tensor>& global);
+    ~GlobalWeightsSwap();
+    GlobalWeightsSwap(const GlobalWeightsSwap&) = delete;
+    GlobalWeightsSwap& operator=(const GlobalWeightsSwap&) = delete;
+
+private:
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> saved_;  // (live, its values before)
+};
+
 // Builds the algorithm cfg.outer.algorithm names ("diloco", "sparseloco", "streaming_diloco",
 // "noloco") over the replica's live parameters (their order and shapes identical on every
 // replica). `names` are the parameters' names (for fragments). `replica` / `replicas` place this

@@ -110,6 +110,7 @@ private:
     std::unique_ptr<torch::optim::AdamW> optim_;
     torch::Tensor t_fixed_;                   // [V, d] when the run compresses anything
     std::vector<Slice> slices_;
+    std::vector<PipeOp> ops_;  // this stage's forwards and backwards of one iteration, in schedule order
     // AD2 on a pipeline's later stages under SparseLoCo: a copy of θ_global's trainable embedding,
     // kept bit-identical by replaying stage 0's round payloads, so T_fixed follows without sending it.
     torch::Tensor shadow_emb_;
@@ -180,6 +181,10 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         stage_ = std::make_unique<PipelineStage>(cfg_.model, seed, role_.stage, S(), codec(role_.stage - 1),
                                                  codec(role_.stage), t_fixed_);
         optim_ = make_adamw(stage_->model(), cfg_.train);
+        auto schedule = parse_pipe_schedule(cfg_.pipeline.schedule);
+        if (!schedule) return schedule.status();
+        ops_ = stage_ops(*schedule, static_cast<int>(role_.stage), static_cast<int>(S()),
+                         static_cast<int>(cfg_.pipeline.micro_batches));
     }
     if (Status st = build_slices(); !st) return st;
     build_reparam();
@@ -422,8 +427,7 @@ Status PipelineWorker::stage_step(int64_t step, double& loss, double& compute_s)
     torch::Tensor own = stage_->first() ? loader_of(role_.replica).batch(step) : torch::Tensor();
     std::map<int, torch::Tensor> targets_batch;  // origin replica → its batch (last stage)
     loss = 0;
-    for (const PipeOp& op : stage_ops(parse_pipe_schedule(cfg_.pipeline.schedule).value(), static_cast<int>(role_.stage),
-                                      static_cast<int>(S()), m)) {
+    for (const PipeOp& op : ops_) {
         const int j = op.micro_batch;
         std::vector<uint8_t> in, out;
         if (op.kind == PipeOpKind::kForward) {
@@ -551,12 +555,9 @@ Status PipelineWorker::outer_rounds(int64_t step) {
         record(step, "round.t_fixed_hash",
                static_cast<double>(fnv1a64(std::string_view(reinterpret_cast<const char*>(b.data()), b.size())) >> 12));
     }
-    record(step, "round.bytes", static_cast<double>(bytes));
-    record(step, "round.hops", static_cast<double>(hops));
-    record(step, "round.compute_s", round_compute_s_);
-    record(step, "round.comm_s", transfer_s(net_.outer, bytes) + (hops - 1) * net_.outer.latency_s);
-    record(step, "round.exposed_comm_s", exposed);
-    record(step, "round.utilisation", round_compute_s_ / (round_compute_s_ + exposed));
+    for (auto& [name, v] : round_metrics(bytes, hops, round_compute_s_,
+                                         transfer_s(net_.outer, bytes) + (hops - 1) * net_.outer.latency_s, exposed))
+        record(step, name, v);
     round_compute_s_ = 0;
     return Status::ok();
 }
@@ -565,18 +566,9 @@ Status PipelineWorker::outer_rounds(int64_t step) {
 // A pipeline evaluates over dense boundaries whatever it trains with; that traffic is measurement
 // and not counted.
 Status PipelineWorker::evaluate(double& val) {
-    std::vector<std::pair<torch::Tensor, torch::Tensor>> saved;  // (live, its copy)
-    {
-        torch::NoGradGuard no_grad;
-        for (auto& sl : slices_) {
-            if (!sl.algo) continue;
-            auto g = sl.algo->eval_params();
-            for (size_t i = 0; i < sl.params.size() && i < g.size(); ++i) {
-                saved.emplace_back(sl.params[i], sl.params[i].detach().clone());
-                sl.params[i].copy_(g[i]);
-            }
-        }
-    }
+    GlobalWeightsSwap swap;
+    for (auto& sl : slices_)
+        if (sl.algo) swap.add(sl.params, sl.algo->eval_params());
     Status result;
     if (full()) {
         val = trainer_->evaluate();
@@ -604,8 +596,6 @@ Status PipelineWorker::evaluate(double& val) {
         }
         val = sum / static_cast<double>(cfg_.train.eval_batches);
     }
-    torch::NoGradGuard no_grad;
-    for (auto& [live, copy] : saved) live.copy_(copy);
     return result;
 }
 

@@ -221,30 +221,14 @@ Status ReplicaWorker::outer_round(int64_t step) {
 // evaluation (Streaming DiLoCo and NoLoCo keep local weights that differ from it), then swapped back.
 double ReplicaWorker::evaluate_global() {
     if (!outer_) return trainer_->evaluate();
-    auto live = trainer_->model()->parameters();
-    auto global = outer_->eval_params();
-    std::vector<torch::Tensor> saved;
-    {
-        torch::NoGradGuard no_grad;
-        for (size_t i = 0; i < live.size() && i < global.size(); ++i) {
-            saved.push_back(live[i].detach().clone());
-            live[i].copy_(global[i]);
-        }
-    }
-    const double v = trainer_->evaluate();
-    torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < saved.size(); ++i) live[i].copy_(saved[i]);
-    return v;
+    GlobalWeightsSwap swap;
+    swap.add(trainer_->model()->parameters(), outer_->eval_params());
+    return trainer_->evaluate();
 }
 
 void ReplicaWorker::record_round(int64_t step, uint64_t bytes, int64_t hops, double compute_s, double comm_s,
                                  double exposed_s) {
-    record(step, "round.bytes", static_cast<double>(bytes));
-    record(step, "round.hops", static_cast<double>(hops));
-    record(step, "round.compute_s", compute_s);
-    record(step, "round.comm_s", comm_s);
-    record(step, "round.exposed_comm_s", exposed_s);
-    record(step, "round.utilisation", compute_s / (compute_s + exposed_s));
+    for (auto& [name, v] : round_metrics(bytes, hops, compute_s, comm_s, exposed_s)) record(step, name, v);
 }
 
 ByteCounters ReplicaWorker::total_bytes() const {
