@@ -8,7 +8,9 @@
 
 #include "app/commands.h"
 #include "app/engine_node.h"
+#include "core/data_root.h"
 #include "core/layout.h"
+#include "remote/curve.h"
 #include "remote/node_server.h"
 
 namespace tw::cli {
@@ -20,6 +22,8 @@ extern "C" void on_signal(int) { g_stop = true; }
 struct NodeArgs {
     std::string listen = "tcp://127.0.0.1:5555";
     std::string curve_secret_key;
+    std::vector<std::string> allow;
+    std::string data_root;
 };
 
 int run_node(const NodeArgs& a) {
@@ -27,11 +31,18 @@ int run_node(const NodeArgs& a) {
     o.listen = a.listen;
     o.ctx = std::make_shared<zmq::context_t>();
     o.version = thinwire_version();
-    o.curve_secret_key = a.curve_secret_key;
+    if (!a.curve_secret_key.empty()) {
+        o.keys = unwrap(read_secret_key(a.curve_secret_key));
+        for (auto& f : a.allow) o.allowed_coordinators.push_back(unwrap(public_key_from_text_or_file(f)));
+    } else if (!a.allow.empty()) {
+        throw Error("--allow needs --curve-secret-key: without keys nobody is authenticated");
+    }
+    o.data_root = unwrap(resolve_node_data_root(a.data_root));
     auto server = unwrap(NodeServer::bind(o, engine_worker_factory(o.ctx)));
     const NodeEndpoints e = unwrap(derive_endpoints(a.listen));
-    std::printf("thinwire node %s: control %s, metrics %s, data %s\n", thinwire_version(), e.control.c_str(),
-                e.metrics.c_str(), e.data.c_str());
+    std::printf("thinwire node %s: control %s, metrics %s, data %s, data root %s%s\n", thinwire_version(),
+                e.control.c_str(), e.metrics.c_str(), e.data.c_str(), o.data_root.c_str(),
+                o.keys.empty() ? ", no keys (loopback only)" : (", CURVE key " + o.keys.public_key).c_str());
     std::fflush(stdout);
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
@@ -46,7 +57,12 @@ Command add_node(CLI::App& app, const Globals&) {
     auto args = std::make_shared<NodeArgs>();
     sub->add_option("--listen", args->listen, "control endpoint (tcp://127.0.0.1:PORT uses PORT..PORT+3)")->capture_default_str();
     sub->add_option("--curve-secret-key", args->curve_secret_key,
-                    "CurveZMQ key to allow a non-loopback bind (authentication arrives with the reliability work)");
+                    "this node's CurveZMQ secret key file (thinwire keys new DIR); every socket then authenticates "
+                    "and encrypts, and any interface may be bound");
+    sub->add_option("--allow", args->allow,
+                    "public key (file or Z85 text) of a coordinator this node obeys; repeatable, needs keys");
+    sub->add_option("--data-root", args->data_root,
+                    "the only folder a run's paths may name (corpus, cache, checkpoints); default .cache/thinwire");
     return {sub, [args] { return run_node(*args); }};
 }
 

@@ -1,7 +1,10 @@
 // Node wiring; see engine_node.h.
 #include "app/engine_node.h"
 
+#include <algorithm>
+
 #include "core/layout.h"
+#include "engine/model/llama.h"
 #include "engine/worker/pipeline_worker.h"
 #include "engine/worker/replica_worker.h"
 #include "remote/zmq_collective.h"
@@ -10,18 +13,52 @@ namespace tw::cli {
 
 const char* thinwire_version() { return TW_VERSION; }
 
+size_t largest_data_frame_bytes(const RunConfig& cfg) {
+    ModelConfig m = cfg.model;
+    if (m.vocab_size <= 0) m.vocab_size = cfg.data.vocab_size;
+    // Dense fp32 outer gradients of the whole model, or one step's dense fp32 activations: every
+    // codec and boundary of the run sends no more than the larger of the two.
+    const auto params = static_cast<size_t>(std::max<int64_t>(count_parameters(m), 1));
+    const auto acts = static_cast<size_t>(std::max<int64_t>(cfg.train.batch_size, 1)) *
+                      static_cast<size_t>(std::max<int64_t>(m.seq_len, 1)) *
+                      static_cast<size_t>(std::max<int64_t>(m.d_model, 1));
+    const size_t payload = 4 * std::max(params, acts);
+    return payload + payload / 4 + (1u << 20);  // 25% + 1 MiB margin for codec headers and index arrays
+}
+
 WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
-    return [ctx](const RunConfig& cfg, const NodeRole& role, const std::string& listen) -> Result<std::unique_ptr<Worker>> {
+    return [ctx](const RunConfig& cfg, const NodeRole& role, const NodeSite& site) -> Result<std::unique_ptr<Worker>> {
         std::unique_ptr<ZmqCollective> mesh;
         if (role.mesh_rank >= 0) {
-            auto own = derive_endpoints(listen);
+            auto own = derive_endpoints(site.listen);
             if (!own) return own.status();
             // Peers are reached at the addresses the coordinator knows; this node binds its own view
             // of its data endpoint (e.g. 0.0.0.0 where the coordinator says a host name).
             auto endpoints = role.mesh_endpoints;
             endpoints[static_cast<size_t>(role.mesh_rank)] = own->data;
-            // Waits are abortable (a stop ends them), so the timeout only has to outlast a pause.
-            auto m = ZmqCollective::create(ctx, endpoints, role.mesh_rank, 30 * 60 * 1000);
+            MeshOptions o;
+            // Waits are abortable (a stop ends them) and silence is its own deadline, so the
+            // backstop only has to outlast a pause.
+            o.timeout_ms = 30 * 60 * 1000;
+            o.token = role.mesh_token;
+            o.heartbeat_s = site.heartbeat_s;
+            o.silence_timeout_s = site.heartbeat_timeout_s;
+            o.max_frame_bytes = largest_data_frame_bytes(cfg);
+            if (!site.public_key.empty()) {
+                if (role.mesh_keys.size() != role.mesh_endpoints.size())
+                    return Status::error("configure: this node has CurveZMQ keys but the run gave " +
+                                         std::to_string(role.mesh_keys.size()) + " mesh keys for " +
+                                         std::to_string(role.mesh_endpoints.size()) + " members");
+                o.public_key = site.public_key;
+                o.secret_key = site.secret_key;
+                o.member_keys = role.mesh_keys;
+                if (site.allow_data_peers) site.allow_data_peers(role.mesh_keys);
+            }
+            if (MetricSink* events = site.events)
+                o.on_event = [events, name = role.name](const std::string& kind, const std::string& text) {
+                    events->event({0, name, EventLevel::kWarning, kind, text});
+                };
+            auto m = ZmqCollective::create(ctx, endpoints, role.mesh_rank, std::move(o));
             if (!m) return m.status();
             mesh = std::move(*m);
         }

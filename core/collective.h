@@ -76,6 +76,13 @@ public:
     // The next message from `peer`; its sender's clock goes to `sender_clock_s` when given.
     virtual Result<std::vector<uint8_t>> recv(int peer, double* sender_clock_s = nullptr) = 0;
 
+    // After a round, the members of `group` (ascending ranks, this member included) compare
+    // `state_hash`: a hash of what the algorithm says they must now hold identically. It travels as
+    // framing (no payload bytes, not counted). Every member calls it for the same rounds with the
+    // same group. The error names the members whose hash differs from the majority's (with two
+    // members, the peer whose hash differs from this member's).
+    virtual Status agree(const std::vector<int>& group, uint64_t state_hash) = 0;
+
     virtual const ByteCounters& counters() const = 0;
 };
 

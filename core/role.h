@@ -15,6 +15,8 @@ struct GlooGroupSpec {
     int port = 0;
     int rank = 0;      // this node's rank in the group
     int size = 1;      // members
+    // CurveZMQ public keys of the members by group rank ([0] hosts the store); empty without keys.
+    std::vector<std::string> keys;
 };
 
 struct NodeRole {
@@ -29,6 +31,10 @@ struct NodeRole {
     // every node, for DiLoCo every replica leader) and this node's index there; -1 = not a member.
     std::vector<std::string> mesh_endpoints;
     int mesh_rank = -1;
+    // CurveZMQ public keys of the mesh members, parallel to mesh_endpoints; empty without keys.
+    std::vector<std::string> mesh_keys;
+    // The run's data-plane token (remote/wire_frame.h): frames without it are not from this run.
+    uint64_t mesh_token = 0;
     GlooGroupSpec grad_group;  // gradients all-reduced every step (DDP: all nodes; DiLoCo: the replica's nodes)
 
     int global_rank() const { return replica * replica_nodes + rank; }

@@ -49,9 +49,23 @@ public:
     virtual Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) = 0;
 };
 
-// Builds a worker for a resolved config and a role on the node listening at `listen` (its own
-// data endpoint derives from it, core/layout.h); errors (bad data path, busy port) are values.
+// What the node server hands a worker factory besides the run: where the node is and what it may
+// use. Owned by the node server; `events` outlives every worker it builds.
+struct NodeSite {
+    std::string listen;        // control endpoint; the data endpoint derives from it (core/layout.h)
+    std::string data_root;     // absolute; every path of the run resolves under it (core/data_root.h)
+    MetricSink* events = nullptr;  // the node's own stream, for transport events (dropped frames)
+    double heartbeat_s = 0.5;          // data-plane liveness: members send a heartbeat this often
+    double heartbeat_timeout_s = 5;    // a member silent this long during a wait is declared lost
+    // CurveZMQ: this node's keypair (Z85; empty without keys) and the hook that sets which peer
+    // keys its data-plane listeners accept (remote/curve.h "data" domain; empty without keys).
+    std::string public_key, secret_key;
+    std::function<void(std::vector<std::string>)> allow_data_peers;
+};
+
+// Builds a worker for a resolved config and a role on the node described by `site`; errors (bad
+// data path, busy port) are values.
 using WorkerFactory =
-    std::function<Result<std::unique_ptr<Worker>>(const RunConfig&, const NodeRole&, const std::string& listen)>;
+    std::function<Result<std::unique_ptr<Worker>>(const RunConfig&, const NodeRole&, const NodeSite& site)>;
 
 }  // namespace tw

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <random>
 #include <zmq.hpp>
 
 #include "remote/poll.h"
@@ -26,6 +27,7 @@ struct Coordinator::Impl {
     std::map<std::string, size_t> by_name;    // role name → node index
     std::vector<Clock::time_point> last_seen;  // per node, last heartbeat or stream message
     std::vector<bool> in_run;
+    std::vector<std::string> tokens;           // per node, the run token its configure returned
     Clock::time_point last_heartbeat_sent = Clock::now();
     int64_t next_id = 1;
     bool stopping = false;
@@ -42,6 +44,7 @@ Result<Message> Coordinator::request(size_t i, Message m) {
     Impl& s = *impl_;
     const int64_t id = s.next_id++;
     m.body["id"] = id;
+    if (i < s.tokens.size() && !s.tokens[i].empty()) m.body["token"] = s.tokens[i];
     auto frames = encode(m);
     auto& d = s.dealers[i];
     for (size_t f = 0; f < frames.size(); ++f)
@@ -71,6 +74,10 @@ Result<std::unique_ptr<Coordinator>> Coordinator::connect(std::shared_ptr<zmq::c
     Impl& s = *c->impl_;
     s.ctx = std::move(ctx);
     s.opts = opts;
+    const bool curve = !opts.keys.empty();
+    if (curve && opts.node_keys.size() != endpoints.size())
+        return R::error("coordinator: " + std::to_string(opts.node_keys.size()) + " node keys for " +
+                        std::to_string(endpoints.size()) + " endpoints");
     s.sub = zmq::socket_t(*s.ctx, zmq::socket_type::sub);
     s.sub.set(zmq::sockopt::subscribe, "");
     s.sub.set(zmq::sockopt::rcvhwm, 0);
@@ -80,6 +87,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::connect(std::shared_ptr<zmq::c
         c->nodes_.push_back(n);
         zmq::socket_t d(*s.ctx, zmq::socket_type::dealer);
         try {
+            if (curve) curve_client(d, opts.keys, opts.node_keys[c->nodes_.size() - 1]);
             d.connect(e);
         } catch (const zmq::error_t& err) {
             return R::error("cannot connect to node " + e + ": " + err.what());
@@ -88,6 +96,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::connect(std::shared_ptr<zmq::c
     }
     s.last_seen.assign(endpoints.size(), Clock::now());
     s.in_run.assign(endpoints.size(), false);
+    s.tokens.assign(endpoints.size(), "");
     for (size_t i = 0; i < endpoints.size(); ++i) {
         Message hello;
         hello.kind = MsgKind::kHello;
@@ -114,18 +123,52 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
     if (roles.size() > nodes_.size())
         return Status::error("configure: " + std::to_string(roles.size()) + " roles for " +
                              std::to_string(nodes_.size()) + " nodes");
+    const bool curve = !s.opts.keys.empty();
+    std::map<std::string, std::string> key_of_data_ep;  // data endpoint → node key
     for (size_t i = 0; i < roles.size(); ++i) {
         auto eps = derive_endpoints(nodes_[i].endpoint);
         if (!eps) return eps.status();
+        if (curve) {
+            curve_client(s.sub, s.opts.keys, s.opts.node_keys[i]);  // taken at connect: one key per node
+            key_of_data_ep[eps->data] = s.opts.node_keys[i];
+        }
         s.sub.connect(eps->metrics);
+    }
+    // The run's data-plane token, and every member's key for the mesh and the gradient groups.
+    std::random_device rd;
+    const uint64_t mesh_token = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    std::vector<NodeRole> run_roles = roles;
+    std::map<std::pair<std::string, int>, std::map<int, std::string>> group_keys;  // (host, port) → rank → key
+    for (size_t i = 0; i < roles.size(); ++i)
+        if (curve && !roles[i].grad_group.host.empty())
+            group_keys[{roles[i].grad_group.host, roles[i].grad_group.port}][roles[i].grad_group.rank] =
+                s.opts.node_keys[i];
+    for (auto& r : run_roles) {
+        r.mesh_token = mesh_token;
+        if (!curve) continue;
+        r.mesh_keys.clear();
+        for (auto& ep : r.mesh_endpoints) {
+            auto it = key_of_data_ep.find(ep);
+            if (it == key_of_data_ep.end()) return Status::error("configure: no node key for mesh endpoint " + ep);
+            r.mesh_keys.push_back(it->second);
+        }
+        if (!r.grad_group.host.empty()) {
+            r.grad_group.keys.clear();
+            for (auto& [rank, key] : group_keys[{r.grad_group.host, r.grad_group.port}]) r.grad_group.keys.push_back(key);
+        }
     }
     for (size_t i = 0; i < roles.size(); ++i) {
         Message m;
         m.kind = MsgKind::kConfigure;
-        m.body = {{"role", role_to_json(roles[i])}, {"config_toml", config_toml},
+        s.tokens[i].clear();  // a new configure is not bound to the previous run's token
+        m.body = {{"role", role_to_json(run_roles[i])}, {"config_toml", config_toml},
                   {"heartbeat_s", s.opts.heartbeat_s}, {"heartbeat_timeout_s", s.opts.heartbeat_timeout_s}};
         auto r = request(i, m);
         if (!r) return r.status();
+        const auto tok = r->body.find("token");
+        if (tok == r->body.end() || !tok->is_string())
+            return Status::error("node " + nodes_[i].endpoint + " did not hand out a run token at configure");
+        s.tokens[i] = tok->get<std::string>();
         nodes_[i].name = roles[i].name;
         nodes_[i].state = "configured";
         nodes_[i].done = false;
@@ -250,6 +293,7 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
             if (!s.in_run[i] || nodes_[i].done) continue;
             Message hb;
             hb.kind = MsgKind::kHeartbeat;
+            hb.body["token"] = s.tokens[i];
             auto frames = encode(hb);
             s.dealers[i].send(frames[0], zmq::send_flags::dontwait);
         }

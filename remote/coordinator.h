@@ -14,6 +14,7 @@
 #include "core/role.h"
 #include "core/status.h"
 #include "core/worker.h"
+#include "remote/curve.h"
 
 namespace zmq { class context_t; }
 
@@ -39,6 +40,10 @@ struct CoordinatorOptions {
     int reply_timeout_ms = 20000;      // a node that does not answer a command this fast is an error
     double heartbeat_s = 0.5;          // coordinator → node heartbeat interval
     double heartbeat_timeout_s = 5;    // a running node silent this long fails the run
+    // CurveZMQ: the coordinator's keypair and each node's public key, parallel to the endpoints
+    // given to connect(); both empty = no CURVE (loopback nodes without keys).
+    CurveKeyPair keys;
+    std::vector<std::string> node_keys;
 };
 
 class CoordinatorSink {
@@ -62,6 +67,8 @@ public:
 
     const std::vector<NodeInfo>& nodes() const { return nodes_; }
     // Node i gets roles[i] (nodes beyond roles.size() sit the run out) and the resolved config.
+    // The coordinator adds the run's data-plane token and, with keys, every member's public key to
+    // the roles, and keeps each node's run token for the commands that follow.
     // Returns once every configured node's metric stream is live (its heartbeat has arrived).
     Status configure(const std::vector<NodeRole>& roles, const std::string& config_toml);
     Status start();

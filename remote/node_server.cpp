@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <zmq.hpp>
 
@@ -66,23 +68,40 @@ Status check_bind_allowed(const std::string& endpoint, bool have_curve_keys) {
     if (endpoint.rfind("inproc://", 0) == 0 || endpoint.rfind("ipc://", 0) == 0) return Status::ok();
     if (endpoint.rfind("tcp://", 0) != 0)
         return Status::error("endpoint " + endpoint + ": expected inproc://, ipc:// or tcp://HOST:PORT");
-    const std::string host = endpoint.substr(6, endpoint.rfind(':') - 6);
-    if (host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]") return Status::ok();
-    if (have_curve_keys)
+    const auto colon = endpoint.rfind(':');
+    if (colon == std::string::npos || colon < 6)
+        return Status::error("endpoint " + endpoint + ": expected tcp://HOST:PORT");
+    const std::string host = endpoint.substr(6, colon - 6);
+    if (host == "localhost")
         return Status::error("endpoint " + endpoint +
-                             ": CurveZMQ authentication is not implemented yet, so keys cannot be honoured; "
-                             "bind 127.0.0.1 and reach the node through an SSH tunnel");
+                             ": ZeroMQ binds addresses, not host names; use tcp://127.0.0.1:PORT");
+    if (host.rfind("127.", 0) == 0 || host == "[::1]") return Status::ok();
+    if (have_curve_keys) return Status::ok();
     return Status::error("endpoint " + endpoint +
                          ": refusing to bind a non-loopback address without CurveZMQ keys (anyone could drive this "
-                         "node); bind tcp://127.0.0.1:PORT and forward ports PORT..PORT+3 over SSH instead");
+                         "node); give --curve-secret-key and --allow, or bind tcp://127.0.0.1:PORT");
 }
+
+// A fresh run token: 64 random bits as 16 hex digits.
+std::string new_token() {
+    std::random_device rd;
+    const uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// Who sent a request, for events and refusals: the key's tag with CURVE, else the token's owner.
+std::string sender_tag(const std::string& key) { return key.empty() ? "a loopback client" : "key " + key_tag(key); }
 
 struct NodeServer::Impl {
     NodeOptions opts;
     WorkerFactory factory;
     std::shared_ptr<zmq::context_t> ctx;
+    std::unique_ptr<ZapHandler> zap;  // with keys; before any socket, so no connection skips it
     zmq::socket_t router, pub;
     NodeEndpoints eps;
+    std::string owner_key, token;     // the configuring coordinator; "" = nobody yet
 
     std::string state = "idle";  // idle | configured | running | paused | finished | failed | stopped
     RunConfig cfg;
@@ -118,36 +137,93 @@ struct NodeServer::Impl {
         if (thread.joinable()) thread.join();
     }
 
-    Message handle(const Message& req);
-    Message configure(const Message& req);
+    void log(const std::string& text) {
+        if (opts.log) opts.log(text);
+        else std::fprintf(stderr, "thinwire node %s: %s\n", opts.listen.c_str(), text.c_str());
+    }
+    // The request's sender may drive the run: it holds the run token (and, with keys, the key).
+    bool is_owner(const Message& req, const std::string& key) const {
+        if (token.empty()) return false;
+        const auto it = req.body.find("token");
+        if (it == req.body.end() || !it->is_string() || it->get<std::string>() != token) return false;
+        return opts.keys.empty() || key == owner_key;
+    }
+
+    Message handle(const Message& req, const std::string& key);
+    Message configure(const Message& req, const std::string& key);
     Message start();
     void pump_worker();
 };
 
-Message NodeServer::Impl::configure(const Message& req) {
+// A number field of a request: absent (→ `fallback`) or a finite number within [lo, hi]; the
+// error names the field.
+Result<double> number_field(const nlohmann::json& body, const char* name, double lo, double hi, double fallback) {
+    const auto it = body.find(name);
+    if (it == body.end()) return fallback;
+    if (!it->is_number()) return Result<double>::error(std::string("\"") + name + "\" must be a number");
+    const double v = it->get<double>();
+    if (!(v >= lo && v <= hi))
+        return Result<double>::error(std::string("\"") + name + "\" must be within [" + std::to_string(lo) + ", " +
+                                     std::to_string(hi) + "]");
+    return v;
+}
+
+Message NodeServer::Impl::configure(const Message& req, const std::string& key) {
     if (state == "running" || state == "paused") return make_error("configure while a run is " + state);
-    join_worker();
     const auto& b = req.body;
-    if (!b.contains("config_toml") || !b["config_toml"].is_string()) return make_error("configure: no config_toml");
-    if (!b.contains("role")) return make_error("configure: no role");
-    auto parsed = parse_config(b["config_toml"].get<std::string>(), "configure");
+    const auto toml = b.find("config_toml");
+    if (toml == b.end() || !toml->is_string()) return make_error("configure: no config_toml string");
+    if (!b.contains("role")) return make_error("configure: no \"role\"");
+    auto parsed = parse_config(toml->get<std::string>(), "configure");
     if (!parsed) return make_error("configure: " + parsed.message());
+    auto hb = number_field(b, "heartbeat_s", 0.01, 3600, parsed->cluster.heartbeat_s);
+    if (!hb) return make_error("configure: " + hb.message());
+    auto hb_timeout = number_field(b, "heartbeat_timeout_s", 0.05, 86400, parsed->cluster.heartbeat_timeout_s);
+    if (!hb_timeout) return make_error("configure: " + hb_timeout.message());
     auto r = role_from_json(b["role"]);
     if (!r) return make_error("configure: " + r.message());
-    auto w = factory(*parsed, *r, opts.listen);
-    if (!w) return make_error("configure: " + w.message());
+    // The previous run's worker holds its data port and store: release them before binding anew.
+    join_worker();
+    worker.reset();
+    auto run_sink = std::make_unique<QueueSink>(r->name);
+    NodeSite site;
+    site.listen = opts.listen;
+    site.data_root = opts.data_root;
+    site.events = run_sink.get();
+    site.heartbeat_s = *hb;
+    site.heartbeat_timeout_s = *hb_timeout;
+    if (!opts.keys.empty()) {
+        site.public_key = opts.keys.public_key;
+        site.secret_key = opts.keys.secret_key;
+        site.allow_data_peers = [z = zap.get()](std::vector<std::string> keys) { z->allow(kZapData, std::move(keys)); };
+    }
+    Result<std::unique_ptr<Worker>> w = Status::error("worker not built");
+    try {
+        w = factory(*parsed, *r, site);
+    } catch (const std::exception& e) {
+        w = Status::error(e.what());
+    }
+    if (!w) {
+        state = "idle";
+        return make_error("configure: " + w.message());
+    }
     cfg = std::move(*parsed);
     role = std::move(*r);
     worker = std::move(*w);
-    heartbeat_s = b.value("heartbeat_s", cfg.cluster.heartbeat_s);
-    heartbeat_timeout_s = b.value("heartbeat_timeout_s", cfg.cluster.heartbeat_timeout_s);
+    heartbeat_s = *hb;
+    heartbeat_timeout_s = *hb_timeout;
     ctl.stop = false;
     ctl.paused = false;
     ctl.step = 0;
     worker_done = false;
-    sink = std::make_unique<QueueSink>(role.name);
+    sink = std::move(run_sink);
+    owner_key = key;
+    token = new_token();
     state = "configured";
-    return {};
+    Message ok;
+    ok.kind = MsgKind::kOk;
+    ok.body["token"] = token;
+    return ok;
 }
 
 Message NodeServer::Impl::start() {
@@ -172,9 +248,21 @@ Message NodeServer::Impl::start() {
     return {};
 }
 
-Message NodeServer::Impl::handle(const Message& req) {
+Message NodeServer::Impl::handle(const Message& req, const std::string& key) {
     Message ok;
     ok.kind = MsgKind::kOk;
+    // Commands that drive a run come only from its coordinator once the node has one.
+    const bool drives = req.kind == MsgKind::kStart || req.kind == MsgKind::kPause || req.kind == MsgKind::kResume ||
+                        req.kind == MsgKind::kStop || req.kind == MsgKind::kShutdown;
+    if (drives && !token.empty() && !is_owner(req, key)) {
+        log(std::string("refused \"") + to_string(req.kind) + "\" from " + sender_tag(key) +
+            ": not the coordinator that configured this node");
+        return make_error(std::string("\"") + to_string(req.kind) +
+                          "\" refused: only the coordinator that configured this node may send it (missing or "
+                          "wrong run token" +
+                          (opts.keys.empty() ? std::string(")") : std::string(" or key)")));
+    }
+    if (req.kind == MsgKind::kStart && token.empty()) return make_error("start needs a configured node (state is idle)");
     switch (req.kind) {
         case MsgKind::kHello: {
             Message caps;
@@ -187,10 +275,8 @@ Message NodeServer::Impl::handle(const Message& req) {
                          {"state", state}};
             return caps;
         }
-        case MsgKind::kConfigure: {
-            Message m = configure(req);
-            return m.body.contains("error") ? m : ok;
-        }
+        case MsgKind::kConfigure:
+            return configure(req, key);
         case MsgKind::kStart: {
             Message m = start();
             return m.body.contains("error") ? m : ok;
@@ -199,6 +285,7 @@ Message NodeServer::Impl::handle(const Message& req) {
             if (state != "running") return make_error("pause needs a running node (state is " + state + ")");
             ctl.paused = true;
             state = "paused";
+            sink->event({0, role.name, EventLevel::kInfo, "pause", "paused by " + sender_tag(key)});
             return ok;
         case MsgKind::kResume:
             if (state != "paused") return make_error("resume needs a paused node (state is " + state + ")");
@@ -206,7 +293,10 @@ Message NodeServer::Impl::handle(const Message& req) {
             state = "running";
             return ok;
         case MsgKind::kStop:
-            if (state == "running" || state == "paused") ctl.stop = true;
+            if (state == "running" || state == "paused") {
+                ctl.stop = true;
+                sink->event({0, role.name, EventLevel::kInfo, "stop", "stop requested by " + sender_tag(key)});
+            }
             return ok;
         case MsgKind::kStatus: {
             Message s;
@@ -232,7 +322,10 @@ void NodeServer::Impl::pump_worker() {
             }
             publish(m);
         }
-    if (worker_done.load() && thread.joinable()) thread.join();
+    if (worker_done.load() && thread.joinable()) {
+        thread.join();
+        worker.reset();  // closes the run's mesh and store: the node is ready for the next run
+    }
 }
 
 NodeServer::~NodeServer() {
@@ -247,7 +340,7 @@ const std::string& NodeServer::endpoint() const { return impl_->opts.listen; }
 
 Result<std::unique_ptr<NodeServer>> NodeServer::bind(NodeOptions opts, WorkerFactory factory) {
     using R = Result<std::unique_ptr<NodeServer>>;
-    if (Status s = check_bind_allowed(opts.listen, !opts.curve_secret_key.empty()); !s) return s;
+    if (Status s = check_bind_allowed(opts.listen, !opts.keys.empty()); !s) return s;
     auto eps = derive_endpoints(opts.listen);
     if (!eps) return eps.status();
     std::unique_ptr<NodeServer> n(new NodeServer());
@@ -258,10 +351,30 @@ Result<std::unique_ptr<NodeServer>> NodeServer::bind(NodeOptions opts, WorkerFac
     s.opts = std::move(opts);
     s.factory = std::move(factory);
     s.eps = *eps;
+    if (!s.opts.keys.empty()) {
+        if (s.opts.listen.rfind("inproc://", 0) == 0)
+            return R::error("node: CurveZMQ keys need a tcp:// or ipc:// endpoint (inproc:// is not encrypted)");
+        if (s.opts.allowed_coordinators.empty())
+            return R::error("node: CurveZMQ keys without --allow: no coordinator could ever drive this node");
+        auto zap = ZapHandler::start(s.ctx, [impl = &s](const std::string& t) { impl->log(t); });
+        if (!zap) return zap.status();
+        s.zap = std::move(*zap);
+        s.zap->allow(kZapControl, s.opts.allowed_coordinators);
+        s.zap->allow(kZapData, {});
+    }
     try {
         s.router = zmq::socket_t(*s.ctx, zmq::socket_type::router);
-        s.router.bind(s.eps.control);
         s.pub = zmq::socket_t(*s.ctx, zmq::socket_type::pub);
+        if (!s.opts.keys.empty()) {
+            curve_server(s.router, s.opts.keys, kZapControl);
+            curve_server(s.pub, s.opts.keys, kZapControl);
+        }
+        // Control messages carry no tensors: ZeroMQ refuses a larger frame before reading it.
+        if (s.opts.listen.rfind("inproc://", 0) != 0)
+            s.router.set(zmq::sockopt::maxmsgsize,
+                         static_cast<int64_t>(std::min(s.opts.max_message_bytes, kMaxHeaderBytes + (64u << 10))));
+        s.router.set(zmq::sockopt::router_mandatory, 0);
+        s.router.bind(s.eps.control);
         s.pub.set(zmq::sockopt::sndhwm, 0);  // metrics are never dropped for a slow subscriber
         s.pub.bind(s.eps.metrics);
     } catch (const zmq::error_t& e) {
@@ -279,15 +392,31 @@ Status NodeServer::serve(const std::atomic<bool>* interrupt) {
             if (frames.empty()) continue;
             zmq::message_t identity = std::move(frames.front());
             frames.erase(frames.begin());
-            s.coordinator_seen = Clock::now();
+            const std::string key = frames.empty() ? std::string() : peer_key(frames.front());
             auto req = decode(frames, s.opts.max_message_bytes);
             if (!req) {
                 s.send(identity, make_error(req.message()));
                 continue;
             }
-            if (req->kind == MsgKind::kHeartbeat) continue;
-            Message reply = s.handle(*req);
-            if (req->body.contains("id")) reply.body["id"] = req->body["id"];
+            // Only the run's coordinator keeps the watchdog alive; anyone else's heartbeat is ignored.
+            if (req->kind == MsgKind::kHeartbeat) {
+                if (s.is_owner(*req, key)) s.coordinator_seen = Clock::now();
+                continue;
+            }
+            // Echo only a well-formed id: an integer.
+            const auto id = req->body.find("id");
+            nlohmann::json echo = id != req->body.end() && id->is_number_integer() ? *id : nlohmann::json();
+            Message reply;
+            try {
+                reply = s.handle(*req, key);
+            } catch (const std::exception& e) {
+                reply = make_error(std::string("request failed: ") + e.what());
+            }
+            if (s.is_owner(*req, key)) s.coordinator_seen = Clock::now();
+            if (id != req->body.end() && !id->is_number_integer())
+                reply = make_error("\"id\" must be an integer");
+            else if (!echo.is_null())
+                reply.body["id"] = echo;
             s.send(identity, reply);
         }
         s.pump_worker();

@@ -1,14 +1,24 @@
 // The headless engine node (`thinwire node --listen ENDPOINT`): answers the control protocol of
 // remote/protocol.h on a ROUTER socket, streams heartbeats, metrics and events on a PUB socket,
-// and runs the configured worker (core/worker.h) on its own thread. One run at a time.
+// and runs the configured worker (core/worker.h) on its own thread. One run at a time, run after
+// run: every socket of a run (its mesh, its c10d store) closes when the run ends.
+//
+// Ownership: the coordinator whose `configure` succeeded owns the node until the next configure
+// (allowed only while no run is active). Its reply carries a run token; start, pause, resume,
+// stop, shutdown and heartbeats must carry that token (with CURVE keys they must also come from
+// the same key), so no other process can drive the run or keep its watchdog alive. Pause and stop
+// are recorded as events naming who sent them.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "core/worker.h"
+#include "remote/curve.h"
 
 namespace zmq { class context_t; }
 
@@ -21,12 +31,19 @@ struct NodeOptions {
     double heartbeat_s = 0.5;               // PUB heartbeat interval until configure sets the run's
     std::string version = "0.0.0";          // reported in capabilities (the build's project version)
     std::string device = "cpu";             // reported in capabilities (the engine's device)
-    // Hook for CurveZMQ (the reliability issue): a node binds non-loopback TCP only with keys.
-    std::string curve_secret_key;
+    // CurveZMQ (remote/curve.h): with a keypair every listening socket of the node is a CURVE server
+    // and only `allowed_coordinators` may connect to its control and metric sockets; the node may
+    // then bind any interface. Without keys it binds loopback, inproc:// and ipc:// only.
+    CurveKeyPair keys;
+    std::vector<std::string> allowed_coordinators;  // Z85 public keys
+    std::string data_root;                  // absolute; where the node may read and write (NodeSite)
+    // Where refused connections and other security events are logged besides the metric stream;
+    // empty = standard error.
+    std::function<void(const std::string&)> log;
 };
 
 // Refuses endpoints a node may not bind without authentication: anything but inproc://, ipc://
-// and tcp:// on 127.0.0.0/8, localhost or [::1].
+// and tcp:// on 127.0.0.0/8 or [::1]. With keys any tcp:// host is allowed.
 Status check_bind_allowed(const std::string& endpoint, bool have_curve_keys);
 
 class NodeServer {

@@ -2,6 +2,7 @@
 #include "remote/protocol.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <zmq.hpp>
 
@@ -81,6 +82,25 @@ Message make_error(const std::string& text, const nlohmann::json& id) {
     return m;
 }
 
+std::string token_to_hex(uint64_t v) {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+Result<uint64_t> token_from_hex(const std::string& s) {
+    if (s.size() != 16) return Result<uint64_t>::error("expected 16 hex digits");
+    uint64_t v = 0;
+    for (char c : s) {
+        int d;
+        if (c >= '0' && c <= '9') d = c - '0';
+        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+        else return Result<uint64_t>::error("expected 16 lower-case hex digits");
+        v = v << 4 | static_cast<uint64_t>(d);
+    }
+    return v;
+}
+
 nlohmann::json role_to_json(const NodeRole& r) {
     return {{"name", r.name},
             {"kind", r.kind},
@@ -91,9 +111,11 @@ nlohmann::json role_to_json(const NodeRole& r) {
             {"stage", r.stage},
             {"mesh_endpoints", r.mesh_endpoints},
             {"mesh_rank", r.mesh_rank},
+            {"mesh_keys", r.mesh_keys},
+            {"mesh_token", token_to_hex(r.mesh_token)},
             {"grad_group",
              {{"host", r.grad_group.host}, {"port", r.grad_group.port}, {"rank", r.grad_group.rank},
-              {"size", r.grad_group.size}}}};
+              {"size", r.grad_group.size}, {"keys", r.grad_group.keys}}}};
 }
 
 Result<NodeRole> role_from_json(const nlohmann::json& j) {
@@ -110,7 +132,12 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
         r.stage = j.at("stage").get<int>();
         r.mesh_endpoints = j.at("mesh_endpoints").get<std::vector<std::string>>();
         r.mesh_rank = j.at("mesh_rank").get<int>();
+        r.mesh_keys = j.at("mesh_keys").get<std::vector<std::string>>();
+        auto token = token_from_hex(j.at("mesh_token").get<std::string>());
+        if (!token) return R::error("role: mesh_token: " + token.message());
+        r.mesh_token = *token;
         const auto& g = j.at("grad_group");
+        r.grad_group.keys = g.at("keys").get<std::vector<std::string>>();
         r.grad_group.host = g.at("host").get<std::string>();
         r.grad_group.port = g.at("port").get<int>();
         r.grad_group.rank = g.at("rank").get<int>();

@@ -59,6 +59,10 @@ Result<Message> decode(const std::vector<zmq::message_t>& frames, size_t max_byt
 
 Message make_error(const std::string& text, const nlohmann::json& id = nullptr);
 
+// A 64-bit token as 16 lower-case hex digits (JSON numbers lose bits above 2⁵³).
+std::string token_to_hex(uint64_t v);
+Result<uint64_t> token_from_hex(const std::string& s);
+
 // Role and metric rows as JSON; from_json errors name the missing or mistyped field.
 nlohmann::json role_to_json(const NodeRole& r);
 Result<NodeRole> role_from_json(const nlohmann::json& j);

@@ -1,41 +1,42 @@
-// ZeroMQ all-gather mesh; see zmq_collective.h for the wire layout.
+// ZeroMQ all-gather mesh; see zmq_collective.h for the behaviour and remote/wire_frame.h for the wire.
 #include "remote/zmq_collective.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <map>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <zmq.hpp>
 
+#include "remote/curve.h"
 #include "remote/poll.h"
+#include "remote/wire_frame.h"
 
 namespace tw {
 namespace {
 
-constexpr char kMagic[4] = {'T', 'W', 'A', 'G'};
-constexpr uint8_t kVersion = 3;  // 3: point-to-point messages, uncounted flag
-constexpr size_t kHeader = 24;
+using Clock = std::chrono::steady_clock;
+double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-constexpr uint64_t kPointToPoint = ~uint64_t{0};  // the round of a point-to-point message
+// Rounds further ahead than this are not buffered: no honest member runs that far ahead.
+constexpr uint64_t kRoundWindow = 1024;
+// What a member said in its bye (the frame's aux).
+constexpr uint64_t kByeEnded = 0, kByeStopped = 1;
 
-void put_header(uint8_t* h, uint8_t link, int rank, uint64_t round, double clock) {
-    std::memcpy(h, kMagic, 4);
-    h[4] = kVersion;
-    h[5] = link;
-    const uint16_t r = static_cast<uint16_t>(rank);
-    std::memcpy(h + 6, &r, 2);
-    std::memcpy(h + 8, &round, 8);
-    std::memcpy(h + 16, &clock, 8);
-}
+bool is_stream_transport(const std::string& ep) { return ep.rfind("inproc://", 0) != 0; }
 
-// Waits for one frame in 100 ms slices so `abort` is honoured; false on timeout or abort.
-bool recv_abortable(zmq::socket_t& s, zmq::message_t& m, int timeout_ms, const std::function<bool()>& abort) {
-    for (int waited = 0; waited < timeout_ms; waited += 100) {
-        if (abort && abort()) return false;
-        if (poll_in(s, std::min(100, timeout_ms - waited))) return s.recv(m, zmq::recv_flags::dontwait).has_value();
-    }
-    return false;
+zmq::socket_t make_push(zmq::context_t& ctx, const MeshOptions& o, const std::string& endpoint,
+                        const std::string& peer_key, int sndtimeo_ms) {
+    zmq::socket_t p(ctx, zmq::socket_type::push);
+    p.set(zmq::sockopt::sndtimeo, sndtimeo_ms);
+    if (!o.public_key.empty()) curve_client(p, {o.public_key, o.secret_key}, peer_key);
+    p.connect(endpoint);
+    return p;
 }
 
 }  // namespace
@@ -43,44 +44,160 @@ bool recv_abortable(zmq::socket_t& s, zmq::message_t& m, int timeout_ms, const s
 struct ZmqCollective::Sockets {
     zmq::socket_t pull;
     std::vector<zmq::socket_t> push;  // indexed by rank; own slot unused
-    bool connected = false;
     std::map<uint64_t, std::map<int, std::vector<uint8_t>>> early;  // payloads of rounds not yet gathered
     std::map<uint64_t, std::map<int, double>> early_clocks;
+    std::map<uint64_t, std::map<int, uint64_t>> early_hashes;        // agreement rounds
     struct Message {
         std::vector<uint8_t> payload;
         double clock_s;
     };
     std::map<int, std::deque<Message>> p2p;  // point-to-point messages not yet received, per sender
+    std::vector<Clock::time_point> heard;    // per member: last frame of any kind
+    std::map<int, uint64_t> bye;             // members whose run ended → what they said
+    std::vector<Clock::time_point> bye_at;
+};
+
+// Sends a heartbeat frame to every peer each interval from its own thread and sockets.
+struct ZmqCollective::Heartbeat {
+    std::thread thread;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stop = false;
+    std::vector<zmq::socket_t> push;
+
+    void run(int rank, uint64_t token, double interval_s) {
+        std::unique_lock<std::mutex> lock(mu);
+        uint8_t h[wire::kFrameHeaderBytes];
+        wire::FrameHeader fh;
+        fh.kind = wire::FrameKind::kHeartbeat;
+        fh.counted = false;
+        fh.rank = static_cast<uint16_t>(rank);
+        fh.token = token;
+        wire::encode_frame_header(fh, h);
+        while (!stop) {
+            for (auto& p : push) {
+                if (!p) continue;
+                try {
+                    // dontwait: a peer not up yet or not reading must not hold the beat up.
+                    if (p.send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
+                        (void)p.send(zmq::const_buffer(h, 0), zmq::send_flags::dontwait);
+                } catch (const zmq::error_t&) {
+                }
+            }
+            cv.wait_for(lock, std::chrono::duration<double>(interval_s), [this] { return stop; });
+        }
+    }
 };
 
 Result<std::unique_ptr<ZmqCollective>> ZmqCollective::create(std::shared_ptr<zmq::context_t> ctx,
                                                               std::vector<std::string> endpoints, int rank,
                                                               int timeout_ms) {
+    MeshOptions o;
+    o.timeout_ms = timeout_ms;
+    return create(std::move(ctx), std::move(endpoints), rank, std::move(o));
+}
+
+Result<std::unique_ptr<ZmqCollective>> ZmqCollective::create(std::shared_ptr<zmq::context_t> ctx,
+                                                              std::vector<std::string> endpoints, int rank,
+                                                              MeshOptions opts) {
     using R = Result<std::unique_ptr<ZmqCollective>>;
     if (rank < 0 || rank >= static_cast<int>(endpoints.size()))
         return R::error("collective: rank " + std::to_string(rank) + " outside 0.." + std::to_string(endpoints.size()));
     if (endpoints.size() > 65535) return R::error("collective: at most 65535 members");
+    if (!opts.public_key.empty() && opts.member_keys.size() != endpoints.size())
+        return R::error("collective: " + std::to_string(opts.member_keys.size()) + " member keys for " +
+                        std::to_string(endpoints.size()) + " members");
     std::unique_ptr<ZmqCollective> c(new ZmqCollective());
     c->ctx_ = std::move(ctx);
     c->endpoints_ = std::move(endpoints);
     c->rank_ = rank;
-    c->timeout_ms_ = timeout_ms;
+    c->opts_ = std::move(opts);
     c->s_ = std::make_unique<Sockets>();
+    auto& s = *c->s_;
+    const int n = c->size();
+    const std::string& own = c->endpoints_[static_cast<size_t>(rank)];
     try {
-        c->s_->pull = zmq::socket_t(*c->ctx_, zmq::socket_type::pull);
-        c->s_->pull.set(zmq::sockopt::rcvtimeo, timeout_ms);
-        c->s_->pull.bind(c->endpoints_[static_cast<size_t>(rank)]);
+        s.pull = zmq::socket_t(*c->ctx_, zmq::socket_type::pull);
+        if (!c->opts_.public_key.empty())
+            curve_server(s.pull, {c->opts_.public_key, c->opts_.secret_key}, kZapData);
+        // ZeroMQ drops a sender's connection whose frame exceeds this, before reading the frame.
+        if (c->opts_.max_frame_bytes > 0 && is_stream_transport(own))
+            s.pull.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(c->opts_.max_frame_bytes));
+        s.pull.bind(own);
     } catch (const zmq::error_t& e) {
-        return R::error("collective: cannot bind " + c->endpoints_[static_cast<size_t>(rank)] + ": " + e.what());
+        return R::error("collective: cannot bind " + own + ": " + e.what());
+    }
+    try {
+        s.push.resize(static_cast<size_t>(n));
+        for (int r = 0; r < n; ++r)
+            if (r != rank)
+                s.push[static_cast<size_t>(r)] =
+                    make_push(*c->ctx_, c->opts_, c->endpoints_[static_cast<size_t>(r)],
+                              c->opts_.public_key.empty() ? "" : c->opts_.member_keys[static_cast<size_t>(r)],
+                              c->opts_.timeout_ms);
+        s.heard.assign(static_cast<size_t>(n), Clock::now());
+        s.bye_at.assign(static_cast<size_t>(n), Clock::now());
+        if (c->opts_.heartbeat_s > 0 && n > 1) {
+            c->hb_ = std::make_unique<Heartbeat>();
+            c->hb_->push.resize(static_cast<size_t>(n));
+            for (int r = 0; r < n; ++r) {
+                if (r == rank) continue;
+                auto p = make_push(*c->ctx_, c->opts_, c->endpoints_[static_cast<size_t>(r)],
+                                   c->opts_.public_key.empty() ? "" : c->opts_.member_keys[static_cast<size_t>(r)], 0);
+                p.set(zmq::sockopt::sndhwm, 4);  // a peer that is not reading gets no backlog of beats
+                c->hb_->push[static_cast<size_t>(r)] = std::move(p);
+            }
+            Heartbeat* hb = c->hb_.get();
+            c->hb_->thread = std::thread([hb, rank, token = c->opts_.token, every = c->opts_.heartbeat_s] {
+                hb->run(rank, token, every);
+            });
+        }
+    } catch (const zmq::error_t& e) {
+        return R::error(std::string("collective: cannot connect the mesh: ") + e.what());
     }
     return c;
 }
 
 ZmqCollective::~ZmqCollective() {
+    if (hb_) {
+        {
+            std::lock_guard<std::mutex> lock(hb_->mu);
+            hb_->stop = true;
+        }
+        hb_->cv.notify_all();
+        if (hb_->thread.joinable()) hb_->thread.join();
+        for (auto& p : hb_->push)
+            if (p) p.set(zmq::sockopt::linger, 0);
+    }
     if (!s_) return;
-    for (auto& p : s_->push)
-        if (p) p.set(zmq::sockopt::linger, 0);
+    // Bye: a peer waiting for this member learns at once that it will not come.
+    wire::FrameHeader fh;
+    fh.kind = wire::FrameKind::kBye;
+    fh.counted = false;
+    fh.rank = static_cast<uint16_t>(rank_);
+    fh.token = opts_.token;
+    fh.aux = abort_ && abort_() ? kByeStopped : kByeEnded;
+    uint8_t h[wire::kFrameHeaderBytes];
+    wire::encode_frame_header(fh, h);
+    for (auto& p : s_->push) {
+        if (!p) continue;
+        try {
+            if (p.send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
+                (void)p.send(zmq::const_buffer(h, 0), zmq::send_flags::dontwait);
+        } catch (const zmq::error_t&) {
+        }
+        p.set(zmq::sockopt::linger, 200);
+    }
     s_->pull.set(zmq::sockopt::linger, 0);
+}
+
+std::string ZmqCollective::member(int r) const {
+    return "mesh member " + std::to_string(r) + " (" + endpoints_[static_cast<size_t>(r)] + ")";
+}
+
+void ZmqCollective::drop(const std::string& why) {
+    ++dropped_;
+    if (opts_.on_event) opts_.on_event("dropped-frame", "data plane: dropped a frame: " + why);
 }
 
 Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::vector<uint8_t>& mine, LinkClass link,
@@ -90,92 +207,160 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::v
     return exchange(everyone, mine, link, sim_clock_s, clocks);
 }
 
-Status ZmqCollective::connect_once() {
-    if (s_->connected) return Status::ok();
-    const int n = size();
-    s_->push.resize(static_cast<size_t>(n));
-    for (int r = 0; r < n; ++r) {
-        if (r == rank_) continue;
-        auto& p = s_->push[static_cast<size_t>(r)];
-        p = zmq::socket_t(*ctx_, zmq::socket_type::push);
-        p.set(zmq::sockopt::sndtimeo, timeout_ms_);
-        p.connect(endpoints_[static_cast<size_t>(r)]);
+Status ZmqCollective::pump(const std::string& what, const std::function<std::vector<int>()>& awaited) {
+    auto& s = *s_;
+    const auto wait_start = Clock::now();
+    zmq::message_t h;
+    for (;;) {
+        if (abort_ && abort_()) return Status::error("collective: aborted (stop requested)");
+        if (since_s(wait_start) * 1000 > opts_.timeout_ms) return Status::error("collective: " + what + " timed out");
+        for (int r : awaited()) {
+            const auto ri = static_cast<size_t>(r);
+            if (auto b = s.bye.find(r); b != s.bye.end()) {
+                // A member stopped on request: our own stop is on its way; otherwise it is gone.
+                if (b->second != kByeStopped || since_s(s.bye_at[ri]) > opts_.silence_timeout_s)
+                    return Status::error("collective: " + member(r) + " left the run while " + what + " waited for it");
+                continue;
+            }
+            const double silent = std::min(since_s(s.heard[ri]), since_s(wait_start));
+            if (opts_.silence_timeout_s > 0 && silent > opts_.silence_timeout_s) {
+                char buf[32];
+                std::snprintf(buf, sizeof buf, "%.1f", silent);
+                if (opts_.on_event) opts_.on_event("member-lost", member(r) + " silent for " + buf + " s");
+                return Status::error("collective: " + member(r) + " is lost: silent for " + buf +
+                                     " s (no heartbeat, no traffic) while " + what + " waited");
+            }
+        }
+        if (poll_in(s.pull, 100) && s.pull.recv(h, zmq::recv_flags::dontwait)) break;
     }
-    s_->connected = true;
+    // The rest of a multi-part message is in already (ZeroMQ delivers messages whole).
+    std::vector<zmq::message_t> rest;
+    for (bool more = h.more(); more;) {
+        zmq::message_t part;
+        if (!s.pull.recv(part, zmq::recv_flags::dontwait)) break;
+        more = part.more();
+        rest.push_back(std::move(part));
+    }
+    if (rest.size() != 1)
+        return drop("a message of " + std::to_string(1 + rest.size()) + " frames (expected header + payload)"),
+               Status::ok();
+    auto fh = wire::parse_frame_header(static_cast<const uint8_t*>(h.data()), h.size(), size());
+    if (!fh) return drop(fh.message()), Status::ok();
+    const int from = fh->rank;
+    if (fh->token != opts_.token) return drop("from rank " + std::to_string(from) + ": not this run's token"), Status::ok();
+    if (from == rank_) return drop("claims this member's own rank " + std::to_string(from)), Status::ok();
+    if (!opts_.public_key.empty()) {
+        const std::string key = peer_key(h);
+        if (key != opts_.member_keys[static_cast<size_t>(from)])
+            return drop("claims rank " + std::to_string(from) + " but was sent with key " + key_tag(key)), Status::ok();
+    }
+    const zmq::message_t& body = rest.front();
+    s.heard[static_cast<size_t>(from)] = Clock::now();
+    switch (fh->kind) {
+        case wire::FrameKind::kHeartbeat:
+            return Status::ok();
+        case wire::FrameKind::kBye:
+            s.bye[from] = fh->aux;
+            s.bye_at[static_cast<size_t>(from)] = Clock::now();
+            return Status::ok();
+        case wire::FrameKind::kPointToPoint: {
+            if (fh->counted) {
+                counters_.recv_bytes[static_cast<int>(fh->link)] += body.size();
+                counters_.recv_msgs[static_cast<int>(fh->link)] += 1;
+            }
+            const auto* bb = static_cast<const uint8_t*>(body.data());
+            s.p2p[from].push_back({std::vector<uint8_t>(bb, bb + body.size()), fh->clock_s});
+            return Status::ok();
+        }
+        case wire::FrameKind::kRound:
+        case wire::FrameKind::kAgree: {
+            const bool agree = fh->kind == wire::FrameKind::kAgree;
+            if (fh->round + 1 < round_)
+                return drop("from rank " + std::to_string(from) + ": round " + std::to_string(fh->round) +
+                            " is over"),
+                       Status::ok();
+            if (fh->round > round_ + kRoundWindow)
+                return drop("from rank " + std::to_string(from) + ": round " + std::to_string(fh->round) +
+                            " is too far ahead"),
+                       Status::ok();
+            auto& slot = s.early[fh->round];
+            if (slot.count(from) || s.early_hashes[fh->round].count(from))
+                return drop("from rank " + std::to_string(from) + ": a second message for round " +
+                            std::to_string(fh->round)),
+                       Status::ok();
+            if (agree) {
+                if (!body.empty()) return drop("an agreement frame with a payload"), Status::ok();
+                s.early_hashes[fh->round][from] = fh->aux;
+            } else {
+                if (fh->counted) {
+                    counters_.recv_bytes[static_cast<int>(fh->link)] += body.size();
+                    counters_.recv_msgs[static_cast<int>(fh->link)] += 1;
+                }
+                const auto* bb = static_cast<const uint8_t*>(body.data());
+                slot[from] = std::vector<uint8_t>(bb, bb + body.size());
+            }
+            s.early_clocks[fh->round][from] = fh->clock_s;
+            return Status::ok();
+        }
+    }
     return Status::ok();
 }
 
-Status ZmqCollective::pump(const std::string& what) {
-    zmq::message_t h, body;
-    if (!recv_abortable(s_->pull, h, timeout_ms_, abort_))
-        return Status::error(abort_ && abort_() ? "collective: aborted (stop requested)"
-                                                : "collective: " + what + " timed out");
-    if (!h.more() || !s_->pull.recv(body)) return Status::error("collective: message without a payload frame");
-    const auto* hb = static_cast<const uint8_t*>(h.data());
-    if (h.size() != kHeader || std::memcmp(hb, kMagic, 4) != 0)
-        return Status::error("collective: malformed header (" + std::to_string(h.size()) + " bytes)");
-    if (hb[4] != kVersion)
-        return Status::error("collective: peer speaks version " + std::to_string(hb[4]) + ", this node " +
-                             std::to_string(kVersion));
-    uint16_t from;
-    uint64_t their_round;
-    double their_clock;
-    std::memcpy(&from, hb + 6, 2);
-    std::memcpy(&their_round, hb + 8, 8);
-    std::memcpy(&their_clock, hb + 16, 8);
-    if (from >= size() || from == rank_)
-        return Status::error("collective: message from unknown rank " + std::to_string(from));
-    const int li = hb[5] & 0x7f;
-    if (li >= 3) return Status::error("collective: unknown link class " + std::to_string(li));
-    if ((hb[5] & 0x80) == 0) {
-        counters_.recv_bytes[li] += body.size();
-        counters_.recv_msgs[li] += 1;
-    }
-    const auto* bb = static_cast<const uint8_t*>(body.data());
-    std::vector<uint8_t> payload(bb, bb + body.size());
-    if (their_round == kPointToPoint) {
-        s_->p2p[from].push_back({std::move(payload), their_clock});
-        return Status::ok();
-    }
-    s_->early[their_round][from] = std::move(payload);
-    s_->early_clocks[their_round][from] = their_clock;
+Status ZmqCollective::send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload) {
+    auto& p = s_->push[static_cast<size_t>(peer)];
+    if (!p.send(zmq::const_buffer(header, wire::kFrameHeaderBytes), zmq::send_flags::sndmore) ||
+        !p.send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::none))
+        return Status::error("collective: send to " + member(peer) + " timed out");
+    header_bytes_ += wire::kFrameHeaderBytes;
     return Status::ok();
 }
+
+namespace {
+Status check_group(const std::vector<int>& group, int n, int rank) {
+    bool mine = false;
+    for (size_t i = 0; i < group.size(); ++i) {
+        if (group[i] < 0 || group[i] >= n || (i > 0 && group[i] <= group[i - 1]))
+            return Status::error("collective: group must hold ascending ranks below " + std::to_string(n));
+        mine = mine || group[i] == rank;
+    }
+    if (!mine) return Status::error("collective: rank " + std::to_string(rank) + " is not in its own group");
+    return Status::ok();
+}
+}  // namespace
 
 Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vector<int>& group,
                                                                  const std::vector<uint8_t>& mine, LinkClass link,
                                                                  double sim_clock_s, std::vector<double>* clocks) {
     using R = Result<std::vector<std::vector<uint8_t>>>;
-    const int n = size();
-    int my_pos = -1;
-    for (size_t i = 0; i < group.size(); ++i) {
-        if (group[i] < 0 || group[i] >= n || (i > 0 && group[i] <= group[i - 1]))
-            return R::error("collective: group must hold ascending ranks below " + std::to_string(n));
-        if (group[i] == rank_) my_pos = static_cast<int>(i);
-    }
-    if (my_pos < 0) return R::error("collective: rank " + std::to_string(rank_) + " is not in its own group");
+    if (Status st = check_group(group, size(), rank_); !st) return st;
     const int li = static_cast<int>(link);
     try {
-        connect_once();
         const uint64_t round = round_++;
-        uint8_t header[kHeader];
-        put_header(header, static_cast<uint8_t>(link), rank_, round, sim_clock_s);
+        wire::FrameHeader fh;
+        fh.kind = wire::FrameKind::kRound;
+        fh.link = link;
+        fh.rank = static_cast<uint16_t>(rank_);
+        fh.round = round;
+        fh.clock_s = sim_clock_s;
+        fh.token = opts_.token;
+        uint8_t header[wire::kFrameHeaderBytes];
+        wire::encode_frame_header(fh, header);
         for (int r : group) {
             if (r == rank_) continue;
-            auto& p = s_->push[static_cast<size_t>(r)];
-            if (!p.send(zmq::const_buffer(header, kHeader), zmq::send_flags::sndmore) ||
-                !p.send(zmq::const_buffer(mine.data(), mine.size()), zmq::send_flags::none))
-                return R::error("collective: send to rank " + std::to_string(r) + " timed out");
+            if (Status st = send_frame(r, header, mine); !st) return st;
             counters_.sent_bytes[li] += mine.size();
             counters_.sent_msgs[li] += 1;
-            header_bytes_ += kHeader;
         }
-
-        const int expected = static_cast<int>(group.size()) - 1;
-        while (static_cast<int>(s_->early[round].size()) < expected)
-            if (Status st = pump("round " + std::to_string(round)); !st) return st;
+        auto missing = [&] {
+            std::vector<int> out;
+            auto& got = s_->early[round];
+            for (int r : group)
+                if (r != rank_ && !got.count(r)) out.push_back(r);
+            return out;
+        };
+        while (!missing().empty())
+            if (Status st = pump("round " + std::to_string(round), missing); !st) return st;
         auto& got = s_->early[round];
-        // Only the group's payloads count for this round: a message from outside it is a protocol error.
         std::vector<std::vector<uint8_t>> out(group.size());
         if (clocks) clocks->assign(group.size(), sim_clock_s);
         for (size_t i = 0; i < group.size(); ++i) {
@@ -183,17 +368,67 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vec
                 out[i] = mine;
                 continue;
             }
-            auto it = got.find(group[i]);
-            if (it == got.end())
-                return R::error("collective: round " + std::to_string(round) + " got a payload from outside the group");
-            out[i] = std::move(it->second);
+            out[i] = std::move(got[group[i]]);
             if (clocks) (*clocks)[i] = s_->early_clocks[round][group[i]];
+            got.erase(group[i]);
         }
+        // Only the group's payloads count for this round: one from outside it is dropped.
+        for (auto& [r, payload] : got) drop("from rank " + std::to_string(r) + ": not in round " + std::to_string(round) + "'s group");
         s_->early.erase(round);
         s_->early_clocks.erase(round);
         return out;
     } catch (const zmq::error_t& e) {
         return R::error(std::string("collective: ") + e.what());
+    }
+}
+
+Status ZmqCollective::agree(const std::vector<int>& group, uint64_t state_hash) {
+    if (Status st = check_group(group, size(), rank_); !st) return st;
+    try {
+        const uint64_t round = round_++;
+        wire::FrameHeader fh;
+        fh.kind = wire::FrameKind::kAgree;
+        fh.counted = false;
+        fh.rank = static_cast<uint16_t>(rank_);
+        fh.round = round;
+        fh.token = opts_.token;
+        fh.aux = state_hash;
+        uint8_t header[wire::kFrameHeaderBytes];
+        wire::encode_frame_header(fh, header);
+        static const std::vector<uint8_t> kEmpty;
+        for (int r : group)
+            if (r != rank_)
+                if (Status st = send_frame(r, header, kEmpty); !st) return st;
+        auto missing = [&] {
+            std::vector<int> out;
+            auto& got = s_->early_hashes[round];
+            for (int r : group)
+                if (r != rank_ && !got.count(r)) out.push_back(r);
+            return out;
+        };
+        while (!missing().empty())
+            if (Status st = pump("agreement round " + std::to_string(round), missing); !st) return st;
+        std::map<int, uint64_t> hashes = std::move(s_->early_hashes[round]);
+        s_->early_hashes.erase(round);
+        s_->early.erase(round);
+        s_->early_clocks.erase(round);
+        hashes[rank_] = state_hash;
+        std::map<uint64_t, int> votes;
+        for (int r : group) votes[hashes[r]] += 1;
+        if (votes.size() == 1) return Status::ok();
+        // The majority's hash when there is a strict one, otherwise this member's own.
+        uint64_t ref = state_hash;
+        for (auto& [h, n] : votes)
+            if (2 * n > static_cast<int>(group.size())) ref = h;
+        std::string who;
+        for (int r : group)
+            if (hashes[r] != ref) who += (who.empty() ? "" : ", ") + member(r);
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(ref));
+        return Status::error("round hash mismatch after round " + std::to_string(round) + ": " + who +
+                             " holds a state that differs from " + buf + " (the others')");
+    } catch (const zmq::error_t& e) {
+        return Status::error(std::string("collective: ") + e.what());
     }
 }
 
@@ -203,19 +438,20 @@ Status ZmqCollective::send(int peer, const std::vector<uint8_t>& payload, LinkCl
         return Status::error("collective: cannot send to rank " + std::to_string(peer) + " from rank " +
                              std::to_string(rank_));
     try {
-        connect_once();
-        uint8_t header[kHeader];
-        put_header(header, static_cast<uint8_t>(static_cast<uint8_t>(link) | (count ? 0 : 0x80)), rank_,
-                   kPointToPoint, sim_clock_s);
-        auto& p = s_->push[static_cast<size_t>(peer)];
-        if (!p.send(zmq::const_buffer(header, kHeader), zmq::send_flags::sndmore) ||
-            !p.send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::none))
-            return Status::error("collective: send to rank " + std::to_string(peer) + " timed out");
+        wire::FrameHeader fh;
+        fh.kind = wire::FrameKind::kPointToPoint;
+        fh.link = link;
+        fh.counted = count;
+        fh.rank = static_cast<uint16_t>(rank_);
+        fh.clock_s = sim_clock_s;
+        fh.token = opts_.token;
+        uint8_t header[wire::kFrameHeaderBytes];
+        wire::encode_frame_header(fh, header);
+        if (Status st = send_frame(peer, header, payload); !st) return st;
         if (count) {
             counters_.sent_bytes[static_cast<int>(link)] += payload.size();
             counters_.sent_msgs[static_cast<int>(link)] += 1;
         }
-        header_bytes_ += kHeader;
         return Status::ok();
     } catch (const zmq::error_t& e) {
         return Status::error(std::string("collective: ") + e.what());
@@ -228,10 +464,10 @@ Result<std::vector<uint8_t>> ZmqCollective::recv(int peer, double* sender_clock_
         return R::error("collective: cannot receive from rank " + std::to_string(peer) + " at rank " +
                         std::to_string(rank_));
     try {
-        connect_once();
         auto& q = s_->p2p[peer];
+        auto awaited = [peer] { return std::vector<int>{peer}; };
         while (q.empty())
-            if (Status st = pump("message from rank " + std::to_string(peer)); !st) return st;
+            if (Status st = pump("message from rank " + std::to_string(peer), awaited); !st) return st;
         auto m = std::move(q.front());
         q.pop_front();
         if (sender_clock_s) *sender_clock_s = m.clock_s;

@@ -2,10 +2,20 @@
 // connects a PUSH socket to every other member's. Works unchanged over inproc:// (threads in one
 // process, sharing one zmq context), ipc:// and tcp://.
 //
-// Wire, per message (two frames): header "TWAG" | version u8 | link u8 | rank u16 | round u64 |
-// sender's simulated clock f64 (24 bytes, little-endian), then the payload. Point-to-point
-// messages carry round 2⁶⁴−1; link has bit 7 set when the message is not counted. Only payload bytes are
-// counted; the 24-byte header is the transport's framing, listed separately by header_bytes().
+// Wire: two frames per message, the header of remote/wire_frame.h and the payload. Point-to-point
+// messages queue per sender; rounds are buffered by number. Only payload bytes are counted; the
+// header is the transport's framing, listed separately by header_bytes().
+//
+// Hostile input (ARCHITECTURE.md "hostile by default"): a frame that is malformed, carries another
+// run's token, comes from a key that is not the claimed member's, belongs to a round already
+// gathered, repeats one, or comes from outside the round's group is dropped, counted and reported
+// through MeshOptions::on_event; the run goes on. With CURVE keys only the run's members can
+// connect at all. Liveness: a thread sends a heartbeat frame to every peer each heartbeat_s; a
+// member awaited by a wait and silent (no heartbeat, no traffic) for silence_timeout_s is declared
+// lost, and a member whose run ended says so (bye) — a deadline on silence, not on the wait.
+//
+// Thread-safety: one thread uses a ZmqCollective (the worker's); the heartbeat thread has sockets
+// of its own.
 #pragma once
 
 #include <functional>
@@ -19,13 +29,30 @@ namespace zmq { class context_t; }
 
 namespace tw {
 
+struct MeshOptions {
+    int timeout_ms = 60000;          // backstop on one whole wait
+    uint64_t token = 0;              // the run's token; frames carrying another are dropped
+    double heartbeat_s = 0;          // liveness frames to every peer this often; 0 = none
+    double silence_timeout_s = 0;    // an awaited member silent this long is lost; 0 = no deadline
+    // CurveZMQ: this member's keypair (Z85) and every member's public key by rank; empty = no CURVE.
+    std::string public_key, secret_key;
+    std::vector<std::string> member_keys;
+    size_t max_frame_bytes = 0;      // ZMQ_MAXMSGSIZE of the PULL socket (tcp/ipc); 0 = unlimited
+    // Dropped frames and lost members: (event kind, text). May be empty.
+    std::function<void(const std::string& kind, const std::string& text)> on_event;
+};
+
 class ZmqCollective : public Collective {
 public:
     // endpoints[i] is member i's PULL endpoint; this member binds endpoints[rank]. For inproc://
-    // all members must share `ctx`. Bind happens here, connects lazily at the first all_gather.
+    // all members must share `ctx`. Binds and connects here (heartbeats start at once).
+    static Result<std::unique_ptr<ZmqCollective>> create(std::shared_ptr<zmq::context_t> ctx,
+                                                         std::vector<std::string> endpoints, int rank,
+                                                         MeshOptions opts);
     static Result<std::unique_ptr<ZmqCollective>> create(std::shared_ptr<zmq::context_t> ctx,
                                                          std::vector<std::string> endpoints, int rank,
                                                          int timeout_ms = 60000);
+    // Tells the peers this member's run ended (bye), stops the heartbeats and closes every socket.
     ~ZmqCollective() override;
 
     int rank() const override { return rank_; }
@@ -36,11 +63,13 @@ public:
     Result<std::vector<std::vector<uint8_t>>> exchange(const std::vector<int>& group, const std::vector<uint8_t>& mine,
                                                        LinkClass link, double sim_clock_s = 0,
                                                        std::vector<double>* clocks = nullptr) override;
+    Status agree(const std::vector<int>& group, uint64_t state_hash) override;
     Status send(int peer, const std::vector<uint8_t>& payload, LinkClass link, double sim_clock_s,
                 bool count = true) override;
     Result<std::vector<uint8_t>> recv(int peer, double* sender_clock_s = nullptr) override;
     const ByteCounters& counters() const override { return counters_; }
     uint64_t header_bytes() const { return header_bytes_; }
+    uint64_t dropped_frames() const { return dropped_; }
     // Checked every 100 ms while waiting for peers: a true result ends the wait with an error, so
     // a node asked to stop is never stuck behind a peer that paused, stopped or died.
     void set_abort(std::function<bool()> abort) { abort_ = std::move(abort); }
@@ -48,17 +77,23 @@ public:
 private:
     ZmqCollective() = default;
     struct Sockets;
-    Status connect_once();
-    // Receives one message into the round or point-to-point buffers; `what` names the wait in errors.
-    Status pump(const std::string& what);
+    struct Heartbeat;
+    // Receives one message into the round or point-to-point buffers (dropping what is not from
+    // this run); errors on abort, timeout, or an awaited member lost. `what` names the wait.
+    Status pump(const std::string& what, const std::function<std::vector<int>()>& awaited);
+    Status send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload);
+    void drop(const std::string& why);
+    std::string member(int r) const;
     std::shared_ptr<zmq::context_t> ctx_;
     std::unique_ptr<Sockets> s_;
+    std::unique_ptr<Heartbeat> hb_;
     std::vector<std::string> endpoints_;
     int rank_ = 0;
-    int timeout_ms_ = 60000;
+    MeshOptions opts_;
     uint64_t round_ = 0;
     ByteCounters counters_;
     uint64_t header_bytes_ = 0;
+    uint64_t dropped_ = 0;
     std::function<bool()> abort_;
 };
 

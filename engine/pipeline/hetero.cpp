@@ -68,6 +68,17 @@ Result<std::vector<std::vector<uint8_t>>> GroupCollective::exchange(const std::v
     return mesh_.exchange(ranks, mine, link, sim_clock_s, clocks);
 }
 
+Status GroupCollective::agree(const std::vector<int>& group, uint64_t state_hash) {
+    std::vector<int> ranks;
+    for (int g : group) {
+        if (g < 0 || g >= size())
+            return Status::error("group collective: member " + std::to_string(g) + " outside 0.." +
+                                 std::to_string(size() - 1));
+        ranks.push_back(members_[static_cast<size_t>(g)]);
+    }
+    return mesh_.agree(ranks, state_hash);
+}
+
 Status GroupCollective::send(int, const std::vector<uint8_t>&, LinkClass, double, bool) {
     return Status::error("group collective: point-to-point messages go over the mesh itself");
 }

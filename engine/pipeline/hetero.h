@@ -41,6 +41,7 @@ public:
     Result<std::vector<std::vector<uint8_t>>> exchange(const std::vector<int>& group, const std::vector<uint8_t>& mine,
                                                        LinkClass link, double sim_clock_s = 0,
                                                        std::vector<double>* clocks = nullptr) override;
+    Status agree(const std::vector<int>& group, uint64_t state_hash) override;
     Status send(int, const std::vector<uint8_t>&, LinkClass, double, bool) override;
     Result<std::vector<uint8_t>> recv(int, double*) override;
     const ByteCounters& counters() const override { return mesh_.counters(); }

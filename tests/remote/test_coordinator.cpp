@@ -45,7 +45,7 @@ struct Cluster {
         ctx = std::make_shared<zmq::context_t>();
         NodeOptions o;
         o.ctx = ctx;
-        local = unwrap(LocalCluster::start_threads(n, o, [steps](const RunConfig&, const NodeRole& r, const std::string&) {
+        local = unwrap(LocalCluster::start_threads(n, o, [steps](const RunConfig&, const NodeRole& r, const NodeSite&) {
             return Result<std::unique_ptr<Worker>>(std::make_unique<CountingWorker>(r, steps));
         }));
         CoordinatorOptions co;
