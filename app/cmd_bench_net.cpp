@@ -26,6 +26,7 @@ struct TransportArgs {
     std::vector<std::string> transports = {"inproc", "ipc", "tcp"};
     int64_t budget_mib = 256, max_msgs = 100000, min_msgs = 8;
     bool json = false;
+    bool curve = false;  // each ipc/tcp cell also with CURVE, and the ratio to the plain one
 };
 
 // "4096", "16K", "16KiB", "1M", "64MiB" → bytes (binary multiples).
@@ -58,8 +59,9 @@ void print_transport_row(const char* name, uint64_t msg_bytes, int64_t msgs, dou
 
 void print_transport_json(const TransportBenchResult& r) {
     std::printf("{\"bench\":\"transport\",\"transport\":\"%s\",\"msg_bytes\":%llu,\"msgs\":%lld,\"elapsed_s\":%.6f,"
-                "\"bytes_per_s\":%.0f,\"msgs_per_s\":%.1f,\"memcpy_bytes_per_s\":%.0f,\"ratio_memcpy\":%.5f}\n",
-                to_string(r.transport), (unsigned long long)r.msg_bytes, (long long)r.msgs, r.elapsed_s, r.bytes_per_s,
+                "\"curve\":%s,\"bytes_per_s\":%.0f,\"msgs_per_s\":%.1f,\"memcpy_bytes_per_s\":%.0f,\"ratio_memcpy\":%.5f}\n",
+                to_string(r.transport), (unsigned long long)r.msg_bytes, (long long)r.msgs, r.elapsed_s,
+                r.curve ? "true" : "false", r.bytes_per_s,
                 r.msgs_per_s, r.memcpy_bytes_per_s, r.ratio_memcpy());
 }
 
@@ -89,6 +91,20 @@ int run_transport(const TransportArgs& a) {
             r.memcpy_bytes_per_s = memcpy_bps[s];
             if (a.json) print_transport_json(r);
             else print_transport_row(to_string(t), s, r.msgs, r.bytes_per_s, r.ratio_memcpy());
+            std::fflush(stdout);
+            if (!a.curve || t == Transport::kInproc) continue;
+            // The same cell right after with CURVE: the ratio compares two neighbours in time.
+            TransportBenchConfig keyed = cfg;
+            keyed.curve = true;
+            TransportBenchResult c = unwrap(bench_transport(t, s, keyed));
+            c.memcpy_bytes_per_s = memcpy_bps[s];
+            if (a.json) print_transport_json(c);
+            else {
+                const std::string name = std::string(to_string(t)) + "+curve";
+                print_transport_row(name.c_str(), s, c.msgs, c.bytes_per_s, c.ratio_memcpy());
+                std::printf("%-9s %8s %8s %9s %12s %9.3f  (CURVE / plain)\n", "", "", "", "", "",
+                            c.bytes_per_s / r.bytes_per_s);
+            }
             std::fflush(stdout);
         }
     return 0;
@@ -178,6 +194,7 @@ std::vector<Command> add_bench_net(CLI::App& bench) {
     tr->add_option("--max-msgs", ta->max_msgs, "at most this many messages per cell")->capture_default_str();
     tr->add_option("--min-msgs", ta->min_msgs, "at least this many messages per cell")->capture_default_str();
     tr->add_flag("--json", ta->json, "one JSON line per cell");
+    tr->add_flag("--curve", ta->curve, "also run every ipc/tcp cell with CurveZMQ and print the ratio to plain");
 
     auto* ou = bench.add_subcommand("outer", "DiLoCo outer-step overhead outside communication vs an inner step");
     auto oa = std::make_shared<OuterArgs>();

@@ -28,6 +28,7 @@ Command add_run(CLI::App& app, const Globals& g);
 int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets, bool sweep = false);
 Command add_sweep(CLI::App& app, const Globals& g);
 Command add_node(CLI::App& app, const Globals& g);
+Command add_keys(CLI::App& app, const Globals& g);      // app/cmd_keys.cpp
 Command add_skippipe(CLI::App& app, const Globals& g);  // app/cmd_skippipe.cpp
 Command add_hdee(CLI::App& app, const Globals& g);      // app/cmd_hdee.cpp
 Command add_report(CLI::App& app, const Globals& g);    // app/cmd_report.cpp

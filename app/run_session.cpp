@@ -156,6 +156,10 @@ void Session::body(RunConfig cfg) {
     CoordinatorOptions copts;
     copts.heartbeat_s = cfg.cluster.heartbeat_s;
     copts.heartbeat_timeout_s = cfg.cluster.heartbeat_timeout_s;
+    if (!cfg.cluster.coordinator_key.empty()) {
+        copts.keys = unwrap(read_secret_key(cfg.cluster.coordinator_key));
+        for (auto& k : cfg.cluster.node_keys) copts.node_keys.push_back(unwrap(public_key_from_text_or_file(k)));
+    }
     auto coord = unwrap(Coordinator::connect(ctx, endpoints, copts));
     const std::vector<NodeRole> roles = unwrap(assign_roles(cfg, endpoints, free_tcp_port));
 
@@ -191,7 +195,10 @@ void Session::body(RunConfig cfg) {
                    [this](const EventRecord& e) { add_log(e.node + ": " + e.kind + ": " + e.text); });
     set_phase("running");
     std::optional<RunOutcome> outcome;
-    if (Status st = coord->configure(roles, to_toml(cfg)); !st) outcome = RunOutcome{RunStatus::kFailed, st.message()};
+    // Nodes need none of the coordinator's own key material: the run's config without it.
+    RunConfig node_cfg = cfg;
+    node_cfg.cluster.coordinator_key.clear();
+    if (Status st = coord->configure(roles, to_toml(node_cfg)); !st) outcome = RunOutcome{RunStatus::kFailed, st.message()};
     else if (Status st2 = coord->start(); !st2) outcome = RunOutcome{RunStatus::kFailed, st2.message()};
     bool stop_sent = false;
     Clock::time_point stop_at;

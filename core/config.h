@@ -95,6 +95,10 @@ struct NetworkConfig {
 struct ClusterConfig {
     std::string mode = "threads";        // threads (inproc://) | local (child processes, tcp loopback) | remote
     std::vector<std::string> endpoints;  // remote: control endpoints of running `thinwire node`s, tcp://HOST:PORT
+    // remote with CurveZMQ: each node's public key (the Z85 text or a public.key file), parallel to
+    // endpoints, and this coordinator's secret key file (`thinwire keys new DIR`); empty = no keys.
+    std::vector<std::string> node_keys;
+    std::string coordinator_key;
     int64_t nodes = 0;                   // threads/local: nodes to bring up; 0 = as many as the layout needs
     int64_t nodes_per_replica = 1;       // a full replica of n > 1 nodes all-reduces gradients (Gloo) every step
     int64_t stages = 1;                  // stages of a pipeline replica ([pipeline]); 1 = full replicas only

@@ -97,6 +97,8 @@ std::vector<Field> fields_of(RunConfig& c) {
 
         {"cluster.mode", &c.cluster.mode, -inf, inf, {"threads", "local", "remote"}},
         {"cluster.endpoints", &c.cluster.endpoints},
+        {"cluster.node_keys", &c.cluster.node_keys},
+        {"cluster.coordinator_key", &c.cluster.coordinator_key},
         {"cluster.nodes", &c.cluster.nodes, 0, 4096},
         {"cluster.nodes_per_replica", &c.cluster.nodes_per_replica, 1, 1024},
         {"cluster.stages", &c.cluster.stages, 1, 1024},
@@ -546,6 +548,11 @@ Status validate_config(const RunConfig& c) {
         p.push_back("cluster.heartbeat_timeout_s must exceed twice cluster.heartbeat_s");
     if (c.cluster.mode == "remote" && c.cluster.endpoints.empty())
         p.push_back("cluster.endpoints: a remote cluster needs the endpoints of its nodes");
+    if (!c.cluster.node_keys.empty() && c.cluster.node_keys.size() != c.cluster.endpoints.size())
+        p.push_back("cluster.node_keys: " + std::to_string(c.cluster.node_keys.size()) + " keys for " +
+                    std::to_string(c.cluster.endpoints.size()) + " endpoints (one public key per node)");
+    if (c.cluster.node_keys.empty() != c.cluster.coordinator_key.empty())
+        p.push_back("cluster.node_keys and cluster.coordinator_key go together: keyed nodes need both");
     if (p.empty()) return Status::ok();
     std::string msg = p[0];
     for (size_t i = 1; i < p.size(); ++i) msg += "\n  " + p[i];

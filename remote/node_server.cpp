@@ -332,8 +332,10 @@ NodeServer::~NodeServer() {
     if (!impl_) return;
     impl_->ctl.stop = true;
     impl_->join_worker();
-    impl_->router.set(zmq::sockopt::linger, 0);
-    impl_->pub.set(zmq::sockopt::linger, 200);
+    impl_->worker.reset();
+    // bind() may fail before the sockets exist.
+    if (impl_->router) impl_->router.set(zmq::sockopt::linger, 0);
+    if (impl_->pub) impl_->pub.set(zmq::sockopt::linger, 200);
 }
 
 const std::string& NodeServer::endpoint() const { return impl_->opts.listen; }

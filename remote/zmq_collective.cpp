@@ -208,8 +208,13 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::v
 }
 
 Status ZmqCollective::pump(const std::string& what, const std::function<std::vector<int>()>& awaited) {
+    return pump_until(what, awaited, Clock::now(), -1);
+}
+
+Status ZmqCollective::pump_until(const std::string& what, const std::function<std::vector<int>()>& awaited,
+                                 std::chrono::steady_clock::time_point wait_start, int max_ms) {
     auto& s = *s_;
-    const auto wait_start = Clock::now();
+    const auto call_start = Clock::now();
     zmq::message_t h;
     for (;;) {
         if (abort_ && abort_()) return Status::error("collective: aborted (stop requested)");
@@ -231,7 +236,9 @@ Status ZmqCollective::pump(const std::string& what, const std::function<std::vec
                                      " s (no heartbeat, no traffic) while " + what + " waited");
             }
         }
-        if (poll_in(s.pull, 100) && s.pull.recv(h, zmq::recv_flags::dontwait)) break;
+        if (max_ms >= 0 && since_s(call_start) * 1000 >= max_ms) return Status::ok();  // nothing came
+        if (poll_in(s.pull, max_ms >= 0 ? std::min(max_ms, 20) : 100) && s.pull.recv(h, zmq::recv_flags::dontwait))
+            break;
     }
     // The rest of a multi-part message is in already (ZeroMQ delivers messages whole).
     std::vector<zmq::message_t> rest;
@@ -308,8 +315,14 @@ Status ZmqCollective::pump(const std::string& what, const std::function<std::vec
 
 Status ZmqCollective::send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload) {
     auto& p = s_->push[static_cast<size_t>(peer)];
-    if (!p.send(zmq::const_buffer(header, wire::kFrameHeaderBytes), zmq::send_flags::sndmore) ||
-        !p.send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::none))
+    // A peer that is gone (or not yet there) has no pipe to queue into: while the send waits, keep
+    // reading, so its bye or its silence ends the wait instead of the send timeout.
+    const auto start = Clock::now();
+    const std::string what = "a send to " + member(peer);
+    while (!p.send(zmq::const_buffer(header, wire::kFrameHeaderBytes), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
+        if (Status st = pump_until(what, [peer] { return std::vector<int>{peer}; }, start, 20); !st) return st;
+    // Once the first frame is queued the rest of the message is too.
+    if (!p.send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::none))
         return Status::error("collective: send to " + member(peer) + " timed out");
     header_bytes_ += wire::kFrameHeaderBytes;
     return Status::ok();

@@ -18,6 +18,7 @@
 // of its own.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -81,6 +82,10 @@ private:
     // Receives one message into the round or point-to-point buffers (dropping what is not from
     // this run); errors on abort, timeout, or an awaited member lost. `what` names the wait.
     Status pump(const std::string& what, const std::function<std::vector<int>()>& awaited);
+    // The same, counting silence from `wait_start`, and returning ok after `max_ms` (≥ 0) when
+    // nothing arrived.
+    Status pump_until(const std::string& what, const std::function<std::vector<int>()>& awaited,
+                      std::chrono::steady_clock::time_point wait_start, int max_ms);
     Status send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload);
     void drop(const std::string& why);
     std::string member(int r) const;

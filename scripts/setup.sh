@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git
   libtorch-dev libgloo-dev libopenblas0-pthread   # gloo: c10d headers; openblas-pthread: 25x faster sgemm
-  python3-torch                                   # PyTorch reference for benchmarks and cross-checks
+  python3-torch python3-zmq                       # PyTorch reference; zmq: hostile-client tests
   libsentencepiece-dev sentencepiece libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
   libsqlite3-dev sqlite3 libzmq3-dev cppzmq-dev libgtest-dev   # sqlite3: the CLI tests query the store
   libimgui-dev libstb-dev libglfw3-dev libgl-dev xvfb

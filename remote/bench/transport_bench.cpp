@@ -1,6 +1,8 @@
 // ZeroMQ PUSH → PULL throughput against memcpy; see transport_bench.h.
 #include "remote/bench/transport_bench.h"
 
+#include "remote/curve.h"
+
 #include <stdlib.h>
 
 #include <algorithm>
@@ -145,8 +147,23 @@ Result<TransportBenchResult> bench_transport(Transport t, uint64_t msg_bytes, co
     TempDir dir;
     auto addr = bind_address(t, dir);
     if (!addr) return addr.status();
-    zmq::context_t ctx;
+    if (cfg.curve && t == Transport::kInproc)
+        return R::error("bench transport: CURVE does not apply to inproc:// (nothing leaves the process)");
+    r.curve = cfg.curve;
+    auto ctx_ptr = std::make_shared<zmq::context_t>();
+    zmq::context_t& ctx = *ctx_ptr;
+    std::unique_ptr<ZapHandler> zap;
     zmq::socket_t pull(ctx, zmq::socket_type::pull), push(ctx, zmq::socket_type::push);
+    if (cfg.curve) {
+        auto server = curve_keypair_new(), client = curve_keypair_new();
+        if (!server || !client) return R::error("bench transport: no CURVE keys: " + server.message() + client.message());
+        auto z = ZapHandler::start(ctx_ptr, nullptr);
+        if (!z) return z.status();
+        zap = std::move(*z);
+        zap->allow(kZapData, {client->public_key});
+        curve_server(pull, *server, kZapData);
+        curve_client(push, *client, server->public_key);
+    }
     std::string error;
     Received got;
     Clock::time_point start;
@@ -166,6 +183,9 @@ Result<TransportBenchResult> bench_transport(Transport t, uint64_t msg_bytes, co
     }
     push.set(zmq::sockopt::linger, 0);
     pull.set(zmq::sockopt::linger, 0);
+    push.close();
+    pull.close();
+    zap.reset();
     if (error.empty()) error = got.error;
     const uint64_t edges = static_cast<uint64_t>(payload.front() + payload.back()) * static_cast<uint64_t>(r.msgs);
     if (error.empty() && got.edge_sum != edges) error = "payload bytes arrived changed";

@@ -23,6 +23,8 @@ struct TransportBenchConfig {
     int64_t max_msgs = 100000;             //   at most this many (bounds the time of small sizes),
     int64_t min_msgs = 8;                  //   at least this many (64 MiB: 8 messages = 512 MiB)
     int timeout_ms = 60000;                // a cell that stalls this long is an error, not a hang
+    bool curve = false;                    // CurveZMQ on both sockets (ipc, tcp), authenticated by a
+                                           //   ZAP handler as a keyed node's data plane is
 };
 
 // Messages one cell sends for `msg_bytes`: clamp(budget_bytes / msg_bytes, min_msgs, max_msgs).
@@ -30,6 +32,7 @@ int64_t messages_for(uint64_t msg_bytes, const TransportBenchConfig& cfg);
 
 struct TransportBenchResult {
     Transport transport = Transport::kInproc;
+    bool curve = false;
     uint64_t msg_bytes = 0;        // payload of one message
     int64_t msgs = 0;              // timed messages
     double elapsed_s = 0;          // sender's first send → receiver holds the last message
