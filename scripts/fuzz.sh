@@ -28,7 +28,7 @@ if [ -z "$CXX" ]; then
   for c in clang++-14 clang++; do command -v "$c" >/dev/null 2>&1 && { CXX=$c; break; }; done
 fi
 [ -n "$CXX" ] && command -v "$CXX" >/dev/null 2>&1 || missing "no clang++ found"
-FUZZER_RT="$("$CXX" -print-resource-dir)/lib/linux/libclang_rt.fuzzer-$(uname -m).a"
+FUZZER_RT="$("$CXX" -print-resource-dir 2>/dev/null || true)/lib/linux/libclang_rt.fuzzer-$(uname -m).a"
 [ -f "$FUZZER_RT" ] || missing "$CXX has no libFuzzer runtime ($FUZZER_RT)"
 command -v ninja >/dev/null 2>&1 || missing "no ninja found"
 
