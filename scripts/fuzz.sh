@@ -59,8 +59,11 @@ esc() { printf '%s' "$1" | sed 's/[ :$]/$&/g'; }
   echo "build fuzz_frame: link obj/fuzz_frame.o obj/wire_frame.o"
 } >"$OUT/build.ninja.new"
 mv "$OUT/build.ninja.new" "$OUT/build.ninja"
-ninja -C "$OUT" -j "${FUZZ_BUILD_JOBS:-2}" --quiet fuzz_control fuzz_frame ||
-  { echo "fuzz.sh: building the fuzz targets failed" >&2; exit 2; }
+if ! ninja -C "$OUT" -j "${FUZZ_BUILD_JOBS:-2}" fuzz_control fuzz_frame >"$OUT/build.log" 2>&1; then
+  cat "$OUT/build.log" >&2
+  echo "fuzz.sh: building the fuzz targets failed (log: $OUT/build.log)" >&2
+  exit 2
+fi
 
 # Run each target; collect the summary lines and whether anything was found.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
@@ -84,7 +87,7 @@ for target in control frame; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   files=$(find "$corpus" -type f | wc -l)
-  kib=$(du -sk "$corpus" | cut -f1)
+  kib=$(du -sk --apparent-size "$corpus" | cut -f1)
   line=$(printf '%-8s executions %-10s exec/s %-8s run %6.1f s  corpus %d → %d files (%d KiB)' "$target" \
          "${execs:-?}" "${rate:-?}" "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" "$seeds" "$files" "$kib")
   if [ "$status" -ne 0 ]; then
