@@ -1,5 +1,6 @@
 // `thinwire node --listen ENDPOINT`: a headless engine node serving the control protocol.
 #include <CLI/CLI.hpp>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <csignal>
@@ -27,6 +28,9 @@ struct NodeArgs {
 };
 
 int run_node(const NodeArgs& a) {
+    // What a node writes (tokenizer, shards, checkpoints) derives from the data it trains on, which
+    // may be private: files for the owner only (0600, folders 0700), whatever the root's mode.
+    umask(077);
     NodeOptions o;
     o.listen = a.listen;
     o.ctx = std::make_shared<zmq::context_t>();

@@ -15,6 +15,7 @@
 #include "app/commands.h"
 #include "app/run_session.h"
 #include "core/config_io.h"
+#include "core/data_root.h"
 #include "core/network.h"
 #include "storage/run_store.h"
 
@@ -27,7 +28,13 @@ extern "C" void on_interrupt(int) { g_interrupt = true; }
 struct RunArgs {
     std::string file;
     std::vector<std::string> sets;
+    std::string data_root;
 };
+
+const char* kDataRootHelp =
+    "the folder this coordinator and the nodes it starts read and write (default: the working directory); "
+    "the layout's paths are relative to it, absolute ones must lie under it, and remote nodes resolve "
+    "them under their own --data-root";
 
 double figure(const WorkerSummary& s, const std::string& k) {
     auto it = s.find(k);
@@ -107,9 +114,18 @@ void print_comparison(const RunPlan& plan, const std::vector<SessionResult>& res
 
 }  // namespace
 
-int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets, bool sweep) {
-    RunArgs a{file.empty() ? "default" : file, sets};
+int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets, bool sweep,
+               const std::string& data_root) {
+    RunArgs a{file.empty() ? "default" : file, sets, data_root};
     const RunPlan plan = unwrap(load_run_plan(file, sets));
+    // Every run's paths are checked against the data root before the first one starts, so a bad
+    // variant does not fail after the others have run.
+    const std::string root = unwrap(coordinator_data_root(data_root));
+    for (auto& [variant, cfg] : plan.runs) {
+        RunConfig c = cfg;
+        if (Status s = relative_to_root(c, root); !s)
+            throw Error(a.file + (variant.empty() ? "" : " (" + variant + ")") + ": " + s.message());
+    }
     if (sweep && plan.sweep_points == 0)
         throw Error(a.file + ": `thinwire sweep` needs a [sweep] table (\"key\" = [values, ...]); `thinwire run` runs it as is");
     if (sweep) std::printf("sweep: %zu points × %zu variant(s) = %zu runs\n", plan.sweep_points,
@@ -128,7 +144,7 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
     int rc = 0;
     for (auto& [variant, cfg] : plan.runs) {
         if (g_interrupt) break;
-        SessionResult r = run_session(cfg, g.db_path, group, exe, g_interrupt);
+        SessionResult r = run_session(cfg, g.db_path, group, exe, root, g_interrupt);
         std::printf("run %lld %s after %.1f s%s%s\n", (long long)r.run_id, to_string(r.status), r.wall_s,
                     r.reason.empty() ? "" : ": ", r.reason.c_str());
         print_nodes(r);
@@ -148,7 +164,8 @@ Command add_run(CLI::App& app, const Globals& g) {
     auto args = std::make_shared<RunArgs>();
     sub->add_option("layout", args->file, "TOML run layout, e.g. experiments/quickstart.toml")->required();
     sub->add_option("--set", args->sets, "Override a key, e.g. --set cluster.mode=local (repeatable)");
-    return {sub, [&g, args] { return run_layout(g, args->file, args->sets); }};
+    sub->add_option("--data-root", args->data_root, kDataRootHelp);
+    return {sub, [&g, args] { return run_layout(g, args->file, args->sets, false, args->data_root); }};
 }
 
 Command add_sweep(CLI::App& app, const Globals& g) {
@@ -156,7 +173,8 @@ Command add_sweep(CLI::App& app, const Globals& g) {
     auto args = std::make_shared<RunArgs>();
     sub->add_option("layout", args->file, "TOML run layout with a [sweep] table")->required();
     sub->add_option("--set", args->sets, "Override a key for every point (repeatable)");
-    return {sub, [&g, args] { return run_layout(g, args->file, args->sets, true); }};
+    sub->add_option("--data-root", args->data_root, kDataRootHelp);
+    return {sub, [&g, args] { return run_layout(g, args->file, args->sets, true, args->data_root); }};
 }
 
 }  // namespace tw::cli

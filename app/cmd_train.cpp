@@ -27,6 +27,7 @@ void log_line(const std::string& s) { std::printf("%s\n", s.c_str()); }
 struct TrainArgs {
     std::string file;
     std::vector<std::string> sets;
+    std::string data_root;  // for runs with replicas, which go through the coordinator
 };
 
 // What every replica of one run shares.
@@ -105,7 +106,7 @@ int run_train(const Globals& g, const TrainArgs& a) {
     ctx.cfg = unwrap(load_config(a.file, a.sets));
     RunConfig& cfg = ctx.cfg;
     // Several replicas are several nodes: the coordinator runs them (`thinwire run`, same file).
-    if (cfg.outer.algorithm != "none") return run_layout(g, a.file, a.sets);
+    if (cfg.outer.algorithm != "none") return run_layout(g, a.file, a.sets, false, a.data_root);
     std::printf("preparing data (%s)\n", cfg.data.corpus.c_str());
     ctx.data = unwrap(prepare_data(cfg.data, &log_line));
     if (cfg.model.vocab_size == 0) cfg.model.vocab_size = ctx.data.vocab_size;
@@ -154,6 +155,9 @@ Command add_train(CLI::App& app, const Globals& g) {
     auto args = std::make_shared<TrainArgs>();
     sub->add_option("file", args->file, "TOML run file (omit for the built-in default: tiny model on Brown)");
     sub->add_option("--set", args->sets, "Override a key, e.g. --set model.d_model=128 (repeatable)");
+    sub->add_option("--data-root", args->data_root,
+                    "with replicas (run through the coordinator, as `thinwire run`): the folder its nodes read and "
+                    "write, default the working directory");
     return {sub, [&g, args] { return run_train(g, *args); }};
 }
 

@@ -24,8 +24,10 @@ Command add_runs(CLI::App& app, const Globals& g);
 Command add_bench(CLI::App& app, const Globals& g);
 Command add_run(CLI::App& app, const Globals& g);
 // `thinwire run FILE --set ...` as a function: `train` hands runs with replicas to it. "" = the default.
-// `sweep` = true (`thinwire sweep`) requires a [sweep] table.
-int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets, bool sweep = false);
+// `sweep` = true (`thinwire sweep`) requires a [sweep] table. `data_root` is `--data-root` ("" = the
+// working directory): the layout's paths must lie under it (core/data_root.h).
+int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets, bool sweep = false,
+               const std::string& data_root = "");
 Command add_sweep(CLI::App& app, const Globals& g);
 Command add_node(CLI::App& app, const Globals& g);
 Command add_keys(CLI::App& app, const Globals& g);      // app/cmd_keys.cpp

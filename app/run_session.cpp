@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 
 #include "app/engine_node.h"
 #include "core/config_io.h"
+#include "core/data_root.h"
 #include "core/layout.h"
 #include "engine/data/dataset.h"
 #include "remote/cluster.h"
@@ -112,8 +114,10 @@ private:
 };
 
 // Brings up the nodes the layout asks for; returns their control endpoints.
+// Local nodes (threads, child processes) share the coordinator's data root; remote ones use their own.
 std::unique_ptr<LocalCluster> bring_up(const RunConfig& cfg, int n, std::shared_ptr<zmq::context_t> ctx,
-                                       const std::string& exe, std::vector<std::string>& endpoints) {
+                                       const std::string& exe, const std::string& data_root,
+                                       std::vector<std::string>& endpoints) {
     if (cfg.cluster.mode == "remote") {
         endpoints = cfg.cluster.endpoints;
         return nullptr;
@@ -123,9 +127,10 @@ std::unique_ptr<LocalCluster> bring_up(const RunConfig& cfg, int n, std::shared_
         NodeOptions base;
         base.ctx = ctx;
         base.version = thinwire_version();
+        base.data_root = data_root;
         c = unwrap(LocalCluster::start_threads(n, base, engine_worker_factory(ctx)));
     } else {
-        c = unwrap(LocalCluster::start_processes(n, exe));
+        c = unwrap(LocalCluster::start_processes(n, exe, data_root));
     }
     endpoints = c->endpoints();
     return c;
@@ -137,11 +142,16 @@ void Session::body(RunConfig cfg) {
     SessionResult& out = result_;
     const auto t0 = Clock::now();
     RunStore store = unwrap(RunStore::open(db_path_));
+    // Paths as every node reads them: relative to its data root. What is stored and sent is this
+    // form; this process opens the files through `here`, the same paths resolved under its root.
+    check(relative_to_root(cfg, data_root_));
+    RunConfig here = cfg;
+    check(confine_paths(here, data_root_));
     set_phase("preparing data");
     // The coordinator's machine prepares the data once, so thread and child-process nodes find it
     // cached instead of racing to build it; it also fixes the vocabulary every node must use.
-    PreparedData data = unwrap(prepare_data(cfg.data, print_ ? [](const std::string& s) { std::printf("%s\n", s.c_str()); }
-                                                             : static_cast<void (*)(const std::string&)>(nullptr)));
+    PreparedData data = unwrap(prepare_data(here.data, print_ ? [](const std::string& s) { std::printf("%s\n", s.c_str()); }
+                                                              : static_cast<void (*)(const std::string&)>(nullptr)));
     if (cfg.model.vocab_size == 0) cfg.model.vocab_size = data.vocab_size;
     out.unigram = unigram_loss(*data.train, *data.val, cfg.model.vocab_size);
     const int64_t need = nodes_needed(cfg);
@@ -152,7 +162,7 @@ void Session::body(RunConfig cfg) {
     set_phase("starting nodes");
     auto ctx = std::make_shared<zmq::context_t>();
     std::vector<std::string> endpoints;
-    std::unique_ptr<LocalCluster> local = bring_up(cfg, n, ctx, exe_, endpoints);
+    std::unique_ptr<LocalCluster> local = bring_up(cfg, n, ctx, exe_, data_root_, endpoints);
     CoordinatorOptions copts;
     copts.heartbeat_s = cfg.cluster.heartbeat_s;
     copts.heartbeat_timeout_s = cfg.cluster.heartbeat_timeout_s;
@@ -252,8 +262,10 @@ void Session::body(RunConfig cfg) {
     add_log(std::string("coordinator: run ") + to_string(out.status) + (out.reason.empty() ? "" : ": " + out.reason));
 }
 
-Session::Session(RunConfig cfg, std::string db_path, std::string group, std::string exe, bool print_progress)
-    : db_path_(std::move(db_path)), group_(std::move(group)), exe_(std::move(exe)), print_(print_progress) {
+Session::Session(RunConfig cfg, std::string db_path, std::string group, std::string exe, std::string data_root,
+                 bool print_progress)
+    : db_path_(std::move(db_path)), group_(std::move(group)), exe_(std::move(exe)), data_root_(std::move(data_root)),
+      print_(print_progress) {
     thread_ = std::thread([this, cfg = std::move(cfg)] {
         try {
             body(cfg);
@@ -303,8 +315,8 @@ void Session::publish(const std::vector<NodeInfo>& nodes) {
 }
 
 SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::string& group, const std::string& exe,
-                          const std::atomic<bool>& interrupt) {
-    Session s(std::move(cfg), db_path, group, exe, /*print_progress=*/true);
+                          const std::string& data_root, const std::atomic<bool>& interrupt) {
+    Session s(std::move(cfg), db_path, group, exe, data_root, /*print_progress=*/true);
     while (!s.snapshot().done) {
         if (interrupt.load()) s.stop();
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -312,6 +324,14 @@ SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::
     SessionResult r = s.wait();
     if (r.failed_to_start) throw Error(r.reason);
     return r;
+}
+
+Result<std::string> coordinator_data_root(const std::string& given) {
+    if (!given.empty()) return resolve_node_data_root(given);
+    std::error_code ec;
+    const auto cwd = std::filesystem::canonical(std::filesystem::current_path(ec), ec);
+    if (ec) return Result<std::string>::error("data root: the working directory: " + ec.message());
+    return cwd.string();
 }
 
 }  // namespace tw::cli

@@ -45,8 +45,12 @@ struct SessionSnapshot {
 class Session {
 public:
     // Starts `cfg` (resolved) at once on its own thread, writing to the store at `db_path`. `group`
-    // labels runs started together; `exe` is this binary (for local child processes).
-    Session(RunConfig cfg, std::string db_path, std::string group, std::string exe, bool print_progress);
+    // labels runs started together; `exe` is this binary (for local child processes). `data_root`
+    // (absolute, canonical: coordinator_data_root) is where this coordinator and the nodes it
+    // starts read and write; cfg's paths are made relative to it (core/data_root.h) before anything
+    // starts, and a path outside it fails the session before any node runs.
+    Session(RunConfig cfg, std::string db_path, std::string group, std::string exe, std::string data_root,
+            bool print_progress);
     ~Session();  // stops the run and waits for it
 
     void pause() { pause_req_ = true; }
@@ -61,7 +65,7 @@ private:
     void add_log(const std::string& line);
     void publish(const std::vector<NodeInfo>& nodes);
 
-    std::string db_path_, group_, exe_;
+    std::string db_path_, group_, exe_, data_root_;
     bool print_;
     std::atomic<bool> pause_req_{false}, resume_req_{false}, stop_req_{false};
     mutable std::mutex mu_;
@@ -73,6 +77,11 @@ private:
 // The CLI's way: a session with progress lines, Ctrl-C (the flag) stopping it cleanly. Throws
 // tw::Error when the run could not start at all.
 SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::string& group, const std::string& exe,
-                          const std::atomic<bool>& interrupt);
+                          const std::string& data_root, const std::atomic<bool>& interrupt);
+
+// A coordinator's data root (`--data-root DIR`), absolute and canonical: DIR (created 0700 when
+// missing), or the working directory when empty, so layouts written relative to it (cache_dir =
+// ".cache/thinwire", corpus = "brown") mean what they always meant.
+Result<std::string> coordinator_data_root(const std::string& given);
 
 }  // namespace tw::cli

@@ -17,8 +17,8 @@ std::string sibling_thinwire_exe() {
     return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/thinwire";
 }
 
-SessionDriver::SessionDriver(std::string db_path, std::string thinwire_exe)
-    : db_path_(std::move(db_path)), exe_(std::move(thinwire_exe)) {}
+SessionDriver::SessionDriver(std::string db_path, std::string thinwire_exe, std::string data_root)
+    : db_path_(std::move(db_path)), exe_(std::move(thinwire_exe)), data_root_(std::move(data_root)) {}
 
 SessionDriver::~SessionDriver() {
     session_.reset();  // its destructor stops the run and waits for it
@@ -32,7 +32,7 @@ Status SessionDriver::start(const RunConfig& cfg) {
     if (!checked) return checked.status();
     session_.reset();
     session_ = std::make_unique<Session>(*checked, db_path_, "workbench@" + std::to_string(std::time(nullptr)), exe_,
-                                         /*print_progress=*/false);
+                                         data_root_, /*print_progress=*/false);
     return Status::ok();
 }
 
@@ -62,7 +62,7 @@ ui::DriverSnapshot SessionDriver::snapshot() {
 }
 
 Result<std::vector<std::string>> SessionDriver::spawn_processes(int n) {
-    auto c = LocalCluster::start_processes(n, exe_);
+    auto c = LocalCluster::start_processes(n, exe_, data_root_);
     if (!c) return c.status();
     std::vector<std::string> eps = (*c)->endpoints();
     spawned_.push_back(std::move(*c));

@@ -14,8 +14,9 @@ namespace tw::cli {
 
 class SessionDriver : public ui::RunDriver {
 public:
-    // `thinwire_exe` runs spawned nodes and local-cluster children.
-    SessionDriver(std::string db_path, std::string thinwire_exe);
+    // `thinwire_exe` runs spawned nodes and local-cluster children. `data_root` (absolute,
+    // canonical: coordinator_data_root) is where runs and the nodes this driver starts read and write.
+    SessionDriver(std::string db_path, std::string thinwire_exe, std::string data_root);
     ~SessionDriver() override;  // stops a running session (marked interrupted) and spawned nodes
 
     Status start(const RunConfig& cfg) override;
@@ -26,7 +27,7 @@ public:
     Result<std::vector<std::string>> spawn_processes(int n) override;
 
 private:
-    std::string db_path_, exe_;
+    std::string db_path_, exe_, data_root_;
     std::unique_ptr<Session> session_;
     std::vector<std::unique_ptr<LocalCluster>> spawned_;
 };

@@ -37,10 +37,12 @@ struct Args {
     std::string layout; // load this layout into the editor
     bool start = false; // and start it
     double wait_s = 0;  // with --screenshot: keep rendering at least this long (a live run's progress)
+    std::string data_root;  // "" = the working directory (app/run_session.h coordinator_data_root)
 };
 
 int loop(const Args& a, GLFWwindow* window) {
-    tw::cli::SessionDriver driver(a.db, tw::cli::sibling_thinwire_exe());
+    tw::cli::SessionDriver driver(a.db, tw::cli::sibling_thinwire_exe(),
+                                  tw::unwrap(tw::cli::coordinator_data_root(a.data_root)));
     tw::ui::WorkbenchOptions opts;
     opts.db_path = a.db;
     opts.open_runs.insert(a.open.begin(), a.open.end());
@@ -129,6 +131,8 @@ int main(int argc, char** argv) {
     app.add_option("--layout", a.layout, "load this layout (TOML) into the editor");
     app.add_flag("--start", a.start, "start the loaded layout at once");
     app.add_option("--wait-s", a.wait_s, "with --screenshot: render at least this many seconds first (a live run)");
+    app.add_option("--data-root", a.data_root,
+                   "the folder runs and the nodes started here read and write (default: the working directory)");
     app.add_option("--hover", a.hover, "FX,FY: place the mouse at this fraction of the plot (tooltip screenshots)");
     CLI11_PARSE(app, argc, argv);
     if (!a.screenshot.empty() && a.frames <= 0) a.frames = 5;

@@ -69,7 +69,11 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start_threads(int n, NodeOpt
     return c;
 }
 
-Result<std::unique_ptr<LocalCluster>> LocalCluster::start_processes(int n, const std::string& exe) {
+Result<std::unique_ptr<LocalCluster>> LocalCluster::start_processes(int n, const std::string& exe,
+                                                                    const std::string& data_root) {
+    // Without it a child would use its default root (.cache/thinwire below the working directory),
+    // under which the coordinator's relative paths name other files.
+    if (data_root.empty()) return Status::error("local node processes need the coordinator's data root");
     std::unique_ptr<LocalCluster> c(new LocalCluster());
     const pid_t parent = getpid();
     for (int i = 0; i < n; ++i) {
@@ -84,7 +88,8 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start_processes(int n, const
             if (getppid() != parent) _exit(1);
             const int devnull = open("/dev/null", O_WRONLY);
             if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
-            execl(exe.c_str(), exe.c_str(), "node", "--listen", ep.c_str(), static_cast<char*>(nullptr));
+            execl(exe.c_str(), exe.c_str(), "node", "--listen", ep.c_str(), "--data-root", data_root.c_str(),
+                  static_cast<char*>(nullptr));
             _exit(127);
         }
         c->pids_.push_back(pid);

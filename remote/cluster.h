@@ -24,11 +24,14 @@ Result<int> free_tcp_port_block(int count);
 
 class LocalCluster {
 public:
-    // n node servers as threads sharing `base.ctx`; endpoints inproc://tw-<pid>-<k>-<i>.
+    // n node servers as threads sharing `base.ctx`; endpoints inproc://tw-<pid>-<k>-<i>. A
+    // coordinator sets `base.data_root` to its own root (NodeOptions::data_root).
     static Result<std::unique_ptr<LocalCluster>> start_threads(int n, NodeOptions base, WorkerFactory factory);
-    // n child processes `exe node --listen tcp://127.0.0.1:P` in their own session (so a terminal
-    // Ctrl-C reaches only the coordinator, which stops them cleanly) that die with this process.
-    static Result<std::unique_ptr<LocalCluster>> start_processes(int n, const std::string& exe);
+    // n child processes `exe node --listen tcp://127.0.0.1:P --data-root ROOT` in their own session
+    // (so a terminal Ctrl-C reaches only the coordinator, which stops them cleanly) that die with
+    // this process. `data_root` is the coordinator's: its children read and write where it does.
+    static Result<std::unique_ptr<LocalCluster>> start_processes(int n, const std::string& exe,
+                                                                 const std::string& data_root);
     // Threads: interrupted and joined. Processes: SIGTERM, then SIGKILL after 2 s; always reaped.
     ~LocalCluster();
 

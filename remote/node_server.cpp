@@ -14,6 +14,7 @@
 #include <zmq_addon.hpp>
 
 #include "core/config_io.h"
+#include "core/data_root.h"
 #include "core/layout.h"
 #include "remote/protocol.h"
 
@@ -176,6 +177,9 @@ Message NodeServer::Impl::configure(const Message& req, const std::string& key) 
     if (!b.contains("role")) return make_error("configure: no \"role\"");
     auto parsed = parse_config(toml->get<std::string>(), "configure");
     if (!parsed) return make_error("configure: " + parsed.message());
+    // Paths from a coordinator resolve under this node's data root, or the configure is refused.
+    if (!opts.data_root.empty())
+        if (Status s = confine_paths(*parsed, opts.data_root); !s) return make_error("configure: " + s.message());
     auto hb = number_field(b, "heartbeat_s", 0.01, 3600, parsed->cluster.heartbeat_s);
     if (!hb) return make_error("configure: " + hb.message());
     auto hb_timeout = number_field(b, "heartbeat_timeout_s", 0.05, 86400, parsed->cluster.heartbeat_timeout_s);

@@ -42,7 +42,7 @@ grep -q "run 4 finished: 15 steps" <<<"$out" || fail "resume did not reach step 
 
 # A file with replicas goes through the coordinator, as `thinwire run` does (tests/app/run_test.sh
 # checks those runs' bytes, re-timing and failures).
-out="$("$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=20 --set outer.algorithm=diloco \
+out="$("$tw" --db "$work/runs.db" train "${common[@]}" --data-root "$work" --set train.steps=20 --set outer.algorithm=diloco \
        --set outer.replicas=2 --set outer.inner_steps=10 --set run.name=diloco-via-train)"
 grep -Eq "^  replica-1 +20 " <<<"$out" || fail "train with replicas did not run them through the coordinator: $out"
 

@@ -42,7 +42,7 @@ stages = 2
 replicas = 1
 micro_batches = 2
 TOML
-run() { "$tw" --db "$db" run "$work/micro.toml" "$@"; }
+run() { "$tw" --db "$db" run "$work/micro.toml" --data-root "$work" "$@"; }  # paths are under $work
 col() { awk -v n="$1" -v c="$2" '$1 == n && NF == 10 {print $c}' <<<"$3"; }  # final table: node, column
 
 # A dense pipeline replica (rank 0) is the full replica's training, split: same losses.
@@ -98,7 +98,7 @@ $(cat "$work/micro.toml")
 "pipeline.rank" = [4, 8]
 "outer.topk_k" = [32, 64]
 TOML
-out="$("$tw" --db "$db" sweep "$work/sweep.toml" --set train.steps=10 --set run.name=sw)"
+out="$("$tw" --db "$db" sweep "$work/sweep.toml" --data-root "$work" --set train.steps=10 --set run.name=sw)"
 grep -q "sweep: 4 points × 1 variant(s) = 4 runs" <<<"$out" || fail "sweep did not plan 4 runs: $out"
 [ "$(sqlite3 "$db" "select count(*) from runs where name like 'sw-%' and status = 'finished'")" = 4 ] || fail "sweep did not record 4 finished runs"
 [ "$(sqlite3 "$db" "select count(distinct group_name) from runs where name like 'sw-%'")" = 1 ] || fail "sweep runs are not one group"
@@ -106,7 +106,7 @@ for r in 4 8; do for k in 32 64; do
     cfg="$(sqlite3 "$db" "select config_toml from runs where name = 'sw-topk_k=$k,rank=$r'")"
     grep -q "^rank = $r$" <<<"$cfg" && grep -q "^topk_k = $k$" <<<"$cfg" || fail "sweep point rank=$r topk_k=$k has other settings"
 done; done
-err="$("$tw" --db "$db" sweep "$work/micro.toml" 2>&1 || true)"
+err="$("$tw" --db "$db" sweep "$work/micro.toml" --data-root "$work" 2>&1 || true)"
 grep -q "needs a \[sweep\] table" <<<"$err" || fail "sweep without [sweep] not refused: $err"
 
 # Bad layouts name the key.

@@ -44,7 +44,7 @@ profile = "home-20m"
 ddp = ["outer.algorithm=ddp"]
 diloco = ["outer.algorithm=diloco"]
 TOML
-"$tw" --db "$db" run "$work/micro.toml" >/dev/null || fail "the two runs did not finish"
+"$tw" --db "$db" run "$work/micro.toml" --data-root "$work" >/dev/null || fail "the two runs did not finish"
 list="$("$tw" --db "$db" runs list)"
 ddp="$(awk '$2 ~ /ddp/ {print $1}' <<<"$list")"
 diloco="$(awk '$2 ~ /diloco/ {print $1}' <<<"$list")"

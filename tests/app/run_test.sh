@@ -34,7 +34,7 @@ inner_steps = 10
 profile = "home-20m"
 TOML
 P=33184  # parameters of this micro model
-run() { "$tw" --db "$db" run "$work/micro.toml" "$@"; }
+run() { "$tw" --db "$db" run "$work/micro.toml" --data-root "$work" "$@"; }  # paths are under $work
 sent_of() { awk -v n="$1" '$1 == n && NF == 10 {print $5}' <<<"$2"; }  # the final table's row
 
 # DDP, 2 replicas as threads: a ring all-reduce sends 2·(R−1)/R·P·4 = P·4 bytes per step per
@@ -118,7 +118,7 @@ wait_rows() {
 
 # A node killed mid-run: the run is marked failed with the reason within the heartbeat timeout,
 # and every metric stored before the kill is still there.
-"$tw" --db "$db" run "$work/micro.toml" --set outer.algorithm=diloco --set cluster.mode=local --set train.steps=1000000 --set outer.inner_steps=50 \
+"$tw" --db "$db" run "$work/micro.toml" --data-root "$work" --set outer.algorithm=diloco --set cluster.mode=local --set train.steps=1000000 --set outer.inner_steps=50 \
     --set cluster.heartbeat_timeout_s=2 --set run.name=killed > "$work/killed.log" 2>&1 &
 coord=$!
 id="$(wait_rows killed 20)" || fail "the run to kill never stored metrics"
@@ -138,7 +138,7 @@ after="$(awk '$1 == "train.loss" {print $2}' <<<"$show")"
 [ -z "$(pgrep -P "$coord" || true)" ] || fail "node processes outlived the coordinator"
 
 # Ctrl-C: the coordinator stops the nodes, marks the run interrupted, and no child survives.
-"$tw" --db "$db" run "$work/micro.toml" --set outer.algorithm=ddp --set cluster.mode=local --set train.steps=1000000 --set run.name=ctrl-c \
+"$tw" --db "$db" run "$work/micro.toml" --data-root "$work" --set outer.algorithm=ddp --set cluster.mode=local --set train.steps=1000000 --set run.name=ctrl-c \
     > "$work/ctrlc.log" 2>&1 &
 coord=$!
 id="$(wait_rows ctrl-c 10)" || fail "the run to interrupt never stored metrics"

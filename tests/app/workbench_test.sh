@@ -15,7 +15,7 @@ py=/usr/bin/python3
 
 source "$here/micro_corpus.sh"
 micro_corpus "$work/corpus"
-"$tw" --db "$work/runs.db" run /dev/null --set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" \
+"$tw" --db "$work/runs.db" run /dev/null --data-root "$work" --set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" \
   --set data.vocab_size=200 --set model.d_model=32 --set model.n_layer=2 --set model.n_head=2 \
   --set model.seq_len=32 --set train.batch_size=4 --set train.warmup_steps=2 --set train.steps=40 \
   --set train.eval_every=10 --set outer.algorithm=ddp --set outer.replicas=2 >/dev/null

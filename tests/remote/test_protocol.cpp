@@ -4,6 +4,11 @@
 
 #include <cmath>
 #include <functional>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
 #include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -326,6 +331,84 @@ TEST_F(NodeFixture, ConfigureWithABadRoleNamesTheField) {
     auto e = ask(MsgKind::kConfigure, {{"config_toml", ""}, {"role", role}});
     EXPECT_NE(e["error"].get<std::string>().find("configure: role: \"grad_group.port\""), std::string::npos) << e.dump();
     EXPECT_EQ(ask(MsgKind::kStatus)["state"], "idle");
+}
+
+// A node with a data root (issue 12): a configure naming a path outside it is refused before the
+// worker factory sees it, the node keeps serving, and an accepted one reaches the factory resolved
+// under the root.
+TEST(NodeDataRoot, PathsOutsideTheRootAreRefusedAndTheNodeKeepsServing) {
+    namespace fs = std::filesystem;
+    const fs::path base = fs::temp_directory_path() / ("tw-node-root-" + std::to_string(getpid()));
+    fs::create_directories(base / "root");
+    fs::create_directories(base / "outside");
+    fs::create_directory_symlink(base / "outside", base / "root" / "out");
+    const std::string root = fs::canonical(base / "root").string();
+
+    auto ctx = std::make_shared<zmq::context_t>();
+    NodeOptions o;
+    o.listen = "inproc://proto-test-root";
+    o.ctx = ctx;
+    o.data_root = root;
+    std::atomic<int> calls{0};
+    std::string seen_corpus, seen_cache;  // written by the server thread before its reply
+    auto s = NodeServer::bind(o, [&](const RunConfig& c, const NodeRole&, const NodeSite& site) {
+        ++calls;
+        seen_corpus = c.data.corpus;
+        seen_cache = c.data.cache_dir;
+        EXPECT_EQ(site.data_root, root);
+        return Result<std::unique_ptr<Worker>>::error("stop here");
+    });
+    ASSERT_TRUE(s) << s.message();
+    std::atomic<bool> stop{false};
+    std::thread serving([&] { (void)(*s)->serve(&stop); });
+    zmq::socket_t dealer(*ctx, zmq::socket_type::dealer);
+    dealer.set(zmq::sockopt::rcvtimeo, 5000);
+    dealer.connect(o.listen);
+    auto ask = [&](MsgKind k, nlohmann::json body) {
+        Message m;
+        m.kind = k;
+        m.body = std::move(body);
+        auto frames = encode(m);
+        for (size_t i = 0; i < frames.size(); ++i)
+            dealer.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+        std::vector<zmq::message_t> reply;
+        EXPECT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(reply)));
+        auto back = decode(reply);
+        EXPECT_TRUE(back) << back.message();
+        nlohmann::json j = back->body;
+        j["kind"] = to_string(back->kind);
+        return j;
+    };
+    NodeRole r;
+    r.name = "replica-0";
+    auto configure = [&](const std::string& toml) {
+        auto j = ask(MsgKind::kConfigure, {{"config_toml", toml}, {"role", role_to_json(r)}});
+        return j.contains("error") ? j["error"].get<std::string>() : std::string("(no error)");
+    };
+    EXPECT_EQ(configure("[data]\ncorpus = \"/etc/passwd\"\n"),
+              "configure: data.corpus = \"/etc/passwd\": an absolute path; paths are relative to the node's data root");
+    EXPECT_EQ(configure("[data]\ncorpus = \"../../etc/passwd\"\n"),
+              "configure: data.corpus = \"../../etc/passwd\": leaves the data root (through \"..\" or a symbolic link)");
+    EXPECT_NE(configure("[data]\ncache_dir = \"out\"\n").find("data.cache_dir = \"out\": leaves the data root"),
+              std::string::npos);
+    EXPECT_NE(configure("[train]\nckpt_path = \"/tmp/x.ckpt\"\n").find("train.ckpt_path = \"/tmp/x.ckpt\""),
+              std::string::npos);
+    EXPECT_EQ(calls.load(), 0) << "a refused configure reached the worker factory";
+    EXPECT_EQ(ask(MsgKind::kHello, nlohmann::json::object())["kind"], "capabilities");  // still serving
+    EXPECT_EQ(ask(MsgKind::kStatus, nlohmann::json::object())["state"], "idle");
+    // Accepted: the factory gets the paths resolved under the root; the keyword corpus stays one.
+    EXPECT_EQ(configure("[data]\ncorpus = \"texts/../corpus.txt\"\ncache_dir = \".cache/thinwire\"\n"),
+              "configure: stop here");
+    EXPECT_EQ(calls.load(), 1);
+    EXPECT_EQ(seen_corpus, root + "/corpus.txt");
+    EXPECT_EQ(seen_cache, root + "/.cache/thinwire");
+    EXPECT_EQ(configure(""), "configure: stop here");
+    EXPECT_EQ(seen_corpus, "brown");
+    EXPECT_EQ(seen_cache, root + "/.cache/thinwire");
+    stop = true;
+    serving.join();
+    dealer.close();
+    fs::remove_all(base);
 }
 
 }  // namespace

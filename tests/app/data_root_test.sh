@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Issue 12: a node reads and writes only under its data root. A `thinwire node --data-root D`
+# receives configures (from a raw ZeroMQ client, as an attacker would send them) naming the
+# password file, a path out of D through "..", an absolute cache folder and a symbolic link out of
+# D: each is refused with an error naming the key, the node keeps serving, nothing is written
+# outside D, and a configure inside D is accepted. Then `thinwire run` drives the node remotely
+# with relative paths (the run finishes; the node's files are its owner's only), and refuses a
+# layout path outside its own data root before any node starts.
+# Usage: data_root_test.sh PATH_TO_THINWIRE
+set -euo pipefail
+tw="$(realpath "$1")"
+work="$(mktemp -d)"
+node_pid=""
+trap '[ -n "$node_pid" ] && kill -KILL "$node_pid" 2>/dev/null; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; [ -f "$work/node.log" ] && tail -5 "$work/node.log" >&2; exit 1; }
+py=/usr/bin/python3  # Debian's, which has python3-zmq; not whichever python3 is first on PATH
+"$py" -c "import zmq" || fail "$py cannot import zmq (Debian package python3-zmq)"
+
+source "$(dirname "$0")/micro_corpus.sh"
+D="$work/node-root"          # the node's data root
+C="$work/coord-root"         # the coordinator's
+mkdir -p "$D" "$C" "$work/outside"
+micro_corpus "$D/corpus"
+micro_corpus "$C/corpus"
+echo "secret: not for training" > "$work/outside/secret"
+ln -s "$work/outside" "$D/out"  # a link inside the root that leads out of it
+
+port="$("$py" - <<'PY'
+import random, socket
+for _ in range(200):
+    p = random.randint(20000, 60000)
+    socks = []
+    try:
+        for i in range(4):
+            s = socket.socket(); s.bind(("127.0.0.1", p + i)); socks.append(s)
+        print(p); break
+    except OSError:
+        pass
+    finally:
+        for s in socks: s.close()
+PY
+)"
+ep="tcp://127.0.0.1:$port"
+"$tw" node --listen "$ep" --data-root "$D" > "$work/node.log" 2>&1 &
+node_pid=$!
+for _ in $(seq 1 100); do grep -q "data root" "$work/node.log" 2>/dev/null && break; sleep 0.1; done
+grep -q "data root $(realpath "$D")" "$work/node.log" || fail "the node does not report its data root"
+
+outside_before="$(cd "$work" && find . -path ./node-root -prune -o -path ./coord-root -prune -o -print | sort)"
+
+# A DEALER client speaking the control protocol (remote/protocol.h): configure TOML with a valid
+# one-node role, then start (unless $2 is "configure-only"); prints one line per reply.
+attack() {
+  "$py" - "$ep" "$1" "${2:-start}" <<'PY'
+import json, sys, zmq
+ep, toml, then = sys.argv[1], sys.argv[2], sys.argv[3]
+s = zmq.Context().socket(zmq.DEALER)
+s.setsockopt(zmq.RCVTIMEO, 10000)
+s.setsockopt(zmq.LINGER, 0)
+s.connect(ep)
+role = {"name": "replica-0", "kind": "full", "replica": 0, "replicas": 1, "rank": 0, "replica_nodes": 1,
+        "stage": -1, "mesh_endpoints": [], "mesh_rank": -1, "mesh_keys": [], "mesh_token": "0" * 16,
+        "grad_group": {"host": "", "port": 0, "rank": 0, "size": 1, "keys": []}}
+def ask(body):
+    s.send(json.dumps(dict(body, v=1)).encode())
+    return json.loads(s.recv())
+r = ask({"kind": "configure", "id": 1, "config_toml": toml, "role": role})
+print(r["kind"], r.get("error", ""))
+if then == "start":
+    r = ask({"kind": "start", "id": 2, "token": r.get("token", "")})
+    print(r["kind"], r.get("error", ""))
+PY
+}
+expect_refused() {  # TOML, KEY, PATH
+  local out
+  out="$(attack "$1")" || fail "the client got no reply for: $1"
+  grep -qF "error configure: $2 = \"$3\":" <<<"$out" || fail "configure with $2 = $3 was not refused naming it: $out"
+  grep -q "^error start needs a configured node" <<<"$out" || fail "start after a refused configure: $out"
+}
+expect_refused "[data]
+corpus = \"/etc/passwd\"
+cache_dir = \"$work/stolen\"" data.corpus /etc/passwd
+expect_refused "[data]
+corpus = \"../../../../../../../etc/passwd\"
+cache_dir = \"cache\"" data.corpus ../../../../../../../etc/passwd
+expect_refused "[data]
+corpus = \"corpus\"
+cache_dir = \"$work/stolen\"" data.cache_dir "$work/stolen"
+expect_refused "[data]
+corpus = \"out/secret\"" data.corpus out/secret
+expect_refused "[data]
+cache_dir = \"out\"" data.cache_dir out
+expect_refused "[train]
+ckpt_path = \"../outside/run.ckpt\"" train.ckpt_path ../outside/run.ckpt
+expect_refused "[data]
+train_shard = \"/etc/passwd\"
+val_shard = \"/etc/passwd\"
+[model]
+vocab_size = 256" data.train_shard /etc/passwd
+
+# The node kept serving, and wrote nothing outside its root.
+outside_after="$(cd "$work" && find . -path ./node-root -prune -o -path ./coord-root -prune -o -print | sort)"
+[ "$outside_before" = "$outside_after" ] || fail "files appeared outside the data root: $(diff <(echo "$outside_before") <(echo "$outside_after"))"
+[ ! -e "$work/stolen" ] || fail "the node created $work/stolen"
+[ ! -e "$D/.cache" ] && [ ! -e "$D/cache" ] || fail "a refused configure left files behind in the root"
+
+# The same client and a layout inside the root: configure is accepted (the check above is not
+# just a client that cannot configure at all).
+out="$(attack "[data]
+corpus = \"corpus\"
+cache_dir = \"cache\"
+vocab_size = 200
+[model]
+d_model = 32
+n_layer = 2
+n_head = 2
+seq_len = 32
+[train]
+steps = 0" configure-only)"
+grep -q "^ok" <<<"$out" || fail "a configure inside the root was refused: $out"
+
+# `thinwire run` drives the node remotely: paths relative to each side's root.
+cat > "$C/remote.toml" <<TOML
+[run]
+name = "remote-rooted"
+threads = 1
+[data]
+corpus = "$C/corpus"
+cache_dir = "cache"
+vocab_size = 200
+[model]
+d_model = 32
+n_layer = 2
+n_head = 2
+seq_len = 32
+[train]
+batch_size = 4
+warmup_steps = 2
+eval_every = 10
+steps = 10
+[cluster]
+mode = "remote"
+endpoints = ["$ep"]
+TOML
+out="$(cd "$work" && "$tw" --db "$work/runs.db" run "$C/remote.toml" --data-root "$C" 2>&1)" \
+  || fail "the remote run through the node failed: $out"
+grep -q "finished" <<<"$out" || fail "the remote run did not finish: $out"
+show="$("$tw" --db "$work/runs.db" runs show "$("$tw" --db "$work/runs.db" runs list | awk '$2 == "remote-rooted" {print $1}')")"
+grep -Eq "^train.loss +10 +10 " <<<"$show" || fail "the remote run lacks 10 train.loss points: $show"
+shard="$(ls "$D"/cache/data/*/train.bin | head -1)"
+[ -n "$shard" ] || fail "the node prepared no data under its root"
+for f in "$D"/cache/data/*/*; do
+  [ "$(stat -c %a "$f")" = 600 ] || fail "$f has mode $(stat -c %a "$f"), not 600"
+done
+[ "$(stat -c %a "$(dirname "$shard")")" = 700 ] || fail "the node's cache folder is not 700"
+
+# The coordinator refuses a layout path outside its own data root before any node starts.
+set +e
+err="$(cd "$work" && "$tw" --db "$work/runs.db" run "$C/remote.toml" --data-root "$C" --set data.corpus=/etc/passwd 2>&1)"; rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "a corpus outside the coordinator's root exited $rc: $err"
+grep -qF "data.corpus = \"/etc/passwd\": outside the data root" <<<"$err" || fail "the refusal does not name the key and path: $err"
+! grep -q "run [0-9]* \"" <<<"$err" || fail "a run started: $err"
+outside_end="$(cd "$work" && find . -path ./node-root -prune -o -path ./coord-root -prune -o -print | sort)"
+[ "$outside_end" = "$(printf '%s\n' "$outside_before" ./runs.db | sort)" ] \
+  || fail "files appeared outside the roots: $(diff <(echo "$outside_before") <(echo "$outside_end"))"
+echo "data_root_test: ok"
