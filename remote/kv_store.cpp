@@ -491,16 +491,31 @@ Result<KvStoreClient::Reply> KvStoreClient::request(uint8_t op, int64_t timeout_
     put_u64(h + 8, id);
     put_u64(h + 16, static_cast<uint64_t>(timeout_ms));
     const auto deadline = Clock::now() + std::chrono::milliseconds(wait_ms);
+    auto no_reply = [&] {
+        return R::error("store at " + endpoint_ + ": no reply to " + op_name(op) + " within " + std::to_string(wait_ms) +
+                        " ms (is the group's rank 0 up, and does it accept this node's key?)");
+    };
     try {
-        sock->send(zmq::const_buffer(h, sizeof h), frames.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+        // A DEALER without a connected peer (server not up, or its ZAP handler refused our key)
+        // would block in send, so wait for room until the deadline. Once the first frame is
+        // accepted the rest of the message is too (multipart messages are atomic).
+        const auto first_flags = frames.empty() ? zmq::send_flags::dontwait
+                                                : zmq::send_flags::sndmore | zmq::send_flags::dontwait;
+        while (!sock->send(zmq::const_buffer(h, sizeof h), first_flags)) {
+            if (Clock::now() >= deadline) return no_reply();
+            zmq::pollitem_t out[] = {{sock->handle(), 0, ZMQ_POLLOUT, 0}};
+            try {
+                zmq::poll(out, 1, std::chrono::milliseconds(std::min<int64_t>(ms_until(deadline), 100)));
+            } catch (const zmq::error_t& e) {
+                if (e.num() != EINTR) throw;
+            }
+        }
         for (size_t i = 0; i < frames.size(); ++i)
             sock->send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
         for (;;) {
             const int64_t left = ms_until(deadline);
             if (!poll_in(*sock, static_cast<int>(std::min<int64_t>(left, 100)))) {
-                if (Clock::now() >= deadline)
-                    return R::error("store at " + endpoint_ + ": no reply to " + op_name(op) + " within " +
-                                    std::to_string(wait_ms) + " ms (is the group's rank 0 up, and does it accept this node's key?)");
+                if (Clock::now() >= deadline) return no_reply();
                 continue;
             }
             std::vector<zmq::message_t> parts;
