@@ -352,19 +352,40 @@ TEST(Ddp, RendezvousWithAMissingPeerFailsWithinTheTimeout) {
     EXPECT_NE(message.find("as rank 0 of 2 failed"), std::string::npos) << message;
 }
 
-// Gloo's pair sockets bind the rank's own address: while a group of two is up, every listening
-// socket of this process is on 127.0.0.1 (the store's and Gloo's alike), none on 0.0.0.0 or [::].
+// Gloo's pair sockets bind the rank's own address. Rank 0 arrives alone, so its pair listens for
+// rank 1 while we look: every listening socket of this process, the store's and Gloo's alike, is on
+// 127.0.0.1, none on 0.0.0.0 or [::] (c10d's TCPStore listened on every interface).
 TEST(Ddp, GlooAndTheStoreListenOnlyOnTheBindHost) {
-    std::vector<std::string> rows;
-    expect_all_ok(on_ranks(2, [&](int r, GradAllReduce& g) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    auto server = unwrap(KvStoreServer::start(ctx, "tcp://127.0.0.1:*", {}));
+    const std::vector<std::string> before = listening_sockets();  // the store's alone
+    std::vector<std::string> errors(2);
+    auto rank = [&](int r) {
+        DdpRendezvous rv;
+        rv.store = store_client(ctx, server->endpoint());
+        rv.rank = r;
+        rv.size = 2;
+        rv.timeout_ms = 20000;
+        auto g = GradAllReduce::create(rv, LinkClass::kIntraReplica);
+        if (!g) {
+            errors[static_cast<size_t>(r)] = g.message();
+            return;
+        }
         auto a = torch::ones({4}, torch::requires_grad());
         a.mutable_grad() = torch::full({4}, static_cast<float>(r));
-        if (Status s = g.average_grads({a}); !s) return s;
-        if (r == 0) rows = listening_sockets();
-        return g.average_grads({a});  // rank 1 stays in the group while rank 0 looks
-    }));
-    ASSERT_FALSE(rows.empty());  // at least the store's listener: the check is not vacuous
-    for (const auto& row : rows)
+        if (Status s = (*g)->average_grads({a}); !s) errors[static_cast<size_t>(r)] = s.message();
+    };
+    std::thread r0(rank, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));  // rank 0 is waiting for rank 1 now
+    const std::vector<std::string> during = listening_sockets();
+    std::thread r1(rank, 1);
+    r0.join();
+    r1.join();
+    expect_all_ok(errors);
+    // Not vacuous: the store's listener, and rank 0's Gloo pair listening beside it.
+    EXPECT_EQ(before.size(), 1u);
+    EXPECT_GT(during.size(), before.size()) << "no Gloo listener seen";
+    for (const auto& row : during)
         EXPECT_TRUE(row.rfind("0100007F:", 0) == 0 || row.rfind("0000000000000000FFFF00000100007F:", 0) == 0)
             << "a listener on " << row << " (hex, /proc/net/tcp) is not on 127.0.0.1";
 }
