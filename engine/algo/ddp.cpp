@@ -4,7 +4,6 @@
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef TW_HAVE_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -12,6 +11,7 @@
 #include <chrono>
 
 #include "core/assert.h"
+#include "engine/algo/c10d_store.h"
 
 namespace tw {
 
@@ -32,17 +32,17 @@ std::string reason(const std::exception& e) {
 }
 
 std::string describe(const DdpRendezvous& r) {
-    return r.host + ":" + std::to_string(r.port) + " as rank " + std::to_string(r.rank) + " of " +
+    return (r.store ? r.store->address() : std::string("(no store)")) + " as rank " + std::to_string(r.rank) + " of " +
            std::to_string(r.size);
 }
 
 Status validate(const DdpRendezvous& r) {
     if (r.size < 1 || r.rank < 0 || r.rank >= r.size)
         return Status::error("ddp: rank " + std::to_string(r.rank) + " is outside 0.." + std::to_string(r.size - 1));
-    if (r.size > 1 && (r.port < 1 || r.port > 65535))
-        return Status::error("ddp: store port " + std::to_string(r.port) + " is not in 1..65535");
-    // 1.13's TCPStore counts its connect timeout in whole seconds: below 1 s even rank 0 cannot reach
-    // its own store.
+    if (r.size > 1 && !r.store) return Status::error("ddp: a group of " + std::to_string(r.size) + " needs a store");
+    if (r.size > 1 && r.bind_host.empty()) return Status::error("ddp: no bind_host for Gloo's sockets");
+    // Gloo's full-mesh connect and the store's waits share this budget: below a second a merely
+    // busy peer looks dead.
     if (r.timeout_ms < 1000)
         return Status::error("ddp: timeout_ms " + std::to_string(r.timeout_ms) + " is below c10d's 1000 ms minimum");
 #ifndef TW_HAVE_NCCL
@@ -52,16 +52,10 @@ Status validate(const DdpRendezvous& r) {
     return Status::ok();
 }
 
-// Rank 0 hosts the store; the others connect (retrying until the timeout). The prefix keeps this
-// group's keys apart from anything else sharing the store.
+// The prefix keeps this group's keys apart from anything else sharing the store.
 c10::intrusive_ptr<c10d::Store> connect_store(const DdpRendezvous& r) {
-    c10d::TCPStoreOptions o;
-    o.port = static_cast<uint16_t>(r.port);
-    o.isServer = r.rank == 0;
-    o.waitWorkers = false;  // the process group's own rendezvous waits for every peer
-    o.timeout = Ms(r.timeout_ms);
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(r.host, o);
-    return c10::make_intrusive<c10d::PrefixStore>(r.prefix, tcp);
+    auto kv = c10::make_intrusive<C10dKvStore>(r.store, Ms(r.timeout_ms));
+    return c10::make_intrusive<c10d::PrefixStore>(r.prefix, kv);
 }
 
 // The constructor blocks until every rank has joined (full mesh of pairs), or throws at the timeout.
@@ -74,7 +68,7 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_group(const DdpRendezvous& r, const 
     }
 #endif
     auto o = c10d::ProcessGroupGloo::Options::create(Ms(r.timeout_ms));
-    o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(r.bind_host.empty() ? r.host : r.bind_host));
+    o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(r.bind_host));
     o->threads = 1;  // we issue one collective at a time and wait for it; a second thread would only idle
     return c10::make_intrusive<c10d::ProcessGroupGloo>(s, r.rank, r.size, o);
 }
@@ -91,7 +85,7 @@ Result<std::unique_ptr<GradAllReduce>> GradAllReduce::create(const DdpRendezvous
         } catch (const std::exception& e) {
             return Result<std::unique_ptr<GradAllReduce>>::error(
                 "ddp: rendezvous at " + describe(r) + " failed: " + reason(e) + " (did all " + std::to_string(r.size) +
-                " ranks start within " + std::to_string(r.timeout_ms) + " ms and can they reach the store?)");
+                " ranks start within " + std::to_string(r.timeout_ms) + " ms, and can they reach the store and " + r.bind_host + "?)");
         }
     }
     return std::unique_ptr<GradAllReduce>(new GradAllReduce(std::move(impl), r.rank, r.size, link));

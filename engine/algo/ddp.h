@@ -3,8 +3,10 @@
 // Each replica computes gradients on its own part of the global batch; GradAllReduce averages them
 // over all replicas with one c10d all-reduce (ProcessGroupGloo on CPU; ProcessGroupNCCL when thinwire
 // is built against a CUDA LibTorch) before every replica clips and steps AdamW on the same numbers.
-// Rendezvous is a c10d TCPStore hosted by rank 0. No c10d or Gloo type appears in this header: they
-// stay in ddp.cpp, both for compile time and because their headers need USE_C10D_GLOO.
+// Rendezvous goes through the group's KvStore (core/kv_store.h: rank 0 hosts it, over ZeroMQ with
+// CURVE where the run has keys), not c10d's TCPStore, which listens on every interface unauthenticated.
+// No c10d or Gloo type appears in this header: they stay in ddp.cpp, both for compile time and
+// because their headers need USE_C10D_GLOO.
 //
 // Byte accounting is a model, not a measurement: Gloo owns its sockets and exposes no counters, so
 // counters() advances by what a ring all-reduce must send (ring_allreduce_bytes) per all-reduce,
@@ -12,7 +14,8 @@
 // received at every other rank. Gloo's actual chunking may differ by a few elements per rank.
 //
 // Intended usage (one replica; every replica runs the same code with its own rank):
-//   auto ar = unwrap(GradAllReduce::create({host, port, rank, size}, LinkClass::kIntraReplica));
+//   DdpRendezvous r;  r.store = client;  r.rank = rank;  r.size = size;  r.bind_host = own_address;
+//   auto ar = unwrap(GradAllReduce::create(r, LinkClass::kIntraReplica));
 //   auto params = trainer.model()->parameters();
 //   check(ar->broadcast(params, 0));                                // identical start
 //   trainer.set_grad_sync([&] { return ar->average_grads(params); });
@@ -27,6 +30,7 @@
 #include <torch/types.h>
 
 #include "core/collective.h"
+#include "core/kv_store.h"
 #include "core/status.h"
 
 namespace tw {
@@ -34,21 +38,22 @@ namespace tw {
 enum class DdpBackend : uint8_t { kGloo = 0, kNccl = 1 };
 
 struct DdpRendezvous {
-    std::string host = "127.0.0.1";  // address of rank 0's TCPStore
-    int port = 0;                    // TCPStore port (rank 0 listens on it; must be known to all)
+    // The group's rendezvous store (rank 0's KvStoreHost, reached through a client; core/kv_store.h);
+    // required when size > 1. Shared: c10d keeps it as long as the group lives.
+    std::shared_ptr<KvStore> store;
     int rank = 0;                    // this replica, 0 ≤ rank < size
     int size = 1;                    // replicas in the group
     std::string prefix = "ddp";      // store key prefix, so several groups can share one store
-    int timeout_ms = 60000;          // store connect, rendezvous and every collective; ≥ 1000. A rank
-                                     //   retries the store once a second while ≥ 1 s of it remains
-    std::string bind_host;           // this rank's address for Gloo's sockets; empty = host (one machine)
+    int timeout_ms = 60000;          // rendezvous (every store wait) and every collective; ≥ 1000
+    std::string bind_host = "127.0.0.1";  // this rank's own address: Gloo's pair sockets bind there
+                                          //   (and peers connect to it), never to every interface
     DdpBackend backend = DdpBackend::kGloo;  // kNccl only if built with TW_HAVE_NCCL (CUDA LibTorch)
 };
 
 class GradAllReduce {
 public:
-    // Connects to the store (rank 0 hosts it at host:port) and builds the process group. Fails with a
-    // message naming host, port and rank if a peer or the store does not appear within timeout_ms.
+    // Meets the other ranks through the store and builds the process group. Fails with a message
+    // naming the store and the rank if a peer or the store does not answer within timeout_ms.
     // `link` is the class the byte counters charge.
     static Result<std::unique_ptr<GradAllReduce>> create(const DdpRendezvous& r, LinkClass link);
     ~GradAllReduce();

@@ -32,8 +32,9 @@ uint64_t weights_checksum(const std::vector<torch::Tensor>& params) {
 class ReplicaWorker : public Worker {
 public:
     ReplicaWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh,
-                  std::function<void(std::function<bool()>)> set_abort)
-        : cfg_(std::move(cfg)), role_(std::move(role)), mesh_(std::move(mesh)), set_abort_(std::move(set_abort)) {}
+                  std::function<void(std::function<bool()>)> set_abort, GroupStore store)
+        : cfg_(std::move(cfg)), role_(std::move(role)), mesh_(std::move(mesh)), set_abort_(std::move(set_abort)),
+          store_(std::move(store)) {}
 
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
 
@@ -57,6 +58,8 @@ private:
     NodeRole role_;
     std::unique_ptr<Collective> mesh_;
     std::function<void(std::function<bool()>)> set_abort_;
+
+    GroupStore store_;  // declared before grads_: the Gloo group closes first, then the store
 
     NetworkProfile net_;
     std::unique_ptr<Trainer> trainer_;
@@ -98,9 +101,10 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     const bool ddp = cfg_.outer.algorithm == "ddp";
     grad_link_ = ddp && role_.replicas > 1 ? LinkClass::kOuterSync : LinkClass::kIntraReplica;
     if (role_.grad_group.size > 1) {
+        if (!store_.client) return Status::error(role_.name + ": a gradient group without a store");
         DdpRendezvous r;
-        r.host = role_.grad_group.host;
-        r.port = role_.grad_group.port;
+        r.store = store_.client;
+        r.bind_host = store_.bind_host;
         r.rank = role_.grad_group.rank;
         r.size = role_.grad_group.size;
         r.prefix = ddp ? "ddp" : "replica-" + std::to_string(role_.replica);
@@ -319,8 +323,8 @@ WorkerSummary ReplicaWorker::summarise() const {
 
 std::unique_ptr<Worker> make_replica_worker(const RunConfig& cfg, const NodeRole& role,
                                             std::unique_ptr<Collective> mesh,
-                                            std::function<void(std::function<bool()>)> set_abort) {
-    return std::make_unique<ReplicaWorker>(cfg, role, std::move(mesh), std::move(set_abort));
+                                            std::function<void(std::function<bool()>)> set_abort, GroupStore store) {
+    return std::make_unique<ReplicaWorker>(cfg, role, std::move(mesh), std::move(set_abort), std::move(store));
 }
 
 }  // namespace tw

@@ -9,9 +9,15 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <thread>
+#include <zmq.hpp>
 
 #include "engine/algo/ddp.h"
+#include "remote/kv_store.h"
 #include "engine/train/trainer.h"
 #include "tests/engine/micro_run.h"
 
@@ -20,8 +26,7 @@ namespace {
 
 constexpr int kIntra = static_cast<int>(LinkClass::kIntraReplica);
 
-// A port nobody listens on right now: bind port 0, read what the kernel chose, close. The store
-// binds it again moments later (a race in theory; the kernel does not hand it out again that fast).
+// A port nobody listens on right now: bind port 0, read what the kernel chose, close.
 int free_port() {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -34,17 +39,26 @@ int free_port() {
     return ntohs(a.sin_port);
 }
 
-// Runs fn(rank, group) on `size` threads, each with its own GradAllReduce on 127.0.0.1; returns
-// every rank's error message ("" = ok).
+// A client of the rendezvous store at `endpoint` on `ctx` (the nodes' own ZeroMQ store).
+std::shared_ptr<KvStore> store_client(const std::shared_ptr<zmq::context_t>& ctx, const std::string& endpoint,
+                                      int64_t op_timeout_ms = 20000) {
+    KvClientOptions o;
+    o.op_timeout_ms = op_timeout_ms;
+    return unwrap(KvStoreClient::connect(ctx, endpoint, o));
+}
+
+// Runs fn(rank, group) on `size` threads, each with its own GradAllReduce on 127.0.0.1 meeting
+// through one store server (as rank 0's node hosts it); returns every rank's error message ("" = ok).
 template <class Fn>
 std::vector<std::string> on_ranks(int size, Fn fn) {
-    const int port = free_port();
+    auto ctx = std::make_shared<zmq::context_t>();
+    auto server = unwrap(KvStoreServer::start(ctx, "tcp://127.0.0.1:*", {}));
     std::vector<std::string> errors(static_cast<size_t>(size));
     std::vector<std::thread> threads;
     for (int r = 0; r < size; ++r) {
         threads.emplace_back([&, r] {
             DdpRendezvous rv;
-            rv.port = port;
+            rv.store = store_client(ctx, server->endpoint());
             rv.rank = r;
             rv.size = size;
             rv.timeout_ms = 20000;
@@ -275,6 +289,31 @@ TEST(Ddp, FailingGradSyncAbandonsTheStepAndEndsTheRun) {
     EXPECT_FALSE(torch::equal(before, t.model()->parameters()[0]));  // the first one was
 }
 
+// This process's listening TCP sockets as "ADDRESS_HEX:PORT_HEX" rows of /proc/net/tcp{,6}.
+std::vector<std::string> listening_sockets() {
+    std::set<std::string> inodes;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        const auto target = std::filesystem::read_symlink(e.path(), ec).string();
+        if (!ec && target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+    }
+    std::vector<std::string> rows;
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        std::ifstream in(table);
+        std::string line;
+        std::getline(in, line);  // header
+        while (std::getline(in, line)) {
+            std::istringstream f(line);
+            std::string sl, local, remote, state, skip, inode;
+            f >> sl >> local >> remote >> state;
+            for (int i = 0; i < 5; ++i) f >> skip;  // tx:rx, tr:when, retrnsmt, uid, timeout
+            f >> inode;
+            if (state == "0A" && inodes.count(inode)) rows.push_back(local);
+        }
+    }
+    return rows;
+}
+
 // Times one create() that must fail; returns the seconds it took.
 double failing_create_s(const DdpRendezvous& rv, std::string* message) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -286,22 +325,24 @@ double failing_create_s(const DdpRendezvous& rv, std::string* message) {
 }
 
 TEST(Ddp, RendezvousWithNobodyAtTheStoreFailsWithinTheTimeout) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    const std::string ep = "tcp://127.0.0.1:" + std::to_string(free_port());  // nobody listens there
     DdpRendezvous rv;
-    rv.port = free_port();  // nobody listens there
+    rv.store = store_client(ctx, ep, 2000);
     rv.rank = 1;
     rv.size = 2;
-    rv.timeout_ms = 2000;  // long enough for c10d to retry once (it retries every second)
+    rv.timeout_ms = 2000;
     std::string message;
     EXPECT_LT(failing_create_s(rv, &message), 4.0);
-    EXPECT_NE(message.find("rendezvous at 127.0.0.1:" + std::to_string(rv.port) + " as rank 1 of 2 failed"),
-              std::string::npos)
-        << message;
+    EXPECT_NE(message.find("rendezvous at " + ep + " as rank 1 of 2 failed"), std::string::npos) << message;
 }
 
 TEST(Ddp, RendezvousWithAMissingPeerFailsWithinTheTimeout) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    auto server = unwrap(KvStoreServer::start(ctx, "tcp://127.0.0.1:*", {}));
     DdpRendezvous rv;
-    rv.port = free_port();
-    rv.rank = 0;  // hosts the store; rank 1 never comes
+    rv.store = store_client(ctx, server->endpoint());
+    rv.rank = 0;  // rank 1 never comes
     rv.size = 2;
     rv.timeout_ms = 1000;
     std::string message;
@@ -311,17 +352,55 @@ TEST(Ddp, RendezvousWithAMissingPeerFailsWithinTheTimeout) {
     EXPECT_NE(message.find("as rank 0 of 2 failed"), std::string::npos) << message;
 }
 
-TEST(Ddp, BadRankPortAndBackendAreRejectedUpFront) {
+// Gloo's pair sockets bind the rank's own address. Rank 0 arrives alone, so its pair listens for
+// rank 1 while we look: every listening socket of this process, the store's and Gloo's alike, is on
+// 127.0.0.1, none on 0.0.0.0 or [::] (c10d's TCPStore listened on every interface).
+TEST(Ddp, GlooAndTheStoreListenOnlyOnTheBindHost) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    auto server = unwrap(KvStoreServer::start(ctx, "tcp://127.0.0.1:*", {}));
+    const std::vector<std::string> before = listening_sockets();  // the store's alone
+    std::vector<std::string> errors(2);
+    auto rank = [&](int r) {
+        DdpRendezvous rv;
+        rv.store = store_client(ctx, server->endpoint());
+        rv.rank = r;
+        rv.size = 2;
+        rv.timeout_ms = 20000;
+        auto g = GradAllReduce::create(rv, LinkClass::kIntraReplica);
+        if (!g) {
+            errors[static_cast<size_t>(r)] = g.message();
+            return;
+        }
+        auto a = torch::ones({4}, torch::requires_grad());
+        a.mutable_grad() = torch::full({4}, static_cast<float>(r));
+        if (Status s = (*g)->average_grads({a}); !s) errors[static_cast<size_t>(r)] = s.message();
+    };
+    std::thread r0(rank, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));  // rank 0 is waiting for rank 1 now
+    const std::vector<std::string> during = listening_sockets();
+    std::thread r1(rank, 1);
+    r0.join();
+    r1.join();
+    expect_all_ok(errors);
+    // Not vacuous: the store's listener, and rank 0's Gloo pair listening beside it.
+    EXPECT_EQ(before.size(), 1u);
+    EXPECT_GT(during.size(), before.size()) << "no Gloo listener seen";
+    for (const auto& row : during)
+        EXPECT_TRUE(row.rfind("0100007F:", 0) == 0 || row.rfind("0000000000000000FFFF00000100007F:", 0) == 0)
+            << "a listener on " << row << " (hex, /proc/net/tcp) is not on 127.0.0.1";
+}
+
+TEST(Ddp, BadRankStoreAndBackendAreRejectedUpFront) {
     DdpRendezvous rv;
     rv.size = 2;
     rv.rank = 2;
-    rv.port = 1234;
     EXPECT_NE(GradAllReduce::create(rv, LinkClass::kIntraReplica).message().find("rank 2 is outside 0..1"),
               std::string::npos);
     rv.rank = 0;
-    rv.port = 0;
-    EXPECT_NE(GradAllReduce::create(rv, LinkClass::kIntraReplica).message().find("port 0"), std::string::npos);
-    rv.port = 1234;
+    EXPECT_NE(GradAllReduce::create(rv, LinkClass::kIntraReplica).message().find("a group of 2 needs a store"),
+              std::string::npos);
+    auto ctx = std::make_shared<zmq::context_t>();
+    rv.store = store_client(ctx, "inproc://nobody");
     rv.timeout_ms = 500;
     EXPECT_NE(GradAllReduce::create(rv, LinkClass::kIntraReplica).message().find("1000 ms minimum"), std::string::npos);
     rv.timeout_ms = 60000;
