@@ -143,7 +143,7 @@ TEST(StateHash, CostsMicrosecondsPerStepOnTheTinyModel) {
     uint64_t sink = 0;
     const int reps = 200;
     const auto t = std::chrono::steady_clock::now();
-    for (int i = 0; i < reps; ++i) sink ^= state_hash(params);
+    for (int i = 0; i < reps; ++i) sink += state_hash(params, static_cast<uint64_t>(i));
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count() / reps;
     std::printf("state_hash of %lld parameters (%lld bytes): %.1f us per call, %.2f GB/s [%016llx]\n",
                 static_cast<long long>(n), static_cast<long long>(n * 4), us, n * 4 / us / 1e3,
@@ -283,11 +283,14 @@ TEST_P(Guard, ScaledOrSignFlippedReplicaIsBoundedAndHealthyRunsAreUntouched) {
         const double d_on = distance(on.global_round1, clean.global_round1);
         const double d_off = distance(off.global_round1, clean.global_round1);
         EXPECT_LT(d_on, (2 * ratio + 1) / (std::abs(k) - 1) * d_off) << d_on << " vs " << d_off;
-        // After 3 rounds the guarded run trains on near the clean one; the unguarded one does not.
+        // After 3 rounds the guarded run's validation loss is within 0.05 of the clean run's (observed:
+        // at most 0.012); the unguarded one is worse by more than that and by far more than the
+        // guarded one (observed: +0.07 for SparseLoCo, whose 2-bit values blunt the poison, to +13).
         std::printf("%s k=%+.0f: val clean %.4f, guarded %.4f, unguarded %.4f; round-1 drift %.3g vs %.3g\n",
                     algo.c_str(), k, clean.val, on.val, off.val, d_on, d_off);
-        EXPECT_LT(std::abs(on.val - clean.val), 0.25);
-        EXPECT_GT(off.val - clean.val, 1.0);
+        EXPECT_LT(std::abs(on.val - clean.val), 0.05);
+        EXPECT_GT(off.val - clean.val, 0.05);
+        EXPECT_GT(off.val - clean.val, 4 * std::abs(on.val - clean.val));
     }
 }
 
