@@ -78,6 +78,10 @@ struct OuterConfig {
     double mix_alpha = 0.0;          // α: local fragment ← (1−α)·global + α·local
     // NoLoCo (METHODS.md §5)
     int64_t group_size = 2;          // g: replicas per random group
+    // Aggregation guard of every outer algorithm (engine/algo/aggregation_guard.h): a replica's
+    // contribution with an L2 norm above guard_ratio × the lower median of the others' is scaled
+    // down to that bound (metric round.guard_clipped). 0 = off; healthy replicas never reach 4×.
+    double guard_ratio = 4.0;
 };
 
 // [network] — simulated links (METHODS.md §10); overrides of 0 keep the profile's value.

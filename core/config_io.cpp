@@ -86,6 +86,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"outer.overlap_steps", &c.outer.overlap_steps, 0, 1e12},
         {"outer.mix_alpha", &c.outer.mix_alpha, 0, 1},
         {"outer.group_size", &c.outer.group_size, 1, 1024},
+        {"outer.guard_ratio", &c.outer.guard_ratio, 0, 1e6},
 
         {"network.profile", &c.network.profile, -inf, inf, {"datacenter", "wan-1g", "wan-100m", "home-20m"}},
         {"network.outer_bandwidth_bps", &c.network.outer_bandwidth_bps, 0, 1e15},
@@ -537,6 +538,9 @@ Status validate_config(const RunConfig& c) {
         c.outer.algorithm != "none")
         p.push_back("cluster.nodes_per_replica " + std::to_string(c.cluster.nodes_per_replica) + ": replicas of several nodes run " +
                     "ddp or diloco; " + c.outer.algorithm + " needs one node per replica");
+    if (c.outer.guard_ratio > 0 && c.outer.guard_ratio < 1)
+        p.push_back("outer.guard_ratio " + fmt_num(c.outer.guard_ratio) +
+                    " must be 0 (off) or at least 1 (below 1 it scales healthy replicas down every round)");
     if (c.outer.algorithm == "noloco" && c.outer.group_size > c.outer.replicas)
         p.push_back("outer.group_size " + std::to_string(c.outer.group_size) + " exceeds outer.replicas " +
                     std::to_string(c.outer.replicas));

@@ -2,7 +2,10 @@
 #include "engine/algo/diloco.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
+
+#include "engine/algo/aggregation_guard.h"
 
 namespace tw {
 namespace {
@@ -35,14 +38,32 @@ Status DiLoCo::sync(Collective& c, double sim_clock_s, std::vector<double>* cloc
     const auto t_apply = Clock::now();
     if (!all) return all.status();
     // Average in rank order on every replica, so all of them compute bit-identical results.
-    auto avg = torch::zeros({n_params_}, torch::kFloat32);
     const auto wire_type = cfg_.dtype == WireDtype::kFp32 ? torch::kFloat32 : torch::kBFloat16;
+    std::vector<torch::Tensor> contrib;
+    std::vector<double> norms;
     for (size_t r = 0; r < all->size(); ++r) {
         auto& bytes = (*all)[r];
         if (bytes.size() != mine.size())
             return Status::error("diloco: replica " + std::to_string(r) + " sent " + std::to_string(bytes.size()) +
                                  " bytes, expected " + std::to_string(mine.size()) + " (different model?)");
-        avg += torch::from_blob(bytes.data(), {n_params_}, wire_type).to(torch::kFloat32);
+        contrib.push_back(torch::from_blob(bytes.data(), {n_params_}, wire_type).to(torch::kFloat32));
+        if (cfg_.guard_ratio <= 0) continue;
+        // A sequential double sum: the same bits on every replica whatever its thread count, so the
+        // guard's decisions (and the scaled values) never differ between them.
+        const float* v = contrib.back().data_ptr<float>();
+        double s = 0;
+        for (int64_t j = 0; j < n_params_; ++j) s += static_cast<double>(v[j]) * v[j];
+        if (!std::isfinite(s))
+            return Status::error("diloco: replica " + std::to_string(r) + " sent non-finite or overflowing values");
+        norms.push_back(std::sqrt(s));
+    }
+    const auto scale = norm_clip_scales(norms, cfg_.guard_ratio, NormReference::kLowerMedianOfOthers, &guard_clipped_);
+    auto avg = torch::zeros({n_params_}, torch::kFloat32);
+    for (size_t r = 0; r < contrib.size(); ++r) {
+        if (scale.empty() || scale[r] == 1.0f)
+            avg += contrib[r];
+        else
+            avg += contrib[r] * scale[r];
     }
     avg /= static_cast<double>(all->size());
 

@@ -1,7 +1,8 @@
 // DiLoCo (Douillard et al., arXiv 2311.08105), METHODS.md §2: every H inner steps each replica
 // sends its pseudo-gradient Δ_r = θ − θ_r, all replicas average them and take one outer Nesterov
 // step with PyTorch semantics:  b ← μ·b + Δ̄;  θ ← θ − η·(Δ̄ + μ·b);  then θ_r ← θ.
-// The inner optimizer's state is left alone (kept across rounds).
+// The inner optimizer's state is left alone (kept across rounds). With guard_ratio > 0 each Δ_r whose
+// L2 norm exceeds guard_ratio × the lower median of the others' is scaled down to that bound first.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@ struct DiLoCoConfig {
     double lr_outer = 0.7;               // η
     double momentum = 0.9;               // μ (0 = plain outer SGD)
     WireDtype dtype = WireDtype::kFp32;  // pseudo-gradients on the wire; averaging is always fp32
+    double guard_ratio = 0;              // aggregation guard (aggregation_guard.h): 0 = off
 };
 
 // Wall-clock seconds (steady clock) of the phases of one sync(), to separate the outer step's own
@@ -47,12 +49,15 @@ public:
     const std::vector<torch::Tensor>& global() const { return global_; }
     // Phases of the last sync() that returned ok (all zero before the first).
     const SyncTimings& last_timings() const { return timings_; }
+    // Contributions the aggregation guard scaled down in the last sync().
+    int last_guard_clipped() const { return guard_clipped_; }
 
 private:
     std::vector<torch::Tensor> params_, global_, momentum_;
     DiLoCoConfig cfg_;
     int64_t n_params_ = 0;
     SyncTimings timings_;
+    int guard_clipped_ = 0;
 };
 
 }  // namespace tw

@@ -2,11 +2,13 @@
 #include "engine/algo/noloco.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <utility>
 
 #include "core/assert.h"
+#include "engine/algo/aggregation_guard.h"
 
 namespace tw {
 namespace {
@@ -98,7 +100,7 @@ Result<RoundReport> NoLoCo::after_step(int64_t step, Collective& c, double sim_c
     if (!got) return got.status();
 
     // Sums in group order (ranks ascending), identical on every member of the group.
-    auto sum = torch::zeros({2 * n_params_}, torch::kFloat32);
+    std::vector<double> norms;  // of the θ_j − φ_j halves, for the guard
     for (size_t j = 0; j < got->size(); ++j) {
         auto& bytes = (*got)[j];
         const std::string who = "noloco: replica " + std::to_string(group[j]);
@@ -106,7 +108,25 @@ Result<RoundReport> NoLoCo::after_step(int64_t step, Collective& c, double sim_c
         if (bytes.size() != mine.size())
             return R::error(who + " sent " + std::to_string(bytes.size()) + " bytes, expected " +
                             std::to_string(mine.size()) + " (different model?)");
-        sum += torch::from_blob(bytes.data(), {2 * n_params_}, torch::kFloat32);
+        if (cfg_.guard_ratio <= 0) continue;
+        std::vector<float> d(static_cast<size_t>(n_params_));  // unaligned bytes: copy, do not cast
+        std::memcpy(d.data(), bytes.data() + n_params_ * 4, d.size() * 4);
+        double sq = 0;  // sequential double sum: the same bits on every member
+        for (float v : d) sq += static_cast<double>(v) * v;
+        norms.push_back(std::sqrt(sq));
+    }
+    const auto scale =
+        norm_clip_scales(norms, cfg_.guard_ratio, NormReference::kLowerMedianOfOthers, &rep.guard_clipped);
+    auto sum = torch::zeros({2 * n_params_}, torch::kFloat32);
+    for (size_t j = 0; j < got->size(); ++j) {
+        auto payload = torch::from_blob((*got)[j].data(), {2 * n_params_}, torch::kFloat32);
+        if (scale.empty() || scale[j] == 1.0f) {
+            sum += payload;
+        } else {
+            auto t = payload.clone();
+            t.narrow(0, n_params_, n_params_).mul_(scale[j]);
+            sum += t;
+        }
     }
     sum /= static_cast<double>(got->size());
     if (!torch::isfinite(sum).all().item<bool>()) return R::error("noloco: non-finite values in the group's payloads");
@@ -122,6 +142,8 @@ Result<RoundReport> NoLoCo::after_step(int64_t step, Collective& c, double sim_c
         params_[i].copy_(slow_[i]);
     }
     rep.bytes_sent = static_cast<uint64_t>(group.size() - 1) * mine.size();
+    last_group_ = group;
+    last_mean_ = sum;
     return rep;
 }
 

@@ -11,6 +11,16 @@
 // Sign: d̄ points from the slow weights towards the fast ones, so η·d̄ moves φ with the inner
 // progress. With one group of all replicas the φ_i stay equal, φ̄ − φ_i = 0, and with DiLoCo's
 // Δ̄ = φ − mean θ_j = −d̄ and b = −δ/η this is heavy-ball DiLoCo: b ← μ·b + Δ̄; φ ← φ − η·b.
+//
+// Guard (guard_ratio > 0): a member's θ_j − φ_j (its pseudo-gradient) whose L2 norm exceeds
+// guard_ratio × the lower median of the other members' is scaled down to that bound before the
+// mean. φ_j is a weight vector, not an update: a norm bound cannot tell a poisoned φ_j from an honest
+// one (a replaced φ_j of the same norm passes), so the φ halves are not guarded (engine/README.md).
+//
+// Round agreement: the replicas' φ_i, θ_i and δ_i differ by design; what the members of a group hold
+// identically after a round is the group's mean payload (φ̄, d̄), so that is what they compare
+// (agreed_state(): the group, and the 2·P mean). It catches a member that averaged other payloads
+// than the rest of its group (a sender that equivocated, a forged payload one member accepted).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +35,7 @@ struct NoLoCoConfig {
     double lr_outer = 0.7;     // η
     double momentum = 0.5;     // μ
     int64_t group_size = 2;    // g: replicas per group (the last group takes the remainder)
+    double guard_ratio = 0;    // aggregation guard on the θ_j − φ_j halves (aggregation_guard.h); 0 = off
 };
 
 // The groups of round `step`: a permutation of 0..replicas−1 (std::mt19937_64 seeded with `step`,
@@ -43,6 +54,7 @@ public:
     // its group fails on receiving it.
     Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override;
     std::vector<torch::Tensor> eval_params() const override { return slow_; }  // φ_i
+    AgreedState agreed_state() const override { return {last_group_, {last_mean_}}; }
 
     // This replica's group at `step` (ranks ascending) and its index among the groups.
     std::vector<int> group_of(int64_t step, int* index = nullptr, int* count = nullptr) const;
@@ -55,6 +67,8 @@ private:
     NoLoCoConfig cfg_;
     int replica_ = 0, replicas_ = 1;
     int64_t n_params_ = 0;
+    std::vector<int> last_group_;  // the last round's group and mean payload [φ̄ | d̄]
+    torch::Tensor last_mean_;
 };
 
 }  // namespace tw

@@ -1,6 +1,8 @@
 // Outer algorithms behind one interface (METHODS.md §2–§5): DiLoCo (arXiv 2311.08105) adapted, and the factory.
 #include "engine/algo/outer.h"
 
+#include "engine/algo/state_hash.h"
+
 #include "engine/algo/diloco.h"
 #include "engine/algo/noloco.h"
 #include "engine/algo/sparseloco.h"
@@ -45,10 +47,13 @@ public:
         rep.bytes_sent = static_cast<uint64_t>(replicas_ - 1) * DiLoCo::payload_bytes(diloco_.num_params(), dtype_);
         rep.hops = 1;
         rep.what = "round " + std::to_string(step / inner_steps_);
+        rep.guard_clipped = diloco_.last_guard_clipped();
         return rep;
     }
 
     std::vector<torch::Tensor> eval_params() const override { return diloco_.global(); }
+    // Every replica holds the same θ after a round.
+    AgreedState agreed_state() const override { return {{}, diloco_.global()}; }
 
 private:
     std::vector<torch::Tensor> params_;
@@ -71,6 +76,7 @@ public:
         return rep;
     }
     std::vector<torch::Tensor> eval_params() const override { return s_->eval_params(); }
+    AgreedState agreed_state() const override { return s_->agreed_state(); }
 
 private:
     std::unique_ptr<StreamingDiLoCo> s_;
@@ -88,6 +94,8 @@ std::vector<std::string> problems_of(const OuterConfig& o, size_t n_params, size
     if (n_names != 0 && n_names != n_params)
         p.push_back(std::to_string(n_names) + " parameter names for " + std::to_string(n_params) + " parameters");
     if (o.inner_steps < 1) p.push_back("outer.inner_steps must be at least 1");
+    if (o.guard_ratio != 0 && !(o.guard_ratio >= 1))
+        p.push_back("outer.guard_ratio must be 0 (off) or at least 1 (below 1 it scales healthy replicas down)");
     if ((a == "diloco" || a == "streaming_diloco") && !is_dense_dtype(o.dtype))
         p.push_back("outer.dtype \"" + o.dtype + "\" is unknown (expected fp32, bf16, int8 or fp4)");
     if ((a == "sparseloco" || a == "noloco") && o.dtype != "fp32")
@@ -135,6 +143,15 @@ GlobalWeightsSwap::~GlobalWeightsSwap() {
     for (auto& [live, before] : saved_) live.copy_(before);
 }
 
+Result<uint64_t> agree_on_round(const OuterAlgorithm& a, Collective& c) {
+    AgreedState st = a.agreed_state();
+    if (st.group.empty())
+        for (int r = 0; r < c.size(); ++r) st.group.push_back(r);
+    const uint64_t h = state_hash(st.tensors);
+    if (Status s = c.agree(st.group, h); !s) return Result<uint64_t>::error(a.name() + ": " + s.message());
+    return h;
+}
+
 Result<std::unique_ptr<OuterAlgorithm>> make_outer_algorithm(const RunConfig& cfg, std::vector<torch::Tensor> params,
                                                              std::vector<std::string> names, int replica,
                                                              int replicas) {
@@ -152,11 +169,12 @@ Result<std::unique_ptr<OuterAlgorithm>> make_outer_algorithm(const RunConfig& cf
     }
     if (a == "diloco") {
         if (o.dtype == "fp32" || o.dtype == "bf16") {
-            DiLoCoConfig dc{o.lr, o.momentum, o.dtype == "bf16" ? WireDtype::kBf16 : WireDtype::kFp32};
+            DiLoCoConfig dc{o.lr, o.momentum, o.dtype == "bf16" ? WireDtype::kBf16 : WireDtype::kFp32, o.guard_ratio};
             return std::unique_ptr<OuterAlgorithm>(
                 std::make_unique<DiLoCoOuter>(std::move(params), dc, o.inner_steps, replica, replicas));
         }
-        StreamingDiLoCoConfig sc{o.inner_steps, 1, FragmentOrder::kSequential, 0, 0.0, o.lr, o.momentum, o.dtype};
+        StreamingDiLoCoConfig sc{o.inner_steps, 1,    FragmentOrder::kSequential, 0, 0.0, o.lr, o.momentum, o.dtype,
+                                 o.guard_ratio};
         if (names.empty()) names.assign(params.size(), "");
         auto s = StreamingDiLoCo::create(std::move(params), names, sc, replica, replicas);
         if (!s) return s.status();
@@ -171,6 +189,7 @@ Result<std::unique_ptr<OuterAlgorithm>> make_outer_algorithm(const RunConfig& cf
         sc.aggregation =
             o.aggregation == "mean_over_selectors" ? Aggregation::kMeanOverSelectors : Aggregation::kMeanOverReplicas;
         sc.clip_median = o.clip_median;
+        sc.guard_ratio = o.guard_ratio;
         return std::unique_ptr<OuterAlgorithm>(std::make_unique<SparseLoCo>(std::move(params), sc, replica, replicas));
     }
     if (a == "streaming_diloco") {
@@ -181,12 +200,13 @@ Result<std::unique_ptr<OuterAlgorithm>> make_outer_algorithm(const RunConfig& cf
                                  o.mix_alpha,
                                  o.lr,
                                  o.momentum,
-                                 o.dtype};
+                                 o.dtype,
+                                 o.guard_ratio};
         auto s = StreamingDiLoCo::create(std::move(params), names, sc, replica, replicas);
         if (!s) return s.status();
         return std::unique_ptr<OuterAlgorithm>(std::move(s).value());
     }
-    NoLoCoConfig nc{o.inner_steps, o.lr, o.momentum, o.group_size};
+    NoLoCoConfig nc{o.inner_steps, o.lr, o.momentum, o.group_size, o.guard_ratio};
     return std::unique_ptr<OuterAlgorithm>(std::make_unique<NoLoCo>(std::move(params), nc, replica, replicas));
 }
 

@@ -26,6 +26,15 @@ struct RoundReport {
     int64_t overlap_steps = 0;        // Streaming DiLoCo's τ: the result is applied this many steps later,
                                       // so the transfer overlaps them (0 = applied now, fully exposed)
     std::string what;                 // e.g. "fragment 2", "group 1 of 2", for events and metrics
+    int guard_clipped = 0;            // contributions the aggregation guard scaled down (outer.guard_ratio)
+};
+
+// What the members of the last round must now hold identically, for the round agreement
+// (Collective::agree): `group` in the collective's ranks, ascending, this member included (empty =
+// every rank), and the tensors whose state_hash (engine/algo/state_hash.h) they compare.
+struct AgreedState {
+    std::vector<int> group;
+    std::vector<torch::Tensor> tensors;
 };
 
 class OuterAlgorithm {
@@ -37,7 +46,14 @@ public:
     virtual Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) = 0;
     // The global (outer) parameters to evaluate; the live parameters when the algorithm keeps none.
     virtual std::vector<torch::Tensor> eval_params() const = 0;
+    // After a round (a report with synced = true): what its members now hold identically.
+    virtual AgreedState agreed_state() const = 0;
 };
+
+// The round agreement after a synced round: hashes `a`'s agreed_state() and compares it among the
+// round's members over `c` (one mesh round, no payload bytes). Returns the hash; a mismatch is an
+// error naming the member(s) that differ.
+Result<uint64_t> agree_on_round(const OuterAlgorithm& a, Collective& c);
 
 // For an evaluation of the global model: copies an algorithm's eval_params() into the live
 // parameters and puts the live values back when it goes out of scope (the algorithms that keep

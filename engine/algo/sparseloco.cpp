@@ -1,6 +1,8 @@
 // SparseLoCo, arXiv 2508.15706: error feedback + chunked Top-k + 2-bit values, aggregated in replica order.
 #include "engine/algo/sparseloco.h"
 
+#include "engine/algo/aggregation_guard.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -10,13 +12,6 @@ namespace {
 
 std::string where(int replica, size_t tensor) {
     return "sparseloco: replica " + std::to_string(replica) + ", tensor " + std::to_string(tensor);
-}
-
-// Median of the per-replica norms; the mean of the two middle ones for an even count.
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
@@ -90,7 +85,7 @@ Status SparseLoCo::encode_own(std::vector<uint8_t>& out) {
 }
 
 // Decodes every replica's payload (in replica order) and averages per coordinate into `mean`.
-Status SparseLoCo::aggregate(const std::vector<std::vector<uint8_t>>& all, std::vector<torch::Tensor>& mean) const {
+Status SparseLoCo::aggregate(const std::vector<std::vector<uint8_t>>& all, std::vector<torch::Tensor>& mean) {
     const int R = static_cast<int>(all.size());
     const size_t n = global_.size();
     std::vector<std::vector<SparsePayload>> dec(static_cast<size_t>(R), std::vector<SparsePayload>(n));
@@ -114,20 +109,32 @@ Status SparseLoCo::aggregate(const std::vector<std::vector<uint8_t>>& all, std::
             return Status::error("sparseloco: replica " + std::to_string(r) + " sent " + std::to_string(bytes.size()) +
                                  " bytes, expected " + std::to_string(off) + " (different model or codec?)");
     }
+    // The guard: one factor per replica over its whole payload (sequential double sums, the same
+    // bits on every replica).
+    std::vector<float> guard(static_cast<size_t>(R), 1.0f);
+    guard_clipped_ = 0;
+    if (cfg_.guard_ratio > 0) {
+        std::vector<double> norms;
+        for (int r = 0; r < R; ++r) {
+            double s = 0;
+            for (size_t i = 0; i < n; ++i)
+                for (float v : dec[static_cast<size_t>(r)][i].value) s += static_cast<double>(v) * v;
+            norms.push_back(std::sqrt(s));
+        }
+        guard = norm_clip_scales(norms, cfg_.guard_ratio, NormReference::kLowerMedianOfOthers, &guard_clipped_);
+    }
     mean.clear();
     for (size_t i = 0; i < n; ++i) {
-        std::vector<float> scale(static_cast<size_t>(R), 1.0f);
+        std::vector<float> scale = guard;
         if (cfg_.clip_median) {
             std::vector<double> norms;
             for (int r = 0; r < R; ++r) {
                 double s = 0;
                 for (float v : dec[static_cast<size_t>(r)][i].value) s += static_cast<double>(v) * v;
-                norms.push_back(std::sqrt(s));
+                norms.push_back(std::sqrt(s) * guard[static_cast<size_t>(r)]);  // of the guarded values
             }
-            const double m = median(norms);
-            for (int r = 0; r < R; ++r)
-                if (norms[static_cast<size_t>(r)] > m)
-                    scale[static_cast<size_t>(r)] = static_cast<float>(m / norms[static_cast<size_t>(r)]);
+            const auto clip = norm_clip_scales(norms, 1.0, NormReference::kMedianOfAll);
+            for (int r = 0; r < R; ++r) scale[static_cast<size_t>(r)] *= clip[static_cast<size_t>(r)];
         }
         const int64_t numel = global_[i].numel();
         auto sum = torch::zeros({numel}, torch::kFloat32);
@@ -173,6 +180,7 @@ Result<RoundReport> SparseLoCo::sync(Collective& c, double sim_clock_s) {
     if (Status s = replay(*all); !s) return s;
     rep.bytes_sent = static_cast<uint64_t>(replicas_ - 1) * mine_.size();
     rep.hops = 1;
+    rep.guard_clipped = guard_clipped_;
     return rep;
 }
 

@@ -12,7 +12,9 @@
 //   mean_over_selectors: Δ̄[j] = Σ_r v_r[j] / |{r : r selected j}|   (0 where nobody did)
 // optionally after median-norm clipping (per tensor, replica r's decoded values are scaled by
 // min(1, m / ‖v_r‖₂), m the median of ‖v_r‖₂ over replicas; the mean of the two middle norms for
-// even R). Then plain outer SGD, θ_global ← θ_global − η·Δ̄, and θ_r ← θ_global.
+// even R). Before that, with guard_ratio > 0, a replica whose decoded values (all tensors together)
+// have an L2 norm above guard_ratio × the lower median of the other replicas' is scaled down to that
+// bound (aggregation_guard.h). Then plain outer SGD, θ_global ← θ_global − η·Δ̄, and θ_r ← θ_global.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,7 @@ struct SparseLoCoConfig {
     TopkConfig topk;           // chunk side and kept entries per full chunk
     Aggregation aggregation = Aggregation::kMeanOverReplicas;
     bool clip_median = false;  // scale each replica's values to at most the median L2 norm (per tensor)
+    double guard_ratio = 0;    // aggregation guard over each replica's whole payload (aggregation_guard.h); 0 = off
 };
 
 // Heterogeneous SparseLoCo (METHODS.md §7): how replicas with subspace-constrained weights keep the
@@ -58,6 +61,10 @@ public:
     // Runs sync() when step is a multiple of H; otherwise reports nothing.
     Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override;
     std::vector<torch::Tensor> eval_params() const override { return global_; }
+    // Every replica holds the same θ_global after a round (the error-feedback buffers differ).
+    AgreedState agreed_state() const override { return {{}, global_}; }
+    // Contributions the guard scaled down in the last round.
+    int last_guard_clipped() const { return guard_clipped_; }
 
     // One round now. A replica whose e holds NaN or Inf sends an empty payload (so its peers fail at
     // once instead of waiting for a timeout) and returns the error; a peer's empty, truncated or
@@ -85,7 +92,7 @@ public:
 
 private:
     Status encode_own(std::vector<uint8_t>& out);
-    Status aggregate(const std::vector<std::vector<uint8_t>>& all, std::vector<torch::Tensor>& mean) const;
+    Status aggregate(const std::vector<std::vector<uint8_t>>& all, std::vector<torch::Tensor>& mean);
 
     std::vector<torch::Tensor> params_, global_, ef_;
     std::vector<torch::Tensor> start_;  // AD6's start of the round (empty without delta_from_start)
@@ -95,6 +102,7 @@ private:
     int replica_ = 0, replicas_ = 1;
     std::vector<uint8_t> mine_;
     std::vector<std::vector<uint8_t>> all_;
+    int guard_clipped_ = 0;
 };
 
 }  // namespace tw

@@ -2,7 +2,10 @@
 #include "engine/algo/streaming_diloco.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+
+#include "engine/algo/aggregation_guard.h"
 
 namespace tw {
 namespace {
@@ -159,27 +162,51 @@ Result<RoundReport> StreamingDiLoCo::start(int fragment, int64_t step, Collectiv
     p.fragment = fragment;
     p.apply_step = step + cfg_.overlap_steps;
     for (size_t i : members) p.mean.push_back(torch::zeros_like(params_[i]));
-    torch::Tensor decoded;
+    std::vector<std::vector<torch::Tensor>> decoded(all->size());  // [replica][member tensor]
+    std::vector<double> norms;
     for (size_t r = 0; r < all->size(); ++r) {
         const auto& bytes = (*all)[r];
         const std::string who = tag + ", replica " + std::to_string(r);
         if (bytes.empty()) return R::error(who + " sent no payload (its outer gradient holds NaN or Inf)");
         size_t off = 0;
+        double sq = 0;
         for (size_t m = 0; m < members.size(); ++m) {
-            if (Status s = codec_->decode(bytes.data(), bytes.size(), off, params_[members[m]].sizes(), decoded); !s)
+            torch::Tensor d;
+            if (Status s = codec_->decode(bytes.data(), bytes.size(), off, params_[members[m]].sizes(), d); !s)
                 return R::error(who + ": " + s.message());
-            if (!torch::isfinite(decoded).all().item<bool>())
-                return R::error(who + ": non-finite value in the payload");
-            p.mean[m] += decoded;
+            if (!torch::isfinite(d).all().item<bool>()) return R::error(who + ": non-finite value in the payload");
+            if (cfg_.guard_ratio > 0) {  // sequential double sum: the same bits on every replica
+                const auto c = d.to(torch::kFloat32).contiguous();
+                const float* v = c.data_ptr<float>();
+                for (int64_t j = 0; j < c.numel(); ++j) sq += static_cast<double>(v[j]) * v[j];
+            }
+            decoded[r].push_back(std::move(d));
         }
         if (off != bytes.size())
             return R::error(who + " sent " + std::to_string(bytes.size()) + " bytes, expected " + std::to_string(off) +
                             " (different model or codec?)");
+        if (cfg_.guard_ratio > 0) norms.push_back(std::sqrt(sq));
     }
+    const auto scale =
+        norm_clip_scales(norms, cfg_.guard_ratio, NormReference::kLowerMedianOfOthers, &rep.guard_clipped);
+    for (size_t r = 0; r < decoded.size(); ++r)
+        for (size_t m = 0; m < members.size(); ++m) {
+            if (scale.empty() || scale[r] == 1.0f)
+                p.mean[m] += decoded[r][m];
+            else
+                p.mean[m] += decoded[r][m] * scale[r];
+        }
     for (auto& m : p.mean) m /= static_cast<double>(all->size());
     pending_.push_back(std::move(p));
     rep.bytes_sent = static_cast<uint64_t>(replicas_ - 1) * mine.size();
     return rep;
+}
+
+AgreedState StreamingDiLoCo::agreed_state() const {
+    AgreedState st{{}, global_};
+    for (const auto& p : pending_)
+        for (const auto& m : p.mean) st.tensors.push_back(m);
+    return st;
 }
 
 // The fragment's outer Nesterov step from its global copy, then the α-mix into the live parameters.

@@ -11,7 +11,14 @@
 // τ inner steps later (at once for τ = 0) the fragment's outer Nesterov step runs from its global
 // copy (untouched since the start), PyTorch semantics as DiLoCo with a momentum buffer per tensor:
 //   b ← μ·b + Δ̄;  θ_global,f ← θ_global,f − η·(Δ̄ + μ·b);  θ_r,f ← (1−α)·θ_global,f + α·θ_r,f(now).
-// With F = 1, τ = 0, α = 0 and fp32 on the wire this is DiLoCo.
+// With F = 1, τ = 0, α = 0 and fp32 on the wire this is DiLoCo. With guard_ratio > 0 a replica's
+// decoded Δ_f,r whose L2 norm (over the fragment) exceeds guard_ratio × the lower median of the
+// others' is scaled down to that bound before the average (aggregation_guard.h).
+//
+// Round agreement: after a fragment's exchange every replica holds the same θ_global (all fragments:
+// the applies happen at the same steps everywhere) and the same queued Δ̄'s, the one just exchanged
+// included; agreed_state() is all of them, so a divergent average is caught at the exchange that
+// produced it even with τ > 0 (the fragment's own θ_global changes only τ steps later).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +43,7 @@ struct StreamingDiLoCoConfig {
     double lr_outer = 0.7;      // η
     double momentum = 0.9;      // μ (0 = plain outer SGD)
     std::string dtype = "fp4";  // wire codec: fp32 | bf16 | int8 | fp4 (E3M0)
+    double guard_ratio = 0;     // aggregation guard over each replica's decoded fragment; 0 = off
 };
 
 // Fragment index (0..F−1) of every parameter, from the names (`block_<layer>.*`, `tok_emb`, `norm_f`,
@@ -62,6 +70,7 @@ public:
     // and fails; its peers fail on receiving it.
     Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override;
     std::vector<torch::Tensor> eval_params() const override { return global_; }
+    AgreedState agreed_state() const override;
 
     const std::vector<int>& fragment_of() const { return fragment_of_; }  // per parameter
     // Exact bytes one replica sends to each peer when fragment f syncs (Σ of the codec's wire_bytes).

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/hash.h"
 #include "core/layout.h"
 #include "core/network.h"
 #include "core/pipeline_schedule.h"
@@ -15,6 +14,7 @@
 #include "core/timeline.h"
 #include "engine/algo/outer.h"
 #include "engine/algo/sparseloco.h"
+#include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
 #include "engine/pipeline/hetero.h"
 #include "engine/pipeline/stage.h"
@@ -276,7 +276,12 @@ Status PipelineWorker::build_embedding_shadow(const torch::Tensor& u0) {
         torch::NoGradGuard no_grad;
         move_out_of_span_into_frozen(shadow_emb_, t_fixed_, u0);
     }
-    auto algo = make_outer_algorithm(cfg_, {shadow_emb_}, {"tok_emb"}, 0, static_cast<int>(cfg_.outer.replicas));
+    // No guard here: it would judge the embedding's part of the payloads alone, not the whole
+    // contributions stage 0 judges, and could scale what stage 0 does not. Should stage 0 scale
+    // something, this copy differs and the T_fixed agreement fails the run (engine/README.md).
+    RunConfig shadow_cfg = cfg_;
+    shadow_cfg.outer.guard_ratio = 0;
+    auto algo = make_outer_algorithm(shadow_cfg, {shadow_emb_}, {"tok_emb"}, 0, static_cast<int>(cfg_.outer.replicas));
     if (!algo) return algo.status();
     shadow_ = std::move(*algo);
     SparseLoCoHooks h;
@@ -328,15 +333,10 @@ Status PipelineWorker::broadcast_frozen_embedding() {
     return Status::ok();
 }
 
-// 52 bits of the FNV-1a hash of a slice's global weights: exact as a metric value (a double).
+// 52 bits of the state hash of a slice's global weights: exact as a metric value (a double).
 double slice_hash(const Slice& sl) {
-    uint64_t h = kFnvOffset;
     // The global weights: a compressed replica's live ones are already projected.
-    for (auto& p : sl.algo ? sl.algo->eval_params() : sl.params) {
-        const auto b = tensor_bytes(p);
-        h = fnv1a64(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()), h);
-    }
-    return static_cast<double>(h >> 12);
+    return static_cast<double>(state_hash(sl.algo ? sl.algo->eval_params() : sl.params) >> 12);
 }
 
 void PipelineWorker::build_reparam() {
@@ -525,19 +525,25 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     if (cfg_.outer.algorithm == "none" || step % cfg_.outer.inner_steps != 0) return Status::ok();
     ++outer_step_;
     uint64_t bytes = 0;
-    int64_t hops = 1;
+    int64_t hops = 1, guard_clipped = 0;  // contributions the guard scaled, over this node's slices
     double start = sim_s_, latest = sim_s_;
     for (int64_t s = 0; s < S(); ++s) {
         Slice* sl = slice_of(s);
+        // Two mesh rounds per stage: the exchange, then the round agreement among its holders (a node
+        // holding no slice of the stage sits both out alone).
         if (!sl) {
             if (Status st = sit_out_round(); !st) return st;
+            if (Status st = mesh_->agree({mesh_->rank()}, 0); !st) return st;
             continue;
         }
         auto rep = sl->algo->after_step(step, *sl->group, sim_s_);
         if (!rep) return rep.status();
         bytes += rep->bytes_sent;
-        // Every holder of stage s must hold the same θ_s now; the metric lets tests and users check.
-        record(step, "round.stage" + std::to_string(s) + "_hash", slice_hash(*sl));
+        // Every holder of stage s must now hold the same state (θ_s; NoLoCo: its group's mean).
+        auto agreed = agree_on_round(*sl->algo, *sl->group);
+        if (!agreed) return Status::error("stage " + std::to_string(s) + ": " + agreed.message());
+        record(step, "round.stage" + std::to_string(s) + "_hash", static_cast<double>(*agreed >> 12));
+        guard_clipped += rep->guard_clipped;
         hops = std::max(hops, rep->hops);
         for (double c : rep->clocks) latest = std::max(latest, c);
         // Without SparseLoCo's hooks, AD1 is applied here (DiLoCo, NoLoCo).
@@ -550,11 +556,15 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     if (Status st = broadcast_frozen_embedding(); !st) return st;
     for (auto& r : reparam_) r.to_coordinates();  // W = U·Z again (reparam implies AD1)
     if (t_fixed_.defined()) {
-        // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike).
-        const auto b = tensor_bytes(t_fixed_);
-        record(step, "round.t_fixed_hash",
-               static_cast<double>(fnv1a64(std::string_view(reinterpret_cast<const char*>(b.data()), b.size())) >> 12));
+        // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike): one more
+        // mesh round, over every node.
+        const uint64_t h = state_hash({t_fixed_});
+        std::vector<int> everyone;
+        for (int r = 0; r < mesh_->size(); ++r) everyone.push_back(r);
+        if (Status st = mesh_->agree(everyone, h); !st) return Status::error("T_fixed: " + st.message());
+        record(step, "round.t_fixed_hash", static_cast<double>(h >> 12));
     }
+    if (guard_clipped > 0) record(step, "round.guard_clipped", static_cast<double>(guard_clipped));
     for (auto& [name, v] : round_metrics(bytes, hops, round_compute_s_,
                                          transfer_s(net_.outer, bytes) + (hops - 1) * net_.outer.latency_s, exposed))
         record(step, name, v);

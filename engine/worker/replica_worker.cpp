@@ -11,6 +11,7 @@
 #include "core/timeline.h"
 #include "engine/algo/ddp.h"
 #include "engine/algo/outer.h"
+#include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
 
@@ -73,6 +74,7 @@ private:
     int64_t outer_step_ = -1;
     int64_t n_params_ = 0;
     double last_loss_ = NAN, last_val_ = NAN;
+    std::vector<std::string> guard_events_;  // warnings of the last round, for the sink
 };
 
 Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
@@ -154,6 +156,12 @@ Status ReplicaWorker::ddp_round(int64_t step, double step_compute_s) {
     if (mesh_) {
         auto all = mesh_->all_gather({}, grad_link_, sim_s_, &clocks);
         if (!all) return all.status();
+        // Round agreement: after the all-reduce and the optimizer step every node of the DDP group
+        // holds the same weights (the mesh is that group). Framing only: no payload bytes.
+        std::vector<int> everyone;
+        for (int r = 0; r < mesh_->size(); ++r) everyone.push_back(r);
+        if (Status st = mesh_->agree(everyone, state_hash(trainer_->model()->parameters())); !st)
+            return Status::error("ddp: step " + std::to_string(step) + ": " + st.message());
     }
     const double end_s = round_end_s(clocks, link, bytes, hops);
     const double exposed = end_s - sim_s_;
@@ -185,6 +193,11 @@ Status ReplicaWorker::outer_round(int64_t step) {
         rep.synced = step % cfg_.outer.inner_steps == 0;  // DiLoCo's schedule (multi-node replicas: DiLoCo only)
     }
     if (!rep.synced) return Status::ok();
+    if (outer_) {
+        // Round agreement among the round's members (the algorithm says what they now hold alike).
+        if (auto h = agree_on_round(*outer_, *mesh_); !h)
+            return Status::error("step " + std::to_string(step) + ": " + h.message());
+    }
     ++outer_step_;
     double end_s = sim_s_;
     if (outer_) {
@@ -211,6 +224,11 @@ Status ReplicaWorker::outer_round(int64_t step) {
     record_round(step, rep.bytes_sent, rep.hops, round_compute_s_,
                  transfer_s(net_.outer, rep.bytes_sent) + (rep.hops - 1) * net_.outer.latency_s, exposed);
     if (rep.overlap_steps > 0) record(step, "round.overlap_steps", static_cast<double>(rep.overlap_steps));
+    if (rep.guard_clipped > 0) {
+        record(step, "round.guard_clipped", static_cast<double>(rep.guard_clipped));
+        guard_events_.push_back(std::to_string(rep.guard_clipped) + " contribution(s) scaled down by the aggregation guard in " +
+                                (rep.what.empty() ? "the round" : rep.what) + " at step " + std::to_string(step));
+    }
     if (!rep.members.empty()) {
         uint64_t mask = 0;
         for (int m : rep.members)
@@ -281,6 +299,8 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
             break;
         }
         record_bytes(s.step);
+        for (auto& text : std::exchange(guard_events_, {}))
+            sink.event({since_s(t0_), role_.name, EventLevel::kWarning, "guard", text});
         // The global model's validation loss: every outer round (DiLoCo), every eval_every steps
         // (DDP, single node) and at the end; one node evaluates, all hold the same weights then.
         const bool outer_algo = cfg_.outer.algorithm != "ddp" && cfg_.outer.algorithm != "none";
