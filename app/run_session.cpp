@@ -207,7 +207,8 @@ void Session::body(RunConfig cfg) {
     std::optional<RunOutcome> outcome;
     // Nodes need none of the coordinator's own key material: the run's config without it.
     RunConfig node_cfg = cfg;
-    node_cfg.cluster.coordinator_key.clear();
+    node_cfg.cluster.coordinator_key.clear();  // nodes get their peers' keys in their roles
+    node_cfg.cluster.node_keys.clear();
     if (Status st = coord->configure(roles, to_toml(node_cfg)); !st) outcome = RunOutcome{RunStatus::kFailed, st.message()};
     else if (Status st2 = coord->start(); !st2) outcome = RunOutcome{RunStatus::kFailed, st2.message()};
     bool stop_sent = false;

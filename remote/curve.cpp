@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <zmq.hpp>
@@ -82,6 +83,9 @@ Result<CurveKeyPair> curve_keypair_new() {
 }
 
 Status write_keypair(const std::string& dir, const CurveKeyPair& keys) {
+    std::error_code ec;
+    const auto parent = std::filesystem::path(dir).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
         return Status::error("cannot create " + dir + ": " + std::strerror(errno));
     struct stat st {};

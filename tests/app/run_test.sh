@@ -89,8 +89,9 @@ show="$("$tw" --db "$db" runs show "$id")"
 grep -Eq "^train.loss +40 +20 " <<<"$show" || fail "local run lacks 2×20 train.loss points: $show"
 grep -q "tcp://127.0.0.1:" <<<"$show" || fail "local run does not list its nodes' endpoints: $show"
 cmp_out="$("$tw" --db "$db" runs compare "$("$tw" --db "$db" runs list | awk '$2 == "ddp-threads" {print $1}')" "$id")"
-a="$(awk '$1 == "train.loss" {print $2, $3}' <<<"$cmp_out")"
-awk '{exit !($1 == $2)}' <<<"$a" || fail "local processes and threads give different losses: $cmp_out"
+a="$(awk '$1 == "last" && $2 == "val" {print $4, $5}' <<<"$cmp_out")"
+[ -n "$a" ] || fail "runs compare printed no last val loss: $cmp_out"
+awk '{exit !(NF == 2 && $1 == $2)}' <<<"$a" || fail "local processes and threads give different losses: $cmp_out"
 
 # Layout errors name the problem and exit 1.
 set +e
@@ -132,7 +133,10 @@ elapsed=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {print b - a}')
 awk -v e="$elapsed" 'BEGIN {exit !(e < 2 + 6)}' || fail "failure took ${elapsed}s to notice"
 show="$("$tw" --db "$db" runs show "$id")"
 grep -q "failed" <<<"$show" || fail "killed run not marked failed: $show"
-grep -q "sent no heartbeat for" <<<"$show" || fail "killed run's reason does not name the missing heartbeats: $show"
+# Whichever notices first: the coordinator (the node's heartbeats stopped) or a peer waiting for
+# it on the data plane (the member fell silent); both name the lost node.
+grep -Eq "sent no heartbeat for|is lost: silent for" <<<"$show" ||
+  fail "killed run's reason does not name the missing heartbeats or the silent member: $show"
 after="$(awk '$1 == "train.loss" {print $2}' <<<"$show")"
 [ "$after" -ge "$before" ] || fail "metrics stored before the kill were lost ($before → $after)"
 [ -z "$(pgrep -P "$coord" || true)" ] || fail "node processes outlived the coordinator"

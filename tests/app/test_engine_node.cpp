@@ -118,7 +118,9 @@ TEST(EngineNode, GradientGroupsWithCurveKeysRunAgainOnTheSameNodes) {
         auto coord = unwrap(Coordinator::connect(ctx, endpoints, co));
         auto roles = unwrap(assign_roles(cfg, endpoints, free_tcp_port));
         ASSERT_EQ(roles[0].grad_group.size, 2);
-        if (run < 3) ASSERT_EQ(roles[1].mesh_rank, -1);  // the replica's second node: group only
+        if (run < 3) {
+            ASSERT_EQ(roles[1].mesh_rank, -1);  // the replica's second node: group only
+        }
         ASSERT_TRUE(coord->configure(roles, to_toml(cfg))) << "run " << run;
         ASSERT_TRUE(coord->start());
         Sink sink;

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Keyed nodes through the CLI (issue 12): `thinwire keys new`, two `thinwire node` processes with
+# CurveZMQ keys (one listening on every interface, which only keys allow), a remote layout naming
+# their public keys and the coordinator's secret key, three runs back to back on the same node
+# processes with the losses of the same layout on threads; meanwhile a plaintext client, an
+# unknown key and a plaintext subscriber get nothing, and the node logs the unknown key.
+# Usage: curve_test.sh PATH_TO_THINWIRE
+set -euo pipefail
+tw="$1"
+py=/usr/bin/python3  # Debian's, with python3-zmq (the python3 first on PATH may be another build)
+work="$(mktemp -d)"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -5 "$f" >&2; }; done; exit 1; }
+db="$work/runs.db"
+
+source "$(dirname "$0")/micro_corpus.sh"
+micro_corpus "$work/corpus"
+# Each node reads only its own data root: give each the corpus there.
+for i in 0 1; do mkdir -p "$work/n$i"; cp -r "$work/corpus" "$work/n$i/corpus"; done
+
+for who in coord node0 node1; do "$tw" keys new "$work/keys/$who" > /dev/null; done
+[ "$(stat -c %a "$work/keys/node0/secret.key")" = 600 ] || fail "secret key is not mode 600"
+"$tw" keys new "$work/keys/node0" > "$work/again.log" 2>&1 && fail "keys new overwrote an existing key"
+grep -q "refusing to overwrite" "$work/again.log" || fail "keys new did not say why it refused: $(cat "$work/again.log")"
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_base() {
+  local p
+  for _ in $(seq 1 50); do
+    p=$((20000 + (RANDOM % 2000) * 10))
+    port_free "$p" && port_free $((p + 1)) && port_free $((p + 2)) && port_free $((p + 3)) && { echo "$p"; return; }
+  done
+  fail "no free ports"
+}
+P0="$(pick_base)"; P1="$(pick_base)"
+[ "$P0" != "$P1" ] || P1=$((P0 + 10))
+
+# Without keys a non-loopback bind is refused with the reason, exit 1.
+set +e; "$tw" node --listen "tcp://0.0.0.0:$P0" > "$work/nokeys.log" 2>&1; rc=$?; set -e
+[ "$rc" -eq 1 ] || fail "a keyless node on 0.0.0.0 exited $rc"
+grep -q "without CurveZMQ keys" "$work/nokeys.log" || fail "no reason for the refused bind: $(cat "$work/nokeys.log")"
+
+"$tw" node --listen "tcp://0.0.0.0:$P0" --curve-secret-key "$work/keys/node0/secret.key" \
+  --allow "$work/keys/coord/public.key" --data-root "$work/n0" > "$work/node0.log" 2>&1 &
+pids+=($!)
+"$tw" node --listen "tcp://127.0.0.1:$P1" --curve-secret-key "$work/keys/node1/secret.key" \
+  --allow "$(tail -1 "$work/keys/coord/public.key")" --data-root "$work/n1" > "$work/node1.log" 2>&1 &
+pids+=($!)
+for i in 0 1; do
+  for _ in $(seq 1 100); do grep -q "CURVE key" "$work/node$i.log" && break; sleep 0.1; done
+  grep -q "CURVE key" "$work/node$i.log" || fail "node $i did not come up with its key"
+done
+
+layout() {  # $1 = cluster table
+  cat <<TOML
+[data]
+corpus = "corpus"
+cache_dir = "cache"
+vocab_size = 200
+[model]
+d_model = 32
+n_layer = 2
+n_head = 2
+seq_len = 32
+[train]
+batch_size = 4
+warmup_steps = 2
+eval_every = 10
+steps = 20
+[outer]
+replicas = 2
+inner_steps = 10
+algorithm = "diloco"
+[network]
+profile = "home-20m"
+$1
+TOML
+}
+layout "[cluster]
+mode = \"remote\"
+endpoints = [\"tcp://127.0.0.1:$P0\", \"tcp://127.0.0.1:$P1\"]
+node_keys = [\"$work/keys/node0/public.key\", \"$(tail -1 "$work/keys/node1/public.key")\"]
+coordinator_key = \"$work/keys/coord/secret.key\"
+[variants]
+first = [\"run.name=keyed-1\"]
+second = [\"run.name=keyed-2\"]
+third = [\"run.name=keyed-3\"]" > "$work/keyed.toml"
+layout "[cluster]
+mode = \"threads\"" > "$work/threads.toml"
+
+# The strangers knock while the keyed runs go on.
+"$py" - "$P0" "$(tail -1 "$work/keys/node0/public.key")" > "$work/strangers.log" 2>&1 <<'PY' &
+import json, sys, time, zmq
+port, server_key = int(sys.argv[1]), sys.argv[2].encode()
+ctx = zmq.Context()
+def silent(sock, what):
+    poller = zmq.Poller(); poller.register(sock, zmq.POLLIN)
+    got = poller.poll(1500)
+    print(what, "REPLIED" if got else "nothing")
+time.sleep(0.5)
+plain = ctx.socket(zmq.DEALER); plain.linger = 0; plain.connect(f"tcp://127.0.0.1:{port}")
+plain.send(json.dumps({"v": 1, "kind": "stop", "id": 1}).encode()); silent(plain, "plaintext")
+pub, sec = zmq.curve_keypair()
+unknown = ctx.socket(zmq.DEALER); unknown.linger = 0
+unknown.curve_publickey, unknown.curve_secretkey, unknown.curve_serverkey = pub, sec, server_key
+unknown.connect(f"tcp://127.0.0.1:{port}")
+unknown.send(json.dumps({"v": 1, "kind": "shutdown", "id": 2}).encode()); silent(unknown, "unknown-key")
+print("stranger-key", pub.decode())
+sub = ctx.socket(zmq.SUB); sub.linger = 0; sub.setsockopt(zmq.SUBSCRIBE, b""); sub.connect(f"tcp://127.0.0.1:{port + 1}")
+silent(sub, "subscriber")
+PY
+spy=$!
+
+out="$("$tw" --db "$db" run "$work/keyed.toml" --data-root "$work" 2>&1)" || fail "keyed runs failed: $out"
+wait "$spy" || true
+for n in 1 2 3; do grep -q "keyed-$n\|run .* finished" <<<"$out" || fail "run $n missing: $out"; done
+[ "$(grep -c "finished after" <<<"$out")" -eq 3 ] || fail "not three finished runs on the same nodes: $out"
+grep -q "plaintext nothing" "$work/strangers.log" || fail "a plaintext client got a reply: $(cat "$work/strangers.log")"
+grep -q "unknown-key nothing" "$work/strangers.log" || fail "an unknown key got a reply: $(cat "$work/strangers.log")"
+grep -q "subscriber nothing" "$work/strangers.log" || fail "a plaintext subscriber read the stream: $(cat "$work/strangers.log")"
+stranger="$(awk '/^stranger-key/ {print $2}' "$work/strangers.log")"
+grep -q "unknown key $stranger" "$work/node0.log" || fail "node 0 did not log the unknown key $stranger"
+
+# The same layout on threads: the same losses (same seed, same data parts).
+tout="$("$tw" --db "$db" run "$work/threads.toml" --data-root "$work" 2>&1)" || fail "threads run failed: $tout"
+row() { awk '$1 == "replica-0" && NF == 10 {print $3, $4, $5}' <<<"$1" | tail -1; }
+[ -n "$(row "$tout")" ] || fail "no final row: $tout"
+[ "$(row "$out")" = "$(row "$tout")" ] || fail "keyed remote run differs from threads: '$(row "$out")' vs '$(row "$tout")'"
+echo "curve_test: OK ($(row "$out"))"
