@@ -10,6 +10,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "remote/disconnect_log.h"
 #include "remote/poll.h"
 #include <zmq_addon.hpp>
 
@@ -101,6 +102,7 @@ struct NodeServer::Impl {
     std::shared_ptr<zmq::context_t> ctx;
     std::unique_ptr<ZapHandler> zap;  // with keys; before any socket, so no connection skips it
     zmq::socket_t router, pub;
+    std::unique_ptr<DisconnectLog> router_log;  // tcp/ipc: connections dropped by the size limit
     NodeEndpoints eps;
     std::string owner_key, token;     // the configuring coordinator; "" = nobody yet
 
@@ -382,6 +384,11 @@ Result<std::unique_ptr<NodeServer>> NodeServer::bind(NodeOptions opts, WorkerFac
         s.router.set(zmq::sockopt::router_mandatory, 0);
         s.router.bind(s.eps.control);
         s.pub.set(zmq::sockopt::sndhwm, 0);  // metrics are never dropped for a slow subscriber
+        if (s.opts.listen.rfind("inproc://", 0) != 0) {
+            s.pub.set(zmq::sockopt::maxmsgsize, int64_t{64} << 10);  // subscribers send subscriptions only
+            s.router_log = std::make_unique<DisconnectLog>(s.router, "control socket",
+                                                           [impl = &s](const std::string& t) { impl->log(t); });
+        }
         s.pub.bind(s.eps.metrics);
     } catch (const zmq::error_t& e) {
         return R::error("node: cannot bind " + s.eps.control + " / " + s.eps.metrics + ": " + e.what());
@@ -426,6 +433,7 @@ Status NodeServer::serve(const std::atomic<bool>* interrupt) {
             s.send(identity, reply);
         }
         s.pump_worker();
+        if (s.router_log) s.router_log->poll();
         if (since_s(s.last_heartbeat_sent) >= s.heartbeat_s) s.heartbeat();
         // A coordinator that went silent cannot stop us any more: stop training rather than run forever.
         if ((s.state == "running" || s.state == "paused") && s.heartbeat_timeout_s > 0 && !s.ctl.stop &&

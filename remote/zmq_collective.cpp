@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "remote/curve.h"
+#include "remote/disconnect_log.h"
 #include "remote/poll.h"
 #include "remote/wire_frame.h"
 
@@ -43,6 +44,7 @@ zmq::socket_t make_push(zmq::context_t& ctx, const MeshOptions& o, const std::st
 
 struct ZmqCollective::Sockets {
     zmq::socket_t pull;
+    std::unique_ptr<DisconnectLog> pull_log;  // tcp/ipc with a frame limit: dropped connections
     std::vector<zmq::socket_t> push;  // indexed by rank; own slot unused
     std::map<uint64_t, std::map<int, std::vector<uint8_t>>> early;  // payloads of rounds not yet gathered
     std::map<uint64_t, std::map<int, double>> early_clocks;
@@ -124,6 +126,11 @@ Result<std::unique_ptr<ZmqCollective>> ZmqCollective::create(std::shared_ptr<zmq
         if (c->opts_.max_frame_bytes > 0 && is_stream_transport(own))
             s.pull.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(c->opts_.max_frame_bytes));
         s.pull.bind(own);
+        if (c->opts_.max_frame_bytes > 0 && is_stream_transport(own) && c->opts_.on_event) {
+            auto report = c->opts_.on_event;
+            s.pull_log = std::make_unique<DisconnectLog>(
+                s.pull, "data port", [report](const std::string& t) { report("connection-dropped", "data plane: " + t); });
+        }
     } catch (const zmq::error_t& e) {
         return R::error("collective: cannot bind " + own + ": " + e.what());
     }
@@ -236,6 +243,7 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
                                      " s (no heartbeat, no traffic) while " + what + " waited");
             }
         }
+        if (s.pull_log) s.pull_log->poll();
         if (max_ms >= 0 && since_s(call_start) * 1000 >= max_ms) return Status::ok();  // nothing came
         if (poll_in(s.pull, max_ms >= 0 ? std::min(max_ms, 20) : 100) && s.pull.recv(h, zmq::recv_flags::dontwait))
             break;

@@ -63,7 +63,7 @@ profile = "home-20m"
 mode = "remote"
 endpoints = ["tcp://127.0.0.1:$P0", "tcp://127.0.0.1:$P1"]
 TOML
-run() { "$tw" --db "$db" run "$work/micro.toml" "$@"; }
+run() { "$tw" --db "$db" run "$work/micro.toml" --data-root "$work" "$@"; }
 
 # Every TCP listener of the node processes, as "ADDRESS_HEX:PORT_HEX" rows of /proc/net/tcp{,6}
 # whose socket inode one of the pids holds (state 0A = LISTEN).

@@ -15,6 +15,7 @@
 
 #include "app/engine_node.h"
 #include "core/config_io.h"
+#include "core/data_root.h"
 #include "core/layout.h"
 #include "engine/data/dataset.h"
 #include "remote/cluster.h"
@@ -96,9 +97,9 @@ TEST(EngineNode, GradientGroupsWithCurveKeysRunAgainOnTheSameNodes) {
     }
     for (auto& n : nodes) serving.emplace_back([&quit, s = n.get()] { s->serve(&quit); });
 
-    const std::string toml = "[data]\ncorpus = \"" + (root / "corpus").string() + "\"\ncache_dir = \"" +
-                             (root / "cache").string() +
-                             "\"\nvocab_size = 200\n[model]\nd_model = 32\nn_layer = 2\nn_head = 2\nseq_len = 32\n"
+    // Paths relative to the nodes' data root (the coordinator's side resolves them under it too).
+    const std::string toml = "[data]\ncorpus = \"corpus\"\ncache_dir = \"cache\""
+                             "\nvocab_size = 200\n[model]\nd_model = 32\nn_layer = 2\nn_head = 2\nseq_len = 32\n"
                              "[train]\nbatch_size = 4\nwarmup_steps = 2\neval_every = 10\nsteps = 6\n"
                              "[outer]\nreplicas = 2\ninner_steps = 3\n";
     const RunConfig diloco = unwrap(parse_config(toml, "test", {"outer.algorithm=diloco", "cluster.nodes_per_replica=2"}));
@@ -106,7 +107,9 @@ TEST(EngineNode, GradientGroupsWithCurveKeysRunAgainOnTheSameNodes) {
 
     // The coordinator's side prepares the shared data cache once, as `thinwire run` does, so the
     // nodes do not race to train the tokenizer.
-    ASSERT_TRUE(prepare_data(diloco.data));
+    RunConfig local = diloco;
+    ASSERT_TRUE(confine_paths(local, std::filesystem::canonical(root).string()));
+    ASSERT_TRUE(prepare_data(local.data));
 
     std::vector<std::map<std::string, double>> losses;
     for (int run = 1; run <= 3; ++run) {
@@ -121,7 +124,8 @@ TEST(EngineNode, GradientGroupsWithCurveKeysRunAgainOnTheSameNodes) {
         if (run < 3) {
             ASSERT_EQ(roles[1].mesh_rank, -1);  // the replica's second node: group only
         }
-        ASSERT_TRUE(coord->configure(roles, to_toml(cfg))) << "run " << run;
+        const Status configured = coord->configure(roles, to_toml(cfg));
+        ASSERT_TRUE(configured) << "run " << run << ": " << configured.message();
         ASSERT_TRUE(coord->start());
         Sink sink;
         std::optional<RunOutcome> o;

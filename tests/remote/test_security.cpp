@@ -92,8 +92,11 @@ struct NodeThread {
 std::string loopback_endpoint() { return "tcp://127.0.0.1:" + std::to_string(unwrap(free_tcp_port_block(4))); }
 
 // Sends one request on a fresh DEALER and waits `wait` for any reply; nullopt when none came.
+// A send that cannot even be queued (the CURVE handshake failed, so there is no connection) is no
+// reply either.
 std::optional<nlohmann::json> ask_once(zmq::socket_t& d, const nlohmann::json& header, std::chrono::milliseconds wait) {
-    d.send(zmq::buffer(header.dump()));
+    d.set(zmq::sockopt::sndtimeo, static_cast<int>(wait.count()));
+    if (!d.send(zmq::buffer(header.dump()))) return std::nullopt;
     zmq::pollitem_t it{d.handle(), 0, ZMQ_POLLIN, 0};
     if (zmq::poll(&it, 1, wait) <= 0) return std::nullopt;
     zmq::message_t m;
@@ -187,6 +190,30 @@ TEST(Curve, NodeWithKeysBindsAnyInterfaceAndWithoutKeysRefusesWithTheReason) {
     const std::string port = node.endpoint.substr(node.endpoint.rfind(':'));
     auto coord = Coordinator::connect(std::make_shared<zmq::context_t>(), {"tcp://127.0.0.1" + port}, co);
     ASSERT_TRUE(coord) << coord.message();
+}
+
+// A frame over the control socket's limit is refused by ZeroMQ before it is read (the sender's
+// connection is dropped, which the node logs); the node keeps serving everyone else.
+TEST(Limits, AnOversizedControlFrameIsDroppedUnreadAndLogged) {
+    NodeOptions o;
+    o.listen = loopback_endpoint();
+    NodeThread node(o, ticking(1));
+    zmq::context_t ctx;
+    zmq::socket_t big(ctx, zmq::socket_type::dealer), fine(ctx, zmq::socket_type::dealer);
+    big.set(zmq::sockopt::linger, 0);
+    fine.set(zmq::sockopt::linger, 0);
+    big.connect(node.endpoint);
+    std::string huge(16u << 20, ' ');  // 16 MiB of white space: valid JSON padding, over the 4 MiB limit
+    huge.replace(0, 40, R"({"v": 1, "kind": "hello", "id": 1}      )");
+    big.send(zmq::buffer(huge));
+    zmq::pollitem_t it{big.handle(), 0, ZMQ_POLLIN, 0};
+    EXPECT_EQ(zmq::poll(&it, 1, 800ms), 0) << "an oversized frame was answered";
+    fine.connect(node.endpoint);
+    auto caps = ask_once(fine, {{"v", kProtocolVersion}, {"kind", "hello"}, {"id", 2}}, 2000ms);
+    ASSERT_TRUE(caps);
+    EXPECT_EQ((*caps)["kind"], "capabilities");
+    std::this_thread::sleep_for(100ms);
+    EXPECT_NE(node.logged().find("control socket"), std::string::npos) << node.logged();
 }
 
 // Without keys (loopback): the run token decides who may drive the run.
