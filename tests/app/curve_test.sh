@@ -25,15 +25,7 @@ for who in coord node0 node1; do "$tw" keys new "$work/keys/$who" > /dev/null; d
 "$tw" keys new "$work/keys/node0" > "$work/again.log" 2>&1 && fail "keys new overwrote an existing key"
 grep -q "refusing to overwrite" "$work/again.log" || fail "keys new did not say why it refused: $(cat "$work/again.log")"
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-pick_base() {
-  local p
-  for _ in $(seq 1 50); do
-    p=$((20000 + (RANDOM % 2000) * 10))
-    port_free "$p" && port_free $((p + 1)) && port_free $((p + 2)) && port_free $((p + 3)) && { echo "$p"; return; }
-  done
-  fail "no free ports"
-}
+source "$(dirname "$0")/ports.sh"
 P0="$(pick_base)"; P1="$(pick_base)"
 [ "$P0" != "$P1" ] || P1=$((P0 + 10))
 
@@ -125,7 +117,7 @@ grep -q "plaintext nothing" "$work/strangers.log" || fail "a plaintext client go
 grep -q "unknown-key nothing" "$work/strangers.log" || fail "an unknown key got a reply: $(cat "$work/strangers.log")"
 grep -q "subscriber nothing" "$work/strangers.log" || fail "a plaintext subscriber read the stream: $(cat "$work/strangers.log")"
 stranger="$(awk '/^stranger-key/ {print $2}' "$work/strangers.log")"
-grep -q "unknown key $stranger" "$work/node0.log" || fail "node 0 did not log the unknown key $stranger"
+grep -qF "unknown key $stranger" "$work/node0.log" || fail "node 0 did not log the unknown key $stranger"
 
 # The same layout on threads: the same losses (same seed, same data parts).
 tout="$("$tw" --db "$db" run "$work/threads.toml" --data-root "$work" 2>&1)" || fail "threads run failed: $tout"

@@ -16,16 +16,7 @@ db="$work/runs.db"
 source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 
-# Two nodes on loopback; each uses P..P+3. A base port whose four are all free, per node.
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-pick_base() {
-  local p
-  for _ in $(seq 1 50); do
-    p=$((20000 + (RANDOM % 2000) * 10))
-    port_free "$p" && port_free $((p + 1)) && port_free $((p + 2)) && port_free $((p + 3)) && { echo "$p"; return; }
-  done
-  fail "no free ports"
-}
+source "$(dirname "$0")/ports.sh"
 P0="$(pick_base)"; P1="$(pick_base)"
 [ "$P0" != "$P1" ] || P1=$((P0 + 10))
 for i in 0 1; do

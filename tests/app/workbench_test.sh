@@ -20,8 +20,8 @@ micro_corpus "$work/corpus"
   --set model.seq_len=32 --set train.batch_size=4 --set train.warmup_steps=2 --set train.steps=40 \
   --set train.eval_every=10 --set outer.algorithm=ddp --set outer.replicas=2 >/dev/null
 
-shot() {  # shot OUT.png [--open 1]: prints "x0 y0 x1 y1" of the plot area
-  xvfb-run -a -s "-screen 0 1280x800x24" "$wb" --db "$work/runs.db" --screenshot "$1" --frames 5 \
+shot() {  # shot OUT.png [--open 1]: prints "x0 y0 x1 y1" of the plot area (1.5 s lets the background run cache load on a busy machine)
+  xvfb-run -a -s "-screen 0 1280x800x24" "$wb" --db "$work/runs.db" --screenshot "$1" --frames 5 --wait-s 1.5 \
     --width 1280 --height 800 "${@:2}" | awk '$1 == "screenshot" {print $5, $6, $7, $8}'
 }
 rect="$(shot "$work/with.png" --open 1)"

@@ -23,6 +23,7 @@
 #include "engine/train/trainer.h"
 #include "remote/zmq_collective.h"
 #include "tests/engine/micro_run.h"
+#include "tests/engine/replica_threads.h"
 
 namespace tw {
 namespace {
@@ -38,34 +39,9 @@ struct Mesh {
     std::unique_ptr<ZmqCollective> member(int r) { return ZmqCollective::create(ctx, eps, r, 20000).value(); }
 };
 
-std::vector<std::string> on_threads(int R, const std::function<std::string(int)>& fn) {
-    std::vector<std::string> errors(static_cast<size_t>(R));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < R; ++r)
-        threads.emplace_back([&, r] {
-            try {
-                errors[static_cast<size_t>(r)] = fn(r);
-            } catch (const std::exception& e) {
-                errors[static_cast<size_t>(r)] = std::string("exception: ") + e.what();
-            }
-        });
-    for (auto& t : threads) t.join();
-    return errors;
-}
-
-void expect_no_errors(const std::vector<std::string>& errors) {
-    for (size_t r = 0; r < errors.size(); ++r) EXPECT_EQ(errors[r], "") << "replica " << r;
-}
-
-std::shared_ptr<std::vector<uint16_t>> tokens() {
-    static auto t = [] {
-        auto v = std::make_shared<std::vector<uint16_t>>(30000);
-        std::mt19937 rng(5);
-        for (auto& x : *v) x = static_cast<uint16_t>(rng() % 53);
-        return v;
-    }();
-    return t;
-}
+using testing_support::expect_no_errors;
+using testing_support::on_threads;
+std::shared_ptr<std::vector<uint16_t>> tokens() { return testing_support::synthetic_tokens(); }
 
 Trainer make(const RunConfig& c, int replica, int n) {
     return Trainer(c, WindowLoader(tokens(), {{0, 30000}}, 16, 4, 1, replica, n),
