@@ -4,14 +4,18 @@
 #include <CLI/CLI.hpp>
 #include <zmq.hpp>
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
 
 #include "app/commands.h"
 #include "core/config_io.h"
+#include "engine/algo/state_hash.h"
 #include "engine/bench/outer_bench.h"
+#include "engine/model/llama.h"
 #include "engine/bench/throughput.h"
 #include "remote/bench/transport_bench.h"
 #include "remote/zmq_collective.h"
@@ -168,9 +172,32 @@ int run_outer(const OuterArgs& a) {
         std::printf("reference: one inner step, batch %lld x %lld, %lld threads: %.2f ms (median of %lld)\n\n",
                     (long long)a.batch, (long long)cfg.model.seq_len, (long long)a.threads, inner.step_ms,
                     (long long)a.step_samples);
+    }
+    // What round agreement adds per round (per step for DDP): one hash of the weights.
+    {
+        ModelConfig m = cfg.model;
+        Llama model(m, static_cast<uint64_t>(cfg.run.seed));
+        const auto params = model->parameters();
+        std::vector<double> times;
+        uint64_t sink = 0;
+        for (int i = 0; i < 51; ++i) {
+            const auto t0 = std::chrono::steady_clock::now();
+            sink ^= state_hash(params, static_cast<uint64_t>(i));
+            times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+        std::nth_element(times.begin(), times.begin() + 25, times.end());
+        const double hash_ms = times[25];
+        if (a.json)
+            std::printf("{\"bench\":\"state_hash\",\"params\":%lld,\"ms\":%.4f,\"ratio_inner_step\":%.6f}\n",
+                        (long long)inner.params, hash_ms, hash_ms / inner.step_ms);
+        else
+            std::printf("round agreement: state hash of the weights %.3f ms (median of 51) = %.5f x one inner step "
+                        "[%016llx]\n\n",
+                        hash_ms, hash_ms / inner.step_ms, static_cast<unsigned long long>(sink));
+    }
+    if (!a.json)
         std::printf(" R dtype  bytes/peer  encode ms  apply ms  overhead ms   comm ms  ovh/step  ovh/(%lld steps)\n",
                     (long long)a.inner_steps);
-    }
     for (int R : a.replicas)
         for (const auto& dt : a.dtypes) {
             OuterBenchConfig oc;
