@@ -45,6 +45,14 @@ for i in 0 1; do
   grep -q "CURVE key" "$work/node$i.log" || fail "node $i did not come up with its key"
 done
 
+# Bad binds are clear errors with exit 1 (they used to abort with exit 134): a port in use, a host name.
+set +e; "$tw" node --listen "tcp://127.0.0.1:$P1" --data-root "$work/n1" > "$work/inuse.log" 2>&1; rc=$?; set -e
+[ "$rc" -eq 1 ] || fail "a node on a port in use exited $rc"
+grep -q "Address already in use" "$work/inuse.log" || fail "no reason for the busy port: $(cat "$work/inuse.log")"
+set +e; "$tw" node --listen "tcp://localhost:$P1" > "$work/name.log" 2>&1; rc=$?; set -e
+[ "$rc" -eq 1 ] || fail "a node on tcp://localhost exited $rc"
+grep -q "use tcp://127.0.0.1:PORT" "$work/name.log" || fail "no reason for the host name: $(cat "$work/name.log")"
+
 layout() {  # $1 = cluster table
   cat <<TOML
 [data]
