@@ -202,9 +202,10 @@ std::string ZmqCollective::member(int r) const {
     return "mesh member " + std::to_string(r) + " (" + endpoints_[static_cast<size_t>(r)] + ")";
 }
 
-void ZmqCollective::drop(const std::string& why) {
+Status ZmqCollective::drop(const std::string& why) {
     ++dropped_;
     if (opts_.on_event) opts_.on_event("dropped-frame", "data plane: dropped a frame: " + why);
+    return Status::ok();  // a dropped frame is not an error of the wait
 }
 
 Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::vector<uint8_t>& mine, LinkClass link,
@@ -257,17 +258,16 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         rest.push_back(std::move(part));
     }
     if (rest.size() != 1)
-        return drop("a message of " + std::to_string(1 + rest.size()) + " frames (expected header + payload)"),
-               Status::ok();
+        return drop("a message of " + std::to_string(1 + rest.size()) + " frames (expected header + payload)");
     auto fh = wire::parse_frame_header(static_cast<const uint8_t*>(h.data()), h.size(), size());
-    if (!fh) return drop(fh.message()), Status::ok();
+    if (!fh) return drop(fh.message());
     const int from = fh->rank;
-    if (fh->token != opts_.token) return drop("from rank " + std::to_string(from) + ": not this run's token"), Status::ok();
-    if (from == rank_) return drop("claims this member's own rank " + std::to_string(from)), Status::ok();
+    if (fh->token != opts_.token) return drop("from rank " + std::to_string(from) + ": not this run's token");
+    if (from == rank_) return drop("claims this member's own rank " + std::to_string(from));
     if (!opts_.public_key.empty()) {
         const std::string key = peer_key(h);
         if (key != opts_.member_keys[static_cast<size_t>(from)])
-            return drop("claims rank " + std::to_string(from) + " but was sent with key " + key_tag(key)), Status::ok();
+            return drop("claims rank " + std::to_string(from) + " but was sent with key " + key_tag(key));
     }
     const zmq::message_t& body = rest.front();
     s.heard[static_cast<size_t>(from)] = Clock::now();
@@ -292,19 +292,16 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
             const bool agree = fh->kind == wire::FrameKind::kAgree;
             if (fh->round + 1 < round_)
                 return drop("from rank " + std::to_string(from) + ": round " + std::to_string(fh->round) +
-                            " is over"),
-                       Status::ok();
+                            " is over");
             if (fh->round > round_ + kRoundWindow)
                 return drop("from rank " + std::to_string(from) + ": round " + std::to_string(fh->round) +
-                            " is too far ahead"),
-                       Status::ok();
+                            " is too far ahead");
             auto& slot = s.early[fh->round];
             if (slot.count(from) || s.early_hashes[fh->round].count(from))
                 return drop("from rank " + std::to_string(from) + ": a second message for round " +
-                            std::to_string(fh->round)),
-                       Status::ok();
+                            std::to_string(fh->round));
             if (agree) {
-                if (!body.empty()) return drop("an agreement frame with a payload"), Status::ok();
+                if (!body.empty()) return drop("an agreement frame with a payload");
                 s.early_hashes[fh->round][from] = fh->aux;
             } else {
                 if (fh->counted) {
@@ -394,7 +391,8 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vec
             got.erase(group[i]);
         }
         // Only the group's payloads count for this round: one from outside it is dropped.
-        for (auto& [r, payload] : got) drop("from rank " + std::to_string(r) + ": not in round " + std::to_string(round) + "'s group");
+        for (auto& [r, payload] : got)
+            (void)drop("from rank " + std::to_string(r) + ": not in round " + std::to_string(round) + "'s group");
         s_->early.erase(round);
         s_->early_clocks.erase(round);
         return out;

@@ -87,7 +87,7 @@ private:
     Status pump_until(const std::string& what, const std::function<std::vector<int>()>& awaited,
                       std::chrono::steady_clock::time_point wait_start, int max_ms);
     Status send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload);
-    void drop(const std::string& why);
+    Status drop(const std::string& why);  // counts and reports a dropped frame; always ok
     std::string member(int r) const;
     std::shared_ptr<zmq::context_t> ctx_;
     std::unique_ptr<Sockets> s_;
