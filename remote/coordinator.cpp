@@ -29,6 +29,7 @@ struct Coordinator::Impl {
     std::vector<bool> in_run;
     std::vector<std::string> tokens;           // per node, the run token its configure returned
     Clock::time_point last_heartbeat_sent = Clock::now();
+    Clock::time_point last_poll = Clock::now();  // when poll() last read the streams
     int64_t next_id = 1;
     bool stopping = false;
 };
@@ -196,11 +197,21 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
     return Status::ok();
 }
 
+// Three missed heartbeats: for the best-effort stop and shutdown, the node is gone (a peer on the
+// data plane may have declared it lost a moment before this coordinator's own deadline).
+// Silence is judged as of the last poll, so a caller that has not polled for a while does not
+// mistake its own inattention for the node's.
+bool Coordinator::presumed_gone(size_t i) const {
+    if (since_s(impl_->last_seen[i]) > impl_->opts.heartbeat_timeout_s) return true;
+    const double silent_at_poll = std::chrono::duration<double>(impl_->last_poll - impl_->last_seen[i]).count();
+    return silent_at_poll > std::min(impl_->opts.heartbeat_timeout_s, 3 * impl_->opts.heartbeat_s);
+}
+
 Status Coordinator::broadcast(int kind, const char* verb) {
     for (size_t i = 0; i < nodes_.size(); ++i) {
         if (!impl_->in_run[i] || nodes_[i].done) continue;
         // A node that missed its heartbeats is gone: asking it would only wait out the reply timeout.
-        if (since_s(impl_->last_seen[i]) > impl_->opts.heartbeat_timeout_s) continue;
+        if (presumed_gone(i)) continue;
         Message m;
         m.kind = static_cast<MsgKind>(kind);
         auto r = request(i, m);
@@ -229,7 +240,7 @@ void Coordinator::shutdown() {
     const int saved = impl_->opts.reply_timeout_ms;
     impl_->opts.reply_timeout_ms = 2000;  // a dead node must not hold the exit up
     for (size_t i = 0; i < nodes_.size(); ++i) {
-        if (impl_->in_run[i] && since_s(impl_->last_seen[i]) > impl_->opts.heartbeat_timeout_s) continue;
+        if (impl_->in_run[i] && presumed_gone(i)) continue;
         Message m;
         m.kind = MsgKind::kShutdown;
         (void)request(i, m);
@@ -287,6 +298,7 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
             else sink.on_event({0, "coordinator", EventLevel::kWarning, "bad-message", m.message()});
         }
     } while (Clock::now() < deadline);
+    s.last_poll = Clock::now();
 
     if (since_s(s.last_heartbeat_sent) >= s.opts.heartbeat_s) {
         for (size_t i = 0; i < nodes_.size(); ++i) {

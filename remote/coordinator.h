@@ -88,6 +88,7 @@ public:
 private:
     Coordinator() = default;
     Status broadcast(int kind, const char* verb);
+    bool presumed_gone(size_t i) const;
     void handle_stream(const Message& m, CoordinatorSink& sink);
     struct Impl;
     std::unique_ptr<Impl> impl_;
