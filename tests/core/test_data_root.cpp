@@ -18,11 +18,11 @@ protected:
     void SetUp() override {
         static int n = 0;
         base_ = fs::temp_directory_path() / ("tw-data-root-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-        fs::create_directories(base_ / "root" / "sub");
+        fs::create_directories(base_ / "droot" / "sub");
         fs::create_directories(base_ / "outside");
         std::ofstream(base_ / "outside" / "secret") << "root:x:0:0\n";
-        std::ofstream(base_ / "root" / "corpus.txt") << "text\n";
-        root_ = fs::canonical(base_ / "root").string();
+        std::ofstream(base_ / "droot" / "corpus.txt") << "text\n";
+        root_ = fs::canonical(base_ / "droot").string();
     }
     void TearDown() override { fs::remove_all(base_); }
 
@@ -97,7 +97,7 @@ TEST_F(DataRoot, DotDotThatLeavesTheRootIsRefused) {
               "data.corpus = \"../../etc/passwd\": leaves the data root (through \"..\" or a symbolic link)");
     EXPECT_NE(corpus_error("../outside/secret").find("leaves the data root"), std::string::npos);
     EXPECT_NE(corpus_error("sub/../../outside/secret").find("leaves the data root"), std::string::npos);
-    EXPECT_NE(corpus_error("missing/../../root/corpus.txt").find("leaves the data root"), std::string::npos)
+    EXPECT_NE(corpus_error("missing/../../droot/corpus.txt").find("leaves the data root"), std::string::npos)
         << "a path that steps outside and back in is refused too";
     RunConfig c;
     c.data.cache_dir = "..";
@@ -115,9 +115,9 @@ TEST_F(DataRoot, DotDotThatStaysInsideIsResolved) {
 }
 
 TEST_F(DataRoot, SymbolicLinksOutOfTheRootAreRefused) {
-    fs::create_directory_symlink(base_ / "outside", base_ / "root" / "out");
-    fs::create_symlink(base_ / "outside" / "secret", base_ / "root" / "secret-link");
-    fs::create_symlink("../../outside", base_ / "root" / "sub" / "rel-out");  // relative target
+    fs::create_directory_symlink(base_ / "outside", base_ / "droot" / "out");
+    fs::create_symlink(base_ / "outside" / "secret", base_ / "droot" / "secret-link");
+    fs::create_symlink("../../outside", base_ / "droot" / "sub" / "rel-out");  // relative target
     for (const char* p : {"out/secret", "secret-link", "sub/rel-out/secret", "out", "out/new-file"})
         EXPECT_EQ(corpus_error(p), std::string("data.corpus = \"") + p +
                                        "\": leaves the data root (through \"..\" or a symbolic link)")
@@ -133,14 +133,14 @@ TEST_F(DataRoot, SymbolicLinksOutOfTheRootAreRefused) {
     k.train.ckpt_path = "sub/rel-out/run.ckpt";
     EXPECT_NE(confine_paths(k, root_).message().find("train.ckpt_path"), std::string::npos);
     // A link that leads back through "..": "link/.." is the link target's parent, not "sub".
-    fs::create_directory_symlink(base_ / "outside", base_ / "root" / "sub" / "o2");
+    fs::create_directory_symlink(base_ / "outside", base_ / "droot" / "sub" / "o2");
     EXPECT_NE(corpus_error("sub/o2/../outside/secret").find("leaves the data root"), std::string::npos);
     EXPECT_NE(corpus_error("missing/../out/secret").find("leaves the data root"), std::string::npos);
 }
 
 TEST_F(DataRoot, LinksInsideTheRootAreFollowedAndDanglingOnesRefused) {
-    fs::create_symlink("corpus.txt", base_ / "root" / "sub" / "dummy");  // dangling: sub/corpus.txt
-    fs::create_symlink("../corpus.txt", base_ / "root" / "sub" / "c");
+    fs::create_symlink("corpus.txt", base_ / "droot" / "sub" / "dummy");  // dangling: sub/corpus.txt
+    fs::create_symlink("../corpus.txt", base_ / "droot" / "sub" / "c");
     RunConfig c;
     EXPECT_EQ(corpus_error("sub/c", &c), "");
     EXPECT_EQ(c.data.corpus, root_ + "/corpus.txt") << "rewritten to the target the check saw";
@@ -148,7 +148,7 @@ TEST_F(DataRoot, LinksInsideTheRootAreFollowedAndDanglingOnesRefused) {
     EXPECT_NE(corpus_error("sub/dummy").find("data.corpus = \"sub/dummy\": holds a symbolic link that leads nowhere"),
               std::string::npos)
         << corpus_error("sub/dummy");
-    fs::create_symlink(base_ / "nowhere", base_ / "root" / "dangling-out");
+    fs::create_symlink(base_ / "nowhere", base_ / "droot" / "dangling-out");
     RunConfig k;
     k.train.ckpt_path = "dangling-out";
     EXPECT_NE(confine_paths(k, root_).message().find("train.ckpt_path = \"dangling-out\""), std::string::npos);
@@ -165,7 +165,7 @@ TEST_F(DataRoot, EmptyCacheDirIsRefused) {
 TEST_F(DataRoot, RootPrefixIsComparedByComponents) {
     fs::create_directories(base_ / "rootother");
     std::ofstream(base_ / "rootother" / "f") << "x";
-    fs::create_symlink(base_ / "rootother" / "f", base_ / "root" / "f");  // "<root>other/f" shares the root's text prefix
+    fs::create_symlink(base_ / "rootother" / "f", base_ / "droot" / "f");  // "<root>other/f" shares the root's text prefix
     EXPECT_NE(corpus_error("f").find("leaves the data root"), std::string::npos);
 }
 
@@ -201,16 +201,16 @@ TEST_F(DataRoot, CoordinatorRefusesPathsOutsideItsRootNamingKeyPathAndRoot) {
     ASSERT_FALSE(s);
     EXPECT_NE(s.message().find("data.val_shard = \"../outside/secret\": leaves the data root"), std::string::npos);
     EXPECT_NE(s.message().find(root_), std::string::npos) << s.message();
-    fs::create_directory_symlink(base_ / "outside", base_ / "root" / "out");
+    fs::create_directory_symlink(base_ / "outside", base_ / "droot" / "out");
     RunConfig l;
     l.data.corpus = root_ + "/out/secret";  // under the root as written, outside once the link is followed
     EXPECT_FALSE(relative_to_root(l, root_));
 }
 
 TEST_F(DataRoot, NodeRootIsCreatedForTheOwnerOnly) {
-    auto r = resolve_node_data_root((base_ / "fresh" / "root").string());
+    auto r = resolve_node_data_root((base_ / "fresh" / "droot").string());
     ASSERT_TRUE(r) << r.message();
-    EXPECT_EQ(*r, fs::canonical(base_ / "fresh" / "root").string());
+    EXPECT_EQ(*r, fs::canonical(base_ / "fresh" / "droot").string());
     EXPECT_EQ(fs::status(*r).permissions() & fs::perms::all, fs::perms::owner_all);
     std::ofstream(base_ / "file") << "x";
     EXPECT_FALSE(resolve_node_data_root((base_ / "file").string()));

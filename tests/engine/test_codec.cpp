@@ -645,7 +645,10 @@ TEST(Codec, MalformedSparsePayloadsAreRejected) {
 
 // ---- the PyTorch reference ------------------------------------------------------------------------
 
+// ctest names the folder (TW_ENGINE_TEST_DIR); __FILE__ is the fallback for a binary run by hand,
+// and is relative when a compiler cache rewrote the paths, so it is not relied on under ctest.
 std::string source_dir() {
+    if (const char* dir = std::getenv("TW_ENGINE_TEST_DIR")) return dir;
     std::string f = __FILE__;  // …/tests/engine/test_codec.cpp
     return f.substr(0, f.rfind('/'));
 }
