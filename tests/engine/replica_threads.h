@@ -1,5 +1,6 @@
 // Helpers shared by the engine tests that run R replicas as threads of one test: run a function
-// per replica and collect its error, and a fixed synthetic token stream (vocabulary 53).
+// per replica and collect its error, a fixed synthetic token stream (vocabulary 53), a trainer on
+// a replica's part of it, and the parameters' names and flattened values.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "engine/train/trainer.h"
 
 namespace tw::testing_support {
 
@@ -44,6 +48,25 @@ inline std::shared_ptr<std::vector<uint16_t>> synthetic_tokens() {
         return v;
     }();
     return t;
+}
+
+// A trainer of replica `replica` of `n` on the synthetic tokens: 16-token windows, batch 4.
+inline Trainer synthetic_trainer(const RunConfig& c, int replica, int n) {
+    return Trainer(c, WindowLoader(synthetic_tokens(), {{0, 30000}}, 16, 4, 1, replica, n),
+                   WindowLoader(synthetic_tokens(), {{0, 30000}}, 16, 4, 2));
+}
+
+inline std::vector<std::string> param_names(Trainer& t) {
+    std::vector<std::string> n;
+    for (auto& item : t.model()->named_parameters()) n.push_back(item.key());
+    return n;
+}
+
+// Every tensor's values in one detached 1-D copy.
+inline torch::Tensor flatten_copy(const std::vector<torch::Tensor>& ts) {
+    std::vector<torch::Tensor> parts;
+    for (auto& t : ts) parts.push_back(t.detach().reshape({-1}).clone());
+    return torch::cat(parts);
 }
 
 }  // namespace tw::testing_support

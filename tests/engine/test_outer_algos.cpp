@@ -45,6 +45,9 @@ struct Mesh {
 using testing_support::expect_no_errors;
 using testing_support::on_threads;
 std::shared_ptr<std::vector<uint16_t>> tokens() { return testing_support::synthetic_tokens(); }
+Trainer make(const RunConfig& c, int replica, int n) { return testing_support::synthetic_trainer(c, replica, n); }
+std::vector<std::string> names_of(Trainer& t) { return testing_support::param_names(t); }
+torch::Tensor flat(const std::vector<torch::Tensor>& ts) { return testing_support::flatten_copy(ts); }
 
 // Vocabulary 56 keeps every matrix a multiple of 4 in both dimensions (for whole Top-k chunks).
 RunConfig micro(int64_t n_layer = 2) {
@@ -53,26 +56,9 @@ RunConfig micro(int64_t n_layer = 2) {
     return c;
 }
 
-Trainer make(const RunConfig& c, int replica, int n) {
-    return Trainer(c, WindowLoader(tokens(), {{0, 30000}}, 16, 4, 1, replica, n),
-                   WindowLoader(tokens(), {{0, 30000}}, 16, 4, 2));
-}
-
 std::unique_ptr<Trainer> make_ptr(const RunConfig& c, int replica, int n) {
     return std::make_unique<Trainer>(c, WindowLoader(tokens(), {{0, 30000}}, 16, 4, 1, replica, n),
                                      WindowLoader(tokens(), {{0, 30000}}, 16, 4, 2));
-}
-
-std::vector<std::string> names_of(Trainer& t) {
-    std::vector<std::string> n;
-    for (auto& item : t.model()->named_parameters()) n.push_back(item.key());
-    return n;
-}
-
-torch::Tensor flat(const std::vector<torch::Tensor>& ts) {
-    std::vector<torch::Tensor> parts;
-    for (auto& t : ts) parts.push_back(t.detach().reshape({-1}).clone());
-    return torch::cat(parts);
 }
 
 RunConfig outer_cfg(const std::string& algo, int R, int64_t H) {
