@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <random>
 #include <zmq.hpp>
 
 #include "remote/poll.h"
@@ -136,8 +135,7 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
         s.sub.connect(eps->metrics);
     }
     // The run's data-plane token, and every member's key for the mesh and the gradient groups.
-    std::random_device rd;
-    const uint64_t mesh_token = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    const uint64_t mesh_token = random_token();
     std::vector<NodeRole> run_roles = roles;
     std::map<std::pair<std::string, int>, std::map<int, std::string>> group_keys;  // (host, port) → rank → key
     for (size_t i = 0; i < roles.size(); ++i)

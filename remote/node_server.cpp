@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
-#include <random>
 #include <thread>
 #include <zmq.hpp>
 
@@ -82,15 +81,6 @@ Status check_bind_allowed(const std::string& endpoint, bool have_curve_keys) {
     return Status::error("endpoint " + endpoint +
                          ": refusing to bind a non-loopback address without CurveZMQ keys (anyone could drive this "
                          "node); give --curve-secret-key and --allow, or bind tcp://127.0.0.1:PORT");
-}
-
-// A fresh run token: 64 random bits as 16 hex digits.
-std::string new_token() {
-    std::random_device rd;
-    const uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-    return buf;
 }
 
 // Who sent a request, for events and refusals: the key's tag with CURVE, else the token's owner.
@@ -224,7 +214,7 @@ Message NodeServer::Impl::configure(const Message& req, const std::string& key) 
     worker_done = false;
     sink = std::move(run_sink);
     owner_key = key;
-    token = new_token();
+    token = token_to_hex(random_token());
     state = "configured";
     Message ok;
     ok.kind = MsgKind::kOk;

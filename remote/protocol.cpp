@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <cstring>
 #include <zmq.hpp>
 
@@ -108,6 +109,11 @@ Message make_error(const std::string& text, const nlohmann::json& id) {
     m.body["error"] = text;
     if (!id.is_null()) m.body["id"] = id;
     return m;
+}
+
+uint64_t random_token() {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
 std::string token_to_hex(uint64_t v) {

@@ -68,6 +68,8 @@ Result<Message> decode(const std::vector<zmq::message_t>& frames, size_t max_byt
 
 Message make_error(const std::string& text, const nlohmann::json& id = nullptr);
 
+// 64 bits from the system's random source: run tokens and data-plane tokens.
+uint64_t random_token();
 // A 64-bit token as 16 lower-case hex digits (JSON numbers lose bits above 2⁵³).
 std::string token_to_hex(uint64_t v);
 Result<uint64_t> token_from_hex(const std::string& s);
