@@ -162,6 +162,11 @@ WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
             o.heartbeat_s = site.heartbeat_s;
             o.silence_timeout_s = site.heartbeat_timeout_s;
             o.max_frame_bytes = largest_data_frame_bytes(cfg);
+            if (cfg.network.shape) {
+                auto net = network_profile(cfg.network);
+                if (!net) return net.status();
+                o.shape = std::array<LinkSpec, 3>{net->intra, net->stage, net->outer};  // LinkClass order
+            }
             if (!site.public_key.empty()) {
                 o.public_key = site.public_key;
                 o.secret_key = site.secret_key;

@@ -84,6 +84,11 @@ public:
     virtual Status agree(const std::vector<int>& group, uint64_t state_hash) = 0;
 
     virtual const ByteCounters& counters() const = 0;
+
+    // Measured wall seconds of this member's rounds (all_gather, exchange) so far, each from the
+    // moment the last of its members began sending until this member held every payload: the real
+    // counterpart of the simulated communication time, waiting for late members left out.
+    virtual double real_exchange_s() const = 0;
 };
 
 }  // namespace tw

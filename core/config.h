@@ -93,6 +93,9 @@ struct NetworkConfig {
     double intra_latency_s = 0;      // override for the link inside a full replica
     double stage_bandwidth_bps = 0;  // override for the link between pipeline stages
     double stage_latency_s = 0;      // override for the link between pipeline stages
+    // Make the data plane as slow in wall time as these links (remote/link_shaper.h): a live demo of
+    // the network on one machine. Simulated time, losses and bytes do not change.
+    bool shape = false;
 };
 
 // [cluster] — where the nodes run and how they form replicas (ARCHITECTURE.md "Processes").

@@ -95,6 +95,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"network.intra_latency_s", &c.network.intra_latency_s, 0, 100},
         {"network.stage_bandwidth_bps", &c.network.stage_bandwidth_bps, 0, 1e15},
         {"network.stage_latency_s", &c.network.stage_latency_s, 0, 100},
+        {"network.shape", &c.network.shape},
 
         {"cluster.mode", &c.cluster.mode, -inf, inf, {"threads", "local", "remote"}},
         {"cluster.endpoints", &c.cluster.endpoints},

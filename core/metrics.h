@@ -21,13 +21,15 @@ struct MetricRecord {
 
 // The metrics every synchronisation round reports, whatever the algorithm or worker, as name → value:
 // bytes this node sent, sequential transfers, compute since the last round, the transfer's cost on
-// the link, the time the node's clock waited, and compute / (compute + waited).
+// the link, the time the node's clock waited, compute / (compute + waited), and the round's
+// measured exchange time in wall seconds (Collective::real_exchange_s; DDP: the all-reduce's).
 inline std::vector<std::pair<std::string, double>> round_metrics(uint64_t bytes, int64_t hops, double compute_s,
-                                                                 double comm_s, double exposed_s) {
+                                                                 double comm_s, double exposed_s, double real_comm_s) {
     return {{"round.bytes", static_cast<double>(bytes)},
             {"round.hops", static_cast<double>(hops)},
             {"round.compute_s", compute_s},
             {"round.comm_s", comm_s},
+            {"round.real_comm_s", real_comm_s},
             {"round.exposed_comm_s", exposed_s},
             {"round.utilisation", compute_s / (compute_s + exposed_s)}};
 }

@@ -15,6 +15,7 @@
 
 #include "remote/curve.h"
 #include "remote/disconnect_log.h"
+#include "remote/link_shaper.h"
 #include "remote/poll.h"
 #include "remote/wire_frame.h"
 
@@ -28,6 +29,13 @@ double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock
 constexpr uint64_t kRoundWindow = 1024;
 // What a member said in its bye (the frame's aux).
 constexpr uint64_t kByeEnded = 0, kByeStopped = 1;
+
+// Wall-clock time in ns since the Unix epoch: comparable between the processes of one machine
+// and, as far as their clocks are synchronised, between machines.
+uint64_t wall_ns() {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
 
 bool is_stream_transport(const std::string& ep) { return ep.rfind("inproc://", 0) != 0; }
 
@@ -48,6 +56,7 @@ struct ZmqCollective::Sockets {
     std::vector<zmq::socket_t> push;  // indexed by rank; own slot unused
     std::map<uint64_t, std::map<int, std::vector<uint8_t>>> early;  // payloads of rounds not yet gathered
     std::map<uint64_t, std::map<int, double>> early_clocks;
+    std::map<uint64_t, std::map<int, uint64_t>> early_starts;        // senders' wall_ns() at their round's start
     std::map<uint64_t, std::map<int, uint64_t>> early_hashes;        // agreement rounds
     struct Message {
         std::vector<uint8_t> payload;
@@ -114,6 +123,7 @@ Result<std::unique_ptr<ZmqCollective>> ZmqCollective::create(std::shared_ptr<zmq
     c->endpoints_ = std::move(endpoints);
     c->rank_ = rank;
     c->opts_ = std::move(opts);
+    if (c->opts_.shape) c->shaper_ = std::make_unique<LinkShaper>(*c->opts_.shape);
     c->s_ = std::make_unique<Sockets>();
     auto& s = *c->s_;
     const int n = c->size();
@@ -310,12 +320,28 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
                 }
                 const auto* bb = static_cast<const uint8_t*>(body.data());
                 slot[from] = std::vector<uint8_t>(bb, bb + body.size());
+                s.early_starts[fh->round][from] = fh->aux;
             }
             s.early_clocks[fh->round][from] = fh->clock_s;
             return Status::ok();
         }
     }
     return Status::ok();
+}
+
+Status ZmqCollective::shape_wait(LinkClass link, size_t bytes) {
+    if (!shaper_) return Status::ok();
+    const auto release = shaper_->release_at(link, bytes, Clock::now());
+    // Waiting is reading: peers' frames, byes and silences are noticed while the uplink is busy.
+    const auto none = [] { return std::vector<int>{}; };
+    for (;;) {
+        const auto left_us = std::chrono::duration_cast<std::chrono::microseconds>(release - Clock::now()).count();
+        if (left_us <= 0) return Status::ok();
+        const int64_t left = (left_us + 999) / 1000;  // whole ms, rounded up: never before the release
+        if (Status st = pump_until("the shaped uplink", none, Clock::now(), static_cast<int>(std::min<int64_t>(left, 20)));
+            !st)
+            return st;
+    }
 }
 
 Status ZmqCollective::send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload) {
@@ -354,7 +380,9 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vec
     const int li = static_cast<int>(link);
     try {
         const uint64_t round = round_++;
+        const uint64_t start_ns = wall_ns();
         wire::FrameHeader fh;
+        fh.aux = start_ns;
         fh.kind = wire::FrameKind::kRound;
         fh.link = link;
         fh.rank = static_cast<uint16_t>(rank_);
@@ -365,6 +393,7 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vec
         wire::encode_frame_header(fh, header);
         for (int r : group) {
             if (r == rank_) continue;
+            if (Status st = shape_wait(link, mine.size()); !st) return st;
             if (Status st = send_frame(r, header, mine); !st) return st;
             counters_.sent_bytes[li] += mine.size();
             counters_.sent_msgs[li] += 1;
@@ -378,6 +407,14 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vec
         };
         while (!missing().empty())
             if (Status st = pump("round " + std::to_string(round), missing); !st) return st;
+        // The exchange's real time for this member: from the moment the last member began sending
+        // (its start stamp; a stamp from the future — unsynchronised clocks — counts as now) until
+        // every payload is here.
+        const uint64_t done_ns = wall_ns();
+        uint64_t latest_ns = start_ns;
+        for (auto& [r, t] : s_->early_starts[round])
+            if (std::find(group.begin(), group.end(), r) != group.end()) latest_ns = std::max(latest_ns, std::min(t, done_ns));
+        real_exchange_s_ += static_cast<double>(done_ns - latest_ns) * 1e-9;
         auto& got = s_->early[round];
         std::vector<std::vector<uint8_t>> out(group.size());
         if (clocks) clocks->assign(group.size(), sim_clock_s);
@@ -395,6 +432,7 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vec
             (void)drop("from rank " + std::to_string(r) + ": not in round " + std::to_string(round) + "'s group");
         s_->early.erase(round);
         s_->early_clocks.erase(round);
+        s_->early_starts.erase(round);
         return out;
     } catch (const zmq::error_t& e) {
         return R::error(std::string("collective: ") + e.what());
@@ -466,6 +504,8 @@ Status ZmqCollective::send(int peer, const std::vector<uint8_t>& payload, LinkCl
         fh.token = opts_.token;
         uint8_t header[wire::kFrameHeaderBytes];
         wire::encode_frame_header(fh, header);
+        if (count)
+            if (Status st = shape_wait(link, payload.size()); !st) return st;
         if (Status st = send_frame(peer, header, payload); !st) return st;
         if (count) {
             counters_.sent_bytes[static_cast<int>(link)] += payload.size();

@@ -14,21 +14,30 @@
 // member awaited by a wait and silent (no heartbeat, no traffic) for silence_timeout_s is declared
 // lost, and a member whose run ended says so (bye) — a deadline on silence, not on the wait.
 //
+// Real exchange time: a round's frames carry the wall-clock time (system_clock) at which their
+// sender began sending; real_exchange_s() adds up, per round, the time from the last member's
+// start to this member holding every payload.
+//
 // Thread-safety: one thread uses a ZmqCollective (the worker's); the heartbeat thread has sockets
 // of its own.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/collective.h"
+#include "core/network.h"
 
 namespace zmq { class context_t; }
 
 namespace tw {
+
+class LinkShaper;
 
 struct MeshOptions {
     int timeout_ms = 60000;          // backstop on one whole wait
@@ -39,6 +48,8 @@ struct MeshOptions {
     std::string public_key, secret_key;
     std::vector<std::string> member_keys;
     size_t max_frame_bytes = 0;      // ZMQ_MAXMSGSIZE of the PULL socket (tcp/ipc); 0 = unlimited
+    // In-process shaper (remote/link_shaper.h): counted sends wait as the links (by LinkClass) say.
+    std::optional<std::array<LinkSpec, 3>> shape;
     // Dropped frames and lost members: (event kind, text). May be empty.
     std::function<void(const std::string& kind, const std::string& text)> on_event;
 };
@@ -69,6 +80,7 @@ public:
                 bool count = true) override;
     Result<std::vector<uint8_t>> recv(int peer, double* sender_clock_s = nullptr) override;
     const ByteCounters& counters() const override { return counters_; }
+    double real_exchange_s() const override { return real_exchange_s_; }
     uint64_t header_bytes() const { return header_bytes_; }
     uint64_t dropped_frames() const { return dropped_; }
     // Checked every 100 ms while waiting for peers: a true result ends the wait with an error, so
@@ -87,7 +99,9 @@ private:
     Status pump_until(const std::string& what, const std::function<std::vector<int>()>& awaited,
                       std::chrono::steady_clock::time_point wait_start, int max_ms);
     Status send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload);
-    Status drop(const std::string& why);  // counts and reports a dropped frame; always ok
+    Status drop(const std::string& why);
+    // With a shaper: waits (abortably, reading meanwhile) until a counted message may leave.
+    Status shape_wait(LinkClass link, size_t bytes);  // counts and reports a dropped frame; always ok
     std::string member(int r) const;
     std::shared_ptr<zmq::context_t> ctx_;
     std::unique_ptr<Sockets> s_;
@@ -99,6 +113,8 @@ private:
     ByteCounters counters_;
     uint64_t header_bytes_ = 0;
     uint64_t dropped_ = 0;
+    double real_exchange_s_ = 0;
+    std::unique_ptr<LinkShaper> shaper_;
     std::function<bool()> abort_;
 };
 

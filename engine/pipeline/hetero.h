@@ -45,6 +45,7 @@ public:
     Status send(int, const std::vector<uint8_t>&, LinkClass, double, bool) override;
     Result<std::vector<uint8_t>> recv(int, double*) override;
     const ByteCounters& counters() const override { return mesh_.counters(); }
+    double real_exchange_s() const override { return mesh_.real_exchange_s(); }
 
 private:
     Collective& mesh_;

@@ -526,6 +526,7 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     ++outer_step_;
     uint64_t bytes = 0;
     int64_t hops = 1, guard_clipped = 0;  // contributions the guard scaled, over this node's slices
+    const double real_before = mesh_->real_exchange_s();
     double start = sim_s_, latest = sim_s_;
     for (int64_t s = 0; s < S(); ++s) {
         Slice* sl = slice_of(s);
@@ -566,7 +567,8 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     }
     if (guard_clipped > 0) record(step, "round.guard_clipped", static_cast<double>(guard_clipped));
     for (auto& [name, v] : round_metrics(bytes, hops, round_compute_s_,
-                                         transfer_s(net_.outer, bytes) + (hops - 1) * net_.outer.latency_s, exposed))
+                                         transfer_s(net_.outer, bytes) + (hops - 1) * net_.outer.latency_s, exposed,
+                                         mesh_->real_exchange_s() - real_before))
         record(step, name, v);
     round_compute_s_ = 0;
     return Status::ok();

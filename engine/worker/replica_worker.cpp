@@ -50,6 +50,8 @@ private:
     void record_bytes(int64_t step);
     // The metrics every synchronisation round reports, whatever the algorithm.
     void record_round(int64_t step, uint64_t bytes, int64_t hops, double compute_s, double comm_s, double exposed_s);
+    // Measured exchange seconds so far: the mesh's rounds and the wall time inside Gloo's calls.
+    double real_exchange_s() const { return (mesh_ ? mesh_->real_exchange_s() : 0) + gloo_real_s_; }
     ByteCounters total_bytes() const;  // the mesh's and the Gloo group's counters added up
     WorkerSummary summarise() const;
     double evaluate_global();
@@ -71,6 +73,7 @@ private:
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
     double sim_s_ = 0, compute_s_ = 0, exposed_s_ = 0, round_compute_s_ = 0;
+    double gloo_real_s_ = 0, real_at_last_round_ = 0;
     int64_t outer_step_ = -1;
     int64_t n_params_ = 0;
     double last_loss_ = NAN, last_val_ = NAN;
@@ -116,7 +119,12 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         auto g = GradAllReduce::create(r, grad_link_);
         if (!g) return g.status();
         grads_ = std::move(*g);
-        trainer_->set_grad_sync([this, params] { return grads_->average_grads(params); });
+        trainer_->set_grad_sync([this, params] {
+            const auto t = Clock::now();
+            Status st = grads_->average_grads(params);
+            gloo_real_s_ += since_s(t);
+            return st;
+        });
     }
     // Same seed → same weights; verified, since a silent mismatch would poison every round.
     if (mesh_) {
@@ -137,6 +145,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         if (!algo) return algo.status();
         outer_ = std::move(*algo);
     }
+    real_at_last_round_ = real_exchange_s();  // the start-up checks are not a round
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                 role_.name + " starts: " + std::to_string(count_parameters(cfg_.model)) + " parameters, data part " +
                     std::to_string(role_.global_rank()) + " of " + std::to_string(role_.world())});
@@ -209,7 +218,9 @@ Status ReplicaWorker::outer_round(int64_t step) {
         auto params = trainer_->model()->parameters();
         auto clock = torch::full({1}, end_s, torch::kFloat32);
         params.push_back(clock);
+        const auto t = Clock::now();
         if (Status st = grads_->broadcast(params, 0); !st) return st;
+        gloo_real_s_ += since_s(t);
         end_s = std::max(end_s, static_cast<double>(clock.item<float>())) +
                 transfer_s(net_.intra, static_cast<uint64_t>(n_params_) * 4);
     }
@@ -250,7 +261,10 @@ double ReplicaWorker::evaluate_global() {
 
 void ReplicaWorker::record_round(int64_t step, uint64_t bytes, int64_t hops, double compute_s, double comm_s,
                                  double exposed_s) {
-    for (auto& [name, v] : round_metrics(bytes, hops, compute_s, comm_s, exposed_s)) record(step, name, v);
+    const double real = real_exchange_s();
+    for (auto& [name, v] : round_metrics(bytes, hops, compute_s, comm_s, exposed_s, real - real_at_last_round_))
+        record(step, name, v);
+    real_at_last_round_ = real;
 }
 
 ByteCounters ReplicaWorker::total_bytes() const {

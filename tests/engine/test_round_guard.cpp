@@ -295,6 +295,7 @@ public:
     }
     Result<std::vector<uint8_t>> recv(int p, double* c) override { return real_.recv(p, c); }
     const ByteCounters& counters() const override { return real_.counters(); }
+    double real_exchange_s() const override { return real_.real_exchange_s(); }
 
 private:
     Collective& real_;
