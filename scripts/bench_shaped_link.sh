@@ -48,18 +48,25 @@ algorithm = "sparseloco"
 replicas = 2
 inner_steps = 10'
 
-# Per round and node: bytes sent, simulated and measured exchange seconds, ratio measured/simulated.
+# Per round: bytes each node sent, the simulated exchange time, each node's measured one, and the
+# round's measured time — the last node to hold every payload (the member that started first waits
+# for the whole of the last one's payload; the last one finds its peers' payloads partly in flight,
+# so its own figure is shorter) — over the simulated one.
 table() {  # $1 = run name
   local id
   id="$(sqlite3 "$db" "select id from runs where name = '$1'")"
   sqlite3 -separator ' ' "$db" "
-    select m.node, m.step, b.value, m.value, r.value from metrics m
+    select m.step, m.node, b.value, m.value, r.value from metrics m
       join metrics r on r.run_id = m.run_id and r.node = m.node and r.step = m.step and r.name = 'round.real_comm_s'
       join metrics b on b.run_id = m.run_id and b.node = m.node and b.step = m.step and b.name = 'round.bytes'
-    where m.run_id = $id and m.name = 'round.comm_s' order by m.node, m.step" |
-    awk -v run="$1" '{ printf "%-26s %-10s %5d %11d %9.3f %9.3f %7.3f\n", run, $1, $2, $3, $4, $5, $5 / $4 }'
+    where m.run_id = $id and m.name = 'round.comm_s' order by m.step, m.node" |
+    awk -v run="$1" '
+      function flush() { if (step != "") printf "%-20s %5d %11d %8.3f  %-16s %8.3f %7.3f\n", run, step, bytes, sim, nodes, worst, worst / sim }
+      $1 != step { flush(); step = $1; bytes = $3; sim = $4; nodes = ""; worst = 0 }
+      { nodes = nodes (nodes == "" ? "" : ",") sprintf("%.3f", $5); if ($5 > worst) worst = $5; if ($4 > sim) sim = $4 }
+      END { flush() }'
 }
-header() { printf "%-26s %-10s %5s %11s %9s %9s %7s\n" run node step bytes sim_s real_s ratio; }
+header() { printf "%-20s %5s %11s %8s  %-16s %8s %7s\n" run step bytes sim_s "real_s per node" real_s ratio; }
 
 run_layout() {  # $1 = name, $2 = toml file, then the host to run on ('' = here)
   local name="$1" file="$2" host="${3:-}"
@@ -76,7 +83,7 @@ if (netns_require) 2> "$work/skip"; then
   "$tw" keys new "$work/keys/coord" > /dev/null
   for h in 1 2; do
     "$tw" keys new "$work/keys/n$h" > /dev/null
-    shape_uplink "$h" "${rate_mbit}mbit"
+    shape_uplink "$h" "${rate_mbit}mbit" "${TBF_QUEUE:-latency 50ms}"
     on_host "$h" "$tw" node --listen "tcp://$(host_ip "$h"):$PORT" --curve-secret-key "$work/keys/n$h/secret.key" \
       --allow "$work/keys/coord/public.key" --data-root "$root" > "$work/node$h.log" 2>&1 &
   done
@@ -87,7 +94,7 @@ if (netns_require) 2> "$work/skip"; then
   # One-way latency between two hosts: half the mean round trip of 20 pings.
   rtt_ms="$(on_host 1 ping -c 20 -i 0.05 -q "$(host_ip 2)" | awk -F/ '/^rtt/ {print $5}')"
   lat_s="$(awk -v r="$rtt_ms" 'BEGIN {printf "%.6f", r / 2000}')"
-  echo "tbf ${rate_mbit}mbit on each node host's uplink (burst 8 kB, queue 4 MB); measured one-way latency ${lat_s} s"
+  echo "tbf ${rate_mbit}mbit on each node host's uplink (burst 8 kB, ${TBF_QUEUE:-latency 50ms}); measured one-way latency ${lat_s} s"
   cluster="[cluster]
 mode = \"remote\"
 endpoints = [\"tcp://$(host_ip 1):$PORT\", \"tcp://$(host_ip 2):$PORT\"]
@@ -106,7 +113,7 @@ else
 fi
 
 # The in-process shaper: threads of this process, no tc; latency = the home-20m profile's 40 ms.
-for v in "diloco-fp32:$outer_diloco" "diloco-int8:$outer_diloco
+[ "${SKIP_SHAPER:-0}" = 1 ] || for v in "diloco-fp32:$outer_diloco" "diloco-int8:$outer_diloco
 dtype = \"int8\"" "sparseloco:$outer_sparse"; do
   name="shaper-${v%%:*}"
   { layout "shape = true
@@ -118,8 +125,8 @@ done
 header
 for r in "${results[@]}"; do table "$r"; done
 echo
-echo "mean ratio per run (measured / simulated), rounds with payloads of 1 MB or more marked *:"
+echo "mean ratio per run (round's measured / simulated), * = payloads of 1 MB or more:"
 for r in "${results[@]}"; do
-  table "$r" | awk -v run="$r" '{ s += $7; n++; big = big || ($4 >= 1000000) }
-    END { if (n) printf "  %-26s %6.3f over %d node-rounds%s\n", run, s / n, n, big ? " *" : "" }'
+  table "$r" | awk -v run="$r" '{ s += $7; n++; if ($7 < lo || n == 1) lo = $7; if ($7 > hi) hi = $7; big = big || ($3 >= 1000000) }
+    END { if (n) printf "  %-20s %6.3f (%.3f-%.3f) over %d rounds%s\n", run, s / n, lo, hi, n, big ? " *" : "" }'
 done

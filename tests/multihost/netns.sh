@@ -54,10 +54,12 @@ netns_hosts() {
   return 1
 }
 
-shape_uplink() {  # $1 = host, $2 = rate (tc units, e.g. 20mbit)
-  # burst: a few full-size packets, so the rate holds at the scale of one packet train; limit: a
-  # queue deep enough that a sender's window is delayed, not dropped (tbf drops what does not fit).
-  tc -n "$(host_ns "$1")" qdisc replace dev eth0 root tbf rate "$2" burst 8kb limit 4mb
+shape_uplink() {  # $1 = host, $2 = rate (tc units, e.g. 20mbit), $3 = queue (default "latency 50ms")
+  # burst: a few full-size packets, so the rate holds at the scale of one packet train. The queue
+  # is short: the acknowledgements of what the host receives leave through the same queue, and
+  # behind seconds of queued payload they would throttle the peer's send (TCP is ACK-clocked).
+  # shellcheck disable=SC2086
+  tc -n "$(host_ns "$1")" qdisc replace dev eth0 root tbf rate "$2" burst 8kb ${3:-latency 50ms}
 }
 
 netns_cleanup() {
