@@ -154,6 +154,8 @@ void Session::body(RunConfig cfg) {
                                                               : static_cast<void (*)(const std::string&)>(nullptr)));
     if (cfg.model.vocab_size == 0) cfg.model.vocab_size = data.vocab_size;
     out.unigram = unigram_loss(*data.train, *data.val, cfg.model.vocab_size);
+    // The reference every node's own data must match (each node checks before any step).
+    const DataFingerprint fingerprint = unwrap(data_fingerprint(data));
     const int64_t need = nodes_needed(cfg);
     const int n = static_cast<int>(cfg.cluster.nodes > 0 ? cfg.cluster.nodes : need);
     // Threads of one process share its cores.
@@ -171,10 +173,13 @@ void Session::body(RunConfig cfg) {
         for (auto& k : cfg.cluster.node_keys) copts.node_keys.push_back(unwrap(public_key_from_text_or_file(k)));
     }
     auto coord = unwrap(Coordinator::connect(ctx, endpoints, copts));
-    const std::vector<NodeRole> roles = unwrap(assign_roles(cfg, endpoints, free_tcp_port));
+    std::vector<NodeRole> roles = unwrap(assign_roles(cfg, endpoints, free_tcp_port));
+    for (NodeRole& r : roles) r.data_fingerprint = to_wire(fingerprint);
 
     out.run_id = unwrap(store.create_run(cfg.run.name, "run", to_toml(cfg), config_hash(cfg), cfg.run.seed));
     check(store.set_run_group(out.run_id, group_, cfg.cluster.mode));
+    (void)store.add_event(out.run_id,
+                          {since_s(t0), "coordinator", EventLevel::kInfo, "data", "data " + to_text(fingerprint)});
     {
         std::lock_guard<std::mutex> lock(mu_);
         snap_.run_id = out.run_id;

@@ -35,6 +35,9 @@ struct NodeRole {
     std::vector<std::string> mesh_keys;
     // The run's data-plane token (remote/wire_frame.h): frames without it are not from this run.
     uint64_t mesh_token = 0;
+    // The coordinator's data fingerprint (core/data_fingerprint.h, wire form): the node's own
+    // prepared data must match it before any step. "" = no check (roles built by hand in tests).
+    std::string data_fingerprint;
     GlooGroupSpec grad_group;  // gradients all-reduced every step (DDP: all nodes; DiLoCo: the replica's nodes)
 
     int global_rank() const { return replica * replica_nodes + rank; }

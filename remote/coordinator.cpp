@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <zmq.hpp>
 
 #include "remote/poll.h"
@@ -31,6 +32,7 @@ struct Coordinator::Impl {
     Clock::time_point last_poll = Clock::now();  // when poll() last read the streams
     int64_t next_id = 1;
     bool stopping = false;
+    std::optional<size_t> first_failure;  // the node whose failed `done` arrived first in this run
 };
 
 Coordinator::~Coordinator() {
@@ -156,6 +158,7 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
             for (auto& [rank, key] : group_keys[{r.grad_group.host, r.grad_group.port}]) r.grad_group.keys.push_back(key);
         }
     }
+    s.first_failure.reset();
     for (size_t i = 0; i < roles.size(); ++i) {
         Message m;
         m.kind = MsgKind::kConfigure;
@@ -274,6 +277,7 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
             n.stopped = m.body.value("stopped", false);
             n.error = m.body.value("error", "");
             n.state = !n.ok ? "failed" : (n.stopped ? "stopped" : "finished");
+            if (!n.ok && !s.first_failure) s.first_failure = it->second;
             if (m.body.contains("summary") && m.body["summary"].is_object())
                 for (auto& [k, v] : m.body["summary"].items())
                     if (v.is_number()) n.summary[k] = v.get<double>();
@@ -309,12 +313,16 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
         }
         s.last_heartbeat_sent = Clock::now();
     }
+    for (size_t i = 0; i < nodes_.size(); ++i)
+        if (s.in_run[i]) nodes_[i].heartbeat_age_s = since_s(s.last_seen[i]);
+    if (s.first_failure) {
+        const NodeInfo& n = nodes_[*s.first_failure];
+        return RunOutcome{RunStatus::kFailed, n.name + ": " + n.error};
+    }
     bool all_done = true, any_stopped = false;
     for (size_t i = 0; i < nodes_.size(); ++i) {
         if (!s.in_run[i]) continue;
-        NodeInfo& n = nodes_[i];
-        n.heartbeat_age_s = since_s(s.last_seen[i]);
-        if (n.done && !n.ok) return RunOutcome{RunStatus::kFailed, n.name + ": " + n.error};
+        const NodeInfo& n = nodes_[i];
         if (!n.done && n.heartbeat_age_s > s.opts.heartbeat_timeout_s) {
             char buf[64];
             std::snprintf(buf, sizeof buf, "%.1f", n.heartbeat_age_s);

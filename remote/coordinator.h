@@ -79,7 +79,8 @@ public:
 
     // Pumps the metric streams for up to `timeout_ms`, forwards records to `sink` and sends
     // heartbeats. Returns the outcome once every node of the run is done, a node failed, or a node
-    // missed heartbeats for longer than heartbeat_timeout_s.
+    // missed heartbeats for longer than heartbeat_timeout_s. A failure names the node whose failure
+    // arrived first: its peers' failures (a member that left the mesh) usually follow from it.
     std::optional<RunOutcome> poll(CoordinatorSink& sink, int timeout_ms);
 
     // One request/reply round trip with node i (kind and body of `m`); error replies become errors.

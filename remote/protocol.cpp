@@ -8,6 +8,7 @@
 #include <cstring>
 #include <zmq.hpp>
 
+#include "core/data_fingerprint.h"
 #include "remote/curve.h"
 
 namespace tw {
@@ -147,6 +148,7 @@ nlohmann::json role_to_json(const NodeRole& r) {
             {"mesh_rank", r.mesh_rank},
             {"mesh_keys", r.mesh_keys},
             {"mesh_token", token_to_hex(r.mesh_token)},
+            {"data_fingerprint", r.data_fingerprint},
             {"grad_group",
              {{"host", r.grad_group.host}, {"port", r.grad_group.port}, {"rank", r.grad_group.rank},
               {"size", r.grad_group.size}, {"keys", r.grad_group.keys}}}};
@@ -275,6 +277,14 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
     auto token = token_from_hex(token_hex);
     if (!token) return R::error("role: \"mesh_token\": " + token.message());
     r.mesh_token = *token;
+    // Optional (absent = "" = no check): "TOKENIZER:TRAIN:VAL" as core/data_fingerprint.h writes it.
+    if (j.contains("data_fingerprint")) {
+        TW_ROLE_FIELD(r.data_fingerprint,
+                      string_field(j, "data_fingerprint", "data_fingerprint", kMaxFingerprintChars));
+        if (!r.data_fingerprint.empty())
+            if (auto f = parse_data_fingerprint(r.data_fingerprint); !f)
+                return R::error("role: \"data_fingerprint\": " + f.message());
+    }
 
     const auto g = j.find("grad_group");
     if (g == j.end()) return R::error("role: no \"grad_group\"");

@@ -80,8 +80,9 @@ nlohmann::json role_to_json(const NodeRole& r);
 // "pipeline"; replicas and replica_nodes ≥ 1 with replicas × replica_nodes ≤ kMaxMeshMembers;
 // replica, rank and stage (-1 = none) inside those; mesh_endpoints ≤ kMaxMeshMembers strings of ≤
 // kMaxEndpointChars starting inproc://, ipc:// or tcp://; mesh_rank in [-1, endpoints); mesh_keys
-// none or one Z85 key per endpoint; mesh_token 16 lower-case hex digits; grad_group {host ≤ 253
-// chars, port 0..65535, size ≥ 1, rank < size, keys none or `size` Z85 keys}.
+// none or one Z85 key per endpoint; mesh_token 16 lower-case hex digits; data_fingerprint absent,
+// "" or TOKENIZER:TRAIN:VAL (core/data_fingerprint.h); grad_group {host ≤ 253 chars, port
+// 0..65535, size ≥ 1, rank < size, keys none or `size` Z85 keys}.
 Result<NodeRole> role_from_json(const nlohmann::json& j);
 nlohmann::json metric_rows(const std::vector<MetricRecord>& records);
 // Rows are [integer step, integer outer_step, number wall_s, number sim_s, string name, number or

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "core/hash.h"
 #include "engine/data/corpus.h"
@@ -164,6 +165,27 @@ std::vector<std::pair<int64_t, int64_t>> select_spans(const PreparedData& d, boo
         if (keep) out.emplace_back(s.offset, s.length);
     }
     return out;
+}
+
+uint64_t token_stream_hash(const std::vector<uint16_t>& tokens) {
+    uint64_t h = kFnvOffset;
+    for (uint16_t t : tokens) {
+        const char b[2] = {static_cast<char>(t & 0xff), static_cast<char>(t >> 8)};
+        h = fnv1a64(std::string_view(b, 2), h);
+    }
+    return h;
+}
+
+Result<DataFingerprint> data_fingerprint(const PreparedData& d) {
+    DataFingerprint f;
+    if (!d.tokenizer_path.empty()) {
+        auto h = Tokenizer::model_hash(d.tokenizer_path);
+        if (!h) return h.status();
+        f.tokenizer = *h;
+    }
+    f.train = d.train ? token_stream_hash(*d.train) : kFnvOffset;
+    f.val = d.val ? token_stream_hash(*d.val) : kFnvOffset;
+    return f;
 }
 
 double unigram_loss(const std::vector<uint16_t>& train, const std::vector<uint16_t>& val, int64_t vocab_size) {

@@ -11,7 +11,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
+#include <string_view>
+
+#include "core/hash.h"
 
 namespace tw {
 namespace {
@@ -119,6 +123,46 @@ Status Tokenizer::train(const std::vector<std::string>& texts, int vocab_size, c
     fs::remove(log_path, ec);
     if (!has_ext) fs::rename(prefix + ".model", model_path, ec);
     return Status::ok();
+}
+
+Result<uint64_t> Tokenizer::model_hash(const std::string& model_path) {
+    using R = Result<uint64_t>;
+    std::ifstream in(model_path, std::ios::binary);
+    const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (!in.is_open() || in.bad()) return R::error("cannot read the tokenizer model " + model_path);
+    // Walks the top-level protobuf fields (tag varint, then a varint, 8 bytes, a length-prefixed
+    // run or 4 bytes) and hashes each whole field except trainer_spec.
+    const auto bad = [&] { return R::error("the tokenizer model " + model_path + " is not a SentencePiece model"); };
+    size_t at = 0;
+    const auto varint = [&](uint64_t& v) {
+        v = 0;
+        for (int shift = 0; shift < 64 && at < bytes.size(); shift += 7) {
+            const auto b = static_cast<unsigned char>(bytes[at++]);
+            v |= static_cast<uint64_t>(b & 0x7f) << shift;
+            if (!(b & 0x80)) return true;
+        }
+        return false;
+    };
+    uint64_t h = kFnvOffset;
+    while (at < bytes.size()) {
+        const size_t start = at;
+        uint64_t tag = 0, n = 0;
+        if (!varint(tag)) return bad();
+        const uint64_t type = tag & 7;
+        if (type == 0 || type == 2) {
+            if (!varint(n)) return bad();
+        } else if (type == 1 || type == 5) {
+            n = type == 1 ? 8 : 4;
+        } else {
+            return bad();  // groups (3, 4) are not in ModelProto
+        }
+        if (type != 0) {
+            if (n > bytes.size() - at) return bad();
+            at += n;
+        }
+        if (tag >> 3 != 2) h = fnv1a64(std::string_view(bytes).substr(start, at - start), h);
+    }
+    return h;
 }
 
 Result<Tokenizer> Tokenizer::load(const std::string& model_path) {

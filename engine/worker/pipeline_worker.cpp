@@ -154,6 +154,11 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     if (!mesh_) return Status::error(role_.name + ": a pipeline run needs the data-plane mesh");
     auto data = prepare_data(cfg_.data);
     if (!data) return data.status();
+    // The same data everywhere: this machine's against the coordinator's, before any step.
+    auto fp = data_fingerprint(*data);
+    if (!fp) return fp.status();
+    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "data", "data " + to_text(*fp)});
+    if (Status st = check_data_fingerprint(*fp, role_.data_fingerprint); !st) return st;
     data_ = std::make_shared<PreparedData>(std::move(*data));
     if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = data_->vocab_size;
     if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });

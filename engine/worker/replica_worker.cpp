@@ -86,6 +86,11 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     net_ = *net;
     auto data = prepare_data(cfg_.data);
     if (!data) return data.status();
+    // The same data everywhere: this machine's against the coordinator's, before any step.
+    auto fp = data_fingerprint(*data);
+    if (!fp) return fp.status();
+    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "data", "data " + to_text(*fp)});
+    if (Status st = check_data_fingerprint(*fp, role_.data_fingerprint); !st) return st;
     if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = data->vocab_size;
     if (cfg_.model.vocab_size < data->vocab_size)
         return Status::error("model.vocab_size " + std::to_string(cfg_.model.vocab_size) + " is smaller than the data's " +

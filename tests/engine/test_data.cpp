@@ -1,12 +1,15 @@
-// Data: Brown detagging, tokenizer round trip, shard format and its errors, split and loader.
+// Data: Brown detagging, tokenizer round trip, shard format and its errors, split and loader,
+// the data fingerprint nodes compare before a run.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "engine/data/corpus.h"
+#include "core/hash.h"
 #include "engine/data/dataset.h"
 #include "engine/data/loader.h"
 #include "engine/data/shard.h"
@@ -192,6 +195,131 @@ TEST(Dataset, PlainTextFolderIsPreparedAndCached) {
     ASSERT_TRUE(again) << again.message();
     EXPECT_EQ(*again->train, *d->train);
     EXPECT_LT(unigram_loss(*d->train, *d->val, 60), std::log(60.0));
+}
+
+// A protobuf length-delimited field: tag (field << 3 | 2), one-byte length, bytes.
+std::string pb_field(int field, const std::string& bytes) {
+    return std::string(1, static_cast<char>(field << 3 | 2)) + static_cast<char>(bytes.size()) + bytes;
+}
+void write_file(const std::string& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+TEST(Fingerprint, TokenizerHashLeavesOutOnlyTheTrainingRecord) {
+    const auto model = temp_path("fields.model");
+    // pieces (1), trainer_spec (2, the machine's paths), normalizer_spec (3), a varint field (6).
+    const std::string piece = pb_field(1, "ab"), norm = pb_field(3, "cd"), flag = "\x30\x01";
+    write_file(model, piece + pb_field(2, "/home/a/cache") + norm + flag);
+    auto h = Tokenizer::model_hash(model);
+    ASSERT_TRUE(h) << h.message();
+    EXPECT_EQ(*h, fnv1a64(piece + norm + flag));
+    EXPECT_EQ(*h, 0x72d1b10155b31cf4ull);  // FNV-1a 64 (core/hash.h's offset) of 0a 02 61 62 1a 02 63 64 30 01
+    write_file(model, piece + pb_field(2, "/srv/b/data/cache") + norm + flag);
+    EXPECT_EQ(Tokenizer::model_hash(model).value(), *h);  // another machine's paths: same model
+    write_file(model, pb_field(1, "ac") + pb_field(2, "/home/a/cache") + norm + flag);
+    EXPECT_NE(Tokenizer::model_hash(model).value(), *h);  // another piece: another model
+    write_file(model, piece + "\x12\x7f");               // a length past the end
+    EXPECT_NE(Tokenizer::model_hash(model).message().find("is not a SentencePiece model"), std::string::npos);
+    EXPECT_NE(Tokenizer::model_hash(temp_path("no-such.model")).message().find("no-such.model"), std::string::npos);
+
+    // Real models trained on the same texts in two folders differ as files (each records its own
+    // paths) and hash the same.
+    const auto a = temp_path("fp-a/tok.model"), b = temp_path("fp-bb/tok.model");
+    fs::create_directories(fs::path(a).parent_path());
+    fs::create_directories(fs::path(b).parent_path());
+    ASSERT_TRUE(Tokenizer::train(synthetic_texts(), 60, a, 1));
+    ASSERT_TRUE(Tokenizer::train(synthetic_texts(), 60, b, 1));
+    std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+    const std::string ba{std::istreambuf_iterator<char>(fa), {}}, bb{std::istreambuf_iterator<char>(fb), {}};
+    EXPECT_NE(ba, bb);
+    auto ha = Tokenizer::model_hash(a), hb = Tokenizer::model_hash(b);
+    ASSERT_TRUE(ha && hb);
+    EXPECT_EQ(*ha, *hb);
+    EXPECT_NE(*ha, fnv1a64(ba));
+}
+
+PreparedData data_of(std::vector<uint16_t> train, std::vector<uint16_t> val, const std::string& tokenizer_path) {
+    PreparedData d;
+    d.tokenizer_path = tokenizer_path;
+    d.train = std::make_shared<std::vector<uint16_t>>(std::move(train));
+    d.val = std::make_shared<std::vector<uint16_t>>(std::move(val));
+    return d;
+}
+
+TEST(Fingerprint, HashesTheTokenizerAndBothStreams) {
+    // FNV-1a 64 (core/hash.h's offset) of the bytes 01 00 02 01: tokens 1 and 258, little-endian.
+    EXPECT_EQ(token_stream_hash({1, 258}), 0x9152cf983066b003ull);
+    EXPECT_EQ(token_stream_hash({}), kFnvOffset);
+    const auto model = temp_path("fingerprint.model");
+    write_file(model, pb_field(1, "ab"));
+    auto a = data_fingerprint(data_of({1, 258, 7}, {7}, model));
+    ASSERT_TRUE(a) << a.message();
+    ASSERT_TRUE(a->tokenizer.has_value());
+    EXPECT_EQ(*a->tokenizer, Tokenizer::model_hash(model).value());
+    EXPECT_EQ(a->val, 0x9a6c7900c54b9c24ull);  // of 07 00
+    EXPECT_EQ(a->train, token_stream_hash({1, 258, 7}));
+    // Same data, same fingerprint; one train token changed: only the train hash moves.
+    auto same = data_fingerprint(data_of({1, 258, 7}, {7}, model));
+    ASSERT_TRUE(same);
+    EXPECT_EQ(*same, *a);
+    auto changed = data_fingerprint(data_of({1, 259, 7}, {7}, model));
+    ASSERT_TRUE(changed);
+    EXPECT_NE(changed->train, a->train);
+    EXPECT_EQ(changed->tokenizer, a->tokenizer);
+    EXPECT_EQ(changed->val, a->val);
+    EXPECT_EQ(fingerprint_difference(*changed, *a, "here", "there"),
+              "train shard " + to_wire(*changed).substr(17, 16) + " here, " + to_wire(*a).substr(17, 16) + " there");
+    // A token's two bytes are not interchangeable: 258 = 02 01 is not 513 = 01 02.
+    EXPECT_NE(token_stream_hash({258}), token_stream_hash({513}));
+    // Another tokenizer model: only the tokenizer hash moves.
+    write_file(model, pb_field(1, "ac"));
+    auto other = data_fingerprint(data_of({1, 258, 7}, {7}, model));
+    ASSERT_TRUE(other);
+    EXPECT_NE(other->tokenizer, a->tokenizer);
+    EXPECT_EQ(other->train, a->train);
+    // User shards have no tokenizer; an unreadable model is an error naming it.
+    auto shards = data_fingerprint(data_of({1, 258}, {}, ""));
+    ASSERT_TRUE(shards);
+    EXPECT_FALSE(shards->tokenizer.has_value());
+    auto missing = data_fingerprint(data_of({1}, {1}, temp_path("no-such.model")));
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.message().find("no-such.model"), std::string::npos) << missing.message();
+}
+
+TEST(Fingerprint, TextAndWireFormsAndTheNodeCheck) {
+    DataFingerprint f;
+    f.tokenizer = 0x0123456789abcdefull;
+    f.train = 0xfedcba9876543210ull;
+    f.val = 0xdeadbeefull;
+    EXPECT_EQ(to_text(f), "tokenizer 0123456789abcdef, train fedcba9876543210, val 00000000deadbeef");
+    EXPECT_EQ(to_wire(f), "0123456789abcdef:fedcba9876543210:00000000deadbeef");
+    auto back = parse_data_fingerprint(to_wire(f));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(*back, f);
+    DataFingerprint none = f;
+    none.tokenizer.reset();
+    EXPECT_EQ(to_wire(none), "none:fedcba9876543210:00000000deadbeef");
+    back = parse_data_fingerprint(to_wire(none));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(*back, none);
+    for (const char* bad : {"", "none", "none:fedcba9876543210", "none:fedcba9876543210:00000000deadbeef:",
+                            "NONE:fedcba9876543210:00000000deadbeef", "none:fedcba987654321:00000000deadbeef0",
+                            "none:FEDCBA9876543210:00000000deadbeef", "none:fedcba9876543210:00000000deadbeeg"})
+        EXPECT_FALSE(parse_data_fingerprint(bad)) << bad;
+
+    EXPECT_TRUE(check_data_fingerprint(f, ""));  // no reference: no check
+    EXPECT_TRUE(check_data_fingerprint(f, to_wire(f)));
+    DataFingerprint other = f;
+    other.val = 1;
+    const Status st = check_data_fingerprint(other, to_wire(f));
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.message(),
+              "its data differ from the coordinator's: val shard 0000000000000001 here, 00000000deadbeef at the "
+              "coordinator (same corpus, tokenizer and data settings on every machine?)");
+    EXPECT_NE(check_data_fingerprint(none, to_wire(f)).message().find("tokenizer none here, 0123456789abcdef at the"),
+              std::string::npos);
+    EXPECT_NE(check_data_fingerprint(f, "garbage").message().find("the coordinator's data fingerprint"),
+              std::string::npos);
 }
 
 }  // namespace

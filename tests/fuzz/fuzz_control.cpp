@@ -42,7 +42,8 @@ bool same_role(const NodeRole& a, const NodeRole& b) {
     return a.name == b.name && a.kind == b.kind && a.replica == b.replica && a.replicas == b.replicas &&
            a.rank == b.rank && a.replica_nodes == b.replica_nodes && a.stage == b.stage &&
            a.mesh_endpoints == b.mesh_endpoints && a.mesh_rank == b.mesh_rank && a.mesh_keys == b.mesh_keys &&
-           a.mesh_token == b.mesh_token && a.grad_group.host == b.grad_group.host &&
+           a.mesh_token == b.mesh_token && a.data_fingerprint == b.data_fingerprint &&
+           a.grad_group.host == b.grad_group.host &&
            a.grad_group.port == b.grad_group.port && a.grad_group.rank == b.grad_group.rank &&
            a.grad_group.size == b.grad_group.size && a.grad_group.keys == b.grad_group.keys;
 }

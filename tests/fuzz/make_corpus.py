@@ -87,6 +87,10 @@ CONTROL = {
     "refuse-role-bad-endpoint": control(header("configure", id=15, config_toml="",
                                                role=role(mesh_endpoints=["http://x", "tcp://y:1"]))),
     "refuse-role-bad-key": control(header("configure", id=16, config_toml="", role=role(mesh_keys=[KEY, KEY[:-1] + " "]))),
+    "accept-configure-fingerprint": control(header("configure", id=17, config_toml="", role=role(
+        data_fingerprint="none:0123456789abcdef:fedcba9876543210"))),
+    "refuse-role-bad-fingerprint": control(header("configure", id=18, config_toml="",
+                                                  role=role(data_fingerprint="none:0123456789abcdef"))),
     "refuse-metrics-double-step": control(header("metrics", name="r", rows=[[1.5, 0, 0, 0, "loss", 1]])),
     "refuse-metrics-huge-step": control('{"v":1,"kind":"metrics","rows":[[1e300,0,0,0,"loss",1]]}'),
     "refuse-not-json": control("{garbage"),

@@ -1,7 +1,10 @@
 // Coordinator ⇄ node servers on threads over inproc://, driving a scripted worker (the engine's
-// worker is exercised end to end by tests/app/run_test.sh): metrics relay, pause/resume, stop.
+// worker is exercised end to end by tests/app/run_test.sh): metrics relay, pause/resume, stop,
+// which failure names a failed run.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <optional>
 #include <thread>
 #include <zmq.hpp>
 
@@ -33,6 +36,22 @@ private:
     int64_t steps_;
 };
 
+// Fails after `delay_ms` with `error`.
+class FailingWorker : public Worker {
+public:
+    FailingWorker(int delay_ms, std::string error) : delay_ms_(delay_ms), error_(std::move(error)) {}
+    Result<WorkerSummary> run(WorkerControl&, MetricSink&) override {
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+        return Status::error(error_);
+    }
+
+private:
+    int delay_ms_;
+    std::string error_;
+};
+
+using MakeWorker = std::function<std::unique_ptr<Worker>(const NodeRole&)>;
+
 struct CollectSink : CoordinatorSink {
     void on_metrics(const std::vector<MetricRecord>& r) override { rows.insert(rows.end(), r.begin(), r.end()); }
     void on_event(const EventRecord& e) override { events.push_back(e); }
@@ -41,12 +60,14 @@ struct CollectSink : CoordinatorSink {
 };
 
 struct Cluster {
-    explicit Cluster(int n, int64_t steps) {
+    explicit Cluster(int n, int64_t steps)
+        : Cluster(n, [steps](const NodeRole& r) { return std::make_unique<CountingWorker>(r, steps); }) {}
+    Cluster(int n, MakeWorker make) {
         ctx = std::make_shared<zmq::context_t>();
         NodeOptions o;
         o.ctx = ctx;
-        local = unwrap(LocalCluster::start_threads(n, o, [steps](const RunConfig&, const NodeRole& r, const NodeSite&) {
-            return Result<std::unique_ptr<Worker>>(std::make_unique<CountingWorker>(r, steps));
+        local = unwrap(LocalCluster::start_threads(n, o, [make](const RunConfig&, const NodeRole& r, const NodeSite&) {
+            return Result<std::unique_ptr<Worker>>(make(r));
         }));
         CoordinatorOptions co;
         co.heartbeat_s = 0.05;
@@ -110,6 +131,25 @@ TEST(Coordinator, StopEndsTheRunAsInterrupted) {
     const RunOutcome o = c.wait(sink);
     EXPECT_EQ(o.status, RunStatus::kInterrupted);
     EXPECT_LT(c.coord->nodes()[0].summary.at("steps"), 100000);
+}
+
+// The first failure to arrive is the run's reason, whatever the nodes' order: a node whose own
+// check failed, not the peer that failed later because it left the mesh.
+TEST(Coordinator, TheFirstFailureToArriveIsTheReason) {
+    Cluster c(3, [](const NodeRole& r) -> std::unique_ptr<Worker> {
+        if (r.name == "replica-1") return std::make_unique<FailingWorker>(0, "its data differ");
+        if (r.name == "replica-0") return std::make_unique<FailingWorker>(100, "mesh member 1 left the run");
+        return std::make_unique<CountingWorker>(r, 100000);
+    });
+    ASSERT_TRUE(c.coord->start());
+    CollectSink sink;
+    // Both failures arrive within one poll; the nodes are checked in order 0, 1, 2 afterwards.
+    std::optional<RunOutcome> o = c.coord->poll(sink, 400);
+    ASSERT_TRUE(o);
+    EXPECT_EQ(o->status, RunStatus::kFailed);
+    EXPECT_EQ(o->reason, "replica-1: its data differ");
+    EXPECT_TRUE(c.coord->nodes()[0].done) << "replica-0's failure did not arrive in the same poll";
+    (void)c.coord->stop();
 }
 
 TEST(Coordinator, ConnectNamesAnEndpointThatDoesNotAnswer) {

@@ -85,6 +85,7 @@ NodeRole two_replica_role() {
     r.mesh_rank = -1;
     r.mesh_token = 0x0123456789abcdefULL;
     r.grad_group = {"127.0.0.1", 4000, 1, 2};
+    r.data_fingerprint = "0123456789abcdef:fedcba9876543210:00000000deadbeef";
     return r;
 }
 
@@ -96,6 +97,19 @@ TEST(Protocol, RoleRoundTripAndRangeCheck) {
     EXPECT_EQ(back->grad_group.port, 4000);
     EXPECT_EQ(back->mesh_token, r.mesh_token);
     EXPECT_EQ(back->mesh_endpoints, r.mesh_endpoints);
+    EXPECT_EQ(back->data_fingerprint, r.data_fingerprint);
+    // Without a data fingerprint (a role built by hand, an older coordinator): no check.
+    auto bare = role_to_json(r);
+    bare.erase("data_fingerprint");
+    back = role_from_json(bare);
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->data_fingerprint, "");
+    // User shards have no tokenizer.
+    r.data_fingerprint = "none:0000000000000000:ffffffffffffffff";
+    back = role_from_json(role_to_json(r));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->data_fingerprint, r.data_fingerprint);
+    r.data_fingerprint = "0123456789abcdef:fedcba9876543210:00000000deadbeef";
     // With keys: one per mesh endpoint and one per gradient-group member.
     const std::string key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";  // libzmq's test vector
     r.mesh_keys = {key, key};
@@ -147,6 +161,16 @@ TEST(Protocol, RoleFromJsonNamesEveryBadField) {
         {[&](auto& j) { j["mesh_keys"] = {key, "not-a-key"}; }, "\"mesh_keys[1]\""},
         {[](auto& j) { j["mesh_token"] = "0123456789ABCDEF"; }, "\"mesh_token\": expected 16 lower-case hex"},
         {[](auto& j) { j["mesh_token"] = 12; }, "\"mesh_token\" must be a string"},
+        {[](auto& j) { j["data_fingerprint"] = 7; }, "\"data_fingerprint\" must be a string"},
+        {[](auto& j) { j["data_fingerprint"] = std::string(51, 'a'); }, "\"data_fingerprint\" is 51 characters long"},
+        {[](auto& j) { j["data_fingerprint"] = "0123456789abcdef:fedcba9876543210"; },
+         "\"data_fingerprint\": expected"},
+        {[](auto& j) { j["data_fingerprint"] = "0123456789ABCDEF:fedcba9876543210:00000000deadbeef"; },
+         "\"data_fingerprint\": expected TOKENIZER:TRAIN:VAL"},
+        {[](auto& j) { j["data_fingerprint"] = "0123456789abcdef:fedcba9876543210:00000000deadbee:"; },
+         "\"data_fingerprint\": expected"},
+        {[](auto& j) { j["data_fingerprint"] = "nope:fedcba9876543210:00000000deadbeef"; },
+         "\"data_fingerprint\": expected"},
         {[](auto& j) { j["grad_group"] = nlohmann::json::array(); }, "\"grad_group\" must be an object"},
         {[](auto& j) { j["grad_group"]["host"] = std::string(254, 'h'); }, "\"grad_group.host\" is 254 characters"},
         {[](auto& j) { j["grad_group"]["port"] = 65536; }, "\"grad_group.port\" must be an integer in [0, 65535]"},
