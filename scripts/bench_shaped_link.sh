@@ -3,8 +3,9 @@
 # exchange time (round.comm_s: latency + 8·bytes/bandwidth on the layout's outer link), the
 # measured one (round.real_comm_s: from the last member's start to this node holding every
 # payload) and their ratio, for DiLoCo (fp32 and int8 payloads) and SparseLoCo:
-#   1. across network-namespace hosts whose uplinks `tc tbf` shapes to RATE (default 20 Mb/s),
-#      the layout's outer link set to that bandwidth and the latency ping measures between them;
+#   1. across two network-namespace hosts, one uplink (then both) shaped by `tc tbf` to RATE
+#      (default 20 Mb/s), the layout's outer link set to that bandwidth and the latency ping
+#      measures between them; beside each, plain TCP's time for the same bytes on the same link;
 #   2. on threads of one process with the in-process shaper (network.shape = true) instead of tc.
 # Needs root for (1) (skipped with the reason otherwise). Tiny model on Brown, 4 rounds of 10 steps;
 # a few minutes. Usage: scripts/bench_shaped_link.sh [RATE_MBIT] [THINWIRE]
@@ -52,7 +53,7 @@ inner_steps = 10'
 # round's measured time — the last node to hold every payload (the member that started first waits
 # for the whole of the last one's payload; the last one finds its peers' payloads partly in flight,
 # so its own figure is shorter) — over the simulated one.
-table() {  # $1 = run name
+table() {  # $1 = run name, $2 = plain TCP's seconds as "BYTES=S ..." ('' = none)
   local id
   id="$(sqlite3 "$db" "select id from runs where name = '$1'")"
   sqlite3 -separator ' ' "$db" "
@@ -60,13 +61,15 @@ table() {  # $1 = run name
       join metrics r on r.run_id = m.run_id and r.node = m.node and r.step = m.step and r.name = 'round.real_comm_s'
       join metrics b on b.run_id = m.run_id and b.node = m.node and b.step = m.step and b.name = 'round.bytes'
     where m.run_id = $id and m.name = 'round.comm_s' order by m.step, m.node" |
-    awk -v run="$1" '
-      function flush() { if (step != "") printf "%-20s %5d %11d %8.3f  %-16s %8.3f %7.3f\n", run, step, bytes, sim, nodes, worst, worst / sim }
-      $1 != step { flush(); step = $1; bytes = $3; sim = $4; nodes = ""; worst = 0 }
+    awk -v run="$1" -v tcps="${2:-}" '
+      function flush() { if (step != "") printf "%-24s %5d %11d %8.3f  %-16s %8.3f %7.3f %s\n", run, step, bytes, sim, nodes, worst, worst / sim, ref(bytes) }
+      function ref(b) { return (b in tcp && tcp[b] > 0) ? sprintf("%8.3f", worst / tcp[b]) : "       -" }
+      BEGIN { n = split(tcps, kv, " "); for (i = 1; i <= n; i++) { split(kv[i], p, "="); tcp[p[1]] = p[2] } }
+      $1 != step { flush(); step = $1; bytes = $3 + 0; sim = $4; nodes = ""; worst = 0 }
       { nodes = nodes (nodes == "" ? "" : ",") sprintf("%.3f", $5); if ($5 > worst) worst = $5; if ($4 > sim) sim = $4 }
       END { flush() }'
 }
-header() { printf "%-20s %5s %11s %8s  %-16s %8s %7s\n" run step bytes sim_s "real_s per node" real_s ratio; }
+header() { printf "%-24s %5s %11s %8s  %-16s %8s %7s %8s\n" run step bytes sim_s "real_s per node" real_s ratio "vs_tcp"; }
 
 run_layout() {  # $1 = name, $2 = toml file, then the host to run on ('' = here)
   local name="$1" file="$2" host="${3:-}"
@@ -78,12 +81,12 @@ run_layout() {  # $1 = name, $2 = toml file, then the host to run on ('' = here)
 echo "== thinwire: the network model against real slow links (${rate_mbit} Mb/s outer link)"
 
 results=()
+declare -A tcp_of  # run name → plain TCP's seconds on its link, "BYTES=S ..."
 if (netns_require) 2> "$work/skip"; then
   netns_hosts 3
   "$tw" keys new "$work/keys/coord" > /dev/null
   for h in 1 2; do
     "$tw" keys new "$work/keys/n$h" > /dev/null
-    shape_uplink "$h" "${rate_mbit}mbit" "${TBF_QUEUE:-latency 50ms}"
     on_host "$h" "$tw" node --listen "tcp://$(host_ip "$h"):$PORT" --curve-secret-key "$work/keys/n$h/secret.key" \
       --allow "$work/keys/coord/public.key" --data-root "$root" > "$work/node$h.log" 2>&1 &
   done
@@ -94,19 +97,67 @@ if (netns_require) 2> "$work/skip"; then
   # One-way latency between two hosts: half the mean round trip of 20 pings.
   rtt_ms="$(on_host 1 ping -c 20 -i 0.05 -q "$(host_ip 2)" | awk -F/ '/^rtt/ {print $5}')"
   lat_s="$(awk -v r="$rtt_ms" 'BEGIN {printf "%.6f", r / 2000}')"
-  echo "tbf ${rate_mbit}mbit on each node host's uplink (burst 8 kB, ${TBF_QUEUE:-latency 50ms}); measured one-way latency ${lat_s} s"
+  echo "measured one-way latency between the hosts: ${lat_s} s; tbf ${rate_mbit}mbit, burst 8 kB, ${TBF_QUEUE:-latency 50ms}"
+  # The reference: plain TCP between the same two hosts, both directions at once (as an all-gather
+  # loads them), BYTES each way; prints the slower direction's seconds. Debian's python3.
+  cat > "$work/tcp_ref.py" <<'PY'
+import socket, sys, threading, time
+me, peer, n, port = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); srv.bind((me, port)); srv.listen(1)
+for _ in range(100):
+    try: out = socket.create_connection((peer, port)); break
+    except OSError: time.sleep(0.05)
+conn, _ = srv.accept()
+out.sendall(b"r"); assert conn.recv(1) == b"r"  # both sides connected: start together
+start = time.time()
+def drain():
+    got = 0
+    while got < n: got += len(conn.recv(1 << 20))
+    print(f"{time.time() - start:.4f}", flush=True)
+t = threading.Thread(target=drain); t.start(); out.sendall(b"x" * n); t.join()
+out.close(); conn.close()
+PY
+  tcp_ref() {  # $1 = bytes; the mean over 2 tries of the slower direction
+    local s=0 i a b port
+    for i in 1 2; do
+      port=$((9100 + i))
+      on_host 1 /usr/bin/python3 "$work/tcp_ref.py" "$(host_ip 1)" "$(host_ip 2)" "$1" "$port" > "$work/ref1" &
+      on_host 2 /usr/bin/python3 "$work/tcp_ref.py" "$(host_ip 2)" "$(host_ip 1)" "$1" "$port" > "$work/ref2"
+      wait "$!"
+      a="$(cat "$work/ref1")"; b="$(cat "$work/ref2")"
+      s="$(awk -v s="$s" -v a="$a" -v b="$b" 'BEGIN {print s + (a > b ? a : b)}')"
+    done
+    awk -v s="$s" 'BEGIN {printf "%.4f", s / 2}'
+  }
   cluster="[cluster]
 mode = \"remote\"
 endpoints = [\"tcp://$(host_ip 1):$PORT\", \"tcp://$(host_ip 2):$PORT\"]
 node_keys = [\"$work/keys/n1/public.key\", \"$work/keys/n2/public.key\"]
 coordinator_key = \"$work/keys/coord/secret.key\""
-  for v in "diloco-fp32:$outer_diloco" "diloco-int8:$outer_diloco
+  # "one": only host 1's uplink is slow (a home participant; the issue's setup): the round waits
+  # for its payload. "both": both uplinks are slow and loaded at once, and each carries the
+  # acknowledgements of what its host receives behind its own payload.
+  for mode in one both; do
+    shape_uplink 1 "${rate_mbit}mbit" "${TBF_QUEUE:-latency 50ms}"
+    if [ "$mode" = both ]; then shape_uplink 2 "${rate_mbit}mbit" "${TBF_QUEUE:-latency 50ms}"
+    else tc -n "$(host_ns 2)" qdisc del dev eth0 root 2> /dev/null || true; fi
+    names=()
+    for v in "diloco-fp32:$outer_diloco" "diloco-int8:$outer_diloco
 dtype = \"int8\"" "sparseloco:$outer_sparse"; do
-    name="tbf-${v%%:*}"
-    { layout "outer_latency_s = $lat_s
+      name="tbf-$mode-${v%%:*}"
+      { layout "outer_latency_s = $lat_s
 ${v#*:}"; echo "$cluster"; } > "$work/$name.toml"
-    run_layout "$name" "$work/$name.toml" 0
-    results+=("$name")
+      run_layout "$name" "$work/$name.toml" 0
+      names+=("$name")
+    done
+    echo "plain TCP on the same link ($mode uplink(s) shaped), both directions at once, mean of 2 (model = 8·bytes/bandwidth):"
+    refs=""
+    for bytes in $(for r in "${names[@]}"; do table "$r" | awk '{print $3}'; done | sort -un); do
+      t="$(tcp_ref "$bytes")"
+      refs+="$bytes=$t "
+      awk -v b="$bytes" -v t="$t" -v bw="$bps" 'BEGIN {printf "  %11d B  %8.3f s  model %8.3f s  ratio %.3f\n", b, t, 8 * b / bw, t / (8 * b / bw)}'
+    done
+    for r in "${names[@]}"; do tcp_of["$r"]="$refs"; results+=("$r"); done
   done
 else
   echo "tc/namespace part skipped: $(cat "$work/skip")"
@@ -123,10 +174,12 @@ ${v#*:}"; printf '[cluster]\nmode = "threads"\n'; } > "$work/$name.toml"
 done
 
 header
-for r in "${results[@]}"; do table "$r"; done
+for r in "${results[@]}"; do table "$r" "${tcp_of[$r]:-}"; done
 echo
 echo "mean ratio per run (round's measured / simulated), * = payloads of 1 MB or more:"
 for r in "${results[@]}"; do
-  table "$r" | awk -v run="$r" '{ s += $7; n++; if ($7 < lo || n == 1) lo = $7; if ($7 > hi) hi = $7; big = big || ($3 >= 1000000) }
-    END { if (n) printf "  %-20s %6.3f (%.3f-%.3f) over %d rounds%s\n", run, s / n, lo, hi, n, big ? " *" : "" }'
+  table "$r" "${tcp_of[$r]:-}" | awk -v run="$r" '{ s += $7; n++; if ($7 < lo || n == 1) lo = $7; if ($7 > hi) hi = $7; big = big || ($3 >= 1000000)
+                                  if ($8 != "-") { t += $8; m++ } }
+    END { if (n) printf "  %-24s %6.3f (%.3f-%.3f) over %d rounds%s%s\n", run, s / n, lo, hi, n, big ? " *" : "  ",
+                        m ? sprintf("; vs plain TCP %.3f", t / m) : "" }'
 done

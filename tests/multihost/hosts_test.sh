@@ -6,7 +6,10 @@
 #   (b) DiLoCo, two replicas of two nodes each, every replica's Gloo group spanning two hosts, and
 #       plain DDP with its Gloo group across two hosts;
 #   (c) a compressed two-stage pipeline replica with its stages on two hosts, beside a full replica
-#       on a third (stage links and per-stage SparseLoCo cross the bridge).
+#       on a third (stage links and per-stage SparseLoCo cross the bridge);
+#   (d) a link that starts dropping every packet mid-run fails the run within the heartbeat
+#       timeout, naming the node behind it (it used to hang with no message);
+#   (e) one host whose corpus differs: the run fails before any step, naming that host's node.
 # Each run's final table (steps, losses, bytes per node) equals the same layout on threads, to the
 # last digit, and every round stores its measured exchange time (round.real_comm_s).
 # Skips (exit 77) where network namespaces cannot be made.
@@ -123,6 +126,56 @@ compare pipeline 3
 b=2 T=32 k=8
 got="$(awk '$1 == "replica-1.1" && NF == 10 {print $8}' "$work/pipeline.out")"
 [ "$got" = "$((20 * (2 * b * T * k * 4 + 8)))" ] || fail "stage 1 sent $got B, not the formula's"
+
+# (e) The same data everywhere: host 4's corpus differs in one document; a run on hosts 3 and 4
+# fails before any step, naming host 4's node (fresh caches, so each node tokenises its own corpus).
+echo "Document 10 line 1: one changed sentence." >> "$work/n4/corpus/doc10.txt"
+layouts mismatch '[outer]
+algorithm = "diloco"
+replicas = 2
+inner_steps = 10' 3 4
+if on_host 0 "$tw" --db "$db" run "$work/mismatch.toml" --data-root "$work" --set run.name=mismatch \
+    --set data.cache_dir=cache-fresh > "$work/mismatch.out" 2>&1; then
+  fail "a run with different data on one host finished"
+fi
+grep -q "replica-1: its data differ" "$work/mismatch.out" || fail "the node with other data is not named: $(tail -5 "$work/mismatch.out")"
+steps="$(sqlite3 "$db" "select count(*) from metrics m join runs r on r.id = m.run_id where r.name = 'mismatch' and m.name = 'train.loss'")"
+[ "$steps" = 0 ] || fail "$steps steps ran with mismatched data"
+echo "ok: other data on host 4 refused before any step: $(grep -m1 -o "replica-1: its data differ[^;]*" "$work/mismatch.out")"
+
+# (d) A link that drops every packet mid-run (a tbf whose bucket is smaller than a packet): the run
+# does not hang; it fails within the heartbeat timeout, naming the node behind the dead link.
+layouts sparseloco-long '[outer]
+algorithm = "sparseloco"
+replicas = 3
+inner_steps = 10' 1 2 3
+on_host 0 "$tw" --db "$db" run "$work/sparseloco-long.toml" --data-root "$work" --set run.name=dead-link \
+  --set train.steps=100000 > "$work/dead-link.out" 2>&1 &
+runpid=$!
+for _ in $(seq 1 300); do [ "$(sqlite3 "$db" "select count(*) from metrics m join runs r on r.id = m.run_id
+  where r.name = 'dead-link' and m.name = 'round.bytes'" 2> /dev/null || echo 0)" -ge 3 ] && break; sleep 0.1; done
+tc -n "$(host_ns 3)" qdisc replace dev eth0 root tbf rate 1kbit burst 100 limit 100
+t0=$SECONDS
+for _ in $(seq 1 600); do kill -0 "$runpid" 2> /dev/null || break; sleep 0.1; done
+if kill -0 "$runpid" 2> /dev/null; then kill "$runpid"; fail "the run hung behind a link that drops every packet"; fi
+wait "$runpid" && fail "a run behind a dead link finished: $(tail -5 "$work/dead-link.out")"
+grep -q "replica-2" "$work/dead-link.out" || fail "the dead link's node is not named: $(tail -5 "$work/dead-link.out")"
+echo "ok: a dead link fails the run in $((SECONDS - t0)) s: $(grep -m1 "failed" "$work/dead-link.out")"
+tc -n "$(host_ns 3)" qdisc del dev eth0 root
+# Once the link is back, the node behind it serves the next run: it stopped its part when its
+# coordinator fell silent (cluster.heartbeat_timeout_s), so a new configure finds it idle.
+layouts single '[outer]
+algorithm = "none"
+replicas = 1' 3
+served=""
+for _ in $(seq 1 30); do
+  if on_host 0 "$tw" --db "$db" run "$work/single.toml" --data-root "$work" --set train.steps=2 > "$work/single.out" 2>&1; then
+    served=yes; break
+  fi
+  sleep 1
+done
+[ -n "$served" ] || fail "the node behind the dead link did not serve a new run within 30 s: $(grep -m1 failed "$work/single.out")"
+echo "ok: the node behind the dead link serves a new run $((SECONDS - t0)) s after the link died"
 
 for h in 1 2 3 4; do pgrep -f "curve-secret-key $work/keys/n$h/" > /dev/null || fail "node on host $h died"; done
 echo "hosts_test: OK"
