@@ -14,7 +14,9 @@
 //   24 f64 clock_s       sender's simulated clock, finite and ≥ 0
 //   32 u64 token         the run's mesh token, handed out at configure: a frame without it is not
 //                        from this run and is dropped
-//   40 u64 aux           kAgree: the sender's state hash; 0 otherwise
+//   40 u64 aux           kAgree: the sender's state hash; kRound: the wall-clock time (ns since
+//                        the Unix epoch) at which the sender began its round, for the measured
+//                        exchange time (zmq_collective.h); kBye: why the run ended; 0 otherwise
 // Only payload bytes count toward the byte counters; the header is framing (header_bytes()).
 #pragma once
 

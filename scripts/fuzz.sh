@@ -50,11 +50,12 @@ esc() { printf '%s' "$1" | sed 's/[ :$]/$&/g'; }
   echo "  command = $CXX \$flags \$in -o \$out \$libs"
   echo "  description = fuzz: link \$out"
   for src in tests/fuzz/fuzz_control.cpp tests/fuzz/fuzz_frame.cpp remote/protocol.cpp remote/curve.cpp \
-             remote/wire_frame.cpp; do
+             remote/wire_frame.cpp core/data_fingerprint.cpp; do
     echo "build obj/$(basename "$src" .cpp).o: cxx $(esc "$ROOT/$src")"
   done
-  # protocol.cpp checks keys with is_z85_key (remote/curve.cpp), which needs libzmq.
-  echo "build fuzz_control: link obj/fuzz_control.o obj/protocol.o obj/curve.o"
+  # protocol.cpp checks keys with is_z85_key (remote/curve.cpp, which needs libzmq) and roles' data
+  # fingerprints with parse_data_fingerprint (core/data_fingerprint.cpp).
+  echo "build fuzz_control: link obj/fuzz_control.o obj/protocol.o obj/curve.o obj/data_fingerprint.o"
   echo "  libs = -lzmq"
   echo "build fuzz_frame: link obj/fuzz_frame.o obj/wire_frame.o"
 } >"$OUT/build.ninja.new"
