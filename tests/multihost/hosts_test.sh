@@ -50,21 +50,8 @@ layouts() {
     eps+="\"tcp://$(host_ip "$h"):$PORT\", "
     keys+="\"$work/keys/n$h/public.key\", "
   done
-  local common="[data]
-corpus = \"corpus\"
-cache_dir = \"cache\"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-tie_embeddings = false
-[train]
-batch_size = 4
-warmup_steps = 2
-eval_every = 10
-steps = 20
+  local common
+  common="$(micro_tables "tie_embeddings = false")
 [network]
 profile = \"home-20m\"
 $body"

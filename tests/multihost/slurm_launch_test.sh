@@ -88,21 +88,7 @@ done
 source "$here/../app/micro_corpus.sh"
 micro_corpus "$work/shared/data/corpus"
 mkdir -p "$work/tdata" && cp -r "$work/shared/data/corpus" "$work/tdata/corpus"
-cat > "$work/shared/experiment.toml" <<TOML
-[data]
-corpus = "corpus"
-cache_dir = "cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-[train]
-batch_size = 4
-warmup_steps = 2
-eval_every = 10
-steps = 20
+{ micro_tables; cat <<TOML
 [outer]
 replicas = 2
 inner_steps = 10
@@ -112,6 +98,7 @@ profile = "home-20m"
 [cluster]
 mode = "threads"
 TOML
+} > "$work/shared/experiment.toml"
 
 submit() {  # extra arguments go to the script; prints the job's output file
   local out rc

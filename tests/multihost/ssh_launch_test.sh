@@ -78,21 +78,7 @@ micro_corpus "$work/coord/corpus"
 for h in "$H1" "$H2"; do mkdir -p "$work/node-$h"; cp -r "$work/coord/corpus" "$work/node-$h/corpus"; done
 "$tw" keys new "$work/keys/coord" > /dev/null
 
-cat > "$work/experiment.toml" <<TOML
-[data]
-corpus = "corpus"
-cache_dir = "cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-[train]
-batch_size = 4
-warmup_steps = 2
-eval_every = 10
-steps = 20
+{ micro_tables; cat <<TOML
 [cluster]            # the merge replaces this table, wherever it is
 mode = "threads"
 [outer]
@@ -102,6 +88,7 @@ algorithm = "diloco"
 [network]
 profile = "home-20m"
 TOML
+} > "$work/experiment.toml"
 
 start() {  # extra arguments: hosts and options
   on_host 0 "$launch" start --ssh "$SSH" --coord-pub "$work/keys/coord/public.key" --thinwire "$tw" \
