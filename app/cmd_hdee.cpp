@@ -375,11 +375,13 @@ std::optional<Expert> train_expert(Session& s, size_t ens, size_t d) {
     }
     progress.finish();
     if (Status f = metrics.flush(); st && !f) st = Status::error("metrics not stored: " + f.message());
-    (void)s.store->add_event(out.run_id, {s.wall() - t_start, "local", EventLevel::kInfo, "hdee",
+    if (Status w = s.store->add_event(out.run_id, {s.wall() - t_start, "local", EventLevel::kInfo, "hdee",
                                           "expert of ensemble " + e.name + " for domain " + s.hdee.domains[d] +
-                                              " (genres " + join(cfg.data.genres, " ") + "), group " + s.group});
+                                              " (genres " + join(cfg.data.genres, " ") + "), group " + s.group}); !w)
+        std::fprintf(stderr, "thinwire: event not stored: %s\n", w.message().c_str());
     if (!st) {
-        (void)s.store->finish_run(out.run_id, RunStatus::kFailed, st.message());
+        if (Status w = s.store->finish_run(out.run_id, RunStatus::kFailed, st.message()); !w)
+            std::fprintf(stderr, "thinwire: run status not stored: %s\n", w.message().c_str());
         throw Error(cfg.run.name + ": " + st.message());
     }
     if (trainer.stopped_early()) {
@@ -560,7 +562,7 @@ int run_hdee(const Globals& g, const HdeeArgs& a) {
     s.group = stem.substr(0, stem.find('.')) + "@" + std::to_string(std::time(nullptr));
     const std::string stored = hdee_comments(c) + to_toml(s.base);
     char hash[17];
-    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a64(stored)));
+    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(seeded_hash64(stored)));
     const int64_t summary_id =
         unwrap(store.create_run(s.base.run.name + "-ensembles", "hdee", stored, hash, s.base.run.seed));
     check(store.set_run_group(summary_id, s.group, ""));
@@ -588,7 +590,8 @@ int run_hdee(const Globals& g, const HdeeArgs& a) {
         ev = evaluate_ensembles(s, experts, splits, summary_id);
     } catch (const std::exception& ex) {
         std::signal(SIGINT, prev);
-        (void)store.finish_run(summary_id, RunStatus::kFailed, ex.what());
+        if (Status w = store.finish_run(summary_id, RunStatus::kFailed, ex.what()); !w)
+            std::fprintf(stderr, "thinwire: run status not stored: %s\n", w.message().c_str());
         throw;
     }
     std::signal(SIGINT, prev);

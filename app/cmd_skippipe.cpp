@@ -430,7 +430,7 @@ int run_skippipe(const Globals& g, const SkipArgs& a) {
     RunStore store = unwrap(RunStore::open(g.db_path));
     const std::string stored = skip_toml(sc, p, st, a.full) + to_toml(cfg);
     char hash[17];
-    const uint64_t h = fnv1a64(skip_toml(sc, p, st, a.full, false) + to_toml(cfg));
+    const uint64_t h = seeded_hash64(skip_toml(sc, p, st, a.full, false) + to_toml(cfg));
     std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(h));
     const int64_t run_id = unwrap(store.create_run(cfg.run.name, "skippipe", stored, hash, cfg.run.seed));
     std::ostringstream times;
@@ -443,7 +443,8 @@ int run_skippipe(const Globals& g, const SkipArgs& a) {
     for (double x : p.bwd_s) times << " " << 1e3 * x;
     times << "; head share " << p.head_fraction << (sc.head_fraction ? " (given)" : "") << "; hop "
           << 1e3 * p.transfer_s << " ms" << (sc.transfer_s ? " (given)" : " (" + cfg.network.profile + " stage link)");
-    (void)store.add_event(run_id, {wall(), "local", EventLevel::kInfo, "skippipe.times", times.str()});
+    if (Status w = store.add_event(run_id, {wall(), "local", EventLevel::kInfo, "skippipe.times", times.str()}); !w)
+        std::fprintf(stderr, "thinwire: event not stored: %s\n", w.message().c_str());
     std::printf("run %lld \"%s\": %lld parameters, %lld steps of %lld micro-batches × %lld×%lld tokens, %s\n",
                 (long long)run_id, cfg.run.name.c_str(), (long long)count_parameters(cfg.model),
                 (long long)cfg.train.steps, (long long)(N * m), (long long)b, (long long)T, threads.c_str());
@@ -522,7 +523,8 @@ int run_skippipe(const Globals& g, const SkipArgs& a) {
     progress.finish();
     if (Status f = metrics.flush(); status && !f) status = Status::error("metrics not stored: " + f.message());
     if (!status) {
-        (void)store.finish_run(run_id, RunStatus::kFailed, status.message());
+        if (Status w = store.finish_run(run_id, RunStatus::kFailed, status.message()); !w)
+            std::fprintf(stderr, "thinwire: run status not stored: %s\n", w.message().c_str());
         throw Error(status.message());
     }
     if (g_stop) {

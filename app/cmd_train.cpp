@@ -87,7 +87,8 @@ ReplicaResult run_single(const RunContext& ctx, Progress* progress) {
         if (progress) progress->line(buf);
     };
     hooks.on_event = [&](const std::string& kind, const std::string& text) {
-        (void)ctx.store->add_event(ctx.run_id, {ctx.wall(), node, EventLevel::kInfo, kind, text});
+        if (Status w = ctx.store->add_event(ctx.run_id, {ctx.wall(), node, EventLevel::kInfo, kind, text}); !w)
+            std::fprintf(stderr, "thinwire: event not stored: %s\n", w.message().c_str());
     };
     hooks.should_stop = [] { return g_stop.load(); };
     try {
@@ -132,7 +133,8 @@ int run_train(const Globals& g, const TrainArgs& a) {
     progress.finish();
 
     if (!lead.status) {
-        (void)store.finish_run(ctx.run_id, RunStatus::kFailed, lead.status.message());
+        if (Status w = store.finish_run(ctx.run_id, RunStatus::kFailed, lead.status.message()); !w)
+            std::fprintf(stderr, "thinwire: run status not stored: %s\n", w.message().c_str());
         throw Error(lead.status.message());
     }
     if (lead.stopped) {

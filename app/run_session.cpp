@@ -63,10 +63,14 @@ public:
                 print_line(m.node, l);
             buf_.add(m);
         }
-        if (since_s(last_flush_) > 1.0) flush();  // a coordinator crash loses at most a second of metrics
+        // A coordinator crash loses at most a second of metrics. A failed write keeps its rows
+        // pending for the next flush (storage/metric_writer.h); say so once per failure.
+        if (since_s(last_flush_) > 1.0)
+            if (Status st = flush(); !st) std::fprintf(stderr, "thinwire: metrics not stored yet: %s\n", st.message().c_str());
     }
     void on_event(const EventRecord& e) override {
-        (void)store_.add_event(run_id_, e);
+        if (Status st = store_.add_event(run_id_, e); !st)
+            std::fprintf(stderr, "thinwire: event of %s not stored: %s\n", e.node.c_str(), st.message().c_str());
         if (on_event_) on_event_(e);
         if (print_ && e.level != EventLevel::kInfo)
             std::printf("%s: %s: %s\n", e.node.c_str(), e.kind.c_str(), e.text.c_str());
@@ -178,8 +182,9 @@ void Session::body(RunConfig cfg) {
 
     out.run_id = unwrap(store.create_run(cfg.run.name, "run", to_toml(cfg), config_hash(cfg), cfg.run.seed));
     check(store.set_run_group(out.run_id, group_, cfg.cluster.mode));
-    (void)store.add_event(out.run_id,
-                          {since_s(t0), "coordinator", EventLevel::kInfo, "data", "data " + to_text(fingerprint)});
+    if (Status st = store.add_event(out.run_id,
+                          {since_s(t0), "coordinator", EventLevel::kInfo, "data", "data " + to_text(fingerprint)}); !st)
+        std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
     {
         std::lock_guard<std::mutex> lock(mu_);
         snap_.run_id = out.run_id;
@@ -254,9 +259,10 @@ void Session::body(RunConfig cfg) {
         }
     }
     if (Status f = sink.flush(); !f) std::fprintf(stderr, "thinwire: metrics not stored: %s\n", f.message().c_str());
-    (void)store.add_event(out.run_id, {since_s(t0), "coordinator",
+    if (Status st = store.add_event(out.run_id, {since_s(t0), "coordinator",
                                        outcome->status == RunStatus::kFinished ? EventLevel::kInfo : EventLevel::kError,
-                                       to_string(outcome->status), outcome->reason});
+                                       to_string(outcome->status), outcome->reason}); !st)
+        std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
     check(store.finish_run(out.run_id, outcome->status, outcome->reason));
     for (size_t i = 0; i < roles.size(); ++i) out.summary[roles[i].name] = coord->nodes()[i].summary;
     publish(coord->nodes());

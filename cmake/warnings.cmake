@@ -1,6 +1,9 @@
 # Warnings for our own targets only (third-party headers are SYSTEM includes).
 function(tw_target_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
+  # -Werror=unused-result: a Status or Result ([[nodiscard]]) is handled, or discarded with (void)
+  # and a comment saying why.
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+                         -Werror=unused-result)
 endfunction()
 
 # A thinwire library: sources relative to its folder, includes rooted at the repo root.

@@ -607,7 +607,7 @@ std::map<std::string, std::string> config_key_values(const std::string& resolved
 }
 
 std::string config_hash(const RunConfig& cfg) {
-    const uint64_t h = fnv1a64(to_toml(cfg));
+    const uint64_t h = seeded_hash64(to_toml(cfg));
     char buf[17];
     std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
     return buf;

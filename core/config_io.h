@@ -46,7 +46,7 @@ std::string to_toml(const RunConfig& cfg);
 // `report` put side by side.
 std::map<std::string, std::string> config_key_values(const std::string& resolved_toml);
 
-// FNV-1a 64 of the resolved TOML, as 16 hex digits.
+// seeded_hash64 (core/hash.h) of the resolved TOML, as 16 hex digits.
 std::string config_hash(const RunConfig& cfg);
 
 }  // namespace tw

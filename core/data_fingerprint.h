@@ -1,5 +1,5 @@
-// A fingerprint of a run's prepared data (engine/data/dataset.h: data_fingerprint): 64-bit FNV-1a
-// hashes of the tokenizer model (its file without the training record of the machine's paths) and
+// A fingerprint of a run's prepared data (engine/data/dataset.h: data_fingerprint): the project hash
+// (core/hash.h) of the tokenizer model (its file without the training record of the machine's paths) and
 // of the train and val token streams. The
 // coordinator sends its own in every node's role (core/role.h); each node compares the data it
 // prepared on its machine before any step, so a run never trains on data that differ by node.

@@ -36,7 +36,7 @@ int64_t nodes_needed(const RunConfig& cfg);
 int pipeline_mesh_rank(const RunConfig& cfg, int replica, int stage);
 
 // Checks the layout against the nodes and assigns roles, node i → roles[i]. Every problem at once:
-// too few nodes, pipeline replicas (not yet), an unknown algorithm. `free_port` is asked for a
+// too few nodes, more stages than layers, an unknown algorithm. `free_port` is asked for a
 // store port when a group's rank-0 node has no TCP host of its own.
 Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vector<std::string>& control_endpoints,
                                            const std::function<int()>& free_port);

@@ -9,7 +9,7 @@
 
 namespace tw {
 
-class Status {
+class [[nodiscard]] Status {
 public:
     Status() = default;  // ok
     static Status ok() { return {}; }
@@ -29,7 +29,7 @@ private:
 
 // Either a value or an error message. Access to the wrong side is a programmer error.
 template <class T>
-class Result {
+class [[nodiscard]] Result {
 public:
     Result(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
     Result(Status status) : v_(std::move(status)) {}   // NOLINT: must be an error status

@@ -1,6 +1,8 @@
 // Re-timing a finished synchronous run for another network (METHODS.md §10): loss per step does
 // not depend on bandwidth, so the simulated timeline follows from the stored per-step compute
-// seconds and per-round bytes alone. Mirrors the clock rules `thinwire train` applies live.
+// seconds and per-round bytes alone. Mirrors the clock rules the replica worker applies live
+// (engine/worker/replica_worker.cpp: round_end_s is shared; the replay is kept equal to it by an
+// integration test). Pipeline runs have clocks of their own and are not re-timed correctly yet.
 #pragma once
 
 #include <cstdint>

@@ -156,27 +156,19 @@ Status Statement::error(int rc, const char* what) const {
                          quote_sql(sql_));
 }
 
-Status Statement::check_bind(int rc, int index) {
-    if (rc == SQLITE_OK) return Status::ok();
-    Status s = error(rc, ("bind of parameter " + std::to_string(index)).c_str());
-    if (bind_error_.is_ok()) bind_error_ = s;
-    return s;
+void Statement::check_bind(int rc, int index) {
+    if (rc != SQLITE_OK && bind_error_.is_ok()) bind_error_ = error(rc, ("bind of parameter " + std::to_string(index)).c_str());
 }
 
-Status Statement::bind_int64(int index, int64_t value) {
-    return check_bind(sqlite3_bind_int64(stmt_, index, value), index);
+void Statement::bind_int64(int index, int64_t value) { check_bind(sqlite3_bind_int64(stmt_, index, value), index); }
+
+void Statement::bind_double(int index, double value) { check_bind(sqlite3_bind_double(stmt_, index, value), index); }
+
+void Statement::bind_text(int index, std::string_view value) {
+    check_bind(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8), index);
 }
 
-Status Statement::bind_double(int index, double value) {
-    return check_bind(sqlite3_bind_double(stmt_, index, value), index);
-}
-
-Status Statement::bind_text(int index, std::string_view value) {
-    return check_bind(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
-                      index);
-}
-
-Status Statement::bind_null(int index) { return check_bind(sqlite3_bind_null(stmt_, index), index); }
+void Statement::bind_null(int index) { check_bind(sqlite3_bind_null(stmt_, index), index); }
 
 Result<bool> Statement::step() {
     if (!bind_error_.is_ok()) return bind_error_;

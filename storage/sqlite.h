@@ -70,11 +70,12 @@ class Statement {
     ~Statement();
 
     // Binds parameter `index` (1-based). Distinct names avoid int → int64/double overload ambiguity.
-    // A failed bind is also remembered and returned by the next step()/run(), so it cannot pass unnoticed.
-    Status bind_int64(int index, int64_t value);
-    Status bind_double(int index, double value);
-    Status bind_text(int index, std::string_view value);  // copied by SQLite
-    Status bind_null(int index);
+    // A failed bind is remembered and returned by the next step()/run() (the first one since the
+    // last reset()), so a run of binds needs one check, not one each, and none can pass unnoticed.
+    void bind_int64(int index, int64_t value);
+    void bind_double(int index, double value);
+    void bind_text(int index, std::string_view value);  // copied by SQLite
+    void bind_null(int index);
 
     // Advances: true when a row is ready to read, false when the statement has finished.
     Result<bool> step();
@@ -97,7 +98,7 @@ class Statement {
     friend class Database;
     Statement(sqlite3* db, sqlite3_stmt* stmt, std::string sql) : db_(db), stmt_(stmt), sql_(std::move(sql)) {}
     Status error(int rc, const char* what) const;
-    Status check_bind(int rc, int index);
+    void check_bind(int rc, int index);
 
     sqlite3* db_ = nullptr;
     sqlite3_stmt* stmt_ = nullptr;

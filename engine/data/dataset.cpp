@@ -22,7 +22,7 @@ constexpr int kFormatVersion = 1;
 std::string cache_key(const DataConfig& c, const std::string& corpus_id) {
     std::ostringstream os;
     os << corpus_id << "|" << c.vocab_size << "|" << c.val_fraction << "|" << kFormatVersion;
-    const uint64_t h = fnv1a64(os.str());
+    const uint64_t h = seeded_hash64(os.str());
     char buf[32];
     std::snprintf(buf, sizeof buf, "%s-%016llx", c.corpus == "brown" ? "brown" : "text",
                   static_cast<unsigned long long>(h));
@@ -168,10 +168,10 @@ std::vector<std::pair<int64_t, int64_t>> select_spans(const PreparedData& d, boo
 }
 
 uint64_t token_stream_hash(const std::vector<uint16_t>& tokens) {
-    uint64_t h = kFnvOffset;
+    uint64_t h = kHashSeed;
     for (uint16_t t : tokens) {
         const char b[2] = {static_cast<char>(t & 0xff), static_cast<char>(t >> 8)};
-        h = fnv1a64(std::string_view(b, 2), h);
+        h = seeded_hash64(std::string_view(b, 2), h);
     }
     return h;
 }
@@ -183,8 +183,8 @@ Result<DataFingerprint> data_fingerprint(const PreparedData& d) {
         if (!h) return h.status();
         f.tokenizer = *h;
     }
-    f.train = d.train ? token_stream_hash(*d.train) : kFnvOffset;
-    f.val = d.val ? token_stream_hash(*d.val) : kFnvOffset;
+    f.train = d.train ? token_stream_hash(*d.train) : kHashSeed;
+    f.val = d.val ? token_stream_hash(*d.val) : kHashSeed;
     return f;
 }
 

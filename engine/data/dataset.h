@@ -45,10 +45,10 @@ Result<PreparedData> prepare_data(const DataConfig& cfg, void (*log)(const std::
 std::vector<std::pair<int64_t, int64_t>> select_spans(const PreparedData& d, bool val,
                                                       const std::vector<std::string>& genres);
 
-// FNV-1a 64 of a token stream, each token as two little-endian bytes (the shard's own encoding).
+// seeded_hash64 (core/hash.h) of a token stream, each token as two little-endian bytes (the shard's own encoding).
 uint64_t token_stream_hash(const std::vector<uint16_t>& tokens);
 // The data's fingerprint (core/data_fingerprint.h): the tokenizer model's hash (Tokenizer::model_hash;
-// none for user shards) and FNV-1a 64 of the train and val streams. Errors if the model is unreadable.
+// none for user shards) and seeded_hash64 of the train and val streams. Errors if the model is unreadable.
 Result<DataFingerprint> data_fingerprint(const PreparedData& d);
 
 // Cross-entropy (nats/token) of `val` under an add-one-smoothed unigram model fit on `train`:

@@ -143,7 +143,7 @@ Result<uint64_t> Tokenizer::model_hash(const std::string& model_path) {
         }
         return false;
     };
-    uint64_t h = kFnvOffset;
+    uint64_t h = kHashSeed;
     while (at < bytes.size()) {
         const size_t start = at;
         uint64_t tag = 0, n = 0;
@@ -160,7 +160,7 @@ Result<uint64_t> Tokenizer::model_hash(const std::string& model_path) {
             if (n > bytes.size() - at) return bad();
             at += n;
         }
-        if (tag >> 3 != 2) h = fnv1a64(std::string_view(bytes).substr(start, at - start), h);
+        if (tag >> 3 != 2) h = seeded_hash64(std::string_view(bytes).substr(start, at - start), h);
     }
     return h;
 }

@@ -20,7 +20,7 @@ public:
     static Status train(const std::vector<std::string>& texts, int vocab_size, const std::string& model_path,
                         int threads = 2);
     static Result<Tokenizer> load(const std::string& model_path);
-    // FNV-1a 64 of a model file's bytes without its training record (ModelProto field 2,
+    // seeded_hash64 (core/hash.h) of a model file's bytes without its training record (ModelProto field 2,
     // trainer_spec, which holds the training machine's input and output paths): the same pieces,
     // scores and normalizer hash the same on every machine. Errors name the file.
     static Result<uint64_t> model_hash(const std::string& model_path);

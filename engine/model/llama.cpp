@@ -14,10 +14,10 @@ namespace tw {
 namespace F = torch::nn::functional;
 namespace {
 
-// Per-parameter seed: FNV-1a of the name mixed with the run seed, so init does not depend on
+// Per-parameter seed: seeded_hash64 (core/hash.h) of the name mixed with the run seed, so init does not depend on
 // construction order or on which stage builds the parameter.
 uint64_t param_seed(uint64_t seed, const std::string& name) {
-    return fnv1a64(name, kFnvOffset ^ (seed * 0x9E3779B97F4A7C15ull));
+    return seeded_hash64(name, kHashSeed ^ (seed * 0x9E3779B97F4A7C15ull));
 }
 
 torch::Tensor normal_init(uint64_t seed, const std::string& name, std::vector<int64_t> shape, double std) {

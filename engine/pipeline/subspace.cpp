@@ -16,7 +16,7 @@ namespace {
 // The basis and the frozen embedding draw from generators of their own, seeded by (seed, label)
 // the way Llama seeds its parameters, so neither shares a stream with the model's initialisation.
 at::Generator seeded_generator(uint64_t seed, const char* label) {
-    return at::make_generator<at::CPUGeneratorImpl>(fnv1a64(label, kFnvOffset ^ (seed * 0x9E3779B97F4A7C15ull)));
+    return at::make_generator<at::CPUGeneratorImpl>(seeded_hash64(label, kHashSeed ^ (seed * 0x9E3779B97F4A7C15ull)));
 }
 
 uint64_t coord_bytes(CoordDtype c) { return c == CoordDtype::kFp32 ? 4 : c == CoordDtype::kBf16 ? 2 : 1; }

@@ -74,7 +74,7 @@ Status save_checkpoint(const std::string& path, torch::nn::Module& model, torch:
         return Status::error("cannot serialise checkpoint " + path + ": " + e.what());
     }
     const std::string body = payload.str();
-    const uint64_t len = body.size(), hash = fnv1a64(body);
+    const uint64_t len = body.size(), hash = seeded_hash64(body);
     const std::string tmp = path + ".tmp";
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -109,7 +109,7 @@ Result<CheckpointMeta> load_checkpoint(const std::string& path, torch::nn::Modul
         return R::error("checkpoint " + path + " is truncated: header promises " + std::to_string(len) +
                         " payload bytes, file holds " + std::to_string(file.size() - kHeader));
     const std::string body = file.substr(kHeader);
-    if (fnv1a64(body) != hash) return R::error("checkpoint " + path + " is corrupt: payload checksum mismatch");
+    if (seeded_hash64(body) != hash) return R::error("checkpoint " + path + " is corrupt: payload checksum mismatch");
     CheckpointMeta meta;
     try {
         torch::serialize::InputArchive ar, model_ar, optim_ar;

@@ -1,6 +1,6 @@
 // Checkpoints: model, optimizer, step and RNG in one file, written atomically.
 //
-// File layout: "TWCKPT01" (8 bytes) | payload length u64 | FNV-1a-64 of payload u64 | payload,
+// File layout: "TWCKPT01" (8 bytes) | payload length u64 | seeded_hash64 (core/hash.h) of payload u64 | payload,
 // where the payload is a torch::serialize archive. The envelope lets a truncated or corrupted file
 // be reported as such instead of as an archive parser failure.
 #pragma once

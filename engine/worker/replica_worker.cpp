@@ -22,10 +22,10 @@ using Clock = std::chrono::steady_clock;
 double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 uint64_t weights_checksum(const std::vector<torch::Tensor>& params) {
-    uint64_t h = kFnvOffset;
+    uint64_t h = kHashSeed;
     for (auto& p : params) {
         auto c = p.detach().contiguous();
-        h = fnv1a64(std::string_view(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size()), h);
+        h = seeded_hash64(std::string_view(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size()), h);
     }
     return h;
 }

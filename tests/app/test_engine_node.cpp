@@ -95,7 +95,7 @@ TEST(EngineNode, GradientGroupsWithCurveKeysRunAgainOnTheSameNodes) {
         nodes.push_back(unwrap(NodeServer::bind(o, cli::engine_worker_factory(o.ctx))));
         endpoints.push_back(o.listen);
     }
-    for (auto& n : nodes) serving.emplace_back([&quit, s = n.get()] { s->serve(&quit); });
+    for (auto& n : nodes) serving.emplace_back([&quit, s = n.get()] { EXPECT_TRUE(s->serve(&quit)); });
 
     // Paths relative to the nodes' data root (the coordinator's side resolves them under it too).
     const std::string toml = "[data]\ncorpus = \"corpus\"\ncache_dir = \"cache\""

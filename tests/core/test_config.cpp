@@ -1,6 +1,7 @@
 // Config parsing: defaults, presets, overrides, and errors that name file, key and reason.
 #include <gtest/gtest.h>
 
+#include "core/hash.h"
 #include "core/config_io.h"
 #include "core/network.h"
 #include "core/timeline.h"
@@ -143,3 +144,12 @@ TEST(Config, MissingFileIsAClearError) {
 
 }  // namespace
 }  // namespace tw
+
+// core/hash.h's values seed every weight and are stored: pinned against values computed outside
+// the project (Python), and shown not to be FNV-1a's (whose offset basis is 14695981039346656037).
+TEST(SeededHash, KeepsItsValuesAndIsNotFnv1a) {
+    EXPECT_EQ(tw::seeded_hash64(""), 1469598103934665603ull);
+    EXPECT_EQ(tw::seeded_hash64("thinwire"), 0x5faeb236063f9061ull);
+    EXPECT_NE(tw::seeded_hash64("thinwire"), 0x4296c6b9143afb8full);  // FNV-1a 64 of "thinwire"
+    EXPECT_EQ(tw::seeded_hash64("wire", tw::seeded_hash64("thin")), tw::seeded_hash64("thinwire"));  // chains
+}

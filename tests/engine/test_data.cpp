@@ -212,8 +212,8 @@ TEST(Fingerprint, TokenizerHashLeavesOutOnlyTheTrainingRecord) {
     write_file(model, piece + pb_field(2, "/home/a/cache") + norm + flag);
     auto h = Tokenizer::model_hash(model);
     ASSERT_TRUE(h) << h.message();
-    EXPECT_EQ(*h, fnv1a64(piece + norm + flag));
-    EXPECT_EQ(*h, 0x72d1b10155b31cf4ull);  // FNV-1a 64 (core/hash.h's offset) of 0a 02 61 62 1a 02 63 64 30 01
+    EXPECT_EQ(*h, seeded_hash64(piece + norm + flag));
+    EXPECT_EQ(*h, 0x72d1b10155b31cf4ull);  // seeded_hash64 (core/hash.h) of 0a 02 61 62 1a 02 63 64 30 01
     write_file(model, piece + pb_field(2, "/srv/b/data/cache") + norm + flag);
     EXPECT_EQ(Tokenizer::model_hash(model).value(), *h);  // another machine's paths: same model
     write_file(model, pb_field(1, "ac") + pb_field(2, "/home/a/cache") + norm + flag);
@@ -235,7 +235,7 @@ TEST(Fingerprint, TokenizerHashLeavesOutOnlyTheTrainingRecord) {
     auto ha = Tokenizer::model_hash(a), hb = Tokenizer::model_hash(b);
     ASSERT_TRUE(ha && hb);
     EXPECT_EQ(*ha, *hb);
-    EXPECT_NE(*ha, fnv1a64(ba));
+    EXPECT_NE(*ha, seeded_hash64(ba));
 }
 
 PreparedData data_of(std::vector<uint16_t> train, std::vector<uint16_t> val, const std::string& tokenizer_path) {
@@ -247,9 +247,9 @@ PreparedData data_of(std::vector<uint16_t> train, std::vector<uint16_t> val, con
 }
 
 TEST(Fingerprint, HashesTheTokenizerAndBothStreams) {
-    // FNV-1a 64 (core/hash.h's offset) of the bytes 01 00 02 01: tokens 1 and 258, little-endian.
+    // seeded_hash64 (core/hash.h) of the bytes 01 00 02 01: tokens 1 and 258, little-endian.
     EXPECT_EQ(token_stream_hash({1, 258}), 0x9152cf983066b003ull);
-    EXPECT_EQ(token_stream_hash({}), kFnvOffset);
+    EXPECT_EQ(token_stream_hash({}), kHashSeed);
     const auto model = temp_path("fingerprint.model");
     write_file(model, pb_field(1, "ab"));
     auto a = data_fingerprint(data_of({1, 258, 7}, {7}, model));

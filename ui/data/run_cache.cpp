@@ -51,34 +51,34 @@ Result<RunData> load_run(RunStore& store, int64_t id) {
         n.sim_s.push_back(m.sim_s);
     });
     if (!st) return st;
-    (void)each("val.loss", [](NodeData& n, const MetricRecord& m) {
+    if (Status r = each("val.loss", [](NodeData& n, const MetricRecord& m) {
         n.val_step.push_back(static_cast<double>(m.step));
         n.val.push_back(m.value);
         n.val_wall_s.push_back(m.wall_s);
         n.val_sim_s.push_back(m.sim_s);
-    });
-    (void)each("train.tokens", [](NodeData& n, const MetricRecord& m) { n.tokens_at[m.step] = m.value; });
-    (void)each("train.compute_s", [](NodeData& n, const MetricRecord& m) { n.compute_s[m.step] = m.value; });
-    (void)each("round.compute_s", [](NodeData& n, const MetricRecord& m) {
+    }); !r) return r;
+    if (Status r = each("train.tokens", [](NodeData& n, const MetricRecord& m) { n.tokens_at[m.step] = m.value; }); !r) return r;
+    if (Status r = each("train.compute_s", [](NodeData& n, const MetricRecord& m) { n.compute_s[m.step] = m.value; }); !r) return r;
+    if (Status r = each("round.compute_s", [](NodeData& n, const MetricRecord& m) {
         n.round_step.push_back(static_cast<double>(m.step));
         n.round_compute_s.push_back(m.value);
-    });
-    (void)each("round.exposed_comm_s", [](NodeData& n, const MetricRecord& m) { n.round_exposed_s.push_back(m.value); });
-    (void)each("round.bytes", [](NodeData& n, const MetricRecord& m) { n.round_bytes[m.step] = static_cast<uint64_t>(m.value); });
-    (void)each("round.hops", [](NodeData& n, const MetricRecord& m) { n.round_hops[m.step] = static_cast<int64_t>(m.value); });
-    (void)each("round.overlap_steps",
-               [](NodeData& n, const MetricRecord& m) { n.round_overlap[m.step] = static_cast<int64_t>(m.value); });
-    (void)each("round.group_mask",
-               [](NodeData& n, const MetricRecord& m) { n.round_group[m.step] = static_cast<uint64_t>(m.value); });
+    }); !r) return r;
+    if (Status r = each("round.exposed_comm_s", [](NodeData& n, const MetricRecord& m) { n.round_exposed_s.push_back(m.value); }); !r) return r;
+    if (Status r = each("round.bytes", [](NodeData& n, const MetricRecord& m) { n.round_bytes[m.step] = static_cast<uint64_t>(m.value); }); !r) return r;
+    if (Status r = each("round.hops", [](NodeData& n, const MetricRecord& m) { n.round_hops[m.step] = static_cast<int64_t>(m.value); }); !r) return r;
+    if (Status r = each("round.overlap_steps",
+               [](NodeData& n, const MetricRecord& m) { n.round_overlap[m.step] = static_cast<int64_t>(m.value); }); !r) return r;
+    if (Status r = each("round.group_mask",
+               [](NodeData& n, const MetricRecord& m) { n.round_group[m.step] = static_cast<uint64_t>(m.value); }); !r) return r;
     // Cumulative bytes sent per step: the sum over link classes of their cumulative counters.
     for (auto& name : *names) {
         if (name.rfind("bytes.", 0) != 0) continue;
         const bool sent = name.size() > 5 && name.compare(name.size() - 5, 5, ".sent") == 0;
         std::map<std::string, std::map<int64_t, double>> per_node;
-        (void)each(name, [&](NodeData& n, const MetricRecord& m) {
+        if (Status r = each(name, [&](NodeData& n, const MetricRecord& m) {
             n.bytes_final[name] = m.value;
             if (sent) per_node[m.node][m.step] = m.value;
-        });
+        }); !r) return r;
         for (auto& [node, steps] : per_node)
             for (auto& [step, v] : steps) d.nodes[node].bytes_at[step] += v;
     }
