@@ -3,13 +3,14 @@
 // communication), for three ensembles: "homogeneous" (every expert alike), "hetero_size" (MLP width
 // d_ff per domain) and "hetero_steps" (steps per domain). The ensembles get equal total training
 // FLOPs: the homogeneous one sets the budget, and each other ensemble's steps are scaled by one
-// factor (then nudged by single steps) until its total is within 1% of it. Every expert is a run of
-// its own (kind "train", a config `thinwire train` reproduces), and one run of kind "hdee" holds the
-// ensemble results; all of one invocation share a group.
+// factor (then nudged by single steps) until its total is within 1% of it (match_budget in
+// engine/ensemble/hdee.h). Every expert is a run of its own (kind "train", a config `thinwire train`
+// reproduces), and one run of kind "hdee" holds the ensemble results; all of one invocation share a
+// group.
 //
-// Evaluation: each domain's validation documents are split alternately — even-indexed documents
-// are the evaluation part, odd-indexed ones estimate the posterior rule's prior (pooled over all
-// domains, engine/ensemble/hdee.h estimate_prior) — so the prior is never fit on what it is judged
+// Evaluation: each domain's validation documents are split alternately (split_domain) —
+// even-indexed documents are the evaluation part, odd-indexed ones estimate the posterior rule's
+// prior (pooled over all domains, estimate_prior) — so the prior is never fit on what it is judged
 // on. Each ensemble is scored on every domain's evaluation part by each expert alone, the
 // log-probability mean (plain and renormalised) and the posterior mixture.
 //
@@ -53,18 +54,10 @@ extern "C" void on_sigint_hdee(int) { g_stop = true; }
 const char* const kEnsembleNames[] = {"homogeneous", "hetero_size", "hetero_steps"};
 constexpr size_t kEnsembles = 3;
 
-struct EnsembleSpec {
-    std::string name;
-    std::vector<int64_t> d_ff;       // per domain; 0 = the model's default width
-    std::vector<int64_t> steps_req;  // per domain as written (for the heterogeneous ones: proportions)
-    std::vector<int64_t> steps;      // per domain after the budget rule
-    double train_flops = 0;          // Σ_domain train_flops_per_token · tokens
-};
-
 struct HdeeConfig {
     std::vector<std::string> domains;              // in table order
     std::vector<std::vector<std::string>> genres;  // per domain, Brown letters
-    EnsembleSpec ens[kEnsembles];
+    std::vector<HdeeEnsemble> ens = std::vector<HdeeEnsemble>(kEnsembles);  // [0] sets the budget
     double prior_alpha = 1.0;     // add-alpha smoothing of the prior's win counts
     int64_t eval_doc_tokens = 0;  // leading tokens of each validation document scored; 0 = all
 };
@@ -149,7 +142,7 @@ void parse_hdee(const toml::table& h, const std::string& at, HdeeConfig& c, std:
     }
     const size_t n = c.domains.size();
     for (size_t i = 0; i < kEnsembles; ++i) {
-        EnsembleSpec& e = c.ens[i];
+        HdeeEnsemble& e = c.ens[i];
         e.name = kEnsembleNames[i];
         const toml::table* t = h.get(e.name) ? h.get(e.name)->as_table() : nullptr;
         if (!t) {
@@ -236,56 +229,6 @@ Result<Loaded> load(const std::string& path, const std::vector<std::string>& set
     return out;
 }
 
-// ---- the compute budget -----------------------------------------------------------------------------
-
-double expert_flops(const RunConfig& base, int64_t d_ff, int64_t steps) {
-    ModelConfig m = base.model;
-    m.d_ff = d_ff > 0 ? d_ff : base.model.d_ff;
-    return train_flops_per_token(m) * static_cast<double>(base.train.batch_size * base.model.seq_len * steps);
-}
-
-double total_flops(const RunConfig& base, const EnsembleSpec& e) {
-    double s = 0;
-    for (size_t d = 0; d < e.d_ff.size(); ++d) s += expert_flops(base, e.d_ff[d], e.steps[d]);
-    return s;
-}
-
-// Homogeneous steps as written; every other ensemble's steps scaled by one factor to its FLOPs,
-// then single steps added or removed where that brings the total closest to the budget.
-Status match_budget(const RunConfig& base, HdeeConfig& c) {
-    EnsembleSpec& ref = c.ens[0];
-    ref.steps = ref.steps_req;
-    ref.train_flops = total_flops(base, ref);
-    for (size_t i = 1; i < kEnsembles; ++i) {
-        EnsembleSpec& e = c.ens[i];
-        e.steps = e.steps_req;
-        const double factor = ref.train_flops / total_flops(base, e);
-        for (int64_t& s : e.steps) s = std::max<int64_t>(1, std::llround(static_cast<double>(s) * factor));
-        for (int guard = 0; guard < 1000; ++guard) {
-            const double err = total_flops(base, e) - ref.train_flops;
-            size_t best = 0;
-            double best_err = std::abs(err);
-            int64_t best_delta = 0;
-            for (size_t d = 0; d < e.steps.size(); ++d)
-                for (int64_t delta : {-1, 1}) {
-                    if (e.steps[d] + delta < 1) continue;
-                    const double x = std::abs(err + delta * expert_flops(base, e.d_ff[d], 1));
-                    if (x < best_err) best = d, best_err = x, best_delta = delta;
-                }
-            if (best_delta == 0) break;
-            e.steps[best] += best_delta;
-        }
-        e.train_flops = total_flops(base, e);
-        if (std::abs(e.train_flops / ref.train_flops - 1) > 0.01) {
-            char buf[160];
-            std::snprintf(buf, sizeof buf, "cannot match the homogeneous budget within 1%% (%.4e vs %.4e FLOPs)",
-                          e.train_flops, ref.train_flops);
-            return Status::error("hdee." + e.name + ": " + buf + "; use more steps or closer widths");
-        }
-    }
-    return Status::ok();
-}
-
 // The resolved [hdee] table as comments, stored ahead of the run config (which must stay parseable).
 std::string hdee_comments(const HdeeConfig& c) {
     std::ostringstream os;
@@ -294,7 +237,7 @@ std::string hdee_comments(const HdeeConfig& c) {
     for (size_t d = 0; d < c.domains.size(); ++d)
         os << "# hdee.genres." << c.domains[d] << " = [\"" << join(c.genres[d], "\", \"") << "\"]\n";
     os << "# hdee.prior_alpha = " << c.prior_alpha << "\n# hdee.eval_doc_tokens = " << c.eval_doc_tokens << "\n";
-    for (const EnsembleSpec& e : c.ens) {
+    for (const HdeeEnsemble& e : c.ens) {
         std::vector<std::string> f, s;
         for (size_t d = 0; d < e.d_ff.size(); ++d)
             f.push_back(std::to_string(e.d_ff[d])), s.push_back(std::to_string(e.steps[d]));
@@ -325,7 +268,7 @@ struct Expert {
 
 // Trains one expert as its own stored run. Throws on failure; returns nullopt when interrupted.
 std::optional<Expert> train_expert(Session& s, size_t ens, size_t d) {
-    const EnsembleSpec& e = s.hdee.ens[ens];
+    const HdeeEnsemble& e = s.hdee.ens[ens];
     RunConfig cfg = s.base;
     cfg.model.d_ff = e.d_ff[d] > 0 ? e.d_ff[d] : s.base.model.d_ff;
     cfg.train.steps = e.steps[d];
@@ -397,32 +340,7 @@ std::optional<Expert> train_expert(Session& s, size_t ens, size_t d) {
 
 // ---- evaluation and the table --------------------------------------------------------------------------
 
-// A domain's validation documents split alternately: even-indexed ones evaluate, odd ones fit the
-// prior; each cut to its first `doc_tokens` tokens when that is > 0 (every document still counts).
-struct DomainSplit {
-    std::vector<std::pair<int64_t, int64_t>> eval, prior;
-    double unigram = 0;  // difficulty proxy: add-one unigram of its training genres on its validation docs
-};
-
-DomainSplit split_domain(const PreparedData& data, const std::vector<std::string>& genres, int64_t vocab,
-                         int64_t doc_tokens) {
-    DomainSplit out;
-    const auto val = select_spans(data, true, genres);
-    for (size_t i = 0; i < val.size(); ++i) {
-        auto span = val[i];
-        if (doc_tokens > 0) span.second = std::min(span.second, doc_tokens);
-        (i % 2 == 0 ? out.eval : out.prior).push_back(span);
-    }
-    auto gather = [](const std::vector<uint16_t>& stream, const std::vector<std::pair<int64_t, int64_t>>& spans) {
-        std::vector<uint16_t> v;
-        for (auto& [off, len] : spans) v.insert(v.end(), stream.begin() + off, stream.begin() + off + len);
-        return v;
-    };
-    out.unigram = unigram_loss(gather(*data.train, select_spans(data, false, genres)), gather(*data.val, val), vocab);
-    return out;
-}
-
-void print_tables(const HdeeConfig& c, const std::vector<HdeeEvaluation>& ev, const std::vector<DomainSplit>& splits) {
+void print_tables(const HdeeConfig& c, const std::vector<HdeeEvaluation>& ev, const std::vector<HdeeDomainSplit>& splits) {
     const size_t D = c.domains.size();
     for (size_t d = 0; d < D; ++d) {
         std::printf("\ndomain %s (genres %s): %zu eval docs, %lld windows × %lld tokens; NLL in nats/token\n",
@@ -454,7 +372,7 @@ void print_tables(const HdeeConfig& c, const std::vector<HdeeEvaluation>& ev, co
 }
 
 // The domains (sizes, split, difficulty) and the ensembles after the budget rule.
-void print_plan(const Session& s, const std::vector<DomainSplit>& splits) {
+void print_plan(const Session& s, const std::vector<HdeeDomainSplit>& splits) {
     const HdeeConfig& c = s.hdee;
     const size_t D = c.domains.size();
     std::printf("\n%-10s %-14s %12s %10s %16s\n", "domain", "genres", "train tokens", "val docs", "unigram nats/tok");
@@ -465,7 +383,7 @@ void print_plan(const Session& s, const std::vector<DomainSplit>& splits) {
                     (long long)train_tokens, splits[d].eval.size(), splits[d].prior.size(), splits[d].unigram);
     }
     std::printf("\nensembles (equal training FLOPs; the homogeneous ensemble sets the budget):\n");
-    for (const EnsembleSpec& e : c.ens) {
+    for (const HdeeEnsemble& e : c.ens) {
         std::string f, st;
         for (size_t d = 0; d < D; ++d) {
             ModelConfig m = s.base.model;
@@ -481,12 +399,12 @@ void print_plan(const Session& s, const std::vector<DomainSplit>& splits) {
 // Scores every ensemble on every domain's evaluation part (prior from the prior parts) and
 // records the results as metrics of the summary run.
 std::vector<HdeeEvaluation> evaluate_ensembles(Session& s, std::vector<std::vector<Expert>>& experts,
-                                               const std::vector<DomainSplit>& splits, int64_t summary_id) {
+                                               const std::vector<HdeeDomainSplit>& splits, int64_t summary_id) {
     const HdeeConfig& c = s.hdee;
     const size_t D = c.domains.size();
     const uint64_t seed = static_cast<uint64_t>(s.base.run.seed);
     std::vector<WindowLoader> eval_loaders, prior_loaders;
-    for (const DomainSplit& sp : splits) {
+    for (const HdeeDomainSplit& sp : splits) {
         eval_loaders.emplace_back(s.data.val, sp.eval, s.base.model.seq_len, s.base.train.batch_size, seed);
         prior_loaders.emplace_back(s.data.val, sp.prior, s.base.model.seq_len, s.base.train.batch_size, seed);
     }
@@ -545,8 +463,8 @@ int run_hdee(const Globals& g, const HdeeArgs& a) {
     if (s.base.model.vocab_size < s.data.vocab_size)
         throw Error("model.vocab_size " + std::to_string(s.base.model.vocab_size) + " is smaller than the data's " +
                     std::to_string(s.data.vocab_size));
-    check(match_budget(s.base, s.hdee));
-    std::vector<DomainSplit> splits;
+    check(match_budget(s.base, s.hdee.ens));  // engine/ensemble/hdee.h
+    std::vector<HdeeDomainSplit> splits;
     for (size_t d = 0; d < D; ++d) {
         splits.push_back(split_domain(s.data, c.genres[d], s.base.model.vocab_size, c.eval_doc_tokens));
         if (splits[d].eval.empty() || splits[d].prior.empty())

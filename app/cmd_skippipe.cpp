@@ -3,7 +3,7 @@
 // whole model. Every iteration the scheduler (core/skippipe.h) places N·m micro-batches on S·N
 // simulated nodes; each micro-batch then really trains through the stages of its scheduled path
 // (engine/train/skippipe_step.h), and the schedule's makespan — from per-stage compute times
-// measured once at the start (stage_times) plus the stage link's transfer time — is the
+// measured once at the start (measure_stage_times) plus the stage link's transfer time — is the
 // simulated iteration time, set against the full pipeline's (GPipe on the same nodes) for the same
 // problem. Nothing but the makespan is simulated: no optimizer time, no gradient sync between replicas.
 //
@@ -55,10 +55,6 @@ extern "C" void on_sigint_skippipe(int) { g_stop = true; }
 using Path = std::vector<int64_t>;
 
 // ---- [skippipe] ------------------------------------------------------------------------------------
-
-struct FwdBwd {
-    double fwd_s = 0, bwd_s = 0;  // seconds of one micro-batch's forward and backward
-};
 
 struct SkipConfig {
     int64_t stages = 4;                      // S: stages (nodes per replica); 2 ≤ S ≤ model.n_layer
@@ -237,70 +233,11 @@ std::string path_name(const Path& p) {
     return s;
 }
 
-// ---- stage times -------------------------------------------------------------------------------------
-
-// Fastest forward and backward seconds of `run` over `reps` runs after two warm-ups (returns the
-// output; backward with `grad`, or of a scalar loss when grad is undefined). The minimum, not the
-// median: on a shared machine it is the estimate least disturbed by other processes.
-template <class Fn>
-FwdBwd time_fwd_bwd(Fn&& run, const torch::Tensor& grad, int reps) {
-    std::vector<double> f, b;
-    for (int i = 0; i < reps + 2; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        torch::Tensor out = run();
-        auto t1 = std::chrono::steady_clock::now();
-        grad.defined() ? out.backward(grad) : out.backward();
-        auto t2 = std::chrono::steady_clock::now();
-        if (i < 2) continue;
-        f.push_back(std::chrono::duration<double>(t1 - t0).count());
-        b.push_back(std::chrono::duration<double>(t2 - t1).count());
-    }
-    return {*std::min_element(f.begin(), f.end()), *std::min_element(b.begin(), b.end())};
-}
-
-// Per-stage seconds of one micro-batch `window` [b, T+1] on this machine, from two measurements
-// (each skipped when the config gives it): the head op = embedding, final norm, head and loss with no
-// blocks (forward_path with path {}), and one block alone (a blocks-only module: a middle stage's
-// spec) fed hidden states [b, T, d]. Stage s costs its blocks × the block's time, stage 0 the head op
-// on top. Every block has the same shape, so stages of equal size get equal times: timing each stage
-// separately would only add noise, and the greedy scheduler (which picks, per micro-batch, the path
-// that finishes first) would then send every micro-batch through whichever stage measured fastest
-// and never train the others. Leaves no gradient on `model`.
-struct StageTimes {
-    FwdBwd block, head;
-    std::vector<double> fwd_s, bwd_s;  // [S]
-    double head_fraction = 0;          // (head fwd + bwd) / (stage 0 fwd + bwd)
-};
-
-StageTimes stage_times(const RunConfig& cfg, const SkipConfig& sc, Llama& model, const torch::Tensor& window) {
-    constexpr int kReps = 10;
-    const int64_t S = sc.stages, b = window.size(0), T = window.size(1) - 1;
-    StageTimes st;
-    st.head = sc.head_s ? *sc.head_s : time_fwd_bwd([&] { return path_loss(model, window, {}, S); }, {}, kReps);
-    for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
-    if (sc.block_s) {
-        st.block = *sc.block_s;
-    } else {
-        auto h = torch::randn({b, T, cfg.model.d_model}).requires_grad_(true);
-        auto g = torch::randn({b, T, cfg.model.d_model});
-        Llama one(cfg.model, static_cast<uint64_t>(cfg.run.seed), StageSpec{1, 3, 0, 1});
-        st.block = time_fwd_bwd([&] { return one->forward(h); }, g, kReps);
-    }
-    for (int64_t s = 0; s < S; ++s) {
-        const StageSpec sp = stage_spec(cfg.model, s, S);
-        const double n = static_cast<double>(sp.last_layer - sp.first_layer);
-        st.fwd_s.push_back(n * st.block.fwd_s + (s == 0 ? st.head.fwd_s : 0));
-        st.bwd_s.push_back(n * st.block.bwd_s + (s == 0 ? st.head.bwd_s : 0));
-    }
-    st.head_fraction = (st.head.fwd_s + st.head.bwd_s) / (st.fwd_s[0] + st.bwd_s[0]);
-    return st;
-}
-
 // The resolved [skippipe] table as comments "# skippipe.key = value", stored with the run ahead of the
 // run config: the stored text must stay parseable by parse_config (`runs`, the workbench), and
 // `runs compare` still lists these lines where two runs differ. With `measured` false measured
 // times are written as "measured", so the config hash does not depend on timings.
-std::string skip_toml(const SkipConfig& c, const SkipPipeProblem& p, const StageTimes& st, bool full,
+std::string skip_toml(const SkipConfig& c, const SkipPipeProblem& p, const SkipStageTimes& st, bool full,
                       bool measured = true) {
     auto times = [&](const std::optional<FwdBwd>& given, const FwdBwd& used) {
         if (!measured && !given) return std::string("\"measured\"");
@@ -414,7 +351,8 @@ int run_skippipe(const Globals& g, const SkipArgs& a) {
     auto optim = make_adamw(model, cfg.train);
 
     // The scheduling problem: measured stage times of one micro-batch, the stage link's hop.
-    const StageTimes st = stage_times(cfg, sc, model, train.batch(0).narrow(0, 0, b));
+    const SkipStageTimes st = measure_stage_times(cfg.model, seed, model, train.batch(0).narrow(0, 0, b), S,
+                                                  sc.block_s, sc.head_s);
     SkipPipeProblem p;
     p.stages = static_cast<int>(S), p.replicas = static_cast<int>(N), p.path_stages = static_cast<int>(*sc.path_stages);
     p.max_swaps = static_cast<int>(sc.max_swaps), p.micro_batches = static_cast<int>(m);

@@ -534,4 +534,17 @@ std::string check_schedule(const SkipPipeProblem& p, const SkipSchedule& s) {
     return "";
 }
 
+SkipStageTimes skip_stage_times(const FwdBwd& block, const FwdBwd& head, const std::vector<int64_t>& blocks_per_stage) {
+    TW_ASSERT(!blocks_per_stage.empty());
+    SkipStageTimes st;
+    st.block = block, st.head = head;
+    for (size_t s = 0; s < blocks_per_stage.size(); ++s) {
+        const double n = static_cast<double>(blocks_per_stage[s]);
+        st.fwd_s.push_back(n * st.block.fwd_s + (s == 0 ? st.head.fwd_s : 0));
+        st.bwd_s.push_back(n * st.block.bwd_s + (s == 0 ? st.head.bwd_s : 0));
+    }
+    st.head_fraction = (st.head.fwd_s + st.head.bwd_s) / (st.fwd_s[0] + st.bwd_s[0]);
+    return st;
+}
+
 }  // namespace tw

@@ -127,6 +127,30 @@ std::string check_schedule(const SkipPipeProblem& p, const SkipSchedule& s);
 // when transfer_s = 0). Ignores path_stages and max_swaps; fails only when validate(p) does.
 Result<SkipSchedule> schedule_full_pipeline(const SkipPipeProblem& p);
 
+// ---- per-stage times -------------------------------------------------------------------------------
+
+// Seconds of one micro-batch's forward and backward through some part of the model.
+struct FwdBwd {
+    double fwd_s = 0, bwd_s = 0;
+};
+
+// What a SkipPipeProblem's fwd_s, bwd_s and head_fraction are built from (`thinwire skippipe`).
+struct SkipStageTimes {
+    FwdBwd block;                      // one transformer block, on one micro-batch [b, T, d]
+    FwdBwd head;                       // the head op: embedding + final norm + head + loss, no blocks
+    std::vector<double> fwd_s, bwd_s;  // [S] seconds per stage, as SkipPipeProblem::fwd_s / bwd_s
+    double head_fraction = 0;          // (head.fwd_s + head.bwd_s) / (fwd_s[0] + bwd_s[0]), in [0, 1]
+};
+
+// Per-stage times from the two measurements: stage s costs blocks_per_stage[s] × block, and stage 0
+// the head op on top (stage 0 holds the embedding and the head, see the model above):
+//   fwd_s[s] = n_s·block.fwd_s + [s = 0]·head.fwd_s,   bwd_s[s] = n_s·block.bwd_s + [s = 0]·head.bwd_s.
+// Every block has the same shape, so stages of equal size get exactly equal times (timing stages
+// separately would add noise that the greedy scheduler then chases). blocks_per_stage is [S], S ≥ 1,
+// e.g. {2, 2, 1, 1} for 6 layers on 4 stages (stage_spec, engine/model/llama.h, puts the remainder
+// on the first stages). head_fraction is NaN when stage 0 costs nothing.
+SkipStageTimes skip_stage_times(const FwdBwd& block, const FwdBwd& head, const std::vector<int64_t>& blocks_per_stage);
+
 // Intended usage: build a SkipPipeProblem from measured (or FLOP-derived) per-stage times and the
 // stage link's transfer_s for one micro-batch's activations, then compare
 // schedule_skippipe(p, seed)->makespan_s with schedule_full_pipeline(p)->makespan_s; the paths give

@@ -1,13 +1,16 @@
-// HDEE ensembles (arXiv 2502.19385): the mixture arithmetic and the evaluator over trained experts.
+// HDEE ensembles (arXiv 2502.19385): the mixture arithmetic, the evaluator over trained experts,
+// the equal-FLOPs budget rule and the domain split.
 #include "engine/ensemble/hdee.h"
 
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "core/assert.h"
+#include "engine/data/dataset.h"
 #include "engine/data/loader.h"
 #include "engine/model/llama.h"
 
@@ -160,6 +163,74 @@ HdeeEvaluation evaluate_hdee(std::vector<Llama>& experts, const std::vector<cons
         ev.domains.push_back(std::move(d));
     }
     return ev;
+}
+
+// ---- planning ----------------------------------------------------------------------------------------
+
+double expert_train_flops(const RunConfig& base, int64_t d_ff, int64_t steps) {
+    ModelConfig m = base.model;
+    m.d_ff = d_ff > 0 ? d_ff : base.model.d_ff;
+    return train_flops_per_token(m) * static_cast<double>(base.train.batch_size * base.model.seq_len * steps);
+}
+
+double ensemble_train_flops(const RunConfig& base, const HdeeEnsemble& e) {
+    double s = 0;
+    for (size_t d = 0; d < e.d_ff.size(); ++d) s += expert_train_flops(base, e.d_ff[d], e.steps[d]);
+    return s;
+}
+
+Status match_budget(const RunConfig& base, std::vector<HdeeEnsemble>& ens) {
+    TW_ASSERT(!ens.empty());
+    for (const HdeeEnsemble& e : ens) TW_ASSERT(e.d_ff.size() == e.steps_req.size());
+    HdeeEnsemble& ref = ens[0];
+    ref.steps = ref.steps_req;
+    ref.train_flops = ensemble_train_flops(base, ref);
+    for (size_t i = 1; i < ens.size(); ++i) {
+        HdeeEnsemble& e = ens[i];
+        e.steps = e.steps_req;
+        const double factor = ref.train_flops / ensemble_train_flops(base, e);
+        for (int64_t& s : e.steps) s = std::max<int64_t>(1, std::llround(static_cast<double>(s) * factor));
+        for (int guard = 0; guard < 1000; ++guard) {
+            const double err = ensemble_train_flops(base, e) - ref.train_flops;
+            size_t best = 0;
+            double best_err = std::abs(err);
+            int64_t best_delta = 0;
+            for (size_t d = 0; d < e.steps.size(); ++d)
+                for (int64_t delta : {-1, 1}) {
+                    if (e.steps[d] + delta < 1) continue;
+                    const double x = std::abs(err + delta * expert_train_flops(base, e.d_ff[d], 1));
+                    if (x < best_err) best = d, best_err = x, best_delta = delta;
+                }
+            if (best_delta == 0) break;
+            e.steps[best] += best_delta;
+        }
+        e.train_flops = ensemble_train_flops(base, e);
+        if (std::abs(e.train_flops / ref.train_flops - 1) > kHdeeBudgetTolerance) {
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "cannot match the homogeneous budget within 1%% (%.4e vs %.4e FLOPs)",
+                          e.train_flops, ref.train_flops);
+            return Status::error("hdee." + e.name + ": " + buf + "; use more steps or closer widths");
+        }
+    }
+    return Status::ok();
+}
+
+HdeeDomainSplit split_domain(const PreparedData& data, const std::vector<std::string>& genres, int64_t vocab,
+                             int64_t doc_tokens) {
+    HdeeDomainSplit out;
+    const auto val = select_spans(data, true, genres);
+    for (size_t i = 0; i < val.size(); ++i) {
+        auto span = val[i];
+        if (doc_tokens > 0) span.second = std::min(span.second, doc_tokens);
+        (i % 2 == 0 ? out.eval : out.prior).push_back(span);
+    }
+    auto gather = [](const std::vector<uint16_t>& stream, const std::vector<std::pair<int64_t, int64_t>>& spans) {
+        std::vector<uint16_t> v;
+        for (auto& [off, len] : spans) v.insert(v.end(), stream.begin() + off, stream.begin() + off + len);
+        return v;
+    };
+    out.unigram = unigram_loss(gather(*data.train, select_spans(data, false, genres)), gather(*data.val, val), vocab);
+    return out;
 }
 
 }  // namespace tw

@@ -2,20 +2,26 @@
 //
 // Experts are trained independently, one per domain, and meet only here, at evaluation. This
 // file holds the two ensemble rules as pure functions over per-token log-probabilities, the
-// prior estimator of the posterior rule, and an evaluator that scores E trained models on
-// validation windows. A "sequence" is one loader window: T predicted tokens with the window's own
+// prior estimator of the posterior rule, an evaluator that scores E trained models on
+// validation windows, and the experiment's planning: the equal-FLOPs budget rule over the
+// ensembles (match_budget) and each domain's split of its validation documents (split_domain). A "sequence" is one loader window: T predicted tokens with the window's own
 // prefix as context, so the posterior restarts at every window. Torch-free header: the models
 // and loaders are only named.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "core/config.h"
+#include "core/status.h"
 
 namespace tw {
 
 class Llama;
 class WindowLoader;
+struct PreparedData;
 
 // ---- mixture arithmetic -------------------------------------------------------------------------
 
@@ -81,6 +87,55 @@ struct HdeeEvaluation {
 // be fit on the sequences it is judged on. No prior sets gives the uniform prior.
 HdeeEvaluation evaluate_hdee(std::vector<Llama>& experts, const std::vector<const WindowLoader*>& prior_sets,
                              const std::vector<const WindowLoader*>& eval_sets, double prior_alpha = 1.0);
+
+// ---- planning: the equal-FLOPs budget and the domain split ------------------------------------------
+
+// One ensemble of per-domain experts. Every vector is [D], one entry per domain in domain order.
+struct HdeeEnsemble {
+    std::string name;                // "homogeneous", "hetero_size", "hetero_steps"; errors say "hdee.NAME"
+    std::vector<int64_t> d_ff;       // MLP width of each expert; 0 = the base model's d_ff
+    std::vector<int64_t> steps_req;  // optimizer steps as written (for all but the budget ensemble: proportions)
+    std::vector<int64_t> steps;      // optimizer steps after match_budget
+    double train_flops = 0;          // ensemble_train_flops after match_budget, FLOPs
+};
+
+// Training FLOPs of one expert: train_flops_per_token(base.model with MLP width d_ff) ·
+// base.train.batch_size · base.model.seq_len · steps, where train_flops_per_token (engine/model/llama.h)
+// is 6·N_matmul + 12·n_layer·seq_len·d_model per token. d_ff 0 keeps base.model.d_ff.
+double expert_train_flops(const RunConfig& base, int64_t d_ff, int64_t steps);
+
+// Σ_d expert_train_flops(base, e.d_ff[d], e.steps[d]) over the domains, FLOPs (uses `steps`, not
+// `steps_req`).
+double ensemble_train_flops(const RunConfig& base, const HdeeEnsemble& e);
+
+// Largest relative deviation |total / budget − 1| match_budget accepts.
+constexpr double kHdeeBudgetTolerance = 0.01;
+
+// The equal-FLOPs rule. ens[0] sets the budget: its steps = steps_req. Every other ensemble's
+// steps_req are all scaled by one factor, budget / ensemble_train_flops(steps_req), and rounded
+// (half away from zero, at least 1); then, one step at a time, the single ±1 change to one expert
+// (never below 1 step) that brings the total closest to the budget is applied, while one brings it
+// strictly closer (ties: the lower domain index, −1 before +1). Sets steps and train_flops of every
+// ensemble. Fails with "hdee.NAME: cannot match the homogeneous budget within 1% (…)" when an
+// ensemble's total still deviates by more than kHdeeBudgetTolerance. Requires ens non-empty, and
+// d_ff and steps_req of one length per ensemble.
+Status match_budget(const RunConfig& base, std::vector<HdeeEnsemble>& ens);
+
+// A domain's validation documents, split for the evaluation. Spans are (offset, length) in tokens
+// into PreparedData::val.
+struct HdeeDomainSplit {
+    std::vector<std::pair<int64_t, int64_t>> eval;   // documents 0, 2, 4, … of the domain: scored
+    std::vector<std::pair<int64_t, int64_t>> prior;  // documents 1, 3, 5, …: fit the posterior rule's prior
+    double unigram = 0;  // nats/token: add-one unigram of the domain's training documents on its whole
+                         // validation documents (uncut), a model-free difficulty proxy (unigram_loss)
+};
+
+// Splits the validation documents of `genres` (Brown letters; select_spans order, i.e. the order of
+// PreparedData::docs) alternately: the i-th goes to eval when i is even, to prior when odd. With
+// doc_tokens > 0 each span is cut to its first doc_tokens tokens (a shorter document stays whole), so
+// every document still counts. `vocab` is the unigram model's vocabulary size.
+HdeeDomainSplit split_domain(const PreparedData& data, const std::vector<std::string>& genres, int64_t vocab,
+                             int64_t doc_tokens);
 
 // Intended usage:
 //   std::vector<Llama> experts = {trainer_a.model(), trainer_b.model()};   // trained apart

@@ -2,7 +2,8 @@
 // pipelines on one whole model in one process. Each micro-batch runs only the stages of its path
 // (LlamaImpl::forward_path), so only those stages receive its gradient; the optimizer then steps
 // every parameter that some micro-batch reached. Where the nodes are and when they run is the
-// scheduler's business (core/skippipe.h); this file only trains and evaluates.
+// scheduler's business (core/skippipe.h); this file trains, evaluates, and measures the per-stage
+// compute times the scheduler is given (measure_stage_times).
 //
 // Header-only so that `thinwire skippipe` (app/cmd_skippipe.cpp) and the engine tests share the
 // very code that trains.
@@ -11,7 +12,10 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/skippipe.h"
@@ -80,6 +84,64 @@ inline double evaluate_path(Llama& model, const WindowLoader& val, int64_t batch
     for (int64_t i = 0; i < batches; ++i)
         sum += path_loss(model, val.sequential_batch(i), path, n_stages).item<double>();
     return sum / static_cast<double>(batches);
+}
+
+// ---- per-stage compute times -----------------------------------------------------------------------
+
+// Blocks per stage of an n_stages split of cfg.n_layer (stage_spec's), [n_stages].
+inline std::vector<int64_t> stage_block_counts(const ModelConfig& cfg, int64_t n_stages) {
+    std::vector<int64_t> out;
+    for (int64_t s = 0; s < n_stages; ++s) {
+        const StageSpec sp = stage_spec(cfg, s, n_stages);
+        out.push_back(sp.last_layer - sp.first_layer);
+    }
+    return out;
+}
+
+// Fastest forward and backward seconds of `run` over `reps` runs after two warm-ups (backward with
+// `grad`, or of a scalar output when grad is undefined). The minimum, not the median: on a shared
+// machine it is the estimate least disturbed by other processes.
+template <class Fn>
+FwdBwd time_fwd_bwd(Fn&& run, const torch::Tensor& grad, int reps) {
+    std::vector<double> f, b;
+    for (int i = 0; i < reps + 2; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        torch::Tensor out = run();
+        auto t1 = std::chrono::steady_clock::now();
+        grad.defined() ? out.backward(grad) : out.backward();
+        auto t2 = std::chrono::steady_clock::now();
+        if (i < 2) continue;
+        f.push_back(std::chrono::duration<double>(t1 - t0).count());
+        b.push_back(std::chrono::duration<double>(t2 - t1).count());
+    }
+    return {*std::min_element(f.begin(), f.end()), *std::min_element(b.begin(), b.end())};
+}
+
+// Per-stage seconds of one micro-batch `window` [b, T+1] on this machine for an n_stages split of
+// `model` (whole model, config `cfg`), from two measurements, each skipped when given:
+//   head   the head op: forward_path with no blocks (path {}) plus the loss, and its backward;
+//   block  one block alone (a blocks-only module built with `seed`: a middle stage's spec) on random
+//          hidden states [b, T, cfg.d_model], backward with a random gradient.
+// Then skip_stage_times(block, head, stage_block_counts(cfg, n_stages)) (core/skippipe.h). Leaves no
+// gradient on `model`. The block measurement draws from Torch's global generator.
+inline SkipStageTimes measure_stage_times(const ModelConfig& cfg, uint64_t seed, Llama& model,
+                                          const torch::Tensor& window, int64_t n_stages,
+                                          const std::optional<FwdBwd>& block_given,
+                                          const std::optional<FwdBwd>& head_given, int reps = 10) {
+    const int64_t b = window.size(0), T = window.size(1) - 1;
+    const FwdBwd head =
+        head_given ? *head_given : time_fwd_bwd([&] { return path_loss(model, window, {}, n_stages); }, {}, reps);
+    for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
+    FwdBwd block;
+    if (block_given) {
+        block = *block_given;
+    } else {
+        auto h = torch::randn({b, T, cfg.d_model}).requires_grad_(true);
+        auto g = torch::randn({b, T, cfg.d_model});
+        Llama one(cfg, seed, StageSpec{1, 3, 0, 1});
+        block = time_fwd_bwd([&] { return one->forward(h); }, g, reps);
+    }
+    return skip_stage_times(block, head, stage_block_counts(cfg, n_stages));
 }
 
 }  // namespace tw

@@ -333,5 +333,50 @@ TEST(SkipPipe, HeadFractionSplitsStageZeroAcrossItsTwoVisits) {
     EXPECT_DOUBLE_EQ(s.makespan_s, 9.0);
 }
 
+// ---- per-stage times ---------------------------------------------------------------------------------
+
+// 6 layers on 4 stages: blocks {2, 2, 1, 1}. Block 1 ms + 2 ms, head op 4 ms + 8 ms:
+//   fwd = 2·1 + 4, 2·1, 1, 1 = 6, 2, 1, 1 ms     bwd = 2·2 + 8, 2·2, 2, 2 = 12, 4, 2, 2 ms
+//   head_fraction = (4 + 8) / (6 + 12) = 2/3.
+TEST(SkipStageTimes, BlocksTimesBlockPlusHeadOnStageZeroByHand) {
+    const SkipStageTimes st = skip_stage_times({1e-3, 2e-3}, {4e-3, 8e-3}, {2, 2, 1, 1});
+    ASSERT_EQ(st.fwd_s.size(), 4u);
+    ASSERT_EQ(st.bwd_s.size(), 4u);
+    const double fwd[] = {6e-3, 2e-3, 1e-3, 1e-3}, bwd[] = {12e-3, 4e-3, 2e-3, 2e-3};
+    for (size_t s = 0; s < 4; ++s) {
+        EXPECT_NEAR(st.fwd_s[s], fwd[s], 1e-15) << "stage " << s;
+        EXPECT_NEAR(st.bwd_s[s], bwd[s], 1e-15) << "stage " << s;
+    }
+    EXPECT_NEAR(st.head_fraction, 2.0 / 3.0, 1e-12);
+    EXPECT_EQ(st.block.fwd_s, 1e-3);
+    EXPECT_EQ(st.head.bwd_s, 8e-3);
+    // stages of equal size get exactly equal times, bit for bit
+    EXPECT_EQ(st.fwd_s[2], st.fwd_s[3]);
+    EXPECT_EQ(st.bwd_s[2], st.bwd_s[3]);
+}
+
+// experiments/skippipe.toml: tiny (4 layers) on 4 stages, block_s = [1.93e-3, 3.13e-3],
+// head_s = [4.34e-3, 7.25e-3]. Stage 0: 1.93 + 4.34 = 6.27 ms forward, 3.13 + 7.25 = 10.38 ms backward;
+// the others one block each; head share (4.34 + 7.25) / (6.27 + 10.38) = 11.59 / 16.65 = 0.69610…
+// (the command prints "stages fwd 6.27 1.93 1.93 1.93, bwd 10.38 3.13 3.13 3.13; head share 0.70").
+TEST(SkipStageTimes, ExperimentFilesPinnedTimes) {
+    const SkipStageTimes st = skip_stage_times({1.93e-3, 3.13e-3}, {4.34e-3, 7.25e-3}, {1, 1, 1, 1});
+    const double fwd[] = {6.27e-3, 1.93e-3, 1.93e-3, 1.93e-3}, bwd[] = {10.38e-3, 3.13e-3, 3.13e-3, 3.13e-3};
+    for (size_t s = 0; s < 4; ++s) {
+        EXPECT_NEAR(st.fwd_s[s], fwd[s], 1e-15) << "stage " << s;
+        EXPECT_NEAR(st.bwd_s[s], bwd[s], 1e-15) << "stage " << s;
+    }
+    EXPECT_NEAR(st.head_fraction, 11.59 / 16.65, 1e-12);
+    EXPECT_NEAR(st.head_fraction, 0.6961, 1e-4);
+}
+
+// A free head op gives head_fraction 0 and leaves every stage at its blocks' time.
+TEST(SkipStageTimes, FreeHeadGivesZeroHeadFraction) {
+    const SkipStageTimes st = skip_stage_times({0.5, 1.5}, {0, 0}, {3, 1});
+    EXPECT_EQ(st.fwd_s, (std::vector<double>{1.5, 0.5}));
+    EXPECT_EQ(st.bwd_s, (std::vector<double>{4.5, 1.5}));
+    EXPECT_EQ(st.head_fraction, 0.0);
+}
+
 }  // namespace
 }  // namespace tw

@@ -1,5 +1,6 @@
 // HDEE ensembles: both rules on hand-computed log-probabilities, the posterior mixture's bound
-// against the best single expert, the prior estimator, and the evaluator against direct losses.
+// against the best single expert, the prior estimator, the evaluator against direct losses, and the
+// experiment's planning: the equal-FLOPs budget rule and the domain split, on hand-computed cases.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -7,6 +8,8 @@
 #include <cmath>
 #include <random>
 
+#include "core/config_io.h"
+#include "engine/data/dataset.h"
 #include "engine/data/loader.h"
 #include "engine/ensemble/hdee.h"
 #include "engine/model/llama.h"
@@ -229,6 +232,160 @@ TEST(HdeeEvaluator, PerExpertNllMatchesDirectMeanLossAndRulesMatchTheArithmetic)
     // per window, the mixture is within −log prior of its best expert; averaged, within the worst case
     const double best = std::min(ev.domains[1].expert_nll[0], ev.domains[1].expert_nll[1]);
     EXPECT_LE(ev.domains[1].posterior, best - std::log(std::min(ev.prior[0], ev.prior[1])) / 16 + 1e-9);
+}
+
+// ---- the equal-FLOPs budget ----------------------------------------------------------------------------
+
+// A model small enough to count by hand: d_model 1, one layer, seq_len 1, no vocabulary, batch 1.
+// train_flops_per_token = 6·(n_layer·(4·d² + 3·f·d) + V·d) + 12·n_layer·T·d = 6·(4 + 3f) + 12 = 36 + 18·f,
+// so one step of an expert of width f costs 72 (f = 2), 108 (f = 4), 144 (f = 6) FLOPs.
+RunConfig unit_model() {
+    RunConfig c;
+    c.model.d_model = 1;
+    c.model.n_layer = 1;
+    c.model.n_head = 1;
+    c.model.seq_len = 1;
+    c.model.vocab_size = 0;
+    c.model.d_ff = 4;
+    c.train.batch_size = 1;
+    return c;
+}
+
+HdeeEnsemble ensemble(const std::string& name, std::vector<int64_t> d_ff, std::vector<int64_t> steps) {
+    HdeeEnsemble e;
+    e.name = name;
+    e.d_ff = std::move(d_ff);
+    e.steps_req = std::move(steps);
+    return e;
+}
+
+TEST(HdeeBudget, ExpertFlopsByHand) {
+    const RunConfig base = unit_model();
+    EXPECT_EQ(expert_train_flops(base, 2, 1), 72.0);
+    EXPECT_EQ(expert_train_flops(base, 6, 1), 144.0);
+    EXPECT_EQ(expert_train_flops(base, 0, 1), 108.0);  // 0 = the base width, 4
+    EXPECT_EQ(expert_train_flops(base, 4, 10), 1080.0);
+    RunConfig wide = base;  // batch 3 × seq_len 1 → 3 tokens per step, and T = 1 still
+    wide.train.batch_size = 3;
+    EXPECT_EQ(expert_train_flops(wide, 4, 10), 3240.0);
+}
+
+// Budget: homogeneous widths 4 (written as 0 = the base width) and 4, steps 100 and 101:
+//   201 · 108 = 21708 FLOPs.
+// hetero_size, widths 2 and 6, steps [1, 1] as proportions: 72 + 144 = 216, factor 21708 / 216 = 100.5,
+//   both round (half away from zero) to 101: 101 · 216 = 21816, +108 over. One step less on the
+//   width-2 expert gives +36, one less on the width-6 one −36: a tie, the lower domain wins → [100, 101],
+//   7200 + 14544 = 21744; no single step brings it closer (−36 … +180), so it stays +36 = +0.166%.
+// hetero_steps, widths 4 and 4, steps [1, 2]: 324, factor exactly 67 → [67, 134], 201 · 108 = 21708.
+TEST(HdeeBudget, ScaledThenNudgedToTheHomogeneousBudgetByHand) {
+    const RunConfig base = unit_model();
+    std::vector<HdeeEnsemble> ens = {ensemble("homogeneous", {0, 4}, {100, 101}),
+                                     ensemble("hetero_size", {2, 6}, {1, 1}),
+                                     ensemble("hetero_steps", {4, 4}, {1, 2})};
+    ASSERT_TRUE(match_budget(base, ens)) << match_budget(base, ens).message();
+    EXPECT_EQ(ens[0].steps, (std::vector<int64_t>{100, 101}));
+    EXPECT_EQ(ens[0].train_flops, 21708.0);
+    EXPECT_EQ(ens[1].steps, (std::vector<int64_t>{100, 101}));
+    EXPECT_EQ(ens[1].train_flops, 21744.0);
+    EXPECT_EQ(ens[2].steps, (std::vector<int64_t>{67, 134}));
+    EXPECT_EQ(ens[2].train_flops, 21708.0);
+    for (const HdeeEnsemble& e : ens) {
+        EXPECT_EQ(e.train_flops, ensemble_train_flops(base, e)) << e.name;
+        EXPECT_LE(std::abs(e.train_flops / ens[0].train_flops - 1), kHdeeBudgetTolerance) << e.name;
+    }
+    EXPECT_NEAR(ens[1].train_flops / ens[0].train_flops - 1, 36.0 / 21708, 1e-15);
+    // steps_req are left as written
+    EXPECT_EQ(ens[1].steps_req, (std::vector<int64_t>{1, 1}));
+}
+
+// Budget 1 step of width 4 on each of two domains: 216. Widths 6 and 6 cost 288 at the minimum of one
+// step each (the factor 0.75 rounds to 1 and no expert may drop below 1): +33%, refused.
+TEST(HdeeBudget, RefusesAnEnsembleBeyondTheTolerance) {
+    const RunConfig base = unit_model();
+    std::vector<HdeeEnsemble> ens = {ensemble("homogeneous", {4, 4}, {1, 1}), ensemble("hetero_size", {6, 6}, {5, 9})};
+    const Status st = match_budget(base, ens);
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.message(),
+              "hdee.hetero_size: cannot match the homogeneous budget within 1% (2.8800e+02 vs 2.1600e+02 FLOPs); "
+              "use more steps or closer widths");
+    EXPECT_EQ(ens[1].steps, (std::vector<int64_t>{1, 1}));
+}
+
+// experiments/hdee.toml: tiny (d_model 128, 4 layers), seq_len 64, batch 8, and the Brown tokenizer's
+// 4096 tokens. Per token at width 352: 6·(4·(4·128² + 3·352·128) + 4096·128) + 12·4·64·128
+// = 6·(802816 + 524288) + 393216 = 8355840 FLOPs; an expert's step is 512 tokens, the homogeneous
+// ensemble 3 × 120 steps: 8355840 · 512 · 360 = 1540148428800 ≈ 1.5401e12 (docs/hdee.md). Widths
+// 224 + 480 = 2·352 (FLOPs are linear in the width) and steps 84 + 156 = 2·120, so both heterogeneous
+// ensembles match it exactly, with their steps as written.
+TEST(HdeeBudget, ExperimentFileComesOutExactlyEqual) {
+    auto cfg = parse_config("[model]\npreset = \"tiny\"\nseq_len = 64\nvocab_size = 4096\n[train]\nbatch_size = 8\n",
+                            "test");
+    ASSERT_TRUE(cfg) << cfg.message();
+    ASSERT_EQ(cfg->model.d_model, 128);
+    ASSERT_EQ(cfg->model.n_layer, 4);
+    std::vector<HdeeEnsemble> ens = {ensemble("homogeneous", {352, 352, 352}, {120, 120, 120}),
+                                     ensemble("hetero_size", {352, 224, 480}, {120, 120, 120}),
+                                     ensemble("hetero_steps", {352, 352, 352}, {120, 84, 156})};
+    ASSERT_TRUE(match_budget(*cfg, ens));
+    EXPECT_EQ(ens[0].train_flops, 1540148428800.0);
+    EXPECT_EQ(ens[1].train_flops, 1540148428800.0);
+    EXPECT_EQ(ens[2].train_flops, 1540148428800.0);
+    EXPECT_EQ(ens[1].steps, (std::vector<int64_t>{120, 120, 120}));
+    EXPECT_EQ(ens[2].steps, (std::vector<int64_t>{120, 84, 156}));
+}
+
+// ---- the domain split -----------------------------------------------------------------------------------
+
+// Train stream: an "a" document [0, 0, 1] and a "k" document [1, 1]. Val stream, in document order:
+//   A1 "a" [0, 0, 1, 1] @0   K1 "k" [1, 1] @4   B1 "b" [0, 1, 0] @6   A2 "a" [1, 1] @9   B2 "b" [0, 0, 0, 0, 1] @11
+// Domain {a, b}: its val documents in order A1, B1, A2, B2 → eval A1, A2 (even), prior B1, B2 (odd);
+// K1 belongs to no part. Cut to 3 tokens: A1 (0, 3), B2 (11, 3); B1 and A2 are short enough already.
+// Unigram, vocabulary 2, fit on the domain's training tokens [0, 0, 1] with add-one: p(0) = 3/5,
+// p(1) = 2/5; its val tokens (uncut) hold eight 0s and six 1s: −(8·ln 3/5 + 6·ln 2/5) / 14.
+PreparedData genre_data() {
+    PreparedData d;
+    d.vocab_size = 2;
+    d.train = std::make_shared<const std::vector<uint16_t>>(std::vector<uint16_t>{0, 0, 1, 1, 1});
+    d.val = std::make_shared<const std::vector<uint16_t>>(
+        std::vector<uint16_t>{0, 0, 1, 1, 1, 1, 0, 1, 0, 1, 1, 0, 0, 0, 0, 1});
+    d.docs = {{"a01", 'a', false, 0, 3}, {"k01", 'k', false, 3, 2}, {"a02", 'a', true, 0, 4},
+              {"k02", 'k', true, 4, 2},  {"b01", 'b', true, 6, 3},  {"a03", 'a', true, 9, 2},
+              {"b02", 'b', true, 11, 5}};
+    return d;
+}
+
+using Spans = std::vector<std::pair<int64_t, int64_t>>;
+
+TEST(HdeeDomainSplit, AlternatesTheDomainsValidationDocumentsByHand) {
+    const PreparedData d = genre_data();
+    const HdeeDomainSplit whole = split_domain(d, {"a", "b"}, 2, 0);
+    EXPECT_EQ(whole.eval, (Spans{{0, 4}, {9, 2}}));
+    EXPECT_EQ(whole.prior, (Spans{{6, 3}, {11, 5}}));
+    const double unigram = -(8 * std::log(3.0 / 5) + 6 * std::log(2.0 / 5)) / 14;
+    EXPECT_NEAR(whole.unigram, unigram, 1e-12);
+
+    const HdeeDomainSplit cut = split_domain(d, {"a", "b"}, 2, 3);
+    EXPECT_EQ(cut.eval, (Spans{{0, 3}, {9, 2}}));
+    EXPECT_EQ(cut.prior, (Spans{{6, 3}, {11, 3}}));
+    EXPECT_NEAR(cut.unigram, unigram, 1e-12);  // the difficulty proxy reads whole documents
+}
+
+// A one-genre domain with one validation document: all of it evaluates, nothing is left for the
+// prior (the command refuses such a domain). Unigram on "k": train [1, 1] → p(0) = 1/4, p(1) = 3/4,
+// val [1, 1]: −ln 3/4.
+TEST(HdeeDomainSplit, OtherGenresNeverEnterADomain) {
+    const PreparedData d = genre_data();
+    const HdeeDomainSplit k = split_domain(d, {"k"}, 2, 0);
+    EXPECT_EQ(k.eval, (Spans{{4, 2}}));
+    EXPECT_TRUE(k.prior.empty());
+    EXPECT_NEAR(k.unigram, -std::log(3.0 / 4), 1e-12);
+    // the parts of all domains partition the validation documents, each exactly once
+    const HdeeDomainSplit ab = split_domain(d, {"a", "b"}, 2, 0);
+    Spans all = ab.eval;
+    all.insert(all.end(), ab.prior.begin(), ab.prior.end());
+    all.insert(all.end(), k.eval.begin(), k.eval.end());
+    std::sort(all.begin(), all.end());
+    EXPECT_EQ(all, (Spans{{0, 4}, {4, 2}, {6, 3}, {9, 2}, {11, 5}}));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // SkipPipe training (engine/train/skippipe_step.h, METHODS.md §8): forward_path against forward and
-// against the blocks run by hand, and one training step that leaves unvisited stages untouched.
+// against the blocks run by hand, one training step that leaves unvisited stages untouched, and the
+// per-stage compute times the scheduler is given (measure_stage_times).
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -141,6 +142,56 @@ TEST(SkipPipeStep, OneFullPathMicroBatchIsATrainerStep) {
     }
     auto theirs = trainer.model()->named_parameters();
     for (auto& kv : model->named_parameters()) EXPECT_TRUE(torch::equal(kv.value(), theirs[kv.key()])) << kv.key();
+}
+
+// ---- per-stage compute times ---------------------------------------------------------------------------
+
+// stage_spec's split puts the remainder on the first stages: 6 layers on 4 stages → 2, 2, 1, 1;
+// 7 on 3 → 3, 2, 2; 4 on 4 → one each.
+TEST(SkipPipeStageTimes, BlockCountsPerStage) {
+    RunConfig c = four_layer_run();
+    EXPECT_EQ(stage_block_counts(c.model, 4), (std::vector<int64_t>{1, 1, 1, 1}));
+    c.model.n_layer = 6;
+    EXPECT_EQ(stage_block_counts(c.model, 4), (std::vector<int64_t>{2, 2, 1, 1}));
+    c.model.n_layer = 7;
+    EXPECT_EQ(stage_block_counts(c.model, 3), (std::vector<int64_t>{3, 2, 2}));
+}
+
+// Both times given (as experiments/skippipe.toml pins them): nothing is measured. 6 layers on 4 stages
+// with block 1 ms + 2 ms and head op 4 ms + 8 ms: fwd 6, 2, 1, 1 ms, bwd 12, 4, 2, 2 ms, head share 2/3.
+TEST(SkipPipeStageTimes, GivenTimesOnSixLayersByHand) {
+    RunConfig c = four_layer_run();
+    c.model.n_layer = 6;
+    Llama model(c.model, 3);
+    const SkipStageTimes st = measure_stage_times(c.model, 3, model, random_windows(2, c.model.seq_len, 5), 4,
+                                                  FwdBwd{1e-3, 2e-3}, FwdBwd{4e-3, 8e-3});
+    const std::vector<double> fwd = {6e-3, 2e-3, 1e-3, 1e-3}, bwd = {12e-3, 4e-3, 2e-3, 2e-3};
+    ASSERT_EQ(st.fwd_s.size(), 4u);
+    for (size_t s = 0; s < 4; ++s) {
+        EXPECT_NEAR(st.fwd_s[s], fwd[s], 1e-15) << "stage " << s;
+        EXPECT_NEAR(st.bwd_s[s], bwd[s], 1e-15) << "stage " << s;
+    }
+    EXPECT_NEAR(st.head_fraction, 2.0 / 3.0, 1e-12);
+}
+
+// Measured: positive times, stages of equal size exactly equal (one block time shared by all), stage 0
+// dearer by the head op, and no gradient left on the model.
+TEST(SkipPipeStageTimes, MeasuredTimesShareOneBlockTimeAndLeaveNoGradient) {
+    RunConfig c = four_layer_run();
+    Llama model(c.model, 3);
+    const SkipStageTimes st =
+        measure_stage_times(c.model, 3, model, random_windows(2, c.model.seq_len, 5), 4, std::nullopt, std::nullopt, 2);
+    EXPECT_GT(st.block.fwd_s, 0);
+    EXPECT_GT(st.block.bwd_s, 0);
+    EXPECT_GT(st.head.fwd_s, 0);
+    for (size_t s = 1; s < 4; ++s) {
+        EXPECT_EQ(st.fwd_s[s], st.block.fwd_s);
+        EXPECT_EQ(st.bwd_s[s], st.block.bwd_s);
+    }
+    EXPECT_EQ(st.fwd_s[0], st.block.fwd_s + st.head.fwd_s);
+    EXPECT_GT(st.head_fraction, 0);
+    EXPECT_LT(st.head_fraction, 1);
+    for (auto& p : model->parameters()) EXPECT_FALSE(p.grad().defined());
 }
 
 }  // namespace
