@@ -58,7 +58,7 @@ void print_nodes(const SessionResult& r) {
 
 // The link whose rounds the run's traces hold (core/timeline.h re-times one link class).
 const LinkSpec& round_link(const RunConfig& c, const NetworkProfile& p) {
-    return c.outer.algorithm == "ddp" && c.outer.replicas == 1 ? p.intra : p.outer;
+    return link_of(p, round_link_class(c));
 }
 
 double retimed_s(const RunConfig& c, const SessionResult& r, const std::string& profile) {

@@ -192,7 +192,7 @@ int run_retime(RunStore& store, const RunsArgs& a) {
     if (cfg && cfg->outer.algorithm != "ddp" && cfg->cluster.nodes_per_replica > 1)
         throw Error("run " + std::to_string(id) + " has replicas of several nodes under " + cfg->outer.algorithm +
                     "; re-timing covers runs whose rounds use one link class");
-    const bool intra = cfg && cfg->outer.algorithm == "ddp" && cfg->outer.replicas == 1;
+    const bool intra = cfg && round_link_class(*cfg) == LinkClass::kIntraReplica;
     const LinkSpec& link = intra ? net.intra : net.outer;
     Timeline t = retime(list, link);
     std::printf("run %lld re-timed for %s link %.4g Mb/s, %.4g ms (%s); recorded with %s\n", (long long)id,

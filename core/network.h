@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/collective.h"
 #include "core/config.h"
 #include "core/status.h"
 
@@ -30,6 +31,16 @@ Result<NetworkProfile> network_profile(const std::string& name, double outer_ban
 
 // The run's profile with every link override of [network] applied.
 Result<NetworkProfile> network_profile(const NetworkConfig& net);
+
+// The link class of a run's synchronisation rounds: DDP inside a single replica all-reduces over
+// the intra-replica link; every other round (DDP across replicas, the outer algorithms) crosses
+// replicas on the outer link. The one place this rule lives.
+inline LinkClass round_link_class(const RunConfig& c) {
+    return c.outer.algorithm == "ddp" && c.outer.replicas == 1 ? LinkClass::kIntraReplica : LinkClass::kOuterSync;
+}
+inline const LinkSpec& link_of(const NetworkProfile& p, LinkClass c) {
+    return c == LinkClass::kIntraReplica ? p.intra : c == LinkClass::kInterStage ? p.stage : p.outer;
+}
 
 // Seconds for `bytes` sent back to back over one link: latency + 8·bytes/bandwidth.
 inline double transfer_s(const LinkSpec& l, uint64_t bytes) {

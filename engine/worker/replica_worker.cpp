@@ -109,7 +109,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
 
     // DDP: every node of the run in one group; DiLoCo: the nodes of this replica.
     const bool ddp = cfg_.outer.algorithm == "ddp";
-    grad_link_ = ddp && role_.replicas > 1 ? LinkClass::kOuterSync : LinkClass::kIntraReplica;
+    grad_link_ = ddp ? round_link_class(cfg_) : LinkClass::kIntraReplica;
     if (role_.grad_group.size > 1) {
         if (!store_.client) return Status::error(role_.name + ": a gradient group without a store");
         DdpRendezvous r;
@@ -165,7 +165,7 @@ Status ReplicaWorker::ddp_round(int64_t step, double step_compute_s) {
     const uint64_t bytes =
         GradAllReduce::ring_allreduce_bytes(n_params_, 4, W, grads_->rank());
     const int64_t hops = 2 * (W - 1);
-    const LinkSpec& link = grad_link_ == LinkClass::kOuterSync ? net_.outer : net_.intra;
+    const LinkSpec& link = link_of(net_, grad_link_);
     std::vector<double> clocks{sim_s_};
     if (mesh_) {
         auto all = mesh_->all_gather({}, grad_link_, sim_s_, &clocks);

@@ -153,3 +153,20 @@ TEST(SeededHash, KeepsItsValuesAndIsNotFnv1a) {
     EXPECT_NE(tw::seeded_hash64("thinwire"), 0x4296c6b9143afb8full);  // FNV-1a 64 of "thinwire"
     EXPECT_EQ(tw::seeded_hash64("wire", tw::seeded_hash64("thin")), tw::seeded_hash64("thinwire"));  // chains
 }
+
+// Which link a run's rounds use: the one rule every clock (live, re-timed, what-if) follows.
+TEST(RoundLink, DdpInsideOneReplicaIsIntraEverythingElseCrossesReplicas) {
+    tw::RunConfig c;
+    c.outer.algorithm = "ddp";
+    c.outer.replicas = 1;
+    EXPECT_EQ(tw::round_link_class(c), tw::LinkClass::kIntraReplica);
+    c.outer.replicas = 4;
+    EXPECT_EQ(tw::round_link_class(c), tw::LinkClass::kOuterSync);
+    c.outer.algorithm = "diloco";
+    c.outer.replicas = 1;
+    EXPECT_EQ(tw::round_link_class(c), tw::LinkClass::kOuterSync);
+    auto p = tw::network_profile("home-20m").value();
+    EXPECT_EQ(tw::link_of(p, tw::LinkClass::kIntraReplica).bandwidth_bps, p.intra.bandwidth_bps);
+    EXPECT_EQ(tw::link_of(p, tw::LinkClass::kInterStage).latency_s, p.stage.latency_s);
+    EXPECT_EQ(tw::link_of(p, tw::LinkClass::kOuterSync).bandwidth_bps, 20e6);
+}

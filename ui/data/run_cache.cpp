@@ -126,8 +126,7 @@ std::map<std::string, std::map<int64_t, double>> retime_run(const RunData& d, co
         names.push_back(node);
         traces.push_back(std::move(t));
     }
-    const bool intra = d.cfg.outer.algorithm == "ddp" && d.cfg.outer.replicas == 1;
-    const Timeline tl = retime(traces, intra ? p->intra : p->outer);
+    const Timeline tl = retime(traces, link_of(*p, round_link_class(d.cfg)));
     for (size_t i = 0; i < names.size(); ++i) out[names[i]] = tl.clock_at[i];
     return out;
 }
