@@ -215,8 +215,8 @@ RunFacts gather(RunStore& store, int64_t id) {
         int n = 0;
         for (const auto& [name, nd] : f.data.nodes) {
             double compute = 0;
-            for (const auto& [step, c] : nd.compute_s) compute += c;
-            if (node_sim[name] > 0 && !nd.compute_s.empty()) sum += compute / node_sim[name], ++n;
+            for (const auto& [step, c] : nd.trace.compute_s) compute += c;
+            if (node_sim[name] > 0 && !nd.trace.compute_s.empty()) sum += compute / node_sim[name], ++n;
         }
         if (n > 0) f.utilisation = sum / n;
     }

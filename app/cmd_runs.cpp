@@ -167,21 +167,13 @@ int run_retime(RunStore& store, const RunsArgs& a) {
         throw Error("run " + std::to_string(id) + " was recorded before per-round bytes were stored; it cannot be re-timed");
     // A node's last clock is on its last train.compute_s record or, after a round, on that round's
     // round.bytes record: those two metrics are all the timeline needs.
-    for (auto& m : unwrap(store.metrics(id, "train.compute_s"))) {
-        recorded[m.node] = std::max(recorded[m.node], m.sim_s);
-        traces[m.node].compute_s[m.step] = m.value;
-    }
-    for (auto& m : unwrap(store.metrics(id, "round.bytes"))) {
-        recorded[m.node] = std::max(recorded[m.node], m.sim_s);
-        traces[m.node].round_bytes[m.step] = static_cast<uint64_t>(m.value);
-    }
+    for (const std::string& name : trace_metric_names())
+        for (auto& m : unwrap(store.metrics(id, name))) {
+            add_to_trace(traces[m.node], m);
+            if (name == "train.compute_s" || name == "round.bytes") recorded[m.node] = std::max(recorded[m.node], m.sim_s);
+        }
     if (traces.empty()) throw Error("run " + std::to_string(id) + " has no train.compute_s metrics to re-time");
     std::vector<std::string> nodes;
-    for (auto& m : unwrap(store.metrics(id, "round.hops"))) traces[m.node].round_hops[m.step] = static_cast<int64_t>(m.value);
-    for (auto& m : unwrap(store.metrics(id, "round.overlap_steps")))
-        traces[m.node].round_overlap[m.step] = static_cast<int64_t>(m.value);
-    for (auto& m : unwrap(store.metrics(id, "round.group_mask")))
-        traces[m.node].round_group[m.step] = static_cast<uint64_t>(m.value);
     std::vector<ReplicaTrace> list;
     for (auto& [node, t] : traces) nodes.push_back(node);
     nodes = replica_order(nodes);

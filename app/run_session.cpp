@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -51,11 +52,9 @@ public:
             Line& l = lines_[m.node];
             if (m.name == "train.loss") l.step = m.step, l.loss = m.value;
             else if (m.name == "val.loss") l.val = m.value;
-            else if (m.name == "train.compute_s") traces[m.node].compute_s[m.step] = m.value;
-            else if (m.name == "round.bytes") traces[m.node].round_bytes[m.step] = static_cast<uint64_t>(m.value);
-            else if (m.name == "round.hops") traces[m.node].round_hops[m.step] = static_cast<int64_t>(m.value);
-            else if (m.name == "round.overlap_steps") traces[m.node].round_overlap[m.step] = static_cast<int64_t>(m.value);
-            else if (m.name == "round.group_mask") traces[m.node].round_group[m.step] = static_cast<uint64_t>(m.value);
+            else if (std::find(trace_metric_names().begin(), trace_metric_names().end(), m.name) !=
+                     trace_metric_names().end())
+                add_to_trace(traces[m.node], m);
             else if (m.name.rfind("bytes.", 0) == 0 && m.name.size() > 5 && m.name.compare(m.name.size() - 5, 5, ".sent") == 0)
                 l.sent[m.name] = m.value;
             l.sim_s = m.sim_s;

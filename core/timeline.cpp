@@ -12,6 +12,22 @@ double round_end_s(const std::vector<double>& clocks, const LinkSpec& link, uint
            transfer_s(link, bytes);
 }
 
+const std::vector<std::string>& trace_metric_names() {
+    static const std::vector<std::string> kNames{"train.compute_s", "round.bytes", "round.hops", "round.overlap_steps",
+                                                 "round.group_mask"};
+    return kNames;
+}
+
+bool add_to_trace(ReplicaTrace& t, const MetricRecord& m) {
+    if (m.name == "train.compute_s") t.compute_s[m.step] = m.value;
+    else if (m.name == "round.bytes") t.round_bytes[m.step] = static_cast<uint64_t>(m.value);
+    else if (m.name == "round.hops") t.round_hops[m.step] = static_cast<int64_t>(m.value);
+    else if (m.name == "round.overlap_steps") t.round_overlap[m.step] = static_cast<int64_t>(m.value);
+    else if (m.name == "round.group_mask") t.round_group[m.step] = static_cast<uint64_t>(m.value);
+    else return false;
+    return true;
+}
+
 std::vector<std::string> replica_order(std::vector<std::string> names) {
     auto key = [](const std::string& n) {
         long r = 0, k = 0;

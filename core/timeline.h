@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/metrics.h"
 #include "core/network.h"
 
 namespace tw {
@@ -21,6 +22,14 @@ struct ReplicaTrace {
     std::map<int64_t, int64_t> round_overlap; // round's step → τ: the result is applied τ steps later; absent = 0
     std::map<int64_t, uint64_t> round_group;  // round's step → bitmask of the replicas exchanged with; absent = all
 };
+
+// The stored metrics a trace is made of, as the workers record them (engine/worker/): the step's
+// train.compute_s and the round's round.bytes, round.hops, round.overlap_steps, round.group_mask.
+// Every reader that rebuilds traces (the coordinator's sink, `runs retime`, the workbench) goes
+// through these two, so the names and conversions live here only.
+const std::vector<std::string>& trace_metric_names();
+// Adds `m` to `t` if it is one of those metrics (by name); returns whether it was.
+bool add_to_trace(ReplicaTrace& t, const MetricRecord& m);
 
 struct Timeline {
     std::vector<double> sim_s;      // final clock per replica

@@ -414,7 +414,7 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vec
         uint64_t latest_ns = start_ns;
         for (auto& [r, t] : s_->early_starts[round])
             if (std::find(group.begin(), group.end(), r) != group.end()) latest_ns = std::max(latest_ns, std::min(t, done_ns));
-        real_exchange_s_ += static_cast<double>(done_ns - latest_ns) * 1e-9;
+        if (done_ns > latest_ns) real_exchange_s_ += static_cast<double>(done_ns - latest_ns) * 1e-9;  // a clock step back: 0
         auto& got = s_->early[round];
         std::vector<std::vector<uint8_t>> out(group.size());
         if (clocks) clocks->assign(group.size(), sim_clock_s);

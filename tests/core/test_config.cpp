@@ -170,3 +170,27 @@ TEST(RoundLink, DdpInsideOneReplicaIsIntraEverythingElseCrossesReplicas) {
     EXPECT_EQ(tw::link_of(p, tw::LinkClass::kInterStage).latency_s, p.stage.latency_s);
     EXPECT_EQ(tw::link_of(p, tw::LinkClass::kOuterSync).bandwidth_bps, 20e6);
 }
+
+// Traces are rebuilt from stored metrics by one function: each trace metric lands in its field with
+// its conversion, and anything else is left out.
+TEST(TraceMetrics, EachTraceMetricLandsInItsFieldAndOthersAreLeftOut) {
+    tw::ReplicaTrace t;
+    auto rec = [](const char* name, int64_t step, double v) {
+        tw::MetricRecord m;
+        m.name = name, m.step = step, m.value = v;
+        return m;
+    };
+    EXPECT_TRUE(tw::add_to_trace(t, rec("train.compute_s", 3, 0.25)));
+    EXPECT_TRUE(tw::add_to_trace(t, rec("round.bytes", 10, 5313024)));
+    EXPECT_TRUE(tw::add_to_trace(t, rec("round.hops", 10, 6)));
+    EXPECT_TRUE(tw::add_to_trace(t, rec("round.overlap_steps", 10, 2)));
+    EXPECT_TRUE(tw::add_to_trace(t, rec("round.group_mask", 10, 5)));
+    EXPECT_FALSE(tw::add_to_trace(t, rec("round.comm_s", 10, 1.0)));
+    EXPECT_FALSE(tw::add_to_trace(t, rec("train.loss", 3, 7.0)));
+    EXPECT_EQ(t.compute_s.at(3), 0.25);
+    EXPECT_EQ(t.round_bytes.at(10), 5313024u);
+    EXPECT_EQ(t.round_hops.at(10), 6);
+    EXPECT_EQ(t.round_overlap.at(10), 2);
+    EXPECT_EQ(t.round_group.at(10), 5u);
+    EXPECT_EQ(tw::trace_metric_names().size(), 5u);
+}

@@ -58,18 +58,13 @@ Result<RunData> load_run(RunStore& store, int64_t id) {
         n.val_sim_s.push_back(m.sim_s);
     }); !r) return r;
     if (Status r = each("train.tokens", [](NodeData& n, const MetricRecord& m) { n.tokens_at[m.step] = m.value; }); !r) return r;
-    if (Status r = each("train.compute_s", [](NodeData& n, const MetricRecord& m) { n.compute_s[m.step] = m.value; }); !r) return r;
+    for (const std::string& name : trace_metric_names())
+        if (Status r = each(name, [](NodeData& n, const MetricRecord& m) { add_to_trace(n.trace, m); }); !r) return r;
     if (Status r = each("round.compute_s", [](NodeData& n, const MetricRecord& m) {
         n.round_step.push_back(static_cast<double>(m.step));
         n.round_compute_s.push_back(m.value);
     }); !r) return r;
     if (Status r = each("round.exposed_comm_s", [](NodeData& n, const MetricRecord& m) { n.round_exposed_s.push_back(m.value); }); !r) return r;
-    if (Status r = each("round.bytes", [](NodeData& n, const MetricRecord& m) { n.round_bytes[m.step] = static_cast<uint64_t>(m.value); }); !r) return r;
-    if (Status r = each("round.hops", [](NodeData& n, const MetricRecord& m) { n.round_hops[m.step] = static_cast<int64_t>(m.value); }); !r) return r;
-    if (Status r = each("round.overlap_steps",
-               [](NodeData& n, const MetricRecord& m) { n.round_overlap[m.step] = static_cast<int64_t>(m.value); }); !r) return r;
-    if (Status r = each("round.group_mask",
-               [](NodeData& n, const MetricRecord& m) { n.round_group[m.step] = static_cast<uint64_t>(m.value); }); !r) return r;
     // Cumulative bytes sent per step: the sum over link classes of their cumulative counters.
     for (auto& name : *names) {
         if (name.rfind("bytes.", 0) != 0) continue;
@@ -117,14 +112,8 @@ std::map<std::string, std::map<int64_t, double>> retime_run(const RunData& d, co
     for (auto& [node, nd] : d.nodes) order.push_back(node);
     for (auto& node : replica_order(order)) {
         const NodeData& nd = d.nodes.at(node);
-        ReplicaTrace t;
-        t.compute_s = nd.compute_s;
-        t.round_bytes = nd.round_bytes;
-        t.round_hops = nd.round_hops;
-        t.round_overlap = nd.round_overlap;
-        t.round_group = nd.round_group;
         names.push_back(node);
-        traces.push_back(std::move(t));
+        traces.push_back(nd.trace);
     }
     const Timeline tl = retime(traces, link_of(*p, round_link_class(d.cfg)));
     for (size_t i = 0; i < names.size(); ++i) out[names[i]] = tl.clock_at[i];

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/timeline.h"
 #include "storage/run_store.h"
 #include "ui/logic/series.h"
 
@@ -28,11 +29,7 @@ struct NodeData {
     std::map<int64_t, double> bytes_at;                        // step → cumulative bytes sent, all link classes
     std::map<std::string, double> bytes_final;                 // "bytes.outer.sent" → last value
     std::vector<double> round_step, round_compute_s, round_exposed_s;  // per synchronisation round
-    std::map<int64_t, double> compute_s;                       // step → train.compute_s (for what-if re-timing)
-    std::map<int64_t, uint64_t> round_bytes;                   // round step → bytes sent
-    std::map<int64_t, int64_t> round_hops;                     // round step → sequential transfers
-    std::map<int64_t, int64_t> round_overlap;                  // round step → τ (Streaming DiLoCo)
-    std::map<int64_t, uint64_t> round_group;                   // round step → replicas exchanged with (NoLoCo)
+    ReplicaTrace trace;                                        // what the what-if re-timing replays
 };
 
 struct RunData {
