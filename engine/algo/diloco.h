@@ -12,15 +12,14 @@
 
 #include "core/collective.h"
 #include "core/status.h"
+#include "core/wire_dtype.h"
 
 namespace tw {
-
-enum class WireDtype : uint8_t { kFp32 = 0, kBf16 = 1 };
 
 struct DiLoCoConfig {
     double lr_outer = 0.7;               // η
     double momentum = 0.9;               // μ (0 = plain outer SGD)
-    WireDtype dtype = WireDtype::kFp32;  // pseudo-gradients on the wire; averaging is always fp32
+    WireDtype dtype = WireDtype::kFp32;  // pseudo-gradients on the wire: fp32 or bf16; averaging is fp32
     double guard_ratio = 0;              // aggregation guard (aggregation_guard.h): 0 = off
 };
 

@@ -83,7 +83,7 @@ private:
     int64_t inner_steps_;
 };
 
-bool is_dense_dtype(const std::string& d) { return d == "fp32" || d == "bf16" || d == "int8" || d == "fp4"; }
+bool is_dense_dtype(const std::string& d) { return parse_wire_dtype(d).is_ok(); }
 
 // Every problem of the [outer] section that this algorithm depends on, at once.
 std::vector<std::string> problems_of(const OuterConfig& o, size_t n_params, size_t n_names, int replica, int replicas) {
@@ -168,8 +168,9 @@ Result<std::unique_ptr<OuterAlgorithm>> make_outer_algorithm(const RunConfig& cf
         return R::error(msg);
     }
     if (a == "diloco") {
-        if (o.dtype == "fp32" || o.dtype == "bf16") {
-            DiLoCoConfig dc{o.lr, o.momentum, o.dtype == "bf16" ? WireDtype::kBf16 : WireDtype::kFp32, o.guard_ratio};
+        const WireDtype wire = parse_wire_dtype(o.dtype).value();  // checked by problems_of
+        if (wire == WireDtype::kFp32 || wire == WireDtype::kBf16) {  // DiLoCo's own dense path
+            DiLoCoConfig dc{o.lr, o.momentum, wire, o.guard_ratio};
             return std::unique_ptr<OuterAlgorithm>(
                 std::make_unique<DiLoCoOuter>(std::move(params), dc, o.inner_steps, replica, replicas));
         }

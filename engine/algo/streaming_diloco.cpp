@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/wire_dtype.h"
 #include "engine/algo/aggregation_guard.h"
 
 namespace tw {
@@ -65,12 +66,15 @@ Result<std::vector<int>> assign_fragments(const std::vector<std::string>& names,
 }
 
 Result<std::unique_ptr<Codec>> make_wire_codec(const std::string& dtype) {
-    if (dtype == "fp32") return make_dense_codec(false);
-    if (dtype == "bf16") return make_dense_codec(true);
-    if (dtype == "int8") return make_int8_codec();
-    if (dtype == "fp4") return make_fp4_codec();
-    return Result<std::unique_ptr<Codec>>::error("outer.dtype \"" + dtype +
-                                                 "\" is unknown (expected fp32, bf16, int8 or fp4)");
+    auto d = parse_wire_dtype(dtype);
+    if (!d) return Result<std::unique_ptr<Codec>>::error("outer.dtype: " + d.message());
+    switch (*d) {
+        case WireDtype::kFp32: return make_dense_codec(false);
+        case WireDtype::kBf16: return make_dense_codec(true);
+        case WireDtype::kInt8: return make_int8_codec();
+        case WireDtype::kFp4: return make_fp4_codec();
+    }
+    return Result<std::unique_ptr<Codec>>::error("outer.dtype \"" + dtype + "\" has no codec");
 }
 
 Result<std::unique_ptr<StreamingDiLoCo>> StreamingDiLoCo::create(std::vector<torch::Tensor> params,

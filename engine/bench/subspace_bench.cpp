@@ -54,7 +54,7 @@ struct Inputs {
     int64_t B, T, d, V;
 };
 
-SubspaceBenchRow time_codec(const Inputs& in, int64_t k, CoordDtype c, const SubspaceBenchConfig& cfg) {
+SubspaceBenchRow time_codec(const Inputs& in, int64_t k, WireDtype c, const SubspaceBenchConfig& cfg) {
     const torch::Tensor u = k > 0 ? subspace_basis(in.d, k, cfg.seed) : torch::Tensor();
     const torch::Tensor t_fixed = k > 0 ? in.t_fixed : torch::Tensor();
     std::vector<double> enc, dec, tot;
@@ -87,7 +87,7 @@ SubspaceBenchRow time_codec(const Inputs& in, int64_t k, CoordDtype c, const Sub
         tot.push_back((e + dsum) / static_cast<double>(rounds));
     }
     row.rank = k;
-    row.dtype = coord_dtype_name(c);
+    row.dtype = to_string(c);
     row.encode_ms = median(enc);
     row.decode_ms = median(dec);
     row.codec_ms = median(tot);
@@ -127,9 +127,9 @@ Result<SubspaceBenchResult> bench_subspace(const SubspaceBenchConfig& cfg,
         if (on_row) on_row(row);
         res.rows.push_back(row);
     };
-    emit(time_codec(in, 0, CoordDtype::kFp32, cfg));
+    emit(time_codec(in, 0, WireDtype::kFp32, cfg));
     for (int64_t k : cfg.ranks)
-        for (CoordDtype c : {CoordDtype::kFp32, CoordDtype::kBf16, CoordDtype::kInt8}) emit(time_codec(in, k, c, cfg));
+        for (WireDtype c : {WireDtype::kFp32, WireDtype::kBf16, WireDtype::kInt8}) emit(time_codec(in, k, c, cfg));
     return res;
 }
 

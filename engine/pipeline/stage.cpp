@@ -82,7 +82,7 @@ Result<std::vector<uint8_t>> PipelineStage::eval_forward(const torch::Tensor& id
     torch::NoGradGuard no_grad;
     auto x = input(ids, payload, b, BoundaryCodec{}, nullptr, false);
     if (!x) return x.status();
-    return encode_activations(model_->forward(*x), torch::Tensor(), torch::Tensor(), torch::Tensor(), CoordDtype::kFp32,
+    return encode_activations(model_->forward(*x), torch::Tensor(), torch::Tensor(), torch::Tensor(), WireDtype::kFp32,
                               cfg_.vocab_size);
 }
 

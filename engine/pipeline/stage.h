@@ -20,7 +20,7 @@ namespace tw {
 // How one boundary travels: dense fp32 (rank 0) or subspace coordinates of rank k.
 struct BoundaryCodec {
     int64_t rank = 0;                      // k; 0 = dense [b, T, d] fp32 each way
-    CoordDtype dtype = CoordDtype::kFp32;  // coordinates on the wire (rank > 0)
+    WireDtype dtype = WireDtype::kFp32;  // coordinates on the wire (rank > 0)
     torch::Tensor u;                       // [d, k] basis, undefined for rank 0
 };
 

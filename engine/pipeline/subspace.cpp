@@ -19,13 +19,13 @@ at::Generator seeded_generator(uint64_t seed, const char* label) {
     return at::make_generator<at::CPUGeneratorImpl>(seeded_hash64(label, kHashSeed ^ (seed * 0x9E3779B97F4A7C15ull)));
 }
 
-uint64_t coord_bytes(CoordDtype c) { return c == CoordDtype::kFp32 ? 4 : c == CoordDtype::kBf16 ? 2 : 1; }
+uint64_t coord_bytes(WireDtype c) { return c == WireDtype::kFp32 ? 4 : c == WireDtype::kBf16 ? 2 : 1; }
 uint64_t id_bytes(int64_t vocab) { return vocab <= 65536 ? 2 : 4; }
 int64_t rank_of(const torch::Tensor& u) { return u.defined() ? u.size(1) : 0; }
 
-std::string shape_text(int64_t B, int64_t T, int64_t d, int64_t k, CoordDtype c) {
+std::string shape_text(int64_t B, int64_t T, int64_t d, int64_t k, WireDtype c) {
     return "B=" + std::to_string(B) + ", T=" + std::to_string(T) + ", d=" + std::to_string(d) +
-           ", k=" + std::to_string(k) + (k > 0 ? std::string(", ") + coord_dtype_name(c) : std::string());
+           ", k=" + std::to_string(k) + (k > 0 ? std::string(", ") + to_string(c) : std::string());
 }
 
 void check_basis(const torch::Tensor& u, int64_t d) {
@@ -35,15 +35,15 @@ void check_basis(const torch::Tensor& u, int64_t d) {
 
 // Coordinates of r [N, d] in U, quantised into dst (the layouts of subspace.h, ids excluded).
 // Returns the bytes written.
-uint64_t write_coords(const torch::Tensor& r, const torch::Tensor& u, CoordDtype c, uint8_t* dst) {
+uint64_t write_coords(const torch::Tensor& r, const torch::Tensor& u, WireDtype c, uint8_t* dst) {
     const int64_t N = r.size(0), k = u.size(1);
-    if (c == CoordDtype::kFp32) {
+    if (c == WireDtype::kFp32) {
         auto out = torch::from_blob(dst, {N, k}, torch::kFloat32);
         torch::mm_out(out, r, u);  // straight into the payload
         return static_cast<uint64_t>(N * k) * 4;
     }
     const auto coords = torch::mm(r, u);  // [N, k]
-    if (c == CoordDtype::kBf16) {
+    if (c == WireDtype::kBf16) {
         torch::from_blob(dst, {N, k}, torch::kBFloat16).copy_(coords);  // round to nearest even
         return static_cast<uint64_t>(N * k) * 2;
     }
@@ -57,10 +57,10 @@ uint64_t write_coords(const torch::Tensor& r, const torch::Tensor& u, CoordDtype
 
 // Inverse of write_coords: [N, k] fp32. For fp32 the result views the payload (no copy): use it
 // before the payload goes away.
-Result<torch::Tensor> read_coords(const uint8_t* src, int64_t N, int64_t k, CoordDtype c) {
+Result<torch::Tensor> read_coords(const uint8_t* src, int64_t N, int64_t k, WireDtype c) {
     auto* p = const_cast<uint8_t*>(src);  // from_blob wants void*; nothing writes through it
-    if (c == CoordDtype::kFp32) return torch::from_blob(p, {N, k}, torch::kFloat32);
-    if (c == CoordDtype::kBf16) return torch::from_blob(p, {N, k}, torch::kBFloat16).to(torch::kFloat32);
+    if (c == WireDtype::kFp32) return torch::from_blob(p, {N, k}, torch::kFloat32);
+    if (c == WireDtype::kBf16) return torch::from_blob(p, {N, k}, torch::kBFloat16).to(torch::kFloat32);
     const auto* scales = reinterpret_cast<const float*>(src);
     for (int64_t i = 0; i < N; ++i)
         if (!std::isfinite(scales[i]) || scales[i] < 0)
@@ -132,20 +132,11 @@ torch::Tensor projected(const std::string& name, const torch::Tensor& w, const t
 
 }  // namespace
 
-Result<CoordDtype> parse_coord_dtype(const std::string& s) {
-    if (s == "fp32") return CoordDtype::kFp32;
-    if (s == "bf16") return CoordDtype::kBf16;
-    if (s == "int8") return CoordDtype::kInt8;
-    return Result<CoordDtype>::error("subspace coordinate dtype \"" + s + "\" is not fp32, bf16 or int8");
-}
-
-const char* coord_dtype_name(CoordDtype c) {
-    switch (c) {
-        case CoordDtype::kFp32: return "fp32";
-        case CoordDtype::kBf16: return "bf16";
-        case CoordDtype::kInt8: return "int8";
-    }
-    return "?";
+Result<WireDtype> parse_coord_dtype(const std::string& s) {
+    auto d = parse_wire_dtype(s);
+    if (!d || *d == WireDtype::kFp4)
+        return Result<WireDtype>::error("subspace coordinate dtype \"" + s + "\" is not fp32, bf16 or int8");
+    return d;
 }
 
 torch::Tensor subspace_basis(int64_t d, int64_t k, uint64_t seed) {
@@ -206,22 +197,22 @@ torch::Tensor frozen_embedding(int64_t vocab, int64_t d, uint64_t seed) {
     return at::normal(0.0, 1.0, {vocab, d}, gen, torch::kFloat32);
 }
 
-uint64_t forward_wire_bytes(int64_t B, int64_t T, int64_t d, int64_t k, CoordDtype c, int64_t vocab) {
+uint64_t forward_wire_bytes(int64_t B, int64_t T, int64_t d, int64_t k, WireDtype c, int64_t vocab) {
     const auto N = static_cast<uint64_t>(B * T);
     if (k == 0) return N * static_cast<uint64_t>(d) * 4;
-    const uint64_t scale = c == CoordDtype::kInt8 ? 4 : 0;
+    const uint64_t scale = c == WireDtype::kInt8 ? 4 : 0;
     return N * (static_cast<uint64_t>(k) * coord_bytes(c) + scale + id_bytes(vocab));
 }
 
-uint64_t backward_wire_bytes(int64_t B, int64_t T, int64_t d, int64_t k, CoordDtype c) {
+uint64_t backward_wire_bytes(int64_t B, int64_t T, int64_t d, int64_t k, WireDtype c) {
     const auto N = static_cast<uint64_t>(B * T);
     if (k == 0) return N * static_cast<uint64_t>(d) * 4;
-    const uint64_t scale = c == CoordDtype::kInt8 ? 4 : 0;
+    const uint64_t scale = c == WireDtype::kInt8 ? 4 : 0;
     return N * (static_cast<uint64_t>(k) * coord_bytes(c) + scale);
 }
 
 std::vector<uint8_t> encode_activations(const torch::Tensor& x, const torch::Tensor& ids, const torch::Tensor& t_fixed,
-                                        const torch::Tensor& u, CoordDtype c, int64_t vocab) {
+                                        const torch::Tensor& u, WireDtype c, int64_t vocab) {
     TORCH_CHECK(x.dim() == 3, "subspace: activations must be [B, T, d], got ", x.sizes());
     torch::NoGradGuard no_grad;
     const int64_t B = x.size(0), T = x.size(1), d = x.size(2), N = B * T, k = rank_of(u);
@@ -244,7 +235,7 @@ std::vector<uint8_t> encode_activations(const torch::Tensor& x, const torch::Ten
 }
 
 Result<torch::Tensor> decode_activations(const std::vector<uint8_t>& payload, int64_t B, int64_t T, int64_t d,
-                                         const torch::Tensor& t_fixed, const torch::Tensor& u, CoordDtype c,
+                                         const torch::Tensor& t_fixed, const torch::Tensor& u, WireDtype c,
                                          int64_t vocab, torch::Tensor* ids_out) {
     torch::NoGradGuard no_grad;
     const int64_t N = B * T, k = rank_of(u);
@@ -272,7 +263,7 @@ Result<torch::Tensor> decode_activations(const std::vector<uint8_t>& payload, in
     return x;
 }
 
-std::vector<uint8_t> encode_gradient(const torch::Tensor& g, const torch::Tensor& u, CoordDtype c) {
+std::vector<uint8_t> encode_gradient(const torch::Tensor& g, const torch::Tensor& u, WireDtype c) {
     TORCH_CHECK(g.dim() == 3, "subspace: gradient must be [B, T, d], got ", g.sizes());
     torch::NoGradGuard no_grad;
     const int64_t B = g.size(0), T = g.size(1), d = g.size(2), N = B * T, k = rank_of(u);
@@ -288,7 +279,7 @@ std::vector<uint8_t> encode_gradient(const torch::Tensor& g, const torch::Tensor
 }
 
 Result<torch::Tensor> decode_gradient(const std::vector<uint8_t>& payload, int64_t B, int64_t T, int64_t d,
-                                      const torch::Tensor& u, CoordDtype c) {
+                                      const torch::Tensor& u, WireDtype c) {
     torch::NoGradGuard no_grad;
     const int64_t N = B * T, k = rank_of(u);
     const uint64_t need = backward_wire_bytes(B, T, d, k, c);

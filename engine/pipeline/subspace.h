@@ -26,15 +26,14 @@
 #include <torch/types.h>
 
 #include "core/status.h"
+#include "core/wire_dtype.h"
 
 namespace tw {
 
 // ---- Coordinates on the wire ----------------------------------------------------------------------
 
-enum class CoordDtype : uint8_t { kFp32 = 0, kBf16 = 1, kInt8 = 2 };
-
-Result<CoordDtype> parse_coord_dtype(const std::string& s);  // "fp32" | "bf16" | "int8"
-const char* coord_dtype_name(CoordDtype c);
+// The wire dtypes coordinates can travel in (core/wire_dtype.h): fp32, bf16 or int8 (not fp4).
+Result<WireDtype> parse_coord_dtype(const std::string& s);
 
 // ---- Shared seeded tensors ------------------------------------------------------------------------
 
@@ -52,8 +51,8 @@ torch::Tensor frozen_embedding(int64_t vocab, int64_t d, uint64_t seed);
 
 // Bytes of one boundary's payload for a micro-batch of B×T tokens (see the layouts above).
 // k = 0 ignores `c` and `vocab`.
-uint64_t forward_wire_bytes(int64_t B, int64_t T, int64_t d, int64_t k, CoordDtype c, int64_t vocab);
-uint64_t backward_wire_bytes(int64_t B, int64_t T, int64_t d, int64_t k, CoordDtype c);
+uint64_t forward_wire_bytes(int64_t B, int64_t T, int64_t d, int64_t k, WireDtype c, int64_t vocab);
+uint64_t backward_wire_bytes(int64_t B, int64_t T, int64_t d, int64_t k, WireDtype c);
 
 // ---- Encoders and decoders ------------------------------------------------------------------------
 // `u` = [d, k] fp32 (undefined when k = 0), `t_fixed` = [vocab, d] fp32 (undefined when k = 0),
@@ -62,19 +61,19 @@ uint64_t backward_wire_bytes(int64_t B, int64_t T, int64_t d, int64_t k, CoordDt
 
 // x: [B, T, d] stage output. Returns exactly forward_wire_bytes(...) bytes.
 std::vector<uint8_t> encode_activations(const torch::Tensor& x, const torch::Tensor& ids, const torch::Tensor& t_fixed,
-                                        const torch::Tensor& u, CoordDtype c, int64_t vocab);
+                                        const torch::Tensor& u, WireDtype c, int64_t vocab);
 // Returns X [B, T, d] fp32 = C·Uᵀ + T_fixed[ids] (k > 0) or the dense X (k = 0). When k > 0 and
 // `ids_out` is given, writes the token ids [B, T] int64 to it. A payload of the wrong size, an id
 // ≥ vocab or a non-finite / negative int8 scale is an error naming what was expected and what came.
 Result<torch::Tensor> decode_activations(const std::vector<uint8_t>& payload, int64_t B, int64_t T, int64_t d,
-                                         const torch::Tensor& t_fixed, const torch::Tensor& u, CoordDtype c,
+                                         const torch::Tensor& t_fixed, const torch::Tensor& u, WireDtype c,
                                          int64_t vocab, torch::Tensor* ids_out);
 
 // g: [B, T, d] gradient of the loss w.r.t. the boundary's X. Returns backward_wire_bytes(...) bytes.
-std::vector<uint8_t> encode_gradient(const torch::Tensor& g, const torch::Tensor& u, CoordDtype c);
+std::vector<uint8_t> encode_gradient(const torch::Tensor& g, const torch::Tensor& u, WireDtype c);
 // Returns [B, T, d] fp32 = (G·U)·Uᵀ (k > 0) or the dense G (k = 0).
 Result<torch::Tensor> decode_gradient(const std::vector<uint8_t>& payload, int64_t B, int64_t T, int64_t d,
-                                      const torch::Tensor& u, CoordDtype c);
+                                      const torch::Tensor& u, WireDtype c);
 
 // ---- Keeping the writers in span(U) ---------------------------------------------------------------
 

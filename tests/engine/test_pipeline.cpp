@@ -102,12 +102,12 @@ TEST(Pipeline, FullRankSubspaceIsLosslessAndBytesFollowTheFormula) {
     whole->set_frozen_embedding(t_fixed);
     auto loss = whole->loss(win);
     loss.backward();
-    BoundaryCodec full{cfg.d_model, CoordDtype::kFp32, subspace_basis(cfg.d_model, cfg.d_model, 11)};
+    BoundaryCodec full{cfg.d_model, WireDtype::kFp32, subspace_basis(cfg.d_model, cfg.d_model, 11)};
     auto r = run_pipeline(cfg, 2, 2, win, {full}, t_fixed);
     EXPECT_NEAR(r.loss, loss.item<double>(), 1e-5);
     expect_same(grads_of(whole), r.grads, 1e-4);
     // Rank 8 in bf16 for b = 2 sequences of T tokens: B·T·(k·2 + 2) forward (ids as uint16), B·T·k·2 back.
-    BoundaryCodec k8{8, CoordDtype::kBf16, subspace_basis(cfg.d_model, 8, 11)};
+    BoundaryCodec k8{8, WireDtype::kBf16, subspace_basis(cfg.d_model, 8, 11)};
     auto c = run_pipeline(cfg, 2, 2, win, {k8}, t_fixed);
     const uint64_t tokens = 2 * static_cast<uint64_t>(cfg.seq_len);
     EXPECT_EQ(c.fwd_bytes, tokens * (8 * 2 + 2));
@@ -119,8 +119,8 @@ double boundary_error(PipelineStage& st, const torch::Tensor& ids, const torch::
                       int64_t vocab) {
     torch::NoGradGuard no_grad;
     auto x = st.model()->forward(ids);
-    auto bytes = encode_activations(x, ids, t_fixed, u, CoordDtype::kFp32, vocab);
-    auto back = decode_activations(bytes, ids.size(0), ids.size(1), x.size(2), t_fixed, u, CoordDtype::kFp32, vocab,
+    auto bytes = encode_activations(x, ids, t_fixed, u, WireDtype::kFp32, vocab);
+    auto back = decode_activations(bytes, ids.size(0), ids.size(1), x.size(2), t_fixed, u, WireDtype::kFp32, vocab,
                                    nullptr)
                     .value();
     return ((back - x).norm() / x.norm()).item<double>();
@@ -138,7 +138,7 @@ TEST(Pipeline, BoundaryIsExactWhileTheConstraintHoldsAndAfterEachAdaptation) {
     auto ids = win.narrow(1, 0, cfg.seq_len);
     auto t_fixed = frozen_embedding(cfg.vocab_size, cfg.d_model, 3);
     auto u = subspace_basis(cfg.d_model, 8, 3);
-    PipelineStage st(cfg, 5, 0, 2, BoundaryCodec{}, BoundaryCodec{8, CoordDtype::kFp32, u}, t_fixed);
+    PipelineStage st(cfg, 5, 0, 2, BoundaryCodec{}, BoundaryCodec{8, WireDtype::kFp32, u}, t_fixed);
     project_all(st.model(), u);
     EXPECT_LT(boundary_error(st, ids, t_fixed, u, cfg.vocab_size), 1e-5);
     // An outer step of unconstrained replicas moves the writers out of span(U): the boundary breaks.

@@ -12,7 +12,7 @@
 namespace tw {
 namespace {
 
-constexpr CoordDtype kAllDtypes[] = {CoordDtype::kFp32, CoordDtype::kBf16, CoordDtype::kInt8};
+constexpr WireDtype kAllDtypes[] = {WireDtype::kFp32, WireDtype::kBf16, WireDtype::kInt8};
 
 ModelConfig micro() {
     ModelConfig m;
@@ -106,9 +106,9 @@ TEST(SubspaceRoundTrip, FullRankIsLosslessForAnyActivations) {
     auto t_fixed = frozen_embedding(V, d, 1);
     auto x = normal_tensor({B, T, d}, 2) * 3;  // not in any subspace
     auto ids = random_ids(B, T, V, 3);
-    auto wire = encode_activations(x, ids, t_fixed, u, CoordDtype::kFp32, V);
+    auto wire = encode_activations(x, ids, t_fixed, u, WireDtype::kFp32, V);
     torch::Tensor ids_back;
-    auto back = decode_activations(wire, B, T, d, t_fixed, u, CoordDtype::kFp32, V, &ids_back);
+    auto back = decode_activations(wire, B, T, d, t_fixed, u, WireDtype::kFp32, V, &ids_back);
     ASSERT_TRUE(back) << back.message();
     EXPECT_LT((*back - x).abs().max().item<float>(), 1e-5f * x.abs().max().item<float>());
     EXPECT_TRUE(torch::equal(ids_back, ids));
@@ -124,9 +124,9 @@ TEST(SubspaceRoundTrip, StageZeroOutputIsRebuiltWhenWritersAreProjected) {
         auto u = subspace_basis(d, k, 7);
         project_writers(stage, u);
         auto x = stage0_output(stage, t_fixed, ids);
-        auto wire = encode_activations(x, ids, t_fixed, u, CoordDtype::kFp32, V);
+        auto wire = encode_activations(x, ids, t_fixed, u, WireDtype::kFp32, V);
         torch::Tensor ids_back;
-        auto back = decode_activations(wire, B, T, d, t_fixed, u, CoordDtype::kFp32, V, &ids_back);
+        auto back = decode_activations(wire, B, T, d, t_fixed, u, WireDtype::kFp32, V, &ids_back);
         ASSERT_TRUE(back) << back.message();
         EXPECT_LT(rel_err(*back, x), 1e-5) << "k " << k;
         // Against the part that actually crosses in coordinates, not just the frozen rows.
@@ -144,8 +144,8 @@ TEST(SubspaceRoundTrip, StageZeroOutputIsNotRebuiltWithoutProjection) {
     auto t_fixed = frozen_embedding(V, d, 7);
     auto ids = random_ids(B, T, V, 8);
     auto x = stage0_output(stage, t_fixed, ids);
-    auto back = decode_activations(encode_activations(x, ids, t_fixed, u, CoordDtype::kFp32, V), B, T, d, t_fixed, u,
-                                   CoordDtype::kFp32, V, nullptr);
+    auto back = decode_activations(encode_activations(x, ids, t_fixed, u, WireDtype::kFp32, V), B, T, d, t_fixed, u,
+                                   WireDtype::kFp32, V, nullptr);
     ASSERT_TRUE(back) << back.message();
     EXPECT_GT(rel_err(*back, x), 1e-3);  // 100× the projected case's bound
 }
@@ -162,13 +162,13 @@ TEST(SubspaceRoundTrip, MiddleStageKeepsItsOutputInSpanToo) {
     project_writers(s1, u);
     auto x0 = stage0_output(s0, t_fixed, ids);
     torch::Tensor ids1;
-    auto in1 = decode_activations(encode_activations(x0, ids, t_fixed, u, CoordDtype::kFp32, V), B, T, d, t_fixed, u,
-                                  CoordDtype::kFp32, V, &ids1);
+    auto in1 = decode_activations(encode_activations(x0, ids, t_fixed, u, WireDtype::kFp32, V), B, T, d, t_fixed, u,
+                                  WireDtype::kFp32, V, &ids1);
     ASSERT_TRUE(in1) << in1.message();
     torch::NoGradGuard no_grad;
     auto x1 = s1->forward(*in1);
-    auto in2 = decode_activations(encode_activations(x1, ids1, t_fixed, u, CoordDtype::kFp32, V), B, T, d, t_fixed, u,
-                                  CoordDtype::kFp32, V, nullptr);
+    auto in2 = decode_activations(encode_activations(x1, ids1, t_fixed, u, WireDtype::kFp32, V), B, T, d, t_fixed, u,
+                                  WireDtype::kFp32, V, nullptr);
     ASSERT_TRUE(in2) << in2.message();
     EXPECT_LT(rel_err(*in2, x1), 1e-5);
 }
@@ -176,15 +176,15 @@ TEST(SubspaceRoundTrip, MiddleStageKeepsItsOutputInSpanToo) {
 TEST(SubspaceRoundTrip, RankZeroIsDenseAndBitExact) {
     const int64_t B = 2, T = 5, d = 16;
     auto x = normal_tensor({B, T, d}, 1);
-    auto wire = encode_activations(x, random_ids(B, T, 50, 1), {}, {}, CoordDtype::kInt8, 50);
+    auto wire = encode_activations(x, random_ids(B, T, 50, 1), {}, {}, WireDtype::kInt8, 50);
     EXPECT_EQ(wire.size(), static_cast<size_t>(B * T * d * 4));
     torch::Tensor ids_out;
-    auto back = decode_activations(wire, B, T, d, {}, {}, CoordDtype::kInt8, 50, &ids_out);
+    auto back = decode_activations(wire, B, T, d, {}, {}, WireDtype::kInt8, 50, &ids_out);
     ASSERT_TRUE(back) << back.message();
     EXPECT_TRUE(torch::equal(*back, x));
     EXPECT_FALSE(ids_out.defined());
     auto g = normal_tensor({B, T, d}, 2);
-    auto gback = decode_gradient(encode_gradient(g, {}, CoordDtype::kBf16), B, T, d, {}, CoordDtype::kBf16);
+    auto gback = decode_gradient(encode_gradient(g, {}, WireDtype::kBf16), B, T, d, {}, WireDtype::kBf16);
     ASSERT_TRUE(gback) << gback.message();
     EXPECT_TRUE(torch::equal(*gback, g));
 }
@@ -194,7 +194,7 @@ TEST(SubspaceGradient, DecodeIsGTimesUUtAndGAtFullRank) {
     auto g = normal_tensor({B, T, d}, 9);
     for (int64_t k : {3, 12}) {
         auto u = subspace_basis(d, k, 2);
-        auto back = decode_gradient(encode_gradient(g, u, CoordDtype::kFp32), B, T, d, u, CoordDtype::kFp32);
+        auto back = decode_gradient(encode_gradient(g, u, WireDtype::kFp32), B, T, d, u, WireDtype::kFp32);
         ASSERT_TRUE(back) << back.message();
         auto u64 = u.to(torch::kFloat64);
         auto expect = g.to(torch::kFloat64).view({-1, d}).mm(u64).mm(u64.t()).view({B, T, d});
@@ -202,7 +202,7 @@ TEST(SubspaceGradient, DecodeIsGTimesUUtAndGAtFullRank) {
         EXPECT_GT((*back - g).abs().max().item<float>(), 0.1f) << "k < d must lose the out-of-span part";
     }
     auto u = subspace_basis(d, d, 2);
-    auto back = decode_gradient(encode_gradient(g, u, CoordDtype::kFp32), B, T, d, u, CoordDtype::kFp32);
+    auto back = decode_gradient(encode_gradient(g, u, WireDtype::kFp32), B, T, d, u, WireDtype::kFp32);
     ASSERT_TRUE(back) << back.message();
     EXPECT_LT((*back - g).abs().max().item<float>(), 1e-5f);
 }
@@ -211,19 +211,19 @@ TEST(SubspaceGradient, DecodeIsGTimesUUtAndGAtFullRank) {
 
 TEST(SubspaceWire, PayloadSizesMatchTheFormulas) {
     // Literal figures first, so the formula itself is pinned.
-    EXPECT_EQ(forward_wire_bytes(2, 3, 32, 8, CoordDtype::kFp32, 200), 6u * (32 + 2));
-    EXPECT_EQ(forward_wire_bytes(2, 3, 32, 8, CoordDtype::kBf16, 200), 6u * (16 + 2));
-    EXPECT_EQ(forward_wire_bytes(2, 3, 32, 8, CoordDtype::kInt8, 200), 6u * (8 + 4 + 2));
-    EXPECT_EQ(forward_wire_bytes(2, 3, 32, 8, CoordDtype::kInt8, 70000), 6u * (8 + 4 + 4));
-    EXPECT_EQ(backward_wire_bytes(2, 3, 32, 8, CoordDtype::kInt8), 6u * (8 + 4));
-    EXPECT_EQ(backward_wire_bytes(2, 3, 32, 0, CoordDtype::kInt8), 6u * 32 * 4);
+    EXPECT_EQ(forward_wire_bytes(2, 3, 32, 8, WireDtype::kFp32, 200), 6u * (32 + 2));
+    EXPECT_EQ(forward_wire_bytes(2, 3, 32, 8, WireDtype::kBf16, 200), 6u * (16 + 2));
+    EXPECT_EQ(forward_wire_bytes(2, 3, 32, 8, WireDtype::kInt8, 200), 6u * (8 + 4 + 2));
+    EXPECT_EQ(forward_wire_bytes(2, 3, 32, 8, WireDtype::kInt8, 70000), 6u * (8 + 4 + 4));
+    EXPECT_EQ(backward_wire_bytes(2, 3, 32, 8, WireDtype::kInt8), 6u * (8 + 4));
+    EXPECT_EQ(backward_wire_bytes(2, 3, 32, 0, WireDtype::kInt8), 6u * 32 * 4);
     for (auto [B, T, d] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 8}, {2, 3, 32}, {4, 16, 64}})
         for (int64_t V : {200, 65536, 70000})
             for (int64_t k : {int64_t{0}, int64_t{1}, d / 4, d})
-                for (CoordDtype c : kAllDtypes) {
+                for (WireDtype c : kAllDtypes) {
                     const uint64_t N = static_cast<uint64_t>(B * T), ib = V <= 65536 ? 2 : 4;
-                    const uint64_t cb = c == CoordDtype::kFp32 ? 4 : c == CoordDtype::kBf16 ? 2 : 1;
-                    const uint64_t sb = c == CoordDtype::kInt8 ? 4 : 0;
+                    const uint64_t cb = c == WireDtype::kFp32 ? 4 : c == WireDtype::kBf16 ? 2 : 1;
+                    const uint64_t sb = c == WireDtype::kInt8 ? 4 : 0;
                     const uint64_t fwd = k == 0 ? N * d * 4 : N * (k * cb + sb + ib);
                     const uint64_t bwd = k == 0 ? N * d * 4 : N * (k * cb + sb);
                     EXPECT_EQ(forward_wire_bytes(B, T, d, k, c, V), fwd);
@@ -240,7 +240,7 @@ TEST(SubspaceWire, WrongSizeIsAnErrorNamingExpectedAndGot) {
     const int64_t B = 2, T = 3, d = 16, k = 4, V = 100;
     auto u = subspace_basis(d, k, 1);
     auto tf = frozen_embedding(V, d, 1);
-    for (CoordDtype c : kAllDtypes) {
+    for (WireDtype c : kAllDtypes) {
         auto wire = encode_activations(normal_tensor({B, T, d}, 1), random_ids(B, T, V, 1), tf, u, c, V);
         const std::string need = std::to_string(wire.size());
         for (int delta : {-1, +1}) {
@@ -265,17 +265,17 @@ TEST(SubspaceWire, CorruptIdsAndScalesAreErrors) {
     auto u = subspace_basis(d, k, 1);
     auto tf = frozen_embedding(V, d, 1);
     auto ids = random_ids(B, T, V, 1);
-    auto wire = encode_activations(normal_tensor({B, T, d}, 1), ids, tf, u, CoordDtype::kInt8, V);
+    auto wire = encode_activations(normal_tensor({B, T, d}, 1), ids, tf, u, WireDtype::kInt8, V);
     auto bad_id = wire;
     const uint16_t big = 100;  // == vocab
     std::memcpy(bad_id.data() + bad_id.size() - 2, &big, 2);
-    auto r = decode_activations(bad_id, B, T, d, tf, u, CoordDtype::kInt8, V, nullptr);
+    auto r = decode_activations(bad_id, B, T, d, tf, u, WireDtype::kInt8, V, nullptr);
     ASSERT_FALSE(r);
     EXPECT_NE(r.message().find("token id 100"), std::string::npos) << r.message();
     auto bad_scale = wire;
     const float nan = std::nanf("");
     std::memcpy(bad_scale.data() + 4, &nan, 4);  // token 1's scale
-    r = decode_activations(bad_scale, B, T, d, tf, u, CoordDtype::kInt8, V, nullptr);
+    r = decode_activations(bad_scale, B, T, d, tf, u, WireDtype::kInt8, V, nullptr);
     ASSERT_FALSE(r);
     EXPECT_NE(r.message().find("scale of token 1"), std::string::npos) << r.message();
 }
@@ -288,8 +288,8 @@ TEST(SubspaceWire, LargeVocabulariesCarryFourByteIds) {
     ids[0][0] = V - 1;  // above 65535
     auto x = tf.index_select(0, ids.reshape({-1})).view({B, T, d});  // zero residual
     torch::Tensor ids_back;
-    auto back = decode_activations(encode_activations(x, ids, tf, u, CoordDtype::kBf16, V), B, T, d, tf, u,
-                                   CoordDtype::kBf16, V, &ids_back);
+    auto back = decode_activations(encode_activations(x, ids, tf, u, WireDtype::kBf16, V), B, T, d, tf, u,
+                                   WireDtype::kBf16, V, &ids_back);
     ASSERT_TRUE(back) << back.message();
     EXPECT_TRUE(torch::equal(ids_back, ids));
     EXPECT_TRUE(torch::equal(*back, x));  // zero coordinates: the frozen rows exactly
@@ -311,8 +311,8 @@ struct SubspaceQuantised : ::testing::Test {
 };
 
 TEST_F(SubspaceQuantised, Bf16IsWithinHalfAnUlpPerCoordinate) {
-    auto back = decode_activations(encode_activations(x(), ids, tf, u, CoordDtype::kBf16, V), B, T, d, tf, u,
-                                   CoordDtype::kBf16, V, nullptr);
+    auto back = decode_activations(encode_activations(x(), ids, tf, u, WireDtype::kBf16, V), B, T, d, tf, u,
+                                   WireDtype::kBf16, V, nullptr);
     ASSERT_TRUE(back) << back.message();
     // bf16 keeps 8 significant bits: round to nearest is within half an ulp, ≤ 2^-8 relative; 1e-5 covers the fp32
     // arithmetic around it. The coordinates of X itself carry that fp32 noise too, hence coords_of(x()).
@@ -321,15 +321,15 @@ TEST_F(SubspaceQuantised, Bf16IsWithinHalfAnUlpPerCoordinate) {
     EXPECT_TRUE((err <= ref.abs() * std::ldexp(1.0, -8) + 1e-5).all().item<bool>()) << err.max().item<float>();
     EXPECT_GT(err.max().item<float>(), 1e-4f) << "bf16 must actually round";
     auto g = normal_tensor({B, T, d}, 5);
-    auto gb = decode_gradient(encode_gradient(g, u, CoordDtype::kBf16), B, T, d, u, CoordDtype::kBf16);
+    auto gb = decode_gradient(encode_gradient(g, u, WireDtype::kBf16), B, T, d, u, WireDtype::kBf16);
     ASSERT_TRUE(gb) << gb.message();
     const auto gc = g.view({N, d}).mm(u);
     EXPECT_TRUE(((gb->view({N, d}).mm(u) - gc).abs() <= gc.abs() * std::ldexp(1.0, -8) + 1e-5).all().item<bool>());
 }
 
 TEST_F(SubspaceQuantised, Int8IsWithinHalfAStepPerCoordinate) {
-    auto wire = encode_activations(x(), ids, tf, u, CoordDtype::kInt8, V);
-    auto back = decode_activations(wire, B, T, d, tf, u, CoordDtype::kInt8, V, nullptr);
+    auto wire = encode_activations(x(), ids, tf, u, WireDtype::kInt8, V);
+    auto back = decode_activations(wire, B, T, d, tf, u, WireDtype::kInt8, V, nullptr);
     ASSERT_TRUE(back) << back.message();
     // Pinned bound: |ĉ − c| ≤ absmax_token/127/2 per coordinate (+1e-5 for the fp32 arithmetic).
     const auto ref = coords_of(x());
@@ -343,7 +343,7 @@ TEST_F(SubspaceQuantised, Int8IsWithinHalfAStepPerCoordinate) {
     EXPECT_EQ(scale0, 0.0f);
     EXPECT_TRUE(torch::equal(back->view({N, d})[0], tf[ids[0][0].item<int64_t>()]));
     auto g = normal_tensor({B, T, d}, 5);
-    auto gb = decode_gradient(encode_gradient(g, u, CoordDtype::kInt8), B, T, d, u, CoordDtype::kInt8);
+    auto gb = decode_gradient(encode_gradient(g, u, WireDtype::kInt8), B, T, d, u, WireDtype::kInt8);
     ASSERT_TRUE(gb) << gb.message();
     const auto gc = g.view({N, d}).mm(u);
     const auto gstep = gc.abs().amax(1, true) / 127.0;
@@ -400,13 +400,13 @@ TEST(SubspaceAd2, MovingTheOutOfSpanPartKeepsTheSumAndLeavesTsInSpan) {
 }
 
 TEST(SubspaceDtype, ParsesTheThreeNamesAndNamesABadOne) {
-    EXPECT_EQ(parse_coord_dtype("fp32").value(), CoordDtype::kFp32);
-    EXPECT_EQ(parse_coord_dtype("bf16").value(), CoordDtype::kBf16);
-    EXPECT_EQ(parse_coord_dtype("int8").value(), CoordDtype::kInt8);
+    EXPECT_EQ(parse_coord_dtype("fp32").value(), WireDtype::kFp32);
+    EXPECT_EQ(parse_coord_dtype("bf16").value(), WireDtype::kBf16);
+    EXPECT_EQ(parse_coord_dtype("int8").value(), WireDtype::kInt8);
     auto bad = parse_coord_dtype("fp16");
     ASSERT_FALSE(bad);
     EXPECT_NE(bad.message().find("\"fp16\""), std::string::npos) << bad.message();
-    for (CoordDtype c : kAllDtypes) EXPECT_EQ(parse_coord_dtype(coord_dtype_name(c)).value(), c);
+    for (WireDtype c : kAllDtypes) EXPECT_EQ(parse_coord_dtype(to_string(c)).value(), c);
 }
 
 }  // namespace

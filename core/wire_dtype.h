@@ -1,0 +1,35 @@
+// The number formats payloads travel in — outer pseudo-gradients (DiLoCo, Streaming DiLoCo) and
+// subspace coordinates between pipeline stages — as one vocabulary for the config's strings
+// (`outer.dtype`, `pipeline.coord_dtype`) and the engine's codecs. Each user accepts the subset
+// it implements and says so (DiLoCo: fp32, bf16; coordinates: fp32, bf16, int8; Streaming DiLoCo:
+// all four). Values are stable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace tw {
+
+enum class WireDtype : uint8_t { kFp32 = 0, kBf16 = 1, kInt8 = 2, kFp4 = 3 };
+
+inline const char* to_string(WireDtype d) {
+    switch (d) {
+        case WireDtype::kFp32: return "fp32";
+        case WireDtype::kBf16: return "bf16";
+        case WireDtype::kInt8: return "int8";
+        case WireDtype::kFp4: return "fp4";
+    }
+    return "unknown";
+}
+
+// "fp32" | "bf16" | "int8" | "fp4"; anything else is an error naming the text.
+inline Result<WireDtype> parse_wire_dtype(std::string_view s) {
+    for (WireDtype d : {WireDtype::kFp32, WireDtype::kBf16, WireDtype::kInt8, WireDtype::kFp4})
+        if (s == to_string(d)) return d;
+    return Result<WireDtype>::error("wire dtype \"" + std::string(s) + "\" is not fp32, bf16, int8 or fp4");
+}
+
+}  // namespace tw
