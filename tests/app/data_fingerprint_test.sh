@@ -22,15 +22,8 @@ for r in coord n0 n1; do micro_corpus "$work/$r/corpus"; done
 source "$(dirname "$0")/ports.sh"
 P0="$(pick_base)"; P1="$(pick_base)"
 [ "$P0" != "$P1" ] || P1=$((P0 + 10))
-for i in 0 1; do
-  port=$([ "$i" = 0 ] && echo "$P0" || echo "$P1")
-  "$tw" node --listen "tcp://127.0.0.1:$port" --data-root "$work/n$i" > "$work/node$i.log" 2>&1 &
-  pids+=($!)
-done
-for i in 0 1; do
-  for _ in $(seq 1 100); do grep -q "thinwire node" "$work/node$i.log" && break; sleep 0.1; done
-  grep -q "thinwire node" "$work/node$i.log" || fail "node $i did not come up"
-done
+start_loopback_node "$P0" "$work/n0" "$work/node0.log"
+start_loopback_node "$P1" "$work/n1" "$work/node1.log"
 
 cat > "$work/coord/micro.toml" <<TOML
 [run]

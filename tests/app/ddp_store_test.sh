@@ -19,15 +19,8 @@ micro_corpus "$work/corpus"
 source "$(dirname "$0")/ports.sh"
 P0="$(pick_base)"; P1="$(pick_base)"
 [ "$P0" != "$P1" ] || P1=$((P0 + 10))
-for i in 0 1; do
-  port=$([ "$i" = 0 ] && echo "$P0" || echo "$P1")
-  "$tw" node --listen "tcp://127.0.0.1:$port" --data-root "$work" > "$work/node$i.log" 2>&1 &
-  pids+=($!)
-done
-for i in 0 1; do
-  for _ in $(seq 1 100); do grep -q "thinwire node" "$work/node$i.log" && break; sleep 0.1; done
-  grep -q "thinwire node" "$work/node$i.log" || fail "node $i did not come up"
-done
+start_loopback_node "$P0" "$work" "$work/node0.log"
+start_loopback_node "$P1" "$work" "$work/node1.log"
 
 cat > "$work/micro.toml" <<TOML
 [data]

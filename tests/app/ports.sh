@@ -10,3 +10,12 @@ pick_base() {
   done
   fail "no free ports"
 }
+
+# Starts `thinwire node` ($tw) on 127.0.0.1:$1 with data root $2, its output in $3, adds its pid to
+# the caller's pids array, and waits until it serves (its first line).
+start_loopback_node() {
+  "$tw" node --listen "tcp://127.0.0.1:$1" --data-root "$2" > "$3" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 100); do grep -q "thinwire node" "$3" && return 0; sleep 0.1; done
+  fail "the node on port $1 did not come up: $(cat "$3")"
+}
