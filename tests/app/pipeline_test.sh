@@ -42,7 +42,15 @@ stages = 2
 replicas = 1
 micro_batches = 2
 TOML
-run() { "$tw" --db "$db" run "$work/micro.toml" --data-root "$work" "$@"; }  # paths are under $work
+# Paths are under $work. A run that fails prints what it said on stderr too, so a test stopped by
+# `set -e` inside a $(...) still shows why.
+run() {
+  local o rc=0
+  o="$("$tw" --db "$db" run "$work/micro.toml" --data-root "$work" "$@" 2>&1)" || rc=$?
+  printf '%s\n' "$o"
+  [ "$rc" -eq 0 ] || printf 'run %s exited %s:\n%s\n' "$*" "$rc" "$o" >&2
+  return "$rc"
+}
 col() { awk -v n="$1" -v c="$2" '$1 == n && NF == 10 {print $c}' <<<"$3"; }  # final table: node, column
 
 # A dense pipeline replica (rank 0) is the full replica's training, split: same losses.
