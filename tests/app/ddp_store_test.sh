@@ -22,21 +22,7 @@ P0="$(pick_base)"; P1="$(pick_base)"
 start_loopback_node "$P0" "$work" "$work/node0.log"
 start_loopback_node "$P1" "$work" "$work/node1.log"
 
-cat > "$work/micro.toml" <<TOML
-[data]
-corpus = "$work/corpus"
-cache_dir = "$work/cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-[train]
-batch_size = 4
-warmup_steps = 2
-eval_every = 10
-steps = 20
+{ micro_tables; cat <<TOML
 [outer]
 replicas = 2
 inner_steps = 10
@@ -47,6 +33,7 @@ profile = "home-20m"
 mode = "remote"
 endpoints = ["tcp://127.0.0.1:$P0", "tcp://127.0.0.1:$P1"]
 TOML
+} > "$work/micro.toml"
 run() { "$tw" --db "$db" run "$work/micro.toml" --data-root "$work" "$@"; }
 
 # Every TCP listener of the node processes, as "ADDRESS_HEX:PORT_HEX" rows of /proc/net/tcp{,6}
