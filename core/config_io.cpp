@@ -2,6 +2,7 @@
 // range checks and serialisation cannot drift apart.
 #include "core/config_io.h"
 
+#include "core/algorithm.h"
 #include "core/hash.h"
 
 #include <algorithm>
@@ -16,6 +17,12 @@
 
 namespace tw {
 namespace {
+
+std::vector<std::string> algorithm_choices() {
+    std::vector<std::string> v;
+    for (auto& t : algorithm_table()) v.push_back(t.name);
+    return v;
+}
 
 using Ptr = std::variant<int64_t*, double*, bool*, std::string*, std::vector<std::string>*, std::vector<int64_t>*>;
 
@@ -70,7 +77,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"train.ckpt_path", &c.train.ckpt_path},
         {"train.resume", &c.train.resume},
 
-        {"outer.algorithm", &c.outer.algorithm, -inf, inf, {"none", "ddp", "diloco", "sparseloco", "streaming_diloco", "noloco"}},
+        {"outer.algorithm", &c.outer.algorithm, -inf, inf, algorithm_choices()},
         {"outer.replicas", &c.outer.replicas, 1, 1024},
         {"outer.inner_steps", &c.outer.inner_steps, 1, 1e12},
         {"outer.lr", &c.outer.lr, 0, 100},

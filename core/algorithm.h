@@ -1,0 +1,52 @@
+// The algorithm registry: the one place that names every way replicas synchronise
+// (outer.algorithm). Everything else asks for an Algorithm and its traits; no other file
+// compares an algorithm's name as a string. Adding a method: one enum value and one row in
+// core/algorithm.cpp, plus its own files under engine/algo/ registered in engine/algo/outer.cpp
+// (README "Adding a method").
+//
+// Pure data, no LibTorch; every function is thread-safe (the table is immutable).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config.h"
+
+namespace tw {
+
+enum class Algorithm : int {
+    kNone,             // one node, no synchronisation (`thinwire train`)
+    kDdp,              // gradients all-reduced every step (METHODS.md §1)
+    kDiLoCo,           // dense pseudo-gradients every H steps, outer Nesterov (§2)
+    kSparseLoCo,       // Top-k + 2-bit pseudo-gradients with error feedback (§3)
+    kStreamingDiLoCo,  // fragments synced in turn, overlapped, quantised (§4)
+    kNoLoCo,           // random groups average weights, no collective (§5)
+};
+
+struct AlgorithmTraits {
+    Algorithm id;
+    const char* name;          // the outer.algorithm value, e.g. "sparseloco"
+    const char* summary;       // one line for help texts and the layout editor
+    bool outer_rounds;         // syncs every outer.inner_steps steps through an OuterAlgorithm
+    bool pipelines;            // pipeline replicas (cluster.stages > 1) can sync stage by stage
+    bool multi_node_replicas;  // a replica may span several nodes (cluster.nodes_per_replica > 1)
+    bool dense_wire_dtypes;    // outer.dtype may be bf16 / int8 / fp4 (else fp32 only)
+};
+
+// Every algorithm, in enum order.
+const std::vector<AlgorithmTraits>& algorithm_table();
+const AlgorithmTraits& traits_of(Algorithm a);
+const char* to_string(Algorithm a);
+// nullopt for a name no algorithm has.
+std::optional<Algorithm> parse_algorithm(std::string_view name);
+// "none, ddp, diloco, …" for messages.
+std::string algorithm_names();
+
+// The algorithm a config names. cfg.outer.algorithm is checked against the table when a config is
+// parsed (core/config_io.h), so this asserts on an unknown name.
+Algorithm algorithm_of(const RunConfig& cfg);
+inline const AlgorithmTraits& algorithm_traits(const RunConfig& cfg) { return traits_of(algorithm_of(cfg)); }
+
+}  // namespace tw
