@@ -42,6 +42,7 @@ int run_node(const NodeArgs& a) {
         throw Error("--allow needs --curve-secret-key: without keys nobody is authenticated");
     }
     o.data_root = unwrap(resolve_node_data_root(a.data_root));
+    o.prepare_data = engine_data_preparer();
     auto server = unwrap(NodeServer::bind(o, engine_worker_factory(o.ctx)));
     const NodeEndpoints e = unwrap(derive_endpoints(a.listen));
     std::printf("thinwire node %s: control %s, metrics %s, data %s, data root %s%s\n", thinwire_version(),

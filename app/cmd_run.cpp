@@ -13,7 +13,8 @@
 #include <ctime>
 
 #include "app/commands.h"
-#include "app/run_session.h"
+#include "app/engine_node.h"
+#include "coordinator/run_session.h"
 #include "core/config_io.h"
 #include "core/data_root.h"
 #include "core/network.h"
@@ -144,7 +145,7 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
     int rc = 0;
     for (auto& [variant, cfg] : plan.runs) {
         if (g_interrupt) break;
-        SessionResult r = run_session(cfg, g.db_path, group, exe, root, g_interrupt);
+        SessionResult r = run_session(cfg, g.db_path, group, engine_hooks(exe), root, g_interrupt);
         std::printf("run %lld %s after %.1f s%s%s\n", (long long)r.run_id, to_string(r.status), r.wall_s,
                     r.reason.empty() ? "" : ": ", r.reason.c_str());
         print_nodes(r);

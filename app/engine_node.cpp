@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/layout.h"
+#include "engine/data/dataset.h"
 #include "engine/model/llama.h"
 #include "engine/worker/pipeline_worker.h"
 #include "engine/worker/replica_worker.h"
@@ -118,6 +119,31 @@ Result<GroupStore> group_store(const std::shared_ptr<zmq::context_t>& ctx, const
 }
 
 }  // namespace
+
+EngineHooks engine_hooks(std::string exe) {
+    EngineHooks h;
+    h.worker_factory = [](std::shared_ptr<zmq::context_t> ctx) { return engine_worker_factory(std::move(ctx)); };
+    h.prepare_data = engine_data_preparer();
+    h.exe = std::move(exe);
+    h.version = thinwire_version();
+    return h;
+}
+
+DataPreparer engine_data_preparer() {
+    return [](const RunConfig& cfg, const NodeSite&) -> Result<DataReport> {
+        DataReport r;
+        auto data = prepare_data(cfg.data, [&r](const std::string& line) { r.log.push_back(line); });
+        if (!data) return data.status();
+        auto fp = data_fingerprint(*data);
+        if (!fp) return fp.status();
+        r.vocab_size = data->vocab_size;
+        r.fingerprint = to_wire(*fp);
+        // The run's vocabulary: the model's when the layout fixes it, else the tokenizer's.
+        const int64_t vocab = cfg.model.vocab_size > 0 ? cfg.model.vocab_size : data->vocab_size;
+        r.unigram_loss = unigram_loss(*data->train, *data->val, vocab);
+        return r;
+    };
+}
 
 WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
     return [ctx](const RunConfig& cfg, const NodeRole& role, const NodeSite& site) -> Result<std::unique_ptr<Worker>> {

@@ -31,7 +31,8 @@ Status SessionDriver::start(const RunConfig& cfg) {
     auto checked = parse_config(to_toml(cfg), "layout");
     if (!checked) return checked.status();
     session_.reset();
-    session_ = std::make_unique<Session>(*checked, db_path_, "workbench@" + std::to_string(std::time(nullptr)), exe_,
+    session_ = std::make_unique<Session>(*checked, db_path_, "workbench@" + std::to_string(std::time(nullptr)),
+                                         engine_hooks(exe_),
                                          data_root_, /*print_progress=*/false);
     return Status::ok();
 }

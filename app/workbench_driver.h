@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "app/run_session.h"
+#include "app/engine_node.h"
+#include "coordinator/run_session.h"
 #include "remote/cluster.h"
 #include "ui/run_driver.h"
 

@@ -37,12 +37,12 @@ struct Args {
     std::string layout; // load this layout into the editor
     bool start = false; // and start it
     double wait_s = 0;  // with --screenshot: keep rendering at least this long (a live run's progress)
-    std::string data_root;  // "" = the working directory (app/run_session.h coordinator_data_root)
+    std::string data_root;  // "" = the working directory (coordinator/run_session.h coordinator_data_root)
 };
 
 int loop(const Args& a, GLFWwindow* window) {
     tw::cli::SessionDriver driver(a.db, tw::cli::sibling_thinwire_exe(),
-                                  tw::unwrap(tw::cli::coordinator_data_root(a.data_root)));
+                                  tw::unwrap(tw::coordinator_data_root(a.data_root)));
     tw::ui::WorkbenchOptions opts;
     opts.db_path = a.db;
     opts.open_runs.insert(a.open.begin(), a.open.end());

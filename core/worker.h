@@ -63,6 +63,20 @@ struct NodeSite {
     std::function<void(std::vector<std::string>)> allow_data_peers;
 };
 
+// What a node found when it prepared (or found cached) a run's data, for the coordinator: the
+// vocabulary every node must use, the data's fingerprint (core/data_fingerprint.h, wire form), the
+// unigram baseline of the validation tokens (nats per token) and the preparation's progress lines.
+struct DataReport {
+    int64_t vocab_size = 0;
+    std::string fingerprint;
+    double unigram_loss = 0;
+    std::vector<std::string> log;
+};
+
+// Prepares a resolved config's data under the node's data root (`site.data_root`; the config's
+// paths are already confined there). Blocking; may train a tokenizer on first use. Errors are values.
+using DataPreparer = std::function<Result<DataReport>(const RunConfig&, const NodeSite& site)>;
+
 // Builds a worker for a resolved config and a role on the node described by `site`; errors (bad
 // data path, busy port) are values.
 using WorkerFactory =

@@ -41,8 +41,7 @@ Coordinator::~Coordinator() {
     impl_->sub.set(zmq::sockopt::linger, 0);
 }
 
-Result<Message> Coordinator::request(size_t i, Message m) {
-    using R = Result<Message>;
+int64_t Coordinator::send_request(size_t i, Message& m) {
     Impl& s = *impl_;
     const int64_t id = s.next_id++;
     m.body["id"] = id;
@@ -51,7 +50,13 @@ Result<Message> Coordinator::request(size_t i, Message m) {
     auto& d = s.dealers[i];
     for (size_t f = 0; f < frames.size(); ++f)
         d.send(frames[f], f + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-    const auto deadline = Clock::now() + std::chrono::milliseconds(s.opts.reply_timeout_ms);
+    return id;
+}
+
+Result<Message> Coordinator::await_reply(size_t i, int64_t id, MsgKind asked, int timeout_ms) {
+    using R = Result<Message>;
+    auto& d = impl_->dealers[i];
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     while (Clock::now() < deadline) {
         if (!poll_in(d, 50)) continue;
         std::vector<zmq::message_t> reply;
@@ -63,8 +68,51 @@ Result<Message> Coordinator::request(size_t i, Message m) {
             return R::error("node " + nodes_[i].endpoint + ": " + msg->body.value("error", std::string("error")));
         return std::move(*msg);
     }
-    return R::error("node " + nodes_[i].endpoint + " did not answer \"" + to_string(m.kind) + "\" within " +
-                    std::to_string(s.opts.reply_timeout_ms / 1000.0) + " s");
+    return R::error("node " + nodes_[i].endpoint + " did not answer \"" + to_string(asked) + "\" within " +
+                    std::to_string(timeout_ms / 1000.0) + " s");
+}
+
+Result<Message> Coordinator::request(size_t i, Message m) {
+    const int64_t id = send_request(i, m);
+    return await_reply(i, id, m.kind, impl_->opts.reply_timeout_ms);
+}
+
+Result<std::vector<DataReport>> Coordinator::prepare(const std::string& config_toml, size_t count, int timeout_ms) {
+    using R = Result<std::vector<DataReport>>;
+    count = std::min(count, nodes_.size());
+    std::vector<DataReport> out(count);
+    auto parse = [&](size_t i, const Message& m) -> Status {
+        const auto& b = m.body;
+        if (m.kind != MsgKind::kPrepared || !b.contains("vocab_size") || !b["vocab_size"].is_number_integer() ||
+            !b.contains("fingerprint") || !b["fingerprint"].is_string() || !b.contains("unigram_loss") ||
+            !b["unigram_loss"].is_number())
+            return Status::error("node " + nodes_[i].endpoint + " answered prepare without vocab_size, fingerprint "
+                                 "and unigram_loss");
+        out[i].vocab_size = b["vocab_size"].get<int64_t>();
+        out[i].fingerprint = b["fingerprint"].get<std::string>();
+        out[i].unigram_loss = b["unigram_loss"].get<double>();
+        if (b.contains("log") && b["log"].is_array())
+            for (auto& l : b["log"])
+                if (l.is_string()) out[i].log.push_back(l.get<std::string>());
+        return Status::ok();
+    };
+    // Node 0 first: nodes that share its data root (threads, child processes) then find the data
+    // cached instead of racing to build it. The others at once: remote nodes prepare in parallel.
+    for (size_t first = 0, end = std::min<size_t>(count, 1); first < count; first = end, end = count) {
+        std::vector<std::pair<size_t, int64_t>> sent;
+        for (size_t i = first; i < end; ++i) {
+            Message m;
+            m.kind = MsgKind::kPrepare;
+            m.body["config_toml"] = config_toml;
+            sent.emplace_back(i, send_request(i, m));
+        }
+        for (auto [i, id] : sent) {
+            auto reply = await_reply(i, id, MsgKind::kPrepare, timeout_ms);
+            if (!reply) return R::error("preparing data: " + reply.message());
+            if (Status st = parse(i, *reply); !st) return R::error("preparing data: " + st.message());
+        }
+    }
+    return out;
 }
 
 Result<std::unique_ptr<Coordinator>> Coordinator::connect(std::shared_ptr<zmq::context_t> ctx,

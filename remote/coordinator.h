@@ -21,6 +21,7 @@ namespace zmq { class context_t; }
 namespace tw {
 
 struct Message;
+enum class MsgKind : uint8_t;
 
 struct NodeInfo {
     std::string endpoint;          // control endpoint
@@ -86,7 +87,15 @@ public:
     // One request/reply round trip with node i (kind and body of `m`); error replies become errors.
     Result<Message> request(size_t i, Message m);
 
+    // Nodes 0..count-1 prepare (or find) the run's data under their own data roots (`prepare`):
+    // node 0 first, so nodes sharing its root find the data cached instead of racing to build it,
+    // then the others in parallel. Waits up to `timeout_ms` per phase (a first preparation trains a
+    // tokenizer). Reports by node; an error names the node.
+    Result<std::vector<DataReport>> prepare(const std::string& config_toml, size_t count, int timeout_ms);
+
 private:
+    int64_t send_request(size_t i, Message& m);
+    Result<Message> await_reply(size_t i, int64_t id, MsgKind asked, int timeout_ms);
     Coordinator() = default;
     Status broadcast(int kind, const char* verb);
     bool presumed_gone(size_t i) const;

@@ -144,6 +144,7 @@ struct NodeServer::Impl {
 
     Message handle(const Message& req, const std::string& key);
     Message configure(const Message& req, const std::string& key);
+    Message prepare(const Message& req);
     Message start();
     void pump_worker();
 };
@@ -222,6 +223,32 @@ Message NodeServer::Impl::configure(const Message& req, const std::string& key) 
     return ok;
 }
 
+Message NodeServer::Impl::prepare(const Message& req) {
+    if (state == "running" || state == "paused") return make_error("prepare while a run is " + state);
+    if (!opts.prepare_data) return make_error("prepare: this node cannot prepare data");
+    const auto toml = req.body.find("config_toml");
+    if (toml == req.body.end() || !toml->is_string()) return make_error("prepare: no config_toml string");
+    auto parsed = parse_config(toml->get<std::string>(), "prepare");
+    if (!parsed) return make_error("prepare: " + parsed.message());
+    if (!opts.data_root.empty())
+        if (Status s = confine_paths(*parsed, opts.data_root); !s) return make_error("prepare: " + s.message());
+    NodeSite site;
+    site.listen = opts.listen;
+    site.data_root = opts.data_root;
+    Result<DataReport> r = Status::error("data not prepared");
+    try {
+        r = opts.prepare_data(*parsed, site);
+    } catch (const std::exception& e) {
+        r = Status::error(e.what());
+    }
+    if (!r) return make_error("prepare: " + r.message());
+    Message m;
+    m.kind = MsgKind::kPrepared;
+    m.body = {{"vocab_size", r->vocab_size}, {"fingerprint", r->fingerprint}, {"unigram_loss", r->unigram_loss},
+              {"log", r->log}};
+    return m;
+}
+
 Message NodeServer::Impl::start() {
     if (state != "configured") return make_error("start needs a configured node (state is " + state + ")");
     state = "running";
@@ -273,6 +300,8 @@ Message NodeServer::Impl::handle(const Message& req, const std::string& key) {
         }
         case MsgKind::kConfigure:
             return configure(req, key);
+        case MsgKind::kPrepare:
+            return prepare(req);
         case MsgKind::kStart: {
             Message m = start();
             return m.body.contains("error") ? m : ok;

@@ -37,6 +37,9 @@ struct NodeOptions {
     CurveKeyPair keys;
     std::vector<std::string> allowed_coordinators;  // Z85 public keys
     std::string data_root;                  // absolute; where the node may read and write (NodeSite)
+    // Answers `prepare` (remote/protocol.h): the engine's data preparation; empty = this node
+    // refuses prepare requests.
+    DataPreparer prepare_data;
     // Where refused connections and other security events are logged besides the metric stream;
     // empty = standard error.
     std::function<void(const std::string&)> log;

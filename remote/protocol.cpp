@@ -16,7 +16,8 @@ namespace {
 
 constexpr const char* kKindNames[] = {"hello",  "capabilities", "configure", "start",     "pause",
                                       "resume", "stop",         "status",    "heartbeat", "shutdown",
-                                      "ok",     "error",        "metrics",   "event",     "done"};
+                                      "ok",     "error",        "metrics",   "event",     "done",
+                                      "prepare", "prepared"};
 constexpr size_t kKinds = sizeof(kKindNames) / sizeof(kKindNames[0]);
 
 // The deepest array/object nesting of `text` outside JSON strings (a `\` inside a string escapes

@@ -10,6 +10,9 @@
 //
 // Requests carry an integer "id" that the reply echoes. Commands (coordinator → node):
 //   hello                      → capabilities {node_version, protocol, threads, memory_bytes, device, host, pid, state}
+//   prepare {config_toml}      → prepared {vocab_size, fingerprint, unigram_loss, log: [lines]} | error
+//                                (the node prepares or finds the run's data under its data root;
+//                                refused while a run is active; answered after the preparation)
 //   configure {role, config_toml, heartbeat_s, heartbeat_timeout_s} → ok | error
 //   start | pause | resume | stop | shutdown                          → ok | error
 //   status                     → status {state, step, name}
@@ -51,6 +54,7 @@ inline constexpr size_t kMaxEndpointChars = 256;
 enum class MsgKind : uint8_t {
     kHello = 0, kCapabilities = 1, kConfigure = 2, kStart = 3, kPause = 4, kResume = 5, kStop = 6,
     kStatus = 7, kHeartbeat = 8, kShutdown = 9, kOk = 10, kError = 11, kMetrics = 12, kEvent = 13, kDone = 14,
+    kPrepare = 15, kPrepared = 16,
 };
 const char* to_string(MsgKind k);
 std::optional<MsgKind> parse_msg_kind(const std::string& s);

@@ -102,7 +102,7 @@ std::vector<bool> split_documents(const std::vector<char>& genres, double val_fr
     return is_val;
 }
 
-Result<PreparedData> prepare_data(const DataConfig& c, void (*log)(const std::string&)) {
+Result<PreparedData> prepare_data(const DataConfig& c, const std::function<void(const std::string&)>& log) {
     auto say = [&](const std::string& s) {
         if (log) log(s);
     };

@@ -8,6 +8,7 @@
 // <key> hashes the corpus path, vocabulary size, split fraction and format version.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,7 +40,7 @@ struct PreparedData {
 std::vector<bool> split_documents(const std::vector<char>& genres, double val_fraction);
 
 // Loads from cache or builds. `log` receives progress lines (may be null).
-Result<PreparedData> prepare_data(const DataConfig& cfg, void (*log)(const std::string&) = nullptr);
+Result<PreparedData> prepare_data(const DataConfig& cfg, const std::function<void(const std::string&)>& log = nullptr);
 
 // Token ranges [offset, offset+length) of one split, restricted to `genres` (empty = all).
 std::vector<std::pair<int64_t, int64_t>> select_spans(const PreparedData& d, bool val,

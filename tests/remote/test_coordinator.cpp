@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <zmq.hpp>
 
+#include "core/config_io.h"
 #include "core/layout.h"
 #include "remote/cluster.h"
 #include "remote/coordinator.h"
+#include "remote/protocol.h"
 
 namespace tw {
 namespace {
@@ -159,6 +162,66 @@ TEST(Coordinator, ConnectNamesAnEndpointThatDoesNotAnswer) {
     auto c = Coordinator::connect(ctx, {"inproc://nobody-here"}, co);
     ASSERT_FALSE(c);
     EXPECT_NE(c.message().find("inproc://nobody-here did not answer \"hello\""), std::string::npos) << c.message();
+}
+
+// prepare: node 0 answers before any other node is asked (nodes sharing its data root then find the
+// data cached), every node gets the config it was sent (paths confined to its root), each report
+// comes back by node, and a node's failure or a node without a preparer is an error naming it.
+TEST(Coordinator, PrepareAsksNodeZeroFirstThenTheOthers) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::mutex mu;
+    std::vector<std::string> order;  // listen endpoints in the order preparations started
+    NodeOptions o;
+    o.ctx = ctx;
+    o.prepare_data = [&](const RunConfig& cfg, const NodeSite& site) -> Result<DataReport> {
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            order.push_back(site.listen);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (cfg.data.corpus == "missing") return Status::error("corpus missing not found");
+        DataReport r;
+        r.vocab_size = cfg.data.vocab_size + static_cast<int64_t>(order.size());
+        r.fingerprint = "none:0123456789abcdef:0123456789abcdef";
+        r.unigram_loss = 6.5;
+        r.log = {"prepared on " + site.listen};
+        return r;
+    };
+    auto local = unwrap(LocalCluster::start_threads(3, o, [](const RunConfig&, const NodeRole& r, const NodeSite&) {
+        return Result<std::unique_ptr<Worker>>(std::make_unique<CountingWorker>(r, 1));
+    }));
+    auto coord = unwrap(Coordinator::connect(ctx, local->endpoints(), {}));
+    RunConfig cfg;
+    cfg.data.vocab_size = 100;
+    auto reports = coord->prepare(to_toml(cfg), 3, 10000);
+    ASSERT_TRUE(reports) << reports.message();
+    ASSERT_EQ(reports->size(), 3u);
+    ASSERT_EQ(order.size(), 3u);
+    EXPECT_EQ(order[0], local->endpoints()[0]);     // node 0 alone first
+    EXPECT_EQ((*reports)[0].vocab_size, 101);        // it was the first to prepare
+    EXPECT_EQ((*reports)[0].log.at(0), "prepared on " + local->endpoints()[0]);
+    EXPECT_EQ((*reports)[2].unigram_loss, 6.5);
+    EXPECT_EQ((*reports)[1].fingerprint, "none:0123456789abcdef:0123456789abcdef");
+
+    cfg.data.corpus = "missing";
+    auto bad = coord->prepare(to_toml(cfg), 3, 10000);
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.message().find(local->endpoints()[0]), std::string::npos) << bad.message();
+    EXPECT_NE(bad.message().find("corpus missing not found"), std::string::npos) << bad.message();
+
+    // A node that cannot prepare data says so; the node keeps serving.
+    NodeOptions plain;
+    plain.ctx = ctx;
+    auto other = unwrap(LocalCluster::start_threads(1, plain, [](const RunConfig&, const NodeRole& r, const NodeSite&) {
+        return Result<std::unique_ptr<Worker>>(std::make_unique<CountingWorker>(r, 1));
+    }));
+    auto c2 = unwrap(Coordinator::connect(ctx, other->endpoints(), {}));
+    auto none = c2->prepare(to_toml(RunConfig{}), 1, 10000);
+    ASSERT_FALSE(none);
+    EXPECT_NE(none.message().find("cannot prepare data"), std::string::npos) << none.message();
+    Message hello;
+    hello.kind = MsgKind::kHello;
+    EXPECT_TRUE(c2->request(0, hello));
 }
 
 }  // namespace

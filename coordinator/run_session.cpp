@@ -1,5 +1,5 @@
 // One coordinated run; see run_session.h.
-#include "app/run_session.h"
+#include "coordinator/run_session.h"
 
 #include <unistd.h>
 
@@ -12,114 +12,36 @@
 #include <thread>
 #include <zmq.hpp>
 
-#include "app/engine_node.h"
+#include "coordinator/store_sink.h"
 #include "core/config_io.h"
 #include "core/data_root.h"
 #include "core/layout.h"
-#include "engine/data/dataset.h"
+#include "core/data_fingerprint.h"
 #include "remote/cluster.h"
 #include "remote/coordinator.h"
-#include "storage/metric_writer.h"
 #include "storage/run_store.h"
 
-namespace tw::cli {
+namespace tw {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string human_bytes(double b) {
-    char buf[32];
-    const char* unit[] = {"B", "kB", "MB", "GB", "TB"};
-    int u = 0;
-    while (b >= 1000 && u < 4) b /= 1000, ++u;
-    std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-    return buf;
+// A first preparation downloads nothing but may train a tokenizer on the corpus: minutes, not hours.
+constexpr int kPrepareTimeoutMs = 30 * 60 * 1000;
+
+// Nodes need none of the coordinator's own key material (they get their peers' keys in their
+// roles): the run's config as sent to them.
+RunConfig without_keys(RunConfig cfg) {
+    cfg.cluster.coordinator_key.clear();
+    cfg.cluster.node_keys.clear();
+    return cfg;
 }
-
-// Streams the nodes' records into the run store in batches, keeps what progress lines and
-// re-timing need, and prints one progress line per node.
-class StoreSink : public CoordinatorSink {
-public:
-    StoreSink(RunStore& store, int64_t run_id, int64_t steps, int64_t every, std::vector<std::string> nodes,
-              bool print, std::function<void(const EventRecord&)> on_event)
-        : store_(store), run_id_(run_id), buf_(store, run_id), steps_(steps), every_(every),
-          print_(print), tty_(print && isatty(fileno(stdout)) != 0), nodes_(std::move(nodes)),
-          on_event_(std::move(on_event)) {}
-
-    void on_metrics(const std::vector<MetricRecord>& records) override {
-        for (auto& m : records) {
-            Line& l = lines_[m.node];
-            if (m.name == "train.loss") l.step = m.step, l.loss = m.value;
-            else if (m.name == "val.loss") l.val = m.value;
-            else if (std::find(trace_metric_names().begin(), trace_metric_names().end(), m.name) !=
-                     trace_metric_names().end())
-                add_to_trace(traces[m.node], m);
-            else if (m.name.rfind("bytes.", 0) == 0 && m.name.size() > 5 && m.name.compare(m.name.size() - 5, 5, ".sent") == 0)
-                l.sent[m.name] = m.value;
-            l.sim_s = m.sim_s;
-            if (print_ && !tty_ && m.name == "train.loss" && (m.step % every_ == 0 || m.step == steps_))
-                print_line(m.node, l);
-            buf_.add(m);
-        }
-        // A coordinator crash loses at most a second of metrics. A failed write keeps its rows
-        // pending for the next flush (storage/metric_writer.h); say so once per failure.
-        if (since_s(last_flush_) > 1.0)
-            if (Status st = flush(); !st) std::fprintf(stderr, "thinwire: metrics not stored yet: %s\n", st.message().c_str());
-    }
-    void on_event(const EventRecord& e) override {
-        if (Status st = store_.add_event(run_id_, e); !st)
-            std::fprintf(stderr, "thinwire: event of %s not stored: %s\n", e.node.c_str(), st.message().c_str());
-        if (on_event_) on_event_(e);
-        if (print_ && e.level != EventLevel::kInfo)
-            std::printf("%s: %s: %s\n", e.node.c_str(), e.kind.c_str(), e.text.c_str());
-    }
-    Status flush() {
-        last_flush_ = Clock::now();
-        return buf_.flush();
-    }
-    // Redraws the block of progress lines on a terminal.
-    void redraw() {
-        if (!tty_ || since_s(last_draw_) < 0.5) return;
-        if (drawn_) std::printf("\033[%zuA", nodes_.size());
-        for (auto& n : nodes_) print_line(n, lines_[n]);
-        drawn_ = true;
-        last_draw_ = Clock::now();
-        std::fflush(stdout);
-    }
-
-    std::map<std::string, ReplicaTrace> traces;
-
-private:
-    struct Line {
-        int64_t step = 0;
-        double loss = NAN, val = NAN, sim_s = 0;
-        std::map<std::string, double> sent;
-    };
-    void print_line(const std::string& node, const Line& l) {
-        double sent = 0;
-        for (auto& [k, v] : l.sent) sent += v;
-        std::printf("%s%-12s step %6lld/%-6lld loss %7.4f%s  sent %10s  sim %8.1f s\n", tty_ ? "\033[2K" : "",
-                    node.c_str(), (long long)l.step, (long long)steps_, l.loss,
-                    std::isnan(l.val) ? "" : ("  val " + std::to_string(l.val).substr(0, 6)).c_str(),
-                    human_bytes(sent).c_str(), l.sim_s);
-    }
-
-    RunStore& store_;
-    int64_t run_id_;
-    MetricBuffer buf_;
-    int64_t steps_, every_;
-    bool print_, tty_, drawn_ = false;
-    std::vector<std::string> nodes_;
-    std::function<void(const EventRecord&)> on_event_;
-    std::map<std::string, Line> lines_;
-    Clock::time_point last_flush_ = Clock::now(), last_draw_ = Clock::now();
-};
 
 // Brings up the nodes the layout asks for; returns their control endpoints.
 // Local nodes (threads, child processes) share the coordinator's data root; remote ones use their own.
 std::unique_ptr<LocalCluster> bring_up(const RunConfig& cfg, int n, std::shared_ptr<zmq::context_t> ctx,
-                                       const std::string& exe, const std::string& data_root,
+                                       const EngineHooks& hooks, const std::string& data_root,
                                        std::vector<std::string>& endpoints) {
     if (cfg.cluster.mode == "remote") {
         endpoints = cfg.cluster.endpoints;
@@ -129,11 +51,12 @@ std::unique_ptr<LocalCluster> bring_up(const RunConfig& cfg, int n, std::shared_
     if (cfg.cluster.mode == "threads") {
         NodeOptions base;
         base.ctx = ctx;
-        base.version = thinwire_version();
+        base.version = hooks.version;
         base.data_root = data_root;
-        c = unwrap(LocalCluster::start_threads(n, base, engine_worker_factory(ctx)));
+        base.prepare_data = hooks.prepare_data;
+        c = unwrap(LocalCluster::start_threads(n, base, hooks.worker_factory(ctx)));
     } else {
-        c = unwrap(LocalCluster::start_processes(n, exe, data_root));
+        c = unwrap(LocalCluster::start_processes(n, hooks.exe, data_root));
     }
     endpoints = c->endpoints();
     return c;
@@ -148,17 +71,10 @@ void Session::body(RunConfig cfg) {
     // Paths as every node reads them: relative to its data root. What is stored and sent is this
     // form; this process opens the files through `here`, the same paths resolved under its root.
     check(relative_to_root(cfg, data_root_));
-    RunConfig here = cfg;
-    check(confine_paths(here, data_root_));
-    set_phase("preparing data");
-    // The coordinator's machine prepares the data once, so thread and child-process nodes find it
-    // cached instead of racing to build it; it also fixes the vocabulary every node must use.
-    PreparedData data = unwrap(prepare_data(here.data, print_ ? [](const std::string& s) { std::printf("%s\n", s.c_str()); }
-                                                              : static_cast<void (*)(const std::string&)>(nullptr)));
-    if (cfg.model.vocab_size == 0) cfg.model.vocab_size = data.vocab_size;
-    out.unigram = unigram_loss(*data.train, *data.val, cfg.model.vocab_size);
-    // The reference every node's own data must match (each node checks before any step).
-    const DataFingerprint fingerprint = unwrap(data_fingerprint(data));
+    {  // a path outside the data root fails here, before any node starts
+        RunConfig here = cfg;
+        check(confine_paths(here, data_root_));
+    }
     const int64_t need = nodes_needed(cfg);
     const int n = static_cast<int>(cfg.cluster.nodes > 0 ? cfg.cluster.nodes : need);
     // Threads of one process share its cores.
@@ -167,7 +83,7 @@ void Session::body(RunConfig cfg) {
     set_phase("starting nodes");
     auto ctx = std::make_shared<zmq::context_t>();
     std::vector<std::string> endpoints;
-    std::unique_ptr<LocalCluster> local = bring_up(cfg, n, ctx, exe_, data_root_, endpoints);
+    std::unique_ptr<LocalCluster> local = bring_up(cfg, n, ctx, hooks_, data_root_, endpoints);
     CoordinatorOptions copts;
     copts.heartbeat_s = cfg.cluster.heartbeat_s;
     copts.heartbeat_timeout_s = cfg.cluster.heartbeat_timeout_s;
@@ -176,6 +92,18 @@ void Session::body(RunConfig cfg) {
         for (auto& k : cfg.cluster.node_keys) copts.node_keys.push_back(unwrap(public_key_from_text_or_file(k)));
     }
     auto coord = unwrap(Coordinator::connect(ctx, endpoints, copts));
+
+    set_phase("preparing data");
+    // The nodes prepare (or find) the data themselves, node 0 first: thread and child-process
+    // nodes then find it cached instead of racing to build it. Node 0's vocabulary is the run's,
+    // and its fingerprint the reference every node's own data must match before any step.
+    const auto reports = unwrap(coord->prepare(to_toml(without_keys(cfg)), static_cast<size_t>(need), kPrepareTimeoutMs));
+    if (reports.empty()) throw Error("no node to prepare the data on");
+    if (print_)
+        for (auto& line : reports.front().log) std::printf("%s\n", line.c_str());
+    if (cfg.model.vocab_size == 0) cfg.model.vocab_size = reports.front().vocab_size;
+    out.unigram = reports.front().unigram_loss;
+    const DataFingerprint fingerprint = unwrap(parse_data_fingerprint(reports.front().fingerprint));
     std::vector<NodeRole> roles = unwrap(assign_roles(cfg, endpoints, free_tcp_port));
     for (NodeRole& r : roles) r.data_fingerprint = to_wire(fingerprint);
 
@@ -214,11 +142,7 @@ void Session::body(RunConfig cfg) {
                    [this](const EventRecord& e) { add_log(e.node + ": " + e.kind + ": " + e.text); });
     set_phase("running");
     std::optional<RunOutcome> outcome;
-    // Nodes need none of the coordinator's own key material: the run's config without it.
-    RunConfig node_cfg = cfg;
-    node_cfg.cluster.coordinator_key.clear();  // nodes get their peers' keys in their roles
-    node_cfg.cluster.node_keys.clear();
-    if (Status st = coord->configure(roles, to_toml(node_cfg)); !st) outcome = RunOutcome{RunStatus::kFailed, st.message()};
+    if (Status st = coord->configure(roles, to_toml(without_keys(cfg))); !st) outcome = RunOutcome{RunStatus::kFailed, st.message()};
     else if (Status st2 = coord->start(); !st2) outcome = RunOutcome{RunStatus::kFailed, st2.message()};
     bool stop_sent = false;
     Clock::time_point stop_at;
@@ -273,10 +197,10 @@ void Session::body(RunConfig cfg) {
     add_log(std::string("coordinator: run ") + to_string(out.status) + (out.reason.empty() ? "" : ": " + out.reason));
 }
 
-Session::Session(RunConfig cfg, std::string db_path, std::string group, std::string exe, std::string data_root,
+Session::Session(RunConfig cfg, std::string db_path, std::string group, EngineHooks hooks, std::string data_root,
                  bool print_progress)
-    : db_path_(std::move(db_path)), group_(std::move(group)), exe_(std::move(exe)), data_root_(std::move(data_root)),
-      print_(print_progress) {
+    : db_path_(std::move(db_path)), group_(std::move(group)), data_root_(std::move(data_root)),
+      hooks_(std::move(hooks)), print_(print_progress) {
     thread_ = std::thread([this, cfg = std::move(cfg)] {
         try {
             body(cfg);
@@ -325,9 +249,9 @@ void Session::publish(const std::vector<NodeInfo>& nodes) {
     snap_.nodes = nodes;
 }
 
-SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::string& group, const std::string& exe,
+SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::string& group, EngineHooks hooks,
                           const std::string& data_root, const std::atomic<bool>& interrupt) {
-    Session s(std::move(cfg), db_path, group, exe, data_root, /*print_progress=*/true);
+    Session s(std::move(cfg), db_path, group, std::move(hooks), data_root, /*print_progress=*/true);
     while (!s.snapshot().done) {
         if (interrupt.load()) s.stop();
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -345,4 +269,4 @@ Result<std::string> coordinator_data_root(const std::string& given) {
     return cwd.string();
 }
 
-}  // namespace tw::cli
+}  // namespace tw

@@ -1,10 +1,16 @@
-// A run through the coordinator, as `thinwire run`, `thinwire train` (with replicas) and the
-// workbench do it: prepare the data, bring up the cluster the layout names, assign roles, stream
-// metrics into the run store, and end the run as finished, failed or interrupted. A Session runs
-// on its own thread, so a GUI frame never waits for it; front ends read snapshots.
+// A run through the coordinator, as `thinwire run`, `thinwire train` and the workbench do it: bring
+// up the cluster the layout names, have its nodes prepare the data (node 0 first, the vocabulary
+// and fingerprint every node must match come from it), assign roles, stream metrics into the run
+// store (the coordinator is its only writer), and end the run as finished, failed or interrupted.
+// A Session runs on its own thread, so a GUI frame never waits for it; front ends read snapshots.
+//
+// The coordinator module builds without LibTorch: what nodes of this process run (thread nodes'
+// workers and data preparation) comes in as EngineHooks from the binary that links the engine.
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <map>
 #include <mutex>
 #include <string>
@@ -17,7 +23,18 @@
 #include "core/worker.h"
 #include "remote/coordinator.h"
 
-namespace tw::cli {
+namespace zmq { class context_t; }
+
+namespace tw {
+
+// What a session needs from the binary it runs in.
+struct EngineHooks {
+    // Thread nodes' workers; inproc:// meshes need the context all of them share.
+    std::function<WorkerFactory(std::shared_ptr<zmq::context_t>)> worker_factory;
+    DataPreparer prepare_data;  // thread nodes' answer to `prepare`
+    std::string exe;            // this binary, for child-process nodes (`thinwire node`)
+    std::string version;        // reported by thread nodes in capabilities
+};
 
 struct SessionResult {
     int64_t run_id = 0;                            // 0 if the run never started (bad layout, no data)
@@ -45,11 +62,11 @@ struct SessionSnapshot {
 class Session {
 public:
     // Starts `cfg` (resolved) at once on its own thread, writing to the store at `db_path`. `group`
-    // labels runs started together; `exe` is this binary (for local child processes). `data_root`
+    // labels runs started together; `hooks` bring up this process's nodes. `data_root`
     // (absolute, canonical: coordinator_data_root) is where this coordinator and the nodes it
     // starts read and write; cfg's paths are made relative to it (core/data_root.h) before anything
     // starts, and a path outside it fails the session before any node runs.
-    Session(RunConfig cfg, std::string db_path, std::string group, std::string exe, std::string data_root,
+    Session(RunConfig cfg, std::string db_path, std::string group, EngineHooks hooks, std::string data_root,
             bool print_progress);
     ~Session();  // stops the run and waits for it
 
@@ -65,7 +82,8 @@ private:
     void add_log(const std::string& line);
     void publish(const std::vector<NodeInfo>& nodes);
 
-    std::string db_path_, group_, exe_, data_root_;
+    std::string db_path_, group_, data_root_;
+    EngineHooks hooks_;
     bool print_;
     std::atomic<bool> pause_req_{false}, resume_req_{false}, stop_req_{false};
     mutable std::mutex mu_;
@@ -76,7 +94,7 @@ private:
 
 // The CLI's way: a session with progress lines, Ctrl-C (the flag) stopping it cleanly. Throws
 // tw::Error when the run could not start at all.
-SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::string& group, const std::string& exe,
+SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::string& group, EngineHooks hooks,
                           const std::string& data_root, const std::atomic<bool>& interrupt);
 
 // A coordinator's data root (`--data-root DIR`), absolute and canonical: DIR (created 0700 when
@@ -84,4 +102,4 @@ SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::
 // ".cache/thinwire", corpus = "brown") mean what they always meant.
 Result<std::string> coordinator_data_root(const std::string& given);
 
-}  // namespace tw::cli
+}  // namespace tw

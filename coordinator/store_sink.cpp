@@ -1,0 +1,89 @@
+// The coordinator's store sink; see store_sink.h.
+#include "coordinator/store_sink.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tw {
+namespace {
+
+double since_s(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::string human_bytes(double b) {
+    char buf[32];
+    const char* unit[] = {"B", "kB", "MB", "GB", "TB"};
+    int u = 0;
+    while (b >= 1000 && u < 4) b /= 1000, ++u;
+    std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+    return buf;
+}
+
+bool is_trace_metric(const std::string& name) {
+    const auto& names = trace_metric_names();
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool is_sent_bytes(const std::string& name) {
+    return name.rfind("bytes.", 0) == 0 && name.size() > 5 && name.compare(name.size() - 5, 5, ".sent") == 0;
+}
+
+}  // namespace
+
+StoreSink::StoreSink(RunStore& store, int64_t run_id, int64_t steps, int64_t every, std::vector<std::string> nodes,
+                     bool print, std::function<void(const EventRecord&)> on_event)
+    : store_(store), run_id_(run_id), buf_(store, run_id), steps_(steps), every_(every), print_(print),
+      tty_(print && isatty(fileno(stdout)) != 0), nodes_(std::move(nodes)), on_event_(std::move(on_event)) {}
+
+void StoreSink::on_metrics(const std::vector<MetricRecord>& records) {
+    for (auto& m : records) {
+        Line& l = lines_[m.node];
+        if (m.name == "train.loss") l.step = m.step, l.loss = m.value;
+        else if (m.name == "val.loss") l.val = m.value;
+        else if (is_trace_metric(m.name)) add_to_trace(traces[m.node], m);
+        else if (is_sent_bytes(m.name)) l.sent[m.name] = m.value;
+        l.sim_s = m.sim_s;
+        if (print_ && !tty_ && m.name == "train.loss" && (m.step % every_ == 0 || m.step == steps_))
+            print_line(m.node, l);
+        buf_.add(m);
+    }
+    // A coordinator crash loses at most a second of metrics. A failed write keeps its rows
+    // pending for the next flush (storage/metric_writer.h); say so once per failure.
+    if (since_s(last_flush_) > 1.0)
+        if (Status st = flush(); !st) std::fprintf(stderr, "thinwire: metrics not stored yet: %s\n", st.message().c_str());
+}
+
+void StoreSink::on_event(const EventRecord& e) {
+    if (Status st = store_.add_event(run_id_, e); !st)
+        std::fprintf(stderr, "thinwire: event of %s not stored: %s\n", e.node.c_str(), st.message().c_str());
+    if (on_event_) on_event_(e);
+    if (print_ && e.level != EventLevel::kInfo) std::printf("%s: %s: %s\n", e.node.c_str(), e.kind.c_str(), e.text.c_str());
+}
+
+Status StoreSink::flush() {
+    last_flush_ = Clock::now();
+    return buf_.flush();
+}
+
+void StoreSink::redraw() {
+    if (!tty_ || since_s(last_draw_) < 0.5) return;
+    if (drawn_) std::printf("\033[%zuA", nodes_.size());
+    for (auto& n : nodes_) print_line(n, lines_[n]);
+    drawn_ = true;
+    last_draw_ = Clock::now();
+    std::fflush(stdout);
+}
+
+void StoreSink::print_line(const std::string& node, const Line& l) {
+    double sent = 0;
+    for (auto& [k, v] : l.sent) sent += v;
+    std::printf("%s%-12s step %6lld/%-6lld loss %7.4f%s  sent %10s  sim %8.1f s\n", tty_ ? "\033[2K" : "", node.c_str(),
+                (long long)l.step, (long long)steps_, l.loss,
+                std::isnan(l.val) ? "" : ("  val " + std::to_string(l.val).substr(0, 6)).c_str(),
+                human_bytes(sent).c_str(), l.sim_s);
+}
+
+}  // namespace tw

@@ -1,0 +1,61 @@
+// The coordinator's sink (remote/coordinator.h CoordinatorSink): streams the nodes' metric records
+// into the run store in batches (a coordinator crash loses at most a second of them), keeps each
+// node's trace for re-timing (core/timeline.h), stores and forwards events, and prints one
+// progress line per node (redrawn in place on a terminal, every train.log_every steps otherwise).
+// The coordinator is the only writer of the run store. Used from the session's thread only.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/metrics.h"
+#include "core/status.h"
+#include "core/timeline.h"
+#include "remote/coordinator.h"
+#include "storage/metric_writer.h"
+#include "storage/run_store.h"
+
+namespace tw {
+
+class StoreSink : public CoordinatorSink {
+public:
+    // `store` outlives the sink; `nodes` are the run's role names in display order; `steps` and
+    // `every` (train.steps, train.log_every) pace the progress lines; `on_event` sees every event.
+    StoreSink(RunStore& store, int64_t run_id, int64_t steps, int64_t every, std::vector<std::string> nodes,
+              bool print, std::function<void(const EventRecord&)> on_event);
+
+    void on_metrics(const std::vector<MetricRecord>& records) override;
+    void on_event(const EventRecord& e) override;
+    // Writes the pending metric rows; a failed write keeps them for the next flush.
+    Status flush();
+    // Redraws the block of progress lines on a terminal (at most twice a second).
+    void redraw();
+
+    std::map<std::string, ReplicaTrace> traces;  // by node: per-step compute and per-round exchanges
+
+private:
+    using Clock = std::chrono::steady_clock;
+    struct Line {
+        int64_t step = 0;
+        double loss = NAN, val = NAN, sim_s = 0;  // NAN = not reported yet
+        std::map<std::string, double> sent;  // bytes.*.sent by metric name
+    };
+    void print_line(const std::string& node, const Line& l);
+
+    RunStore& store_;
+    int64_t run_id_;
+    MetricBuffer buf_;
+    int64_t steps_, every_;
+    bool print_, tty_, drawn_ = false;
+    std::vector<std::string> nodes_;
+    std::function<void(const EventRecord&)> on_event_;
+    std::map<std::string, Line> lines_;
+    Clock::time_point last_flush_ = Clock::now(), last_draw_ = Clock::now();
+};
+
+}  // namespace tw
