@@ -1,0 +1,404 @@
+// A Markdown report of stored runs; see markdown_report.h.
+#include "report/markdown_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/config_io.h"
+#include "core/status.h"
+#include "ui/data/run_cache.h"
+#if TW_HAVE_PLOT_RENDER
+#include "ui/plot/offscreen.h"
+#endif
+
+namespace tw {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr double kNaN = NAN;
+const char* const kSentMetrics[] = {"bytes.outer.sent", "bytes.intra.sent", "bytes.stage.sent"};
+const char* const kReportFile = "report.md";
+const char* const kBytesPng = "loss_vs_bytes.png";
+const char* const kSimPng = "loss_vs_sim_time.png";
+
+// What the report says about one run.
+struct RunFacts {
+    ui::RunData data;
+    std::map<std::string, std::string> config;  // "outer.algorithm" → "'diloco'" (resolved TOML)
+    std::optional<double> final_val;            // val.loss at its largest step, any node
+    int64_t final_val_step = -1;
+    double bytes_sent = 0;      // Σ nodes of their last outer + intra + stage sent counters
+    int64_t replicas = 0;       // outer.replicas; 0 when unknown
+    double sim_s = kNaN;        // largest simulated clock of any record
+    double utilisation = kNaN;  // mean of the nodes' last round.utilisation, or compute / sim
+    bool utilisation_from_rounds = false;
+    double wall_s = kNaN;  // finished − created, or the last record's wall clock while running
+    ui::Series val_vs_bytes, val_vs_sim;
+};
+
+
+std::string value_of(const std::map<std::string, std::string>& config, const std::string& key) {
+    auto it = config.find(key);
+    return it == config.end() ? "" : it->second;
+}
+
+// A TOML value for a table cell: strings without quotes, numbers in their shortest exact form
+// (0.0030000000000000001 → 0.003), "|" escaped, newlines as spaces; "—" when the run has no such key.
+std::string cell(const std::string& v) {
+    if (v.empty()) return "—";
+    std::string s = v;
+    if (s.size() >= 2 && (s.front() == '\'' || s.front() == '"') && s.back() == s.front())
+        s = s.substr(1, s.size() - 2);
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (end && *end == '\0' && v.find_first_of(".eE") != std::string::npos && std::isfinite(d)) {
+        for (int prec = 1; prec <= 17; ++prec) {
+            char buf[40];
+            std::snprintf(buf, sizeof buf, "%.*g", prec, d);
+            if (std::strtod(buf, nullptr) == d) {
+                s = buf;
+                break;
+            }
+        }
+    }
+    std::string out;
+    for (char c : s) out += c == '|' ? std::string("\\|") : c == '\n' ? std::string(" ") : std::string(1, c);
+    return out;
+}
+
+std::string with_commas(double v) {
+    if (!std::isfinite(v)) return "—";
+    std::string digits = std::to_string(static_cast<long long>(std::llround(v)));
+    std::string out;
+    const size_t first = digits[0] == '-' ? 1 : 0;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i > first && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
+std::string fixed(double v, const char* fmt) {
+    if (!std::isfinite(v)) return "—";
+    char buf[48];
+    std::snprintf(buf, sizeof buf, fmt, v);
+    return buf;
+}
+
+// Seconds since the epoch of "2026-11-23T03:35:47.092Z"; NaN if it does not parse.
+double parse_utc(const std::string& iso) {
+    std::tm tm{};
+    double frac = 0;
+    int y, mo, d, h, mi;
+    double s;
+    if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%lf", &y, &mo, &d, &h, &mi, &s) != 6) return kNaN;
+    tm.tm_year = y - 1900, tm.tm_mon = mo - 1, tm.tm_mday = d, tm.tm_hour = h, tm.tm_min = mi;
+    tm.tm_sec = static_cast<int>(s);
+    frac = s - tm.tm_sec;
+    return static_cast<double>(timegm(&tm)) + frac;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gathering
+// ---------------------------------------------------------------------------------------------
+
+// The runs asked for, in the order given (ids, then each group's runs oldest first), once each.
+std::vector<int64_t> select_runs(RunStore& store, const ReportOptions& a) {
+    std::vector<int64_t> ids;
+    auto add = [&](int64_t id) {
+        if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    };
+    for (int64_t id : a.ids) {
+        if (!store.get_run(id)) throw Error("no run with id " + std::to_string(id) + " in " + a.db_label);
+        add(id);
+    }
+    if (!a.groups.empty()) {
+        const auto runs = unwrap(store.list_runs());
+        for (const std::string& group : a.groups) {
+            size_t found = 0;
+            for (const RunSummary& r : runs)
+                if (r.group == group) add(r.id), ++found;
+            if (found > 0) continue;
+            std::set<std::string> known;
+            for (const RunSummary& r : runs)
+                if (!r.group.empty()) known.insert(r.group);
+            std::string list;
+            for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+            throw Error("no runs in group \"" + group + "\" in " + a.db_label +
+                        (known.empty() ? " (it has no groups)" : " (groups: " + list + ")"));
+        }
+    }
+    if (ids.empty()) throw Error("report needs run ids or --group NAME");
+    return ids;
+}
+
+// The node whose val.loss series is the run's (the one with the most points; the first by name on
+// a tie): the global model is evaluated once per round, by one node.
+const ui::NodeData* val_node(const ui::RunData& d) {
+    const ui::NodeData* best = nullptr;
+    for (const auto& [name, n] : d.nodes)
+        if (!n.val.empty() && (!best || n.val.size() > best->val.size())) best = &n;
+    return best;
+}
+
+// Validation loss against the bytes all nodes have sent (each node's cumulative sent counters at
+// that step, as the workbench's bytes axis reads them per node) and against the simulated clock.
+void build_series(RunFacts& f) {
+    const ui::NodeData* vn = val_node(f.data);
+    if (!vn) return;
+    for (size_t i = 0; i < vn->val_step.size(); ++i) {
+        const double step = vn->val_step[i], y = vn->val[i];
+        double bytes = 0;
+        for (const auto& [name, n] : f.data.nodes) {
+            const double b = ui::x_of(n, ui::XAxis::kBytes, step, kNaN, kNaN, nullptr);
+            if (!std::isnan(b)) bytes += b;  // NaN: no counter yet at this step, i.e. nothing sent
+        }
+        const double sim = ui::x_of(*vn, ui::XAxis::kSimTime, step, vn->val_sim_s[i], vn->val_wall_s[i], nullptr);
+        // The widget needs x non-decreasing; the panel drops points that go back the same way.
+        if (f.val_vs_bytes.x.empty() || bytes >= f.val_vs_bytes.x.back())
+            f.val_vs_bytes.x.push_back(bytes), f.val_vs_bytes.y.push_back(y);
+        if (!std::isnan(sim) && (f.val_vs_sim.x.empty() || sim >= f.val_vs_sim.x.back()))
+            f.val_vs_sim.x.push_back(sim), f.val_vs_sim.y.push_back(y);
+    }
+}
+
+RunFacts gather(RunStore& store, int64_t id) {
+    RunFacts f;
+    f.data = unwrap(ui::load_run(store, id));
+    f.config = config_key_values(unwrap(store.config_toml(id)));
+    const std::string replicas = value_of(f.config, "outer.replicas");
+    f.replicas = replicas.empty() ? 0 : std::atoll(replicas.c_str());
+    f.final_val = f.data.summary.last_val_loss;
+    for (const auto& [name, n] : f.data.nodes) {
+        if (!n.val_step.empty()) f.final_val_step = std::max(f.final_val_step, static_cast<int64_t>(n.val_step.back()));
+        for (const char* m : kSentMetrics) {
+            auto it = n.bytes_final.find(m);
+            if (it != n.bytes_final.end()) f.bytes_sent += it->second;
+        }
+    }
+    // The last simulated and wall clocks may sit on any metric (a round's records come after its step's).
+    double last_wall = kNaN;
+    std::map<std::string, double> node_sim;
+    for (const std::string& name : unwrap(store.metric_names(id)))
+        for (const MetricRecord& m : unwrap(store.metrics(id, name))) {
+            f.sim_s = std::isnan(f.sim_s) ? m.sim_s : std::max(f.sim_s, m.sim_s);
+            last_wall = std::isnan(last_wall) ? m.wall_s : std::max(last_wall, m.wall_s);
+            node_sim[m.node] = std::max(node_sim[m.node], m.sim_s);
+        }
+    std::map<std::string, double> last_util;  // rows come ordered by step: the last one wins
+    for (const MetricRecord& m : unwrap(store.metrics(id, "round.utilisation"))) last_util[m.node] = m.value;
+    if (!last_util.empty()) {
+        double sum = 0;
+        for (const auto& [node, u] : last_util) sum += u;
+        f.utilisation = sum / static_cast<double>(last_util.size());
+        f.utilisation_from_rounds = true;
+    } else {
+        double sum = 0;
+        int n = 0;
+        for (const auto& [name, nd] : f.data.nodes) {
+            double compute = 0;
+            for (const auto& [step, c] : nd.trace.compute_s) compute += c;
+            if (node_sim[name] > 0 && !nd.trace.compute_s.empty()) sum += compute / node_sim[name], ++n;
+        }
+        if (n > 0) f.utilisation = sum / n;
+    }
+    const RunSummary& s = f.data.summary;
+    if (s.finished_at) f.wall_s = parse_utc(*s.finished_at) - parse_utc(s.created_at);
+    if (std::isnan(f.wall_s)) f.wall_s = last_wall;
+    build_series(f);
+    return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------------
+
+std::string run_label(const RunFacts& f) {
+    return "run " + std::to_string(f.data.summary.id) + " " + f.data.summary.name;
+}
+
+void write_settings(std::ostream& md, const std::vector<RunFacts>& runs) {
+    md << "## Settings\n\n|  |";
+    for (const RunFacts& f : runs) md << " run " << f.data.summary.id << " |";
+    md << "\n|---|";
+    for (size_t i = 0; i < runs.size(); ++i) md << "---|";
+    md << "\n";
+    auto row = [&](const std::string& label, auto value) {
+        md << "| " << label << " |";
+        for (const RunFacts& f : runs) md << " " << value(f) << " |";
+        md << "\n";
+    };
+    row("name", [](const RunFacts& f) { return cell(f.data.summary.name); });
+    row("id", [](const RunFacts& f) { return std::to_string(f.data.summary.id); });
+    row("status", [](const RunFacts& f) {
+        const RunSummary& s = f.data.summary;
+        return std::string(to_string(s.status)) + (s.reason.empty() ? "" : ": " + cell(s.reason));
+    });
+    row("started (UTC)", [](const RunFacts& f) {
+        std::string t = f.data.summary.created_at.substr(0, 19);
+        std::replace(t.begin(), t.end(), 'T', ' ');
+        return t;
+    });
+    if (std::any_of(runs.begin(), runs.end(), [](const RunFacts& f) { return !f.data.summary.group.empty(); }))
+        row("group", [](const RunFacts& f) { return cell(f.data.summary.group); });
+    row("algorithm", [](const RunFacts& f) { return cell(value_of(f.config, "outer.algorithm")); });
+    row("replicas", [](const RunFacts& f) { return cell(value_of(f.config, "outer.replicas")); });
+    row("steps", [](const RunFacts& f) {
+        const std::string planned = value_of(f.config, "train.steps");
+        return std::to_string(f.data.summary.last_step.value_or(0)) + (planned.empty() ? "" : " of " + planned);
+    });
+    std::set<std::string> keys;
+    for (const RunFacts& f : runs)
+        for (const auto& [k, v] : f.config) keys.insert(k);
+    size_t differing = 0;
+    for (const std::string& k : keys) {
+        if (k == "run.name") continue;
+        const bool differs = std::any_of(runs.begin(), runs.end(), [&](const RunFacts& f) {
+            return value_of(f.config, k) != value_of(runs[0].config, k);
+        });
+        if (!differs) continue;
+        ++differing;
+        row("`" + k + "`", [&](const RunFacts& f) { return cell(value_of(f.config, k)); });
+    }
+    md << "\n";
+    if (runs.size() > 1 && differing == 0) md << "The resolved configs are identical apart from the name.\n\n";
+    if (runs.size() > 1 && differing > 0)
+        md << "Config keys are listed where their values differ between the runs (" << differing
+           << "); the full resolved configs are at the end.\n\n";
+}
+
+void write_summary(std::ostream& md, const std::vector<RunFacts>& runs) {
+    md << "## Summary\n\n"
+          "| run | final val loss | bytes sent (all nodes) | bytes sent per replica | simulated time | utilisation | "
+          "wall time |\n|---|---:|---:|---:|---:|---:|---:|\n";
+    for (const RunFacts& f : runs) {
+        std::string val = "—";
+        if (f.final_val) val = fixed(*f.final_val, "%.4f") + " (step " + std::to_string(f.final_val_step) + ")";
+        const std::string per_replica = f.replicas > 0 ? with_commas(f.bytes_sent / double(f.replicas)) : "—";
+        std::string util = fixed(100 * f.utilisation, "%.1f%%");
+        if (std::isfinite(f.utilisation) && !f.utilisation_from_rounds) util += " (compute/sim)";
+        std::string wall = fixed(f.wall_s, "%.1f s");
+        if (f.data.summary.status == RunStatus::kRunning && std::isfinite(f.wall_s)) wall += " so far";
+        md << "| " << cell(run_label(f)) << " | " << val << " | " << with_commas(f.bytes_sent) << " | " << per_replica
+           << " | " << fixed(f.sim_s, "%.2f s") << " | " << util << " | " << wall << " |\n";
+    }
+    md << "\nFinal val loss: the last `val.loss` of any node. Bytes: the sum over nodes of the last "
+          "`bytes.outer.sent`, `bytes.intra.sent` and `bytes.stage.sent`; per replica: divided by "
+          "`outer.replicas`. Simulated time: the largest `sim_s` of any record. Utilisation: the mean of "
+          "the nodes' last `round.utilisation`, or compute seconds over simulated seconds when the run has "
+          "no rounds. Wall time: started to finished.\n\n";
+}
+
+// Both plots; returns a line per plot for the Markdown (an image link, or why there is none).
+std::vector<std::string> write_plots(const fs::path& dir, std::vector<RunFacts>& runs, const ReportOptions& a) {
+    std::vector<std::string> md;
+    std::string missing;
+    for (const RunFacts& f : runs)
+        if (f.val_vs_bytes.x.empty()) missing += (missing.empty() ? "" : ", ") + run_label(f);
+    const std::string note =
+        missing.empty() ? "" : "\n\nNo `val.loss` recorded (empty in the plots): " + cell(missing) + ".";
+#if TW_HAVE_PLOT_RENDER
+    for (int which = 0; which < 2; ++which) {
+        const bool bytes = which == 0;
+        std::vector<ui::PlotSeries> series;
+        double lo_pos = INFINITY, hi = 0;
+        for (size_t i = 0; i < runs.size(); ++i) {
+            const ui::Series& s = bytes ? runs[i].val_vs_bytes : runs[i].val_vs_sim;
+            for (double x : s.x)
+                if (x > 0) lo_pos = std::min(lo_pos, x), hi = std::max(hi, x);
+            ui::PlotSeries ps;
+            ps.label = run_label(runs[i]);
+            ps.data = &s;
+            ps.color = ui::plot_palette(i);
+            series.push_back(std::move(ps));
+        }
+        ui::PlotOptions opt;
+        opt.x_label = bytes ? "bytes sent, all nodes (cumulative)" : "simulated time (s)";
+        opt.y_label = "validation loss (nats/token)";
+        opt.line_width = 2;
+        // Bytes of different methods span decades (DDP against SparseLoCo): log x when they do.
+        opt.log_x = bytes && hi > 0 && hi / lo_pos >= 100;
+        const fs::path png = dir / (bytes ? kBytesPng : kSimPng);
+        check(ui::render_plot_png(png.string(), series, opt, ui::OffscreenOptions{a.width, a.height, true}));
+        const char* title = bytes ? "Validation loss against bytes sent" : "Validation loss against simulated time";
+        md.push_back(std::string("## ") + title + "\n\n![" + title + "](" + (bytes ? kBytesPng : kSimPng) + ")" +
+                     (bytes && opt.log_x ? "\n\nx axis: log scale." : "") + note + "\n\n");
+    }
+#else
+    (void)dir, (void)a;
+    md.push_back(
+        "## Plots\n\nThis `thinwire` was built without ImGui (libimgui-dev), which the off-screen plot "
+        "rendering needs: install it and rebuild to get `" +
+        std::string(kBytesPng) + "` and `" + kSimPng + "`." + note + "\n\n");
+#endif
+    return md;
+}
+
+void write_configs(std::ostream& md, RunStore& store, const std::vector<RunFacts>& runs) {
+    md << "## Resolved configs\n\n";
+    for (const RunFacts& f : runs) {
+        md << "<details><summary>" << run_label(f) << "</summary>\n\n```toml\n"
+           << unwrap(store.config_toml(f.data.summary.id)) << "```\n\n</details>\n\n";
+    }
+}
+
+ReportFiles write_report_or_throw(RunStore& store, const ReportOptions& a) {
+    const std::vector<int64_t> ids = select_runs(store, a);
+    const fs::path dir = a.out.empty() ? fs::path("report-" + std::to_string(ids.front())) : fs::path(a.out);
+    if (!a.force) {
+        for (const char* name : {kReportFile, kBytesPng, kSimPng})
+            if (fs::exists(dir / name))
+                throw Error((dir / name).string() + " already exists; pass --force to overwrite it");
+    }
+    std::vector<RunFacts> runs;
+    for (int64_t id : ids) runs.push_back(gather(store, id));
+
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw Error("cannot create " + dir.string() + ": " + ec.message());
+    const std::vector<std::string> plots = write_plots(dir, runs, a);  // before report.md, which links them
+
+    std::ostringstream md;
+    // The title names the runs when there are few; the tables name them all.
+    md << "# thinwire report: " << (runs.size() == 1 ? "run" : "runs");
+    for (size_t i = 0; i < runs.size(); ++i)
+        md << (i ? ", " : " ")
+           << (runs.size() <= 3 ? cell(run_label(runs[i]).substr(4)) : std::to_string(runs[i].data.summary.id));
+    const std::time_t now = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::gmtime(&now));
+    md << "\n\nFrom `" << a.db_label << "`, " << stamp << " UTC.\n\n";
+    write_settings(md, runs);
+    write_summary(md, runs);
+    for (const std::string& p : plots) md << p;
+    write_configs(md, store, runs);
+
+    const fs::path file = dir / kReportFile;
+    std::ofstream out(file);
+    if (!out || !(out << md.str()) || !out.flush()) throw Error("cannot write " + file.string());
+    ReportFiles files;
+    files.report = file.string();
+#if TW_HAVE_PLOT_RENDER
+    files.plots = {(dir / kBytesPng).string(), (dir / kSimPng).string()};
+#endif
+    return files;
+}
+
+}  // namespace
+
+Result<ReportFiles> write_report(RunStore& store, const ReportOptions& options) {
+    try {
+        return write_report_or_throw(store, options);
+    } catch (const Error& e) {
+        return Result<ReportFiles>::error(e.what());
+    }
+}
+
+}  // namespace tw
