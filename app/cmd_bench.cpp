@@ -57,7 +57,8 @@ Command add_bench(CLI::App& app, const Globals& g) {
     more.push_back(add_bench_codec(*sub));
     more.push_back(add_bench_subspace(*sub));
     more.push_back(add_bench_pipeline(*sub));
-    for (auto& c : add_bench_net(*sub)) more.push_back(c);  // bench transport, bench outer
+    more.push_back(add_bench_transport(*sub));
+    more.push_back(add_bench_outer(*sub));
     return {sub, [args, more] {
                 for (auto& [cmd, action] : more)
                     if (cmd->parsed()) return action();

@@ -4,15 +4,13 @@
 // engine/bench/codec_bench.*.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "app/commands.h"
 #include "core/status.h"
 #include "engine/bench/codec_bench.h"
+#include "engine/bench/codec_reference.h"
 
 namespace tw::cli {
 namespace {
@@ -46,49 +44,6 @@ std::string elems_label(int64_t n) {
     return std::to_string(n);
 }
 
-struct RefCell {
-    double encode_s = 0, decode_s = 0, total_s = 0;
-};
-using RefKey = std::tuple<int64_t, int64_t, int64_t>;  // rows, cols, k
-
-// Runs the PyTorch reference once for all cells (one interpreter start) and parses its JSON lines.
-// An empty map and a note on stderr when it cannot run.
-std::map<RefKey, RefCell> run_reference(const CodecArgs& a, const std::vector<std::pair<int64_t, int64_t>>& shapes) {
-    std::map<RefKey, RefCell> out;
-    if (a.no_reference) return out;
-    if (!std::ifstream(a.reference)) {
-        std::fprintf(stderr,
-                     "bench codec: %s not found (run from the repository root or pass --reference); "
-                     "no PyTorch column\n",
-                     a.reference.c_str());
-        return out;
-    }
-    std::string shape_list, k_list;
-    for (auto [r, c] : shapes)
-        shape_list += (shape_list.empty() ? "" : ",") + std::to_string(r) + "x" + std::to_string(c);
-    for (int64_t k : a.ks) k_list += (k_list.empty() ? "" : ",") + std::to_string(k);
-    const std::string cmd = "OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 " + a.python + " " +
-                            a.reference + " --bench --threads 1 --shapes " + shape_list + " --ks " + k_list +
-                            " --reps " + std::to_string(a.reps) + " --warmup " + std::to_string(a.warmup) +
-                            " --min-time " + std::to_string(a.min_time_s);
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) {
-        std::fprintf(stderr, "bench codec: cannot start %s; no PyTorch column\n", cmd.c_str());
-        return out;
-    }
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, p)) {
-        auto j = nlohmann::json::parse(buf, nullptr, false);
-        if (j.is_discarded() || !j.is_object() || j.value("impl", "") != "pytorch") continue;
-        if (j.value("threads", 0) != 1)
-            std::fprintf(stderr, "bench codec: the reference ran with %d threads\n", j.value("threads", 0));
-        out[{j.at("rows").get<int64_t>(), j.at("cols").get<int64_t>(), j.at("k").get<int64_t>()}] =
-            RefCell{j.at("encode_s").get<double>(), j.at("decode_s").get<double>(), j.at("total_s").get<double>()};
-    }
-    if (int rc = pclose(p); rc != 0) std::fprintf(stderr, "bench codec: `%s` exited with status %d\n", cmd.c_str(), rc);
-    return out;
-}
-
 int run_codec_bench(const CodecArgs& a) {
     CodecBenchConfig cfg;
     cfg.shapes.clear();
@@ -101,7 +56,9 @@ int run_codec_bench(const CodecArgs& a) {
     cfg.min_time_s = a.min_time_s;
     if (!a.json) std::printf("running the PyTorch reference (%s, 1 thread) ...\n", a.python.c_str());
     std::fflush(stdout);
-    const auto ref = run_reference(a, cfg.shapes);
+    std::map<CodecReferenceKey, CodecReferenceCell> ref;
+    if (!a.no_reference)
+        ref = run_codec_reference({a.reference, a.python, cfg.shapes, a.ks, a.reps, a.warmup, a.min_time_s});
     if (!a.json) {
         std::printf(
             "encode + decode of N(0,1) fp32 matrices, 1 thread (torch::set_num_threads(1) here, "
@@ -118,7 +75,7 @@ int run_codec_bench(const CodecArgs& a) {
         const std::string shape = std::to_string(r.rows) + "x" + std::to_string(r.cols);
         const double smaller = static_cast<double>(4 * r.numel) / static_cast<double>(r.wire_bytes);
         double ref_ratio = 0;
-        const RefCell* rc = nullptr;
+        const CodecReferenceCell* rc = nullptr;
         if (r.codec.rfind("sparseloco k=", 0) == 0) {
             const int64_t k = std::stoll(r.codec.substr(13));
             auto it = ref.find({r.rows, r.cols, k});

@@ -36,7 +36,8 @@ Command add_hdee(CLI::App& app, const Globals& g);      // app/cmd_hdee.cpp
 Command add_report(CLI::App& app, const Globals& g);    // app/cmd_report.cpp
 // Subcommands of `bench` in files of their own: each adds itself under `bench` and returns its action.
 Command add_bench_ingest(CLI::App& bench, const Globals& g);
-std::vector<Command> add_bench_net(CLI::App& bench);  // `bench transport` and `bench outer`
+Command add_bench_transport(CLI::App& bench);         // `bench transport`
+Command add_bench_outer(CLI::App& bench);             // `bench outer`
 Command add_bench_codec(CLI::App& bench);             // `bench codec`
 Command add_bench_subspace(CLI::App& bench);          // `bench subspace`
 Command add_bench_pipeline(CLI::App& bench);          // `bench pipeline`

@@ -1,0 +1,89 @@
+// The workbench's frame loop; see workbench_loop.h.
+#include "app/workbench_loop.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+
+#include <cfloat>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "app/workbench_driver.h"
+#include "ui/plot/png.h"
+#include "ui/workbench.h"
+
+namespace tw::cli {
+
+int workbench_loop(const WorkbenchArgs& a, GLFWwindow* window) {
+    SessionDriver driver(a.db, sibling_thinwire_exe(),
+                                  tw::unwrap(tw::coordinator_data_root(a.data_root)));
+    tw::ui::WorkbenchOptions opts;
+    opts.db_path = a.db;
+    opts.open_runs.insert(a.open.begin(), a.open.end());
+    opts.tab = a.tab;
+    const char* axes[] = {"step", "tokens", "bytes", "sim", "wall"};
+    for (int i = 0; i < 5; ++i)
+        if (a.x_axis == axes[i]) opts.x_axis = static_cast<tw::ui::XAxis>(i);
+    opts.log_x = a.log_x;
+    opts.show_train = !a.val_only;
+    if (a.val_only) opts.smoothing = 0;  // a few validation points: show them as they are
+    tw::ui::Workbench wb(opts, driver);
+    if (!a.layout.empty()) tw::check(wb.load_layout(a.layout));
+    if (a.start) tw::check(wb.start());
+    if (!a.screenshot.empty()) wb.load_now();  // the picture must show the data, not a loading frame
+    const auto t0 = std::chrono::steady_clock::now();
+    auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= a.wait_s; };
+    double hx = -1, hy = -1;
+    if (!a.hover.empty() && std::sscanf(a.hover.c_str(), "%lf,%lf", &hx, &hy) != 2) hx = -1;
+    // With --screenshot the loop ends at the screenshot (after --frames frames and --wait-s seconds).
+    for (int f = 0; !glfwWindowShouldClose(window); ++f) {
+        if (a.screenshot.empty() && a.frames > 0 && f >= a.frames) break;
+        if (a.wait_s > 0 && !waited()) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        glfwPollEvents();
+        ImGui_ImplOpenGL3_NewFrame();
+        ImGui_ImplGlfw_NewFrame();
+        if (!a.screenshot.empty() && hx < 0) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // no stray tooltip
+        if (hx >= 0 && f > 0) {
+            const tw::ui::PlotRect r = wb.plot_rect();
+            ImGui::GetIO().MousePos = ImVec2(r.min.x + float(hx) * (r.max.x - r.min.x), r.min.y + float(hy) * (r.max.y - r.min.y));
+        }
+        ImGui::NewFrame();
+        wb.frame();
+        ImGui::Render();
+        int fw, fh;
+        glfwGetFramebufferSize(window, &fw, &fh);
+        glViewport(0, 0, fw, fh);
+        glClearColor(0.08f, 0.08f, 0.09f, 1.0f);
+        glClear(GL_COLOR_BUFFER_BIT);
+        ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+        if (std::string png = wb.take_png_request(); !png.empty()) {
+            // ImGui points → framebuffer pixels; GL's origin is the bottom left.
+            const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+            const tw::ui::PlotRect r = wb.plot_rect();
+            const int x = int(r.min.x * scale.x), w = int((r.max.x - r.min.x) * scale.x);
+            const int h = int((r.max.y - r.min.y) * scale.y), y = fh - int(r.max.y * scale.y);
+            tw::Status s = tw::ui::save_framebuffer_png(png, x, y, w, h);
+            std::fprintf(stderr, "%s\n", s ? ("wrote " + png).c_str() : s.message().c_str());
+        }
+        if (!a.screenshot.empty() && f + 1 >= a.frames && waited()) {
+            tw::Status s = tw::ui::save_framebuffer_png(a.screenshot, 0, 0, fw, fh);
+            if (!s) {
+                std::fprintf(stderr, "thinwire-workbench: %s\n", s.message().c_str());
+                return 1;
+            }
+            const tw::ui::PlotRect r = wb.plot_rect();
+            // The plot area in image pixels (top-left origin), for tests that look inside it.
+            std::printf("screenshot %s %dx%d plot %d %d %d %d\n", a.screenshot.c_str(), fw, fh, int(r.min.x), int(r.min.y),
+                        int(r.max.x), int(r.max.y));
+            glfwSwapBuffers(window);
+            break;
+        }
+        glfwSwapBuffers(window);
+    }
+    return 0;
+}
+
+}  // namespace tw::cli

@@ -1,0 +1,37 @@
+// The workbench's frame loop over a GLFW window with an ImGui context (both set up by
+// app/workbench_main.cpp), including the headless modes tests and the README use: a screenshot
+// after N frames (and a minimum wait for live runs), a mouse placed over the plot for tooltips,
+// and the plot-PNG export the toolbar asks for. Runs on the main thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+struct GLFWwindow;
+
+namespace tw::cli {
+
+struct WorkbenchArgs {
+    std::string db = "thinwire.db";
+    std::vector<int64_t> open;
+    std::string screenshot;
+    int frames = 0;
+    int bench_frames = 0;
+    int width = 1600, height = 900;
+    std::string hover;  // "FX,FY": mouse at this fraction of the plot area (headless tooltips)
+    std::string tab = "Plots";
+    std::string x_axis = "step";  // step | tokens | bytes | sim | wall
+    bool log_x = false;
+    bool val_only = false;
+    std::string layout; // load this layout into the editor
+    bool start = false; // and start it
+    double wait_s = 0;  // with --screenshot: keep rendering at least this long (a live run's progress)
+    std::string data_root;  // "" = the working directory (coordinator/run_session.h coordinator_data_root)
+};
+
+// Runs until the window closes, --frames frames have been drawn, or the screenshot is saved.
+// Returns the process exit code.
+int workbench_loop(const WorkbenchArgs& a, GLFWwindow* window);
+
+}  // namespace tw::cli
