@@ -99,25 +99,38 @@ Status Trainer::load(const std::string& path) {
     return Status::ok();
 }
 
+Result<std::string> Trainer::resume_if_asked() {
+    const auto& t = cfg_.train;
+    if (!t.resume || !std::filesystem::exists(t.ckpt_path)) return std::string();
+    if (Status s = load(t.ckpt_path); !s) return s;
+    return "resumed from " + t.ckpt_path + " at step " + std::to_string(step_);
+}
+
+Result<std::string> Trainer::checkpoint_if_due(bool final) {
+    const auto& t = cfg_.train;
+    if (t.ckpt_path.empty() || !(final || (t.ckpt_every > 0 && step_ % t.ckpt_every == 0))) return std::string();
+    if (Status s = save(t.ckpt_path); !s) return s;
+    return "step " + std::to_string(step_) + " -> " + t.ckpt_path;
+}
+
 Status Trainer::run(const TrainHooks& hooks) {
     const auto& t = cfg_.train;
     auto event = [&](const std::string& k, const std::string& s) {
-        if (hooks.on_event) hooks.on_event(k, s);
+        if (hooks.on_event && !s.empty()) hooks.on_event(k, s);
     };
-    if (t.resume && std::filesystem::exists(t.ckpt_path)) {
-        if (Status s = load(t.ckpt_path); !s) return s;
-        event("resume", "resumed from " + t.ckpt_path + " at step " + std::to_string(step_));
-    }
-    auto checkpoint = [&]() -> Status {
-        if (t.ckpt_path.empty()) return Status::ok();
-        if (Status s = save(t.ckpt_path); !s) return s;
-        event("checkpoint", "step " + std::to_string(step_) + " -> " + t.ckpt_path);
+    auto resumed = resume_if_asked();
+    if (!resumed) return resumed.status();
+    event("resume", *resumed);
+    auto checkpoint = [&](bool final) -> Status {
+        auto written = checkpoint_if_due(final);
+        if (!written) return written.status();
+        event("checkpoint", *written);
         return Status::ok();
     };
     while (step_ < t.steps) {
         if (hooks.should_stop && hooks.should_stop()) {
             stopped_ = true;
-            return checkpoint();
+            return checkpoint(true);
         }
         StepReport r = step();
         if (!sync_status_) return sync_status_;  // the step was abandoned; nothing to report
@@ -126,11 +139,11 @@ Status Trainer::run(const TrainHooks& hooks) {
             if (Status s = hooks.after_step(step_); !s) return s;
         const bool last = step_ == t.steps;
         if (!last && t.eval_every > 0 && step_ % t.eval_every == 0 && hooks.on_eval) hooks.on_eval(step_, evaluate());
-        if (!last && t.ckpt_every > 0 && step_ % t.ckpt_every == 0)
-            if (Status s = checkpoint(); !s) return s;
+        if (!last)
+            if (Status s = checkpoint(false); !s) return s;
     }
     if (hooks.on_eval) hooks.on_eval(step_, evaluate());
-    return checkpoint();
+    return checkpoint(true);
 }
 
 }  // namespace tw

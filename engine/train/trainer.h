@@ -63,6 +63,12 @@ public:
     // Restores model, optimizer, step and RNG. The loader needs no state (batch is a function of step).
     Status load(const std::string& path);
     Status save(const std::string& path) const;
+    // train.resume with an existing train.ckpt_path: loads it. Returns the event text ("resumed
+    // from PATH at step N"), or "" when there was nothing to resume.
+    Result<std::string> resume_if_asked();
+    // With train.ckpt_path set: saves when `final` or the step is a multiple of train.ckpt_every.
+    // Returns the event text ("step N -> PATH"), or "" when nothing was written.
+    Result<std::string> checkpoint_if_due(bool final);
 
     // Runs to cfg.train.steps: resumes if asked, evaluates every eval_every steps and at the end,
     // checkpoints every ckpt_every steps and at the end. Returns ok, or the first error (a failed

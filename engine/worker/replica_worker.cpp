@@ -48,6 +48,8 @@ private:
         rows_.push_back({role_.name, step, outer_step_, since_s(t0_), sim_s_, name, v});
     }
     void record_bytes(int64_t step);
+    // train.ckpt_path (one-node runs): a checkpoint when due, or `final`; an event names it.
+    Status checkpoint(bool final, MetricSink& sink);
     // The metrics every synchronisation round reports, whatever the algorithm.
     void record_round(int64_t step, uint64_t bytes, int64_t hops, double compute_s, double comm_s, double exposed_s);
     // Measured exchange seconds so far: the mesh's rounds and the wall time inside Gloo's calls.
@@ -103,6 +105,10 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
                      cfg_.train.batch_size, seed, role_.global_rank(), role_.world()),
         WindowLoader(data->val, select_spans(*data, true, cfg_.data.genres), cfg_.model.seq_len,
                      cfg_.train.batch_size, seed));
+    // A one-node run resumes from its checkpoint when asked (other runs refuse train.ckpt_path).
+    auto resumed = trainer_->resume_if_asked();
+    if (!resumed) return resumed.status();
+    if (!resumed->empty()) sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume", *resumed});
     auto params = trainer_->model()->parameters();
     for (auto& p : params) n_params_ += p.numel();
     if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
@@ -281,6 +287,13 @@ ByteCounters ReplicaWorker::total_bytes() const {
     return total;
 }
 
+Status ReplicaWorker::checkpoint(bool final, MetricSink& sink) {
+    auto written = trainer_->checkpoint_if_due(final);
+    if (!written) return Status::error(role_.name + ": checkpoint: " + written.message());
+    if (!written->empty()) sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "checkpoint", *written});
+    return Status::ok();
+}
+
 void ReplicaWorker::record_bytes(int64_t step) {
     for (auto& [name, v] : byte_metrics(total_bytes(), true)) record(step, name, v);
 }
@@ -329,6 +342,11 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
             last_val_ = evaluate_global();
             record(s.step, "val.loss", last_val_);
         }
+        if (s.step < steps)
+            if (Status st = checkpoint(false, sink); !st) {
+                failure = st;
+                break;
+            }
         ctl.step = s.step;
         sink.metrics(std::exchange(rows_, {}));
     }
@@ -339,6 +357,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
     // A collective aborted because of a stop request is a stop, not a failure.
     if (!failure.is_ok() && !ctl.stop.load()) return failure;
     stopped = stopped || ctl.stop.load();
+    if (Status st = checkpoint(true, sink); !st) return st;  // at the end, or where a stop left it
     if (stopped) sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop",
                              "stopped at step " + std::to_string(trainer_->step_index())});
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# CLI integration test: trains a micro model on a small text folder through `thinwire train`,
-# checks the run store, and checks that config errors name the key and exit non-zero.
+# CLI integration test: trains a micro model on a small text folder through `thinwire train` (a
+# one-node run through the coordinator), checks the run store, checkpoints and resume, and checks
+# that config errors name the key and exit non-zero.
 # Usage: cli_test.sh PATH_TO_THINWIRE
 set -euo pipefail
 tw="$1"
@@ -11,12 +12,13 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 
-common=(--set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" --set data.vocab_size=200
+common=(--data-root "$work" --set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" --set data.vocab_size=200
         --set model.d_model=32 --set model.n_layer=2 --set model.n_head=2 --set model.seq_len=32
         --set train.batch_size=4 --set train.warmup_steps=2 --set train.eval_every=10 --set run.threads=1)
 
 out="$("$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=20 --set run.name=cli-micro)"
-grep -q "run 1 finished: 20 steps" <<<"$out" || fail "train did not finish: $out"
+grep -q "run 1 finished after" <<<"$out" || fail "train did not finish: $out"
+grep -Eq "^  replica-0 +20 " <<<"$out" || fail "train did not run 20 steps on one node: $out"
 grep -q "unigram baseline" <<<"$out" || fail "no unigram baseline printed"
 
 list="$("$tw" --db "$work/runs.db" runs list)"
@@ -24,7 +26,7 @@ grep -Eq "^ +1 +cli-micro +finished +.* 20 " <<<"$list" || fail "runs list lacks
 
 # show / compare / export
 show="$("$tw" --db "$work/runs.db" runs show 1)"
-grep -q 'run 1 "cli-micro" (train)' <<<"$show" || fail "runs show: $show"
+grep -q 'run 1 "cli-micro" (run)' <<<"$show" || fail "runs show: $show"
 grep -Eq "^train.loss +20 +20 " <<<"$show" || fail "runs show lacks 20 train.loss points: $show"
 "$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=5 --set train.lr=0.01 --set run.name=other >/dev/null
 cmp_out="$("$tw" --db "$work/runs.db" runs compare 1 2)"
@@ -38,11 +40,24 @@ csv="$("$tw" --db "$work/runs.db" runs export 1 --format csv)"
 "$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=10 --set train.ckpt_path="$work/c.ckpt" >/dev/null
 out="$("$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=15 --set train.ckpt_path="$work/c.ckpt" \
        --set train.resume=true)"
-grep -q "run 4 finished: 15 steps" <<<"$out" || fail "resume did not reach step 15: $out"
+grep -Eq "^  replica-0 +15 " <<<"$out" || fail "resume did not reach step 15: $out"
+events="$(/usr/bin/python3 -c 'import sqlite3, sys
+for k, t in sqlite3.connect(sys.argv[1]).execute("select kind, text from events where run_id = 4"): print(k, t)' "$work/runs.db")"
+grep -q "resume resumed from .*c.ckpt at step 10" <<<"$events" || fail "run 4 did not resume from step 10: $events"
+# The resumed run stored steps 11..15 only: the first ten are run 3's.
+[ "$("$tw" --db "$work/runs.db" runs export 4 --format csv | grep -c ',train.loss,')" -eq 5 ] ||
+    fail "the resumed run stored other than steps 11-15"
+# A checkpoint outside the data root is refused before anything runs.
+set +e
+err="$("$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=2 --set train.ckpt_path=/etc/tw.ckpt 2>&1)"
+rc=$?
+set -e
+[ "$rc" -ne 0 ] && grep -q "train.ckpt_path" <<<"$err" || fail "a checkpoint outside the data root was not refused: $err"
+[ ! -e /etc/tw.ckpt ] || fail "a checkpoint was written outside the data root"
 
 # A file with replicas goes through the coordinator, as `thinwire run` does (tests/app/run_test.sh
 # checks those runs' bytes, re-timing and failures).
-out="$("$tw" --db "$work/runs.db" train "${common[@]}" --data-root "$work" --set train.steps=20 --set outer.algorithm=diloco \
+out="$("$tw" --db "$work/runs.db" train "${common[@]}" --set train.steps=20 --set outer.algorithm=diloco \
        --set outer.replicas=2 --set outer.inner_steps=10 --set run.name=diloco-via-train)"
 grep -Eq "^  replica-1 +20 " <<<"$out" || fail "train with replicas did not run them through the coordinator: $out"
 
