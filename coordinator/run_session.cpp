@@ -13,6 +13,7 @@
 #include <zmq.hpp>
 
 #include "coordinator/store_sink.h"
+#include "core/algorithm.h"
 #include "core/config_io.h"
 #include "core/data_root.h"
 #include "core/layout.h"
@@ -116,12 +117,13 @@ void Session::body(RunConfig cfg) {
         std::lock_guard<std::mutex> lock(mu_);
         snap_.run_id = out.run_id;
     }
+    const bool one_node = algorithm_of(cfg) == Algorithm::kNone;
     for (size_t i = 0; i < roles.size(); ++i) {
         const NodeInfo& ni = coord->nodes()[i];
         RunNode rn;
         rn.node = roles[i].name;
         rn.endpoint = ni.endpoint;
-        rn.role = cfg.outer.algorithm == "none" ? "trainer" : cfg.outer.algorithm;
+        rn.role = one_node ? "trainer" : to_string(algorithm_of(cfg));
         rn.kind = roles[i].kind;
         rn.replica = roles[i].replica;
         rn.rank = roles[i].rank;
@@ -133,7 +135,7 @@ void Session::body(RunConfig cfg) {
     }
     if (print_) std::printf("run %lld \"%s\": %s, %lld replica%s × %lld node%s on %s (%d node%s, %lld thread%s each), %lld steps\n",
                 (long long)out.run_id, cfg.run.name.c_str(),
-                cfg.outer.algorithm == "none" ? "one node" : cfg.outer.algorithm.c_str(), (long long)cfg.outer.replicas,
+                one_node ? "one node" : to_string(algorithm_of(cfg)), (long long)cfg.outer.replicas,
                 cfg.outer.replicas == 1 ? "" : "s", (long long)cfg.cluster.nodes_per_replica,
                 cfg.cluster.nodes_per_replica == 1 ? "" : "s", cfg.cluster.mode.c_str(), n, n == 1 ? "" : "s",
                 (long long)cfg.run.threads, cfg.run.threads == 1 ? "" : "s", (long long)cfg.train.steps);
