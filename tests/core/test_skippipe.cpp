@@ -410,7 +410,7 @@ TEST(SkipPipeConfig, SectionParsesResolvesDefaultsAndRoundTrips) {
     ASSERT_TRUE(paths) << paths.message();
     EXPECT_EQ(paths->skippipe.eval_paths, (std::vector<std::vector<int64_t>>{{0, 3}}));
     // Off by default: no section, no SkipPipe.
-    EXPECT_FALSE(parse_config("", "<default>")->skippipe.enabled());
+    EXPECT_FALSE(unwrap(parse_config("", "<default>")).skippipe.enabled());
 }
 
 TEST(SkipPipeConfig, ErrorsNameTheKey) {
@@ -453,19 +453,19 @@ TEST(SkipPipeTiming, StepClockIsTheMakespanPlusTheStageSyncByHand) {
     auto c = parse_config(kSkipToml, "sp.toml");
     ASSERT_TRUE(c) << c.message();
     c->model.vocab_size = 4096;
-    const NetworkProfile net = *network_profile(c->network);  // wan-1g: stage 1 Gb/s 20 ms; intra 100 Gb/s 10 µs
+    const NetworkProfile net = unwrap(network_profile(c->network));  // wan-1g: stage 1 Gb/s 20 ms; intra 100 Gb/s 10 µs
     auto t = SkipPipeTiming::create(*c, net, {1.93e-3, 3.13e-3}, {4.34e-3, 7.25e-3});
     ASSERT_TRUE(t) << t.message();
     EXPECT_EQ(t->activation_bytes(), 2u * 128 * 128 * 4);
     EXPECT_DOUBLE_EQ(t->problem().transfer_s, 0.02 + 8.0 * 131072 / 1e9);
     const auto P = skip_stage_parameters(c->model, 4);
     EXPECT_EQ(t->stage_sync_bytes(0), 4u * static_cast<uint64_t>(P[0]));  // (N − 1)·4·P_s with N = 2
-    std::vector<double> clocks = *skippipe_clocks(*c, net, {1.93e-3, 3.13e-3}, {4.34e-3, 7.25e-3}, 3);
+    std::vector<double> clocks = unwrap(skippipe_clocks(*c, net, {1.93e-3, 3.13e-3}, {4.34e-3, 7.25e-3}, 3));
     double clock = 0;
     for (int64_t s = 0; s < 3; ++s) {
         auto st = t->step(s);
         ASSERT_TRUE(st) << st.message();
-        EXPECT_EQ(st->schedule.makespan_s, (*schedule_skippipe(t->problem(), 1337 + static_cast<uint64_t>(s))).makespan_s);
+        EXPECT_EQ(st->schedule.makespan_s, unwrap(schedule_skippipe(t->problem(), 1337 + static_cast<uint64_t>(s))).makespan_s);
         EXPECT_EQ(st->iter_s, st->schedule.makespan_s);
         // Stage 0 is always visited and is the largest stage: its all-gather bounds the sync.
         const double sync = net.intra.latency_s + 8.0 * 4 * static_cast<double>(P[0]) / net.intra.bandwidth_bps +
@@ -479,7 +479,7 @@ TEST(SkipPipeTiming, StepClockIsTheMakespanPlusTheStageSyncByHand) {
     auto full = SkipPipeTiming::create(*c, net, {1.93e-3, 3.13e-3}, {4.34e-3, 7.25e-3});
     auto fs = full->step(0);
     EXPECT_EQ(fs->iter_s, full->full_schedule().makespan_s);
-    EXPECT_EQ(fs->skip.makespan_s, t->step(0)->iter_s);
+    EXPECT_EQ(fs->skip.makespan_s, unwrap(t->step(0)).iter_s);
     for (const SkipPath& p : fs->schedule.paths) EXPECT_EQ(p.visits.size(), 4u);
 }
 
