@@ -57,6 +57,22 @@ void print_nodes(const SessionResult& r) {
     }
 }
 
+// SkipPipe's own figures from node (0, 0)'s summary (engine/worker/skippipe_worker.h): the mean
+// iteration against the full pipeline's, and the partial models' validation losses against the full one.
+void print_skippipe(const SessionResult& r) {
+    if (r.nodes.empty() || !r.summary.count(r.nodes.front())) return;
+    const WorkerSummary& s = r.summary.at(r.nodes.front());
+    const double skip = figure(s, "skippipe.mean_skip_iter_s"), full = figure(s, "skippipe.full_iter_s");
+    std::printf("  SkipPipe: mean iteration %.4f s (trained on: %.4f s), full pipeline %.4f s: SkipPipe/full %.3f "
+                "(%.1f%% %s)\n", skip, figure(s, "skippipe.mean_iter_s"), full, skip / full,
+                100 * std::fabs(1 - skip / full), skip <= full ? "shorter" : "longer");
+    const double val = figure(s, "val.loss");
+    for (auto& [name, v] : s)
+        if (name.rfind("val.loss.path", 0) == 0)
+            std::printf("  %-22s %9.4f  %+8.4f nats vs the full model, %+6.1f%% perplexity\n", name.c_str(), v, v - val,
+                        100 * (std::exp(v - val) - 1));
+}
+
 // The link whose rounds the run's traces hold (core/timeline.h re-times one link class).
 const LinkSpec& round_link(const RunConfig& c, const NetworkProfile& p) {
     return link_of(p, round_link_class(c));
@@ -105,8 +121,9 @@ void print_comparison(const RunPlan& plan, const std::vector<SessionResult>& res
                     val, (outer + stage) / static_cast<double>(c.outer.replicas), outer, stage, 100 * util,
                     100 * sync_util);
         for (size_t k = 0; k < nets.size(); ++k) {
-            if (c.cluster.stages > 1 && k > 0) std::printf(" %14s", "-");
-            else if (c.cluster.stages > 1) std::printf(" %14.2f", sim);
+            const bool scheduled = c.cluster.stages > 1 || c.skippipe.enabled();  // not a per-round trace
+            if (scheduled && k > 0) std::printf(" %14s", "-");
+            else if (scheduled) std::printf(" %14.2f", sim);
             else std::printf(" %14.2f", retimed_s(c, r, nets[k]));
         }
         std::printf("\n");
@@ -149,6 +166,7 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
         std::printf("run %lld %s after %.1f s%s%s\n", (long long)r.run_id, to_string(r.status), r.wall_s,
                     r.reason.empty() ? "" : ": ", r.reason.c_str());
         print_nodes(r);
+        if (cfg.skippipe.enabled()) print_skippipe(r);
         std::printf("  unigram baseline %.4f nats/token\n", r.unigram);
         if (r.status != RunStatus::kFinished) rc = r.status == RunStatus::kInterrupted ? 130 : 1;
         results.push_back(std::move(r));

@@ -12,6 +12,7 @@
 #include "app/commands.h"
 #include "core/config_io.h"
 #include "core/network.h"
+#include "core/skippipe.h"
 #include "core/status.h"
 #include "core/timeline.h"
 #include "storage/export.h"
@@ -156,8 +157,40 @@ int run_export(RunStore& store, const RunsArgs& a) {
     return 0;
 }
 
+// A SkipPipe run's clock is its schedules' (core/skippipe.h): replayed from the stored config and
+// the stage times its node (0, 0) recorded, on `network` with the run's own link overrides.
+int retime_skippipe(RunStore& store, int64_t id, const RunConfig& cfg, const std::string& network) {
+    NetworkConfig n = cfg.network;
+    n.profile = network;
+    const NetworkProfile net = unwrap(network_profile(n));
+    auto first = [&](const char* name) {
+        auto rows = unwrap(store.metrics(id, name));
+        if (rows.empty()) throw Error("run " + std::to_string(id) + " has no " + name + " metric to re-time with");
+        return rows.front().value;
+    };
+    const FwdBwd block{first("skippipe.block_fwd_s"), first("skippipe.block_bwd_s")};
+    const FwdBwd head{first("skippipe.head_fwd_s"), first("skippipe.head_bwd_s")};
+    std::map<std::string, MetricRecord> last;  // node → its last step's record (the clock after it)
+    for (auto& m : unwrap(store.metrics(id, "train.compute_s")))
+        if (!last.count(m.node) || m.step > last[m.node].step) last[m.node] = m;
+    int64_t steps = 0;
+    for (auto& [node, m] : last) steps = std::max(steps, m.step);
+    const auto clocks = unwrap(skippipe_clocks(cfg, net, block, head, steps));
+    std::printf("run %lld (SkipPipe) re-timed for %s: stage link %.4g Mb/s, %.4g ms; intra link %.4g Mb/s, %.4g ms; "
+                "recorded with %s\n", (long long)id, network.c_str(), net.stage.bandwidth_bps / 1e6,
+                1e3 * net.stage.latency_s, net.intra.bandwidth_bps / 1e6, 1e3 * net.intra.latency_s,
+                cfg.network.profile.c_str());
+    std::printf("  %-12s %6s %18s %18s\n", "node", "steps", "recorded sim (s)", "retimed sim (s)");
+    for (auto& [node, m] : last)
+        std::printf("  %-12s %6lld %18.9f %18.9f\n", node.c_str(), (long long)m.step, m.sim_s,
+                    m.step > 0 ? clocks[static_cast<size_t>(m.step - 1)] : 0.0);
+    return 0;
+}
+
 int run_retime(RunStore& store, const RunsArgs& a) {
     const int64_t id = a.ids.at(0);
+    if (auto c = parse_config(unwrap(store.config_toml(id)), "run " + std::to_string(id)); c && c->skippipe.enabled())
+        return retime_skippipe(store, id, *c, a.network);
     const NetworkProfile net = unwrap(network_profile(a.network, a.outer_bandwidth_bps, a.outer_latency_s));
     std::map<std::string, ReplicaTrace> traces;
     std::map<std::string, double> recorded;  // node → its last simulated clock

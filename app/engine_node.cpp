@@ -11,6 +11,7 @@
 #include "engine/model/llama.h"
 #include "engine/worker/pipeline_worker.h"
 #include "engine/worker/replica_worker.h"
+#include "engine/worker/skippipe_worker.h"
 #include "remote/kv_store.h"
 #include "remote/zmq_collective.h"
 
@@ -121,6 +122,7 @@ WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
         auto set_abort = [raw](std::function<bool()> f) {
             if (raw) raw->set_abort(std::move(f));
         };
+        if (cfg.skippipe.enabled()) return make_skippipe_worker(cfg, role, std::move(mesh), set_abort);
         if (cfg.cluster.stages > 1) return make_pipeline_worker(cfg, role, std::move(mesh), set_abort);
         return make_replica_worker(cfg, role, std::move(mesh), set_abort, std::move(store));
     };

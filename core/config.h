@@ -138,6 +138,30 @@ struct PipelineConfig {
     }
 };
 
+// [skippipe] — SkipPipe (METHODS.md §8, docs/skippipe.md): partial pipelines on S·N nodes, node (s, n)
+// holding stage s for "replica" n. Off unless `stages` ≥ 2; then every node of the run is a SkipPipe
+// stage node and outer.algorithm stays "none" (the holders of a stage average its gradients every
+// step themselves). Keys whose default depends on others are filled in when the config is parsed
+// (path_stages, memory_per_node, eval_paths), so the stored config holds the values used.
+struct SkipPipeConfig {
+    int64_t stages = 0;           // S: stages, one node each per replica; 0 = not a SkipPipe run; 2 ≤ S ≤ model.n_layer
+    int64_t path_stages = 0;      // L: stages per path; 0 = max(2, S − 1)
+    int64_t max_swaps = 2;        // steps back by one stage allowed per path
+    int64_t replicas = 2;         // N: nodes per stage (pipelines sharing the nodes)
+    int64_t micro_batches = 4;    // m per replica per step; must divide train.batch_size
+    int64_t memory_per_node = 0;  // micro-batches whose activations one node can hold; 0 = m
+    double head_fraction = -1;    // share of stage 0's time in the head op; −1 = from the stage times
+    double transfer_s = -1;       // seconds per hop; −1 = [network] stage link for a dense [b, T, d] fp32 activation
+    // [forward_s, backward_s] of one block / the head op (embedding + final norm + head + loss) on one
+    // micro-batch; empty = measured once by node (0, 0) and sent to the others.
+    std::vector<double> block_s;
+    std::vector<double> head_s;
+    std::vector<std::vector<int64_t>> eval_paths;  // partial models evaluated besides the full one; [] = default
+    bool full = false;            // train the full-pipeline baseline: every micro-batch on 0→1→…→S−1 (GPipe)
+
+    bool enabled() const { return stages >= 2; }
+};
+
 // [run]
 struct RunSection {
     std::string name = "default";   // label stored with the run
@@ -154,6 +178,7 @@ struct RunConfig {
     NetworkConfig network;
     ClusterConfig cluster;
     PipelineConfig pipeline;
+    SkipPipeConfig skippipe;
 
     // Pipeline replicas among outer.replicas (0 when cluster.stages == 1).
     int64_t pipeline_replicas() const {

@@ -4,6 +4,7 @@
 
 #include "core/algorithm.h"
 #include "core/hash.h"
+#include "core/skippipe.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,7 +25,8 @@ std::vector<std::string> algorithm_choices() {
     return v;
 }
 
-using Ptr = std::variant<int64_t*, double*, bool*, std::string*, std::vector<std::string>*, std::vector<int64_t>*>;
+using Ptr = std::variant<int64_t*, double*, bool*, std::string*, std::vector<std::string>*, std::vector<int64_t>*,
+                         std::vector<double>*, std::vector<std::vector<int64_t>>*>;
 
 struct Field {
     std::string key;  // dotted, e.g. "model.d_model"
@@ -125,6 +127,19 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"pipeline.frozen_std", &c.pipeline.frozen_std, 0, 100},
         {"pipeline.routing", &c.pipeline.routing, -inf, inf, {"fixed", "random"}},
         {"pipeline.adaptations", &c.pipeline.adaptations, -inf, inf, {"ad1", "ad2", "ad3", "ad5", "ad6"}},
+
+        {"skippipe.stages", &c.skippipe.stages, 0, 1024},
+        {"skippipe.path_stages", &c.skippipe.path_stages, 0, 1024},
+        {"skippipe.max_swaps", &c.skippipe.max_swaps, 0, 1024},
+        {"skippipe.replicas", &c.skippipe.replicas, 1, 1024},
+        {"skippipe.micro_batches", &c.skippipe.micro_batches, 1, 1 << 20},
+        {"skippipe.memory_per_node", &c.skippipe.memory_per_node, 0, 1 << 20},
+        {"skippipe.head_fraction", &c.skippipe.head_fraction, -1, 1},
+        {"skippipe.transfer_s", &c.skippipe.transfer_s, -1, 1e6},
+        {"skippipe.block_s", &c.skippipe.block_s, 0, 1e6},
+        {"skippipe.head_s", &c.skippipe.head_s, 0, 1e6},
+        {"skippipe.eval_paths", &c.skippipe.eval_paths, 0, 1024},
+        {"skippipe.full", &c.skippipe.full},
     };
 }
 
@@ -135,7 +150,9 @@ const char* type_name(const Ptr& p) {
         case 2: return "a boolean";
         case 3: return "a string";
         case 4: return "an array of strings";
-        default: return "an array of integers";
+        case 5: return "an array of integers";
+        case 6: return "an array of numbers";
+        default: return "an array of integer arrays, e.g. [[0, 2], [0, 1]]";
     }
 }
 
@@ -192,6 +209,38 @@ std::string assign(const Field& f, const toml::node& node) {
                         return "value " + std::to_string(*v) + " is out of range [" + fmt_num(f.min) + ", " +
                                fmt_num(f.max) + "]";
                     out.push_back(*v);
+                }
+                *p = out;
+            } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+                auto* arr = node.as_array();
+                if (!arr) return std::string("expected ") + type_name(f.ptr);
+                std::vector<double> out;
+                for (auto& el : *arr) {
+                    auto v = el.value<double>();  // integers are accepted for floats
+                    if (!v || el.is_boolean()) return std::string("expected ") + type_name(f.ptr);
+                    if (!std::isfinite(*v) || *v < f.min || *v > f.max)
+                        return "value " + fmt_num(*v) + " is out of range [" + fmt_num(f.min) + ", " + fmt_num(f.max) +
+                               "]";
+                    out.push_back(*v);
+                }
+                *p = out;
+            } else if constexpr (std::is_same_v<T, std::vector<std::vector<int64_t>>>) {
+                auto* arr = node.as_array();
+                if (!arr) return std::string("expected ") + type_name(f.ptr);
+                std::vector<std::vector<int64_t>> out;
+                for (auto& inner : *arr) {
+                    auto* a = inner.as_array();
+                    if (!a) return std::string("expected ") + type_name(f.ptr);
+                    std::vector<int64_t> row;
+                    for (auto& el : *a) {
+                        auto v = el.value_exact<int64_t>();
+                        if (!v) return std::string("expected ") + type_name(f.ptr);
+                        if (*v < f.min || *v > f.max)
+                            return "value " + std::to_string(*v) + " is out of range [" + fmt_num(f.min) + ", " +
+                                   fmt_num(f.max) + "]";
+                        row.push_back(*v);
+                    }
+                    out.push_back(row);
                 }
                 *p = out;
             } else {
@@ -320,6 +369,7 @@ Result<RunConfig> parse_config(const std::string& text, const std::string& sourc
         if (!why.empty()) problems.push_back(origins[i] + ": " + key + ": " + why);
     }
     if (problems.empty()) {
+        resolve_skippipe_defaults(cfg.skippipe);
         if (Status s = validate_config(cfg); !s) return Result<RunConfig>::error(source + ": " + s.message());
         return cfg;
     }
@@ -556,6 +606,7 @@ Status validate_config(const RunConfig& c) {
         p.push_back("cluster.stages " + std::to_string(c.cluster.stages) + " exceeds model.n_layer " +
                     std::to_string(c.model.n_layer) + " (a stage holds at least one block)");
     validate_pipeline(c, p);
+    validate_skippipe(c, p);
     if (c.cluster.heartbeat_timeout_s <= 2 * c.cluster.heartbeat_s)
         p.push_back("cluster.heartbeat_timeout_s must exceed twice cluster.heartbeat_s");
     if (c.cluster.mode == "remote" && c.cluster.endpoints.empty())
@@ -580,9 +631,18 @@ std::string to_toml(const RunConfig& cfg_in) {
         std::visit(
             [&](auto* p) {
                 using T = std::remove_pointer_t<decltype(p)>;
-                if constexpr (std::is_same_v<T, std::vector<std::string>> || std::is_same_v<T, std::vector<int64_t>>) {
+                if constexpr (std::is_same_v<T, std::vector<std::string>> || std::is_same_v<T, std::vector<int64_t>> ||
+                              std::is_same_v<T, std::vector<double>>) {
                     toml::array a;
                     for (auto& s : *p) a.push_back(s);
+                    sections[sec].insert_or_assign(name, a);
+                } else if constexpr (std::is_same_v<T, std::vector<std::vector<int64_t>>>) {
+                    toml::array a;
+                    for (auto& row : *p) {
+                        toml::array r;
+                        for (auto v : row) r.push_back(v);
+                        a.push_back(r);
+                    }
                     sections[sec].insert_or_assign(name, a);
                 } else {
                     sections[sec].insert_or_assign(name, *p);
@@ -591,7 +651,7 @@ std::string to_toml(const RunConfig& cfg_in) {
             f.ptr);
     }
     std::ostringstream os;
-    for (const char* sec : {"run", "model", "data", "train", "outer", "network", "cluster", "pipeline"}) {
+    for (const char* sec : {"run", "model", "data", "train", "outer", "network", "cluster", "pipeline", "skippipe"}) {
         os << "[" << sec << "]\n" << sections[sec] << "\n\n";
     }
     return os.str();

@@ -34,6 +34,7 @@ Result<NodeEndpoints> derive_endpoints(const std::string& control) {
 }
 
 int64_t nodes_needed(const RunConfig& cfg) {
+    if (cfg.skippipe.enabled()) return cfg.skippipe.stages * cfg.skippipe.replicas;
     const int64_t pipes = cfg.pipeline_replicas();
     return (cfg.outer.replicas - pipes) * cfg.cluster.nodes_per_replica + pipes * cfg.cluster.stages;
 }
@@ -72,6 +73,31 @@ std::vector<NodeRole> pipeline_roles(const RunConfig& cfg, const std::vector<Nod
     return roles;
 }
 
+// Roles of a SkipPipe run (METHODS.md §8): S·N nodes, node (s, n) at index n·S + s holds stage s for
+// replica n; all of them are one data-plane mesh (micro-batches hop to any replica's next stage, and
+// the N holders of a stage average its gradients every step).
+std::vector<NodeRole> skippipe_roles(const RunConfig& cfg, const std::vector<NodeEndpoints>& eps) {
+    const int S = static_cast<int>(cfg.skippipe.stages), N = static_cast<int>(cfg.skippipe.replicas);
+    std::vector<NodeRole> roles;
+    std::vector<std::string> mesh;
+    for (int n = 0; n < N; ++n)
+        for (int s = 0; s < S; ++s) {
+            NodeRole role;
+            role.name = "replica-" + std::to_string(n) + "." + std::to_string(s);
+            role.kind = "skippipe";
+            role.replica = n;
+            role.replicas = N;
+            role.rank = s;
+            role.replica_nodes = S;
+            role.stage = s;
+            role.mesh_rank = static_cast<int>(roles.size());
+            mesh.push_back(eps[roles.size()].data);
+            roles.push_back(role);
+        }
+    for (auto& role : roles) role.mesh_endpoints = mesh;
+    return roles;
+}
+
 }  // namespace
 
 Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vector<std::string>& control_endpoints,
@@ -79,7 +105,11 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
     std::vector<std::string> p;
     const int64_t need = nodes_needed(cfg);
     const int R = static_cast<int>(cfg.outer.replicas), n = static_cast<int>(cfg.cluster.nodes_per_replica);
-    if (static_cast<int64_t>(control_endpoints.size()) < need)
+    if (cfg.skippipe.enabled() && static_cast<int64_t>(control_endpoints.size()) < need)
+        p.push_back("too few nodes: SkipPipe needs " + std::to_string(need) + " (skippipe.stages " +
+                    std::to_string(cfg.skippipe.stages) + " × skippipe.replicas " + std::to_string(cfg.skippipe.replicas) +
+                    "), the cluster has " + std::to_string(control_endpoints.size()));
+    if (!cfg.skippipe.enabled() && static_cast<int64_t>(control_endpoints.size()) < need)
         p.push_back("too few nodes: the layout needs " + std::to_string(need) + " (" + std::to_string(R) +
                     " replicas × " + std::to_string(n) + " nodes × 1 stages" +
                     (cfg.pipeline_replicas() > 0 ? ", " + std::to_string(cfg.pipeline_replicas()) +
@@ -103,6 +133,7 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
         return Result<std::vector<NodeRole>>::error(msg);
     }
 
+    if (cfg.skippipe.enabled()) return skippipe_roles(cfg, eps);
     if (cfg.cluster.stages > 1) return pipeline_roles(cfg, eps);
 
     auto store_of = [&](int node) {

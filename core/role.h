@@ -21,12 +21,12 @@ struct GlooGroupSpec {
 
 struct NodeRole {
     std::string name;          // "replica-0", or "replica-1.2" for rank 2 of replica 1; MetricRecord::node
-    std::string kind = "full";  // "full" replica, or a "pipeline" replica's stage node
+    std::string kind = "full";  // "full" replica, a "pipeline" replica's stage node, or a "skippipe" stage node
     int replica = 0;           // 0 ≤ replica < replicas
     int replicas = 1;          // R
     int rank = 0;              // rank inside the replica (its DDP group); 0 is the replica's leader
     int replica_nodes = 1;     // nodes in this replica
-    int stage = -1;            // the stage a pipeline node holds; -1 for a full replica
+    int stage = -1;            // the stage a pipeline or SkipPipe node holds; -1 for a full replica
     // The data-plane mesh of the run's outer sync: endpoints of the members in rank order (for DDP
     // every node, for DiLoCo every replica leader) and this node's index there; -1 = not a member.
     std::vector<std::string> mesh_endpoints;

@@ -35,6 +35,8 @@
 #include <string>
 #include <vector>
 
+#include "core/config.h"
+#include "core/network.h"
 #include "core/status.h"
 
 namespace tw {
@@ -150,6 +152,78 @@ struct SkipStageTimes {
 // e.g. {2, 2, 1, 1} for 6 layers on 4 stages (stage_spec, engine/model/llama.h, puts the remainder
 // on the first stages). head_fraction is NaN when stage 0 costs nothing.
 SkipStageTimes skip_stage_times(const FwdBwd& block, const FwdBwd& head, const std::vector<int64_t>& blocks_per_stage);
+
+// ---- SkipPipe as a run: the [skippipe] section (core/config.h) and the node form's clock ----------------
+
+// Fills the keys of an enabled section whose default depends on others: path_stages 0 → max(2, S − 1),
+// memory_per_node 0 → micro_batches, eval_paths [] → {0, 2, 4, …} and the first half {0, …, S/2 − 1};
+// then drops from eval_paths the in-order full path (always evaluated, as val.loss) and repeats.
+// Idempotent; a no-op when the section is off (stages 0).
+void resolve_skippipe_defaults(SkipPipeConfig& c);
+
+// Every problem of [skippipe] against the rest of the config, each naming its key, appended to `out`
+// (validate_config calls it): the scheduler's own rules (validate() above), stages ≤ model.n_layer,
+// micro_batches dividing train.batch_size, two-entry times, eval paths that start at 0 and visit
+// distinct stages below S, and the keys SkipPipe replaces (outer.algorithm "none", one outer replica,
+// cluster.stages 1, cluster.nodes_per_replica 1, no checkpoints).
+void validate_skippipe(const RunConfig& c, std::vector<std::string>& out);
+
+// Blocks per stage of an S split of n_layer, earlier stages taking the remainder (the engine's
+// stage_spec rule), [S]; requires 1 ≤ S ≤ n_layer.
+std::vector<int64_t> skip_blocks_per_stage(int64_t n_layer, int64_t stages);
+
+// Parameters each SkipPipe stage holds, [S]: stage 0 the embedding, its blocks, the final norm and an
+// untied head; stage s > 0 its blocks. m.vocab_size must be resolved.
+std::vector<int64_t> skip_stage_parameters(const ModelConfig& m, int64_t stages);
+
+// What one step of a SkipPipe run costs in simulated time (the node form: engine/worker/skippipe_worker.cpp).
+struct SkipStepTiming {
+    SkipSchedule schedule;      // what the step trains on: the SkipPipe schedule, or the full pipeline's (skippipe.full)
+    SkipSchedule skip;          // the SkipPipe schedule of the step (the reference when training the full pipeline)
+    std::vector<char> visited;  // [S] 1 where some path of `schedule` visits the stage
+    double iter_s = 0;          // schedule.makespan_s: skippipe.iter_s
+    double sync_s = 0;          // stage sync after the schedule: skippipe.sync_s (see SkipPipeTiming)
+};
+
+// The scheduling problem of a run and its per-step clock. Built from the resolved config, the run's
+// network and the two measured-or-pinned compute times, so that every node, and `runs retime` later,
+// computes exactly the same schedules and clocks:
+//   problem      fwd_s/bwd_s from skip_stage_times(block, head, skip_blocks_per_stage), head_fraction
+//                and transfer_s from the section or (when −1) from the times and net.stage for one
+//                dense fp32 activation [b, T, d], b = train.batch_size / micro_batches;
+//   step(t)      schedule_skippipe(problem, run.seed + t) (schedule_full_pipeline with skippipe.full);
+//                both are checked with check_schedule, a violation is an error (a scheduler bug);
+//   sync_s       every visited stage's N holders all-gather their gradients over net.intra (each sends
+//                stage_sync_bytes(s) in one hop, all stages at once), then each node sends its squared
+//                gradient norm (8 B) to the other S − 1 stages of its replica over net.stage:
+//                max over visited s of transfer_s(intra, stage_sync_bytes(s)) + transfer_s(stage, 8·(S − 1)),
+//                the first term 0 when N = 1.
+// The clock after step t is the sum of iter_s + sync_s over steps 0..t, in that order.
+class SkipPipeTiming {
+public:
+    static Result<SkipPipeTiming> create(const RunConfig& cfg, const NetworkProfile& net, const FwdBwd& block,
+                                         const FwdBwd& head);
+    const SkipPipeProblem& problem() const { return p_; }
+    const SkipSchedule& full_schedule() const { return full_; }
+    Result<SkipStepTiming> step(int64_t step) const;
+    uint64_t activation_bytes() const { return act_bytes_; }  // one dense hop: b·T·d·4
+    // Bytes one holder of stage s sends in its stage's gradient all-gather: (N − 1)·4·P_s.
+    uint64_t stage_sync_bytes(int64_t s) const;
+
+private:
+    SkipPipeProblem p_, p_full_;
+    SkipSchedule full_;
+    bool train_full_ = false;
+    uint64_t seed_ = 0, act_bytes_ = 0;
+    std::vector<int64_t> params_;
+    LinkSpec intra_, stage_;
+};
+
+// `runs retime` of a SkipPipe run: the clock after each step 1..steps (index t−1) on `net`, replayed
+// with SkipPipeTiming from the stored config and the recorded stage times. On the network the run was
+// recorded on it reproduces the recorded clocks exactly (same doubles, same order).
+Result<std::vector<double>> skippipe_clocks(const RunConfig& cfg, const NetworkProfile& net, const FwdBwd& block,
+                                            const FwdBwd& head, int64_t steps);
 
 // Intended usage: build a SkipPipeProblem from measured (or FLOP-derived) per-stage times and the
 // stage link's transfer_s for one micro-batch's activations, then compare

@@ -246,8 +246,8 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
         return R::error("role: \"name\" may hold only letters, digits, '.', '_' and '-'");
     TW_ROLE_FIELD(r.kind, string_field(j, "kind", "kind", 16));
     // The kinds assign_roles (core/layout.cpp) produces.
-    if (r.kind != "full" && r.kind != "pipeline")
-        return R::error("role: \"kind\" must be \"full\" or \"pipeline\" (got \"" + r.kind + "\")");
+    if (r.kind != "full" && r.kind != "pipeline" && r.kind != "skippipe")
+        return R::error("role: \"kind\" must be \"full\", \"pipeline\" or \"skippipe\" (got \"" + r.kind + "\")");
 
     TW_ROLE_FIELD(r.replicas, int_field(j, "replicas", "replicas", 1, kMaxMeshMembers));
     TW_ROLE_FIELD(r.replica, int_field(j, "replica", "replica", 0, r.replicas - 1));

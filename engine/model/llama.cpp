@@ -124,7 +124,25 @@ void LlamaImpl::set_frozen_embedding(torch::Tensor t_fixed) {
     frozen_emb_ = t_fixed.defined() ? t_fixed.detach() : t_fixed;
 }
 
+StageSpec skippipe_stage_spec(const ModelConfig& cfg, int64_t stage, int64_t n_stages) {
+    StageSpec s = stage_spec(cfg, stage, n_stages);
+    s.n_stages = stage == 0 ? 1 : n_stages + 1;
+    return s;
+}
+
 torch::Tensor LlamaImpl::forward(const torch::Tensor& x) {
+    torch::Tensor h = forward_blocks(x);
+    if (!spec_.has_head()) return h;
+    return head(h);  // [B, T, V]
+}
+
+torch::Tensor LlamaImpl::forward_head(const torch::Tensor& h) {
+    TORCH_CHECK(spec_.has_head(), "forward_head: this module holds no head");
+    TORCH_CHECK(h.dim() == 3 && h.size(2) == cfg_.d_model, "forward_head expects hidden states [B, T, d_model]");
+    return head(h);
+}
+
+torch::Tensor LlamaImpl::forward_blocks(const torch::Tensor& x) {
     torch::Tensor h;
     if (spec_.has_embedding()) {
         h = embed(x);
@@ -137,8 +155,7 @@ torch::Tensor LlamaImpl::forward(const torch::Tensor& x) {
     auto cos = rope_cos_.narrow(0, 0, T), sin = rope_sin_.narrow(0, 0, T);
     auto mask = causal_bias_.narrow(0, 0, T).narrow(1, 0, T);
     for (auto& b : blocks_) h = b->forward(h, cos, sin, mask);
-    if (!spec_.has_head()) return h;
-    return head(h);  // [B, T, V]
+    return h;
 }
 
 torch::Tensor LlamaImpl::forward_path(const torch::Tensor& ids, const std::vector<int64_t>& path, int64_t n_stages) {

@@ -26,6 +26,13 @@ struct StageSpec {
 // Requires 1 <= n_stages <= n_layer.
 StageSpec stage_spec(const ModelConfig& cfg, int64_t stage, int64_t n_stages);
 
+// SkipPipe's split (METHODS.md §8): stage 0 holds the embedding, its blocks AND the final norm and head
+// (every path starts and ends there); stage s > 0 holds its blocks only. The blocks are
+// stage_spec(cfg, s, n_stages)'s; the ends are written in StageSpec's own terms (has_embedding: stage 0,
+// has_head: the last of n_stages): stage 0 as {0, 1, ...} (first and last), stage s as {s, n_stages + 1, ...}
+// (neither). A tied head then uses stage 0's one embedding matrix.
+StageSpec skippipe_stage_spec(const ModelConfig& cfg, int64_t stage, int64_t n_stages);
+
 class LlamaImpl : public torch::nn::Module {
 public:
     // Whole model. cfg.vocab_size must be resolved (> 0).
@@ -38,6 +45,12 @@ public:
     // Stage 0 takes token ids [B, T] (int64); other stages take hidden states [B, T, d].
     // The last stage returns logits [B, T, V]; others return hidden states [B, T, d].
     torch::Tensor forward(const torch::Tensor& x);
+    // forward() in two parts, for stages that run their head apart from their blocks (SkipPipe's stage 0):
+    // the embedding when the module holds it, then its blocks: ids [B, T] or hidden [B, T, d] → [B, T, d];
+    // and the final norm and head (modules that hold it): hidden [B, T, d] → logits [B, T, V].
+    // forward(x) is forward_head(forward_blocks(x)) bit for bit.
+    torch::Tensor forward_blocks(const torch::Tensor& x);
+    torch::Tensor forward_head(const torch::Tensor& h);
 
     // Mean next-token cross-entropy of a [B, T+1] window (whole model only).
     torch::Tensor loss(const torch::Tensor& window);

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "core/config_io.h"
 #include "core/pipeline_schedule.h"
 #include "core/routing.h"
 #include "core/skippipe.h"
@@ -376,6 +377,110 @@ TEST(SkipStageTimes, FreeHeadGivesZeroHeadFraction) {
     EXPECT_EQ(st.fwd_s, (std::vector<double>{1.5, 0.5}));
     EXPECT_EQ(st.bwd_s, (std::vector<double>{4.5, 1.5}));
     EXPECT_EQ(st.head_fraction, 0.0);
+}
+
+
+// ---- the [skippipe] section and the node form's clock ---------------------------------------------
+
+const char* kSkipToml =
+    "[model]\nn_layer = 4\n[train]\nbatch_size = 8\n[skippipe]\nstages = 4\nreplicas = 2\nmicro_batches = 4\n"
+    "block_s = [1.93e-3, 3.13e-3]\nhead_s = [4.34e-3, 7.25e-3]\n";
+
+TEST(SkipPipeConfig, SectionParsesResolvesDefaultsAndRoundTrips) {
+    auto c = parse_config(kSkipToml, "sp.toml");
+    ASSERT_TRUE(c) << c.message();
+    const SkipPipeConfig& k = c->skippipe;
+    EXPECT_TRUE(k.enabled());
+    EXPECT_EQ(k.path_stages, 3);      // max(2, S − 1)
+    EXPECT_EQ(k.memory_per_node, 4);  // m
+    EXPECT_EQ(k.eval_paths, (std::vector<std::vector<int64_t>>{{0, 2}, {0, 1}}));
+    EXPECT_EQ(k.block_s, (std::vector<double>{1.93e-3, 3.13e-3}));
+    // The resolved TOML holds the section and reads back to the same config and hash.
+    const std::string text = to_toml(*c);
+    EXPECT_TRUE(contains(text, "[skippipe]")) << text;
+    auto again = parse_config(text, "resolved");
+    ASSERT_TRUE(again) << again.message();
+    EXPECT_EQ(to_toml(*again), text);
+    auto other = parse_config(kSkipToml, "sp.toml", {"skippipe.full=true"});
+    ASSERT_TRUE(other) << other.message();
+    EXPECT_TRUE(other->skippipe.full);
+    EXPECT_NE(config_hash(*other), config_hash(*c));  // hashed like every key
+    // The in-order full path and repeats are dropped from eval_paths (the full model is val.loss).
+    auto paths = parse_config(kSkipToml, "sp.toml", {"skippipe.eval_paths=[[0, 1, 2, 3], [0, 3], [0, 3]]"});
+    ASSERT_TRUE(paths) << paths.message();
+    EXPECT_EQ(paths->skippipe.eval_paths, (std::vector<std::vector<int64_t>>{{0, 3}}));
+    // Off by default: no section, no SkipPipe.
+    EXPECT_FALSE(unwrap(parse_config("", "<default>")).skippipe.enabled());
+}
+
+TEST(SkipPipeConfig, ErrorsNameTheKey) {
+    auto expect_error = [](std::vector<std::string> sets, const std::string& part) {
+        auto c = parse_config(kSkipToml, "sp.toml", sets);
+        ASSERT_FALSE(c) << "accepted " << sets[0];
+        EXPECT_TRUE(contains(c.message(), part)) << c.message();
+    };
+    expect_error({"skippipe.path_stages=7"}, "skippipe.path_stages 7 exceeds stages 4");
+    expect_error({"skippipe.stages=6"}, "skippipe.stages 6 exceeds model.n_layer 4");
+    expect_error({"skippipe.stages=1"}, "skippipe.stages 1");
+    expect_error({"skippipe.micro_batches=3"}, "skippipe.micro_batches 3 does not divide train.batch_size 8");
+    expect_error({"skippipe.block_s=[1e-3]"}, "skippipe.block_s: expected [forward_s, backward_s]");
+    expect_error({"skippipe.head_s=[1e-3, -2]"}, "skippipe.head_s: value -2 is out of range");
+    expect_error({"skippipe.block_s=[\"fast\"]"}, "skippipe.block_s: expected an array of numbers");
+    expect_error({"skippipe.eval_paths=[[1, 2]]"}, "skippipe.eval_paths[0]: a path starts at stage 0");
+    expect_error({"skippipe.eval_paths=[[0, 0]]"}, "skippipe.eval_paths[0]");
+    expect_error({"skippipe.eval_paths=[0, 1]"}, "skippipe.eval_paths: expected an array of integer arrays");
+    expect_error({"skippipe.head_fraction=-0.5"}, "skippipe.head_fraction");
+    expect_error({"skippipe.max_swaps=-1"}, "skippipe.max_swaps: value -1 is out of range");
+    expect_error({"outer.algorithm=diloco"}, "a SkipPipe run syncs its stages itself");
+    expect_error({"cluster.stages=2"}, "cluster.stages and cluster.nodes_per_replica must be 1");
+    expect_error({"skippipe.stagez=2"}, "skippipe.stagez: unknown key");
+}
+
+TEST(SkipPipeConfig, StageParametersAndBlocksFollowTheSplit) {
+    EXPECT_EQ(skip_blocks_per_stage(6, 4), (std::vector<int64_t>{2, 2, 1, 1}));
+    EXPECT_EQ(skip_blocks_per_stage(4, 4), (std::vector<int64_t>{1, 1, 1, 1}));
+    ModelConfig m;  // tiny: d 128, 4 layers, d_ff 352
+    m.vocab_size = 4096;
+    const int64_t block = 2 * 128 + 4 * 128 * 128 + 3 * 352 * 128;  // norms, wqkv + wo, w13 + w2
+    const auto p = skip_stage_parameters(m, 4);
+    EXPECT_EQ(p, (std::vector<int64_t>{block + 4096 * 128 + 128, block, block, block}));
+    EXPECT_EQ(p[0] + p[1] + p[2] + p[3], 1328256);  // the tiny model's count (README)
+    m.tie_embeddings = false;
+    EXPECT_EQ(skip_stage_parameters(m, 2)[0], 2 * block + 2 * 4096 * 128 + 128);
+}
+
+TEST(SkipPipeTiming, StepClockIsTheMakespanPlusTheStageSyncByHand) {
+    auto c = parse_config(kSkipToml, "sp.toml");
+    ASSERT_TRUE(c) << c.message();
+    c->model.vocab_size = 4096;
+    const NetworkProfile net = unwrap(network_profile(c->network));  // wan-1g: stage 1 Gb/s 20 ms; intra 100 Gb/s 10 µs
+    auto t = SkipPipeTiming::create(*c, net, {1.93e-3, 3.13e-3}, {4.34e-3, 7.25e-3});
+    ASSERT_TRUE(t) << t.message();
+    EXPECT_EQ(t->activation_bytes(), 2u * 128 * 128 * 4);
+    EXPECT_DOUBLE_EQ(t->problem().transfer_s, 0.02 + 8.0 * 131072 / 1e9);
+    const auto P = skip_stage_parameters(c->model, 4);
+    EXPECT_EQ(t->stage_sync_bytes(0), 4u * static_cast<uint64_t>(P[0]));  // (N − 1)·4·P_s with N = 2
+    std::vector<double> clocks = unwrap(skippipe_clocks(*c, net, {1.93e-3, 3.13e-3}, {4.34e-3, 7.25e-3}, 3));
+    double clock = 0;
+    for (int64_t s = 0; s < 3; ++s) {
+        auto st = t->step(s);
+        ASSERT_TRUE(st) << st.message();
+        EXPECT_EQ(st->schedule.makespan_s, unwrap(schedule_skippipe(t->problem(), 1337 + static_cast<uint64_t>(s))).makespan_s);
+        EXPECT_EQ(st->iter_s, st->schedule.makespan_s);
+        // Stage 0 is always visited and is the largest stage: its all-gather bounds the sync.
+        const double sync = net.intra.latency_s + 8.0 * 4 * static_cast<double>(P[0]) / net.intra.bandwidth_bps +
+                            net.stage.latency_s + 8.0 * 8 * 3 / net.stage.bandwidth_bps;
+        EXPECT_NEAR(st->sync_s, sync, 1e-15);
+        clock += st->iter_s + st->sync_s;
+        EXPECT_EQ(clocks[static_cast<size_t>(s)], clock);  // the replay is the live rule, bit for bit
+    }
+    // The full-pipeline variant trains on GPipe's schedule, keeping the SkipPipe one as the reference.
+    c->skippipe.full = true;
+    auto full = SkipPipeTiming::create(*c, net, {1.93e-3, 3.13e-3}, {4.34e-3, 7.25e-3});
+    auto fs = full->step(0);
+    EXPECT_EQ(fs->iter_s, full->full_schedule().makespan_s);
+    EXPECT_EQ(fs->skip.makespan_s, unwrap(t->step(0)).iter_s);
+    for (const SkipPath& p : fs->schedule.paths) EXPECT_EQ(p.visits.size(), 4u);
 }
 
 }  // namespace
