@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "app/commands.h"
+#include "core/algorithm.h"
 #include "core/config_io.h"
 #include "core/network.h"
 #include "core/skippipe.h"
@@ -214,7 +215,7 @@ int run_retime(RunStore& store, const RunsArgs& a) {
     auto cfg = parse_config(unwrap(store.config_toml(id)), "run " + std::to_string(id));
     // The rounds a run records are on one link: DDP inside a single replica syncs on the intra link,
     // everything else on the outer link. DiLoCo with several nodes per replica has both kinds.
-    if (cfg && cfg->outer.algorithm != "ddp" && cfg->cluster.nodes_per_replica > 1)
+    if (cfg && algorithm_of(*cfg) != Algorithm::kDdp && cfg->cluster.nodes_per_replica > 1)
         throw Error("run " + std::to_string(id) + " has replicas of several nodes under " + cfg->outer.algorithm +
                     "; re-timing covers runs whose rounds use one link class");
     const bool intra = cfg && round_link_class(*cfg) == LinkClass::kIntraReplica;

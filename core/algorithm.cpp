@@ -1,21 +1,80 @@
+// The algorithm registry's table: traits, settings keys and Torch-free settings checks per algorithm.
 #include "core/algorithm.h"
+
+#include <algorithm>
 
 #include "core/assert.h"
 
 namespace tw {
+namespace {
+
+using Problems = std::vector<std::string>;
+
+// SparseLoCo (METHODS.md §3): the Top-k count must split into pairs (12-bit positions travel two
+// in three bytes) and fit a chunk.
+void check_sparseloco(const RunConfig& c, Problems& p) {
+    if (c.outer.topk_k % 2 != 0 || c.outer.topk_k > c.outer.topk_chunk * c.outer.topk_chunk)
+        p.push_back("outer.topk_k " + std::to_string(c.outer.topk_k) + " must be even and at most outer.topk_chunk² (" +
+                    std::to_string(c.outer.topk_chunk * c.outer.topk_chunk) + ")");
+}
+
+// Streaming DiLoCo (§4): fragments are groups of layers, each syncing every H/F steps, and the
+// overlap must end before the fragment's next turn.
+void check_streaming_diloco(const RunConfig& c, Problems& p) {
+    if (c.outer.fragments > c.model.n_layer)
+        p.push_back("outer.fragments " + std::to_string(c.outer.fragments) + " exceeds model.n_layer " +
+                    std::to_string(c.model.n_layer));
+    else if (c.outer.inner_steps % c.outer.fragments != 0)
+        p.push_back("outer.inner_steps " + std::to_string(c.outer.inner_steps) + " is not a multiple of outer.fragments " +
+                    std::to_string(c.outer.fragments) + " (a fragment syncs every H/F steps)");
+    else if (c.outer.overlap_steps >= c.outer.inner_steps / c.outer.fragments)
+        p.push_back("outer.overlap_steps " + std::to_string(c.outer.overlap_steps) + " must be below H/F = " +
+                    std::to_string(c.outer.inner_steps / c.outer.fragments));
+}
+
+// NoLoCo (§5): a group holds at most every replica.
+void check_noloco(const RunConfig& c, Problems& p) {
+    if (c.outer.group_size > c.outer.replicas)
+        p.push_back("outer.group_size " + std::to_string(c.outer.group_size) + " exceeds outer.replicas " +
+                    std::to_string(c.outer.replicas));
+}
+
+// DeMo (docs/demo.md): a full chunk has demo_chunk² coefficients to keep demo_topk of.
+void check_demo(const RunConfig& c, Problems& p) {
+    if (c.outer.demo_topk > c.outer.demo_chunk * c.outer.demo_chunk)
+        p.push_back("outer.demo_topk " + std::to_string(c.outer.demo_topk) + " exceeds outer.demo_chunk² (" +
+                    std::to_string(c.outer.demo_chunk * c.outer.demo_chunk) + " coefficients in a full chunk)");
+}
+
+}  // namespace
 
 const std::vector<AlgorithmTraits>& algorithm_table() {
+    // clang-format off
     //                                                      rounds pipelines multi-node dense dtypes
     static const std::vector<AlgorithmTraits> table = {
-        {Algorithm::kNone, "none", "one node, no synchronisation", false, true, false, false},
-        {Algorithm::kDdp, "ddp", "gradients all-reduced every step", false, false, true, false},
-        {Algorithm::kDiLoCo, "diloco", "dense pseudo-gradients every H steps, outer Nesterov", true, true, true, true},
+        {Algorithm::kNone, "none", "one node, no synchronisation", false, true, false, false, {}, nullptr},
+        {Algorithm::kDdp, "ddp", "gradients all-reduced every step", false, false, true, false, {}, nullptr},
+        {Algorithm::kDiLoCo, "diloco", "dense pseudo-gradients every H steps, outer Nesterov", true, true, true, true,
+         {"outer.inner_steps", "outer.lr", "outer.momentum", "outer.dtype", "outer.guard_ratio"}, nullptr},
         {Algorithm::kSparseLoCo, "sparseloco", "Top-k 2-bit pseudo-gradients with error feedback", true, true, false,
-         false},
+         false,
+         {"outer.inner_steps", "outer.lr", "outer.topk_chunk", "outer.topk_k", "outer.ef_beta", "outer.aggregation",
+          "outer.clip_median", "outer.guard_ratio"},
+         check_sparseloco},
         {Algorithm::kStreamingDiLoCo, "streaming_diloco", "fragments synced in turn, overlapped, quantised", true,
-         false, false, true},
-        {Algorithm::kNoLoCo, "noloco", "random groups average weights, no collective", true, true, false, false},
+         false, false, true,
+         {"outer.inner_steps", "outer.lr", "outer.momentum", "outer.dtype", "outer.fragments", "outer.fragment_order",
+          "outer.overlap_steps", "outer.mix_alpha", "outer.guard_ratio"},
+         check_streaming_diloco},
+        {Algorithm::kNoLoCo, "noloco", "random groups average weights, no collective", true, true, false, false,
+         {"outer.inner_steps", "outer.lr", "outer.momentum", "outer.group_size", "outer.guard_ratio"}, check_noloco},
+        {Algorithm::kDeMo, "demo", "momentum, DCT per chunk, Top-k coefficients, sign update", true, false, false,
+         false,
+         {"outer.inner_steps", "outer.lr", "outer.demo_chunk", "outer.demo_topk", "outer.demo_beta",
+          "outer.demo_values", "outer.demo_sign_update", "outer.guard_ratio"},
+         check_demo},
     };
+    // clang-format on
     return table;
 }
 
@@ -38,6 +97,23 @@ std::string algorithm_names() {
     std::string s;
     for (auto& t : algorithm_table()) s += (s.empty() ? "" : ", ") + std::string(t.name);
     return s;
+}
+
+std::string algorithm_names_where(bool (*pred)(const AlgorithmTraits&)) {
+    std::vector<std::string> names;
+    for (auto& t : algorithm_table())
+        if (pred(t)) names.emplace_back(t.name);
+    std::string s;
+    for (size_t i = 0; i < names.size(); ++i)
+        s += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    return s;
+}
+
+std::vector<Algorithm> algorithms_using(std::string_view key) {
+    std::vector<Algorithm> out;
+    for (auto& t : algorithm_table())
+        if (std::any_of(t.keys.begin(), t.keys.end(), [&](const char* k) { return key == k; })) out.push_back(t.id);
+    return out;
 }
 
 Algorithm algorithm_of(const RunConfig& cfg) {

@@ -1,8 +1,9 @@
 // The algorithm registry: the one place that names every way replicas synchronise
 // (outer.algorithm). Everything else asks for an Algorithm and its traits; no other file
 // compares an algorithm's name as a string. Adding a method: one enum value and one row in
-// core/algorithm.cpp, plus its own files under engine/algo/ registered in engine/algo/outer.cpp
-// (README "Adding a method").
+// core/algorithm.cpp (its traits, the outer.* keys it reads, its Torch-free settings checks), its
+// keys in the field table (core/config.h, core/config_io.cpp), plus its own files under
+// engine/algo/ registered once in engine/algo/registry.cpp (README "Adding a method").
 //
 // Pure data, no LibTorch; every function is thread-safe (the table is immutable).
 #pragma once
@@ -23,7 +24,12 @@ enum class Algorithm : int {
     kSparseLoCo,       // Top-k + 2-bit pseudo-gradients with error feedback (§3)
     kStreamingDiLoCo,  // fragments synced in turn, overlapped, quantised (§4)
     kNoLoCo,           // random groups average weights, no collective (§5)
+    kDeMo,             // momentum, DCT per chunk, Top-k of the transform, sign update (docs/demo.md)
 };
+
+// An algorithm's settings checks against the whole config: appends one line per problem, each
+// naming the key and the reason. Called by validate_config only when cfg names this algorithm.
+using SettingsCheck = void (*)(const RunConfig& cfg, std::vector<std::string>& problems);
 
 struct AlgorithmTraits {
     Algorithm id;
@@ -33,6 +39,10 @@ struct AlgorithmTraits {
     bool pipelines;            // pipeline replicas (cluster.stages > 1) can sync stage by stage
     bool multi_node_replicas;  // a replica may span several nodes (cluster.nodes_per_replica > 1)
     bool dense_wire_dtypes;    // outer.dtype may be bf16 / int8 / fp4 (else fp32 only)
+    // The outer.* keys its settings live in, in the field table's order: what the layout editor
+    // draws for it and what config_field_info's `algorithms` is derived from.
+    std::vector<const char*> keys;
+    SettingsCheck check;  // its cross-field checks; nullptr = none
 };
 
 // Every algorithm, in enum order.
@@ -43,6 +53,11 @@ const char* to_string(Algorithm a);
 std::optional<Algorithm> parse_algorithm(std::string_view name);
 // "none, ddp, diloco, …" for messages.
 std::string algorithm_names();
+// The names of the algorithms whose traits satisfy `pred`, as "a, b or c" for messages.
+std::string algorithm_names_where(bool (*pred)(const AlgorithmTraits&));
+// The algorithms whose settings include dotted key `key` (e.g. "outer.topk_k"), in enum order;
+// empty for a key no algorithm lists (a general key such as outer.replicas).
+std::vector<Algorithm> algorithms_using(std::string_view key);
 
 // The algorithm a config names. cfg.outer.algorithm is checked against the table when a config is
 // parsed (core/config_io.h), so this asserts on an unknown name.

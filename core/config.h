@@ -59,7 +59,7 @@ struct TrainConfig {
 // [outer] — the cross-replica algorithm. Replicas are engine nodes brought up by the coordinator
 // (threads, local processes or other machines, see [cluster]); they talk over ZeroMQ links.
 struct OuterConfig {
-    std::string algorithm = "none";  // none (one node) | ddp (METHODS.md §1) | diloco (METHODS.md §2)
+    std::string algorithm = "none";  // a name of core/algorithm.h's table: none (one node), ddp, diloco, …
     int64_t replicas = 1;            // R; each reads a disjoint part of the training stream
     int64_t inner_steps = 50;        // H: inner steps per outer round
     double lr = 0.7;                 // η, outer learning rate
@@ -78,6 +78,12 @@ struct OuterConfig {
     double mix_alpha = 0.0;          // α: local fragment ← (1−α)·global + α·local
     // NoLoCo (METHODS.md §5)
     int64_t group_size = 2;          // g: replicas per random group
+    // DeMo (docs/demo.md): momentum, chunked DCT, Top-k coefficients on the wire, sign update
+    int64_t demo_chunk = 64;         // s: chunk side: s×s tiles (2-D DCT) for matrices, runs of s (1-D) otherwise
+    int64_t demo_topk = 32;          // DCT coefficients kept per full chunk; a partial chunk of n keeps ⌈k·n/s²⌉
+    double demo_beta = 0.999;        // β, momentum decay (the transmitted components are taken out of it)
+    std::string demo_values = "fp32";  // fp32 (the coefficients) | sign (one bit each, ±1)
+    bool demo_sign_update = true;    // θ ← θ − η·sign(IDCT(mean)) as in the paper; false: θ ← θ − η·IDCT(mean)
     // Aggregation guard of every outer algorithm (engine/algo/aggregation_guard.h): a replica's
     // contribution with an L2 norm above guard_ratio × the lower median of the others' is scaled
     // down to that bound (metric round.guard_clipped). 0 = off; healthy replicas never reach 4×.

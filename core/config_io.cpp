@@ -3,6 +3,7 @@
 #include "core/config_io.h"
 
 #include "core/algorithm.h"
+#include "core/assert.h"
 #include "core/hash.h"
 #include "core/skippipe.h"
 
@@ -25,8 +26,7 @@ std::vector<std::string> algorithm_choices() {
     return v;
 }
 
-using Ptr = std::variant<int64_t*, double*, bool*, std::string*, std::vector<std::string>*, std::vector<int64_t>*,
-                         std::vector<double>*, std::vector<std::vector<int64_t>>*>;
+using Ptr = FieldPtr;
 
 struct Field {
     std::string key;  // dotted, e.g. "model.d_model"
@@ -34,6 +34,7 @@ struct Field {
     double min = -INFINITY;  // inclusive numeric range
     double max = INFINITY;
     std::vector<std::string> choices;  // allowed strings (empty = any)
+    std::string label;                 // the layout editor's short label ("" = drawn by name only)
 };
 
 std::vector<Field> fields_of(RunConfig& c) {
@@ -79,23 +80,29 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"train.ckpt_path", &c.train.ckpt_path},
         {"train.resume", &c.train.resume},
 
-        {"outer.algorithm", &c.outer.algorithm, -inf, inf, algorithm_choices()},
-        {"outer.replicas", &c.outer.replicas, 1, 1024},
-        {"outer.inner_steps", &c.outer.inner_steps, 1, 1e12},
-        {"outer.lr", &c.outer.lr, 0, 100},
-        {"outer.momentum", &c.outer.momentum, 0, 0.999999},
-        {"outer.dtype", &c.outer.dtype, -inf, inf, {"fp32", "bf16", "int8", "fp4"}},
-        {"outer.topk_chunk", &c.outer.topk_chunk, 2, 64},
-        {"outer.topk_k", &c.outer.topk_k, 2, 4096},
-        {"outer.ef_beta", &c.outer.ef_beta, 0, 1},
-        {"outer.aggregation", &c.outer.aggregation, -inf, inf, {"mean_over_replicas", "mean_over_selectors"}},
-        {"outer.clip_median", &c.outer.clip_median},
-        {"outer.fragments", &c.outer.fragments, 1, 1024},
-        {"outer.fragment_order", &c.outer.fragment_order, -inf, inf, {"sequential", "strided"}},
-        {"outer.overlap_steps", &c.outer.overlap_steps, 0, 1e12},
-        {"outer.mix_alpha", &c.outer.mix_alpha, 0, 1},
-        {"outer.group_size", &c.outer.group_size, 1, 1024},
-        {"outer.guard_ratio", &c.outer.guard_ratio, 0, 1e6},
+        {"outer.algorithm", &c.outer.algorithm, -inf, inf, algorithm_choices(), "outer algorithm"},
+        {"outer.replicas", &c.outer.replicas, 1, 1024, {}, "replicas"},
+        {"outer.inner_steps", &c.outer.inner_steps, 1, 1e12, {}, "H (inner steps)"},
+        {"outer.lr", &c.outer.lr, 0, 100, {}, "outer lr (eta)"},
+        {"outer.momentum", &c.outer.momentum, 0, 0.999999, {}, "outer momentum (mu)"},
+        {"outer.dtype", &c.outer.dtype, -inf, inf, {"fp32", "bf16", "int8", "fp4"}, "wire dtype"},
+        {"outer.topk_chunk", &c.outer.topk_chunk, 2, 64, {}, "top-k chunk side"},
+        {"outer.topk_k", &c.outer.topk_k, 2, 4096, {}, "top-k per chunk"},
+        {"outer.ef_beta", &c.outer.ef_beta, 0, 1, {}, "error feedback beta"},
+        {"outer.aggregation", &c.outer.aggregation, -inf, inf, {"mean_over_replicas", "mean_over_selectors"},
+         "aggregation"},
+        {"outer.clip_median", &c.outer.clip_median, -inf, inf, {}, "median-norm clipping"},
+        {"outer.fragments", &c.outer.fragments, 1, 1024, {}, "fragments (F)"},
+        {"outer.fragment_order", &c.outer.fragment_order, -inf, inf, {"sequential", "strided"}, "fragment order"},
+        {"outer.overlap_steps", &c.outer.overlap_steps, 0, 1e12, {}, "overlap steps (tau)"},
+        {"outer.mix_alpha", &c.outer.mix_alpha, 0, 1, {}, "mixing (alpha)"},
+        {"outer.group_size", &c.outer.group_size, 1, 1024, {}, "group size (g)"},
+        {"outer.demo_chunk", &c.outer.demo_chunk, 2, 64, {}, "DCT chunk side"},
+        {"outer.demo_topk", &c.outer.demo_topk, 1, 4096, {}, "DCT coefficients per chunk"},
+        {"outer.demo_beta", &c.outer.demo_beta, 0, 1, {}, "momentum decay (beta)"},
+        {"outer.demo_values", &c.outer.demo_values, -inf, inf, {"fp32", "sign"}, "values on the wire"},
+        {"outer.demo_sign_update", &c.outer.demo_sign_update, -inf, inf, {}, "sign update"},
+        {"outer.guard_ratio", &c.outer.guard_ratio, 0, 1e6, {}, "aggregation guard ratio (0 = off)"},
 
         {"network.profile", &c.network.profile, -inf, inf, {"datacenter", "wan-1g", "wan-100m", "home-20m"}},
         {"network.outer_bandwidth_bps", &c.network.outer_bandwidth_bps, 0, 1e15},
@@ -142,6 +149,8 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"skippipe.full", &c.skippipe.full},
     };
 }
+
+FieldType type_of(const Ptr& p) { return static_cast<FieldType>(p.index()); }
 
 const char* type_name(const Ptr& p) {
     switch (p.index()) {
@@ -510,11 +519,12 @@ void validate_pipeline(const RunConfig& c, std::vector<std::string>& p) {
     if (S <= 1) return;
     if (pl.replicas > R)
         p.push_back("pipeline.replicas " + std::to_string(pl.replicas) + " exceeds outer.replicas " + std::to_string(R));
-    if (c.outer.algorithm != "sparseloco" && c.outer.algorithm != "diloco" && c.outer.algorithm != "noloco" &&
-        c.outer.algorithm != "none")
-        p.push_back("cluster.stages " + std::to_string(S) + ": pipeline replicas sync by stage with sparseloco, diloco or " +
-                    "noloco (or none for one replica), not " + c.outer.algorithm);
-    if (c.outer.algorithm == "none" && R > 1)
+    const auto algo = parse_algorithm(c.outer.algorithm);
+    if (algo && !traits_of(*algo).pipelines)
+        p.push_back("cluster.stages " + std::to_string(S) + ": pipeline replicas sync by stage with " +
+                    algorithm_names_where([](const AlgorithmTraits& t) { return t.pipelines && t.outer_rounds; }) +
+                    " (or none for one replica), not " + c.outer.algorithm);
+    if (algo == Algorithm::kNone && R > 1)
         p.push_back("outer.replicas " + std::to_string(R) + " needs an outer.algorithm");
     if (c.cluster.nodes_per_replica > 1)
         p.push_back("cluster.nodes_per_replica must be 1 with pipeline replicas (cluster.stages > 1)");
@@ -571,37 +581,29 @@ Status validate_config(const RunConfig& c) {
         if (g.size() != 1 || g[0] < 'a' || g[0] > 'r')
             p.push_back("data.genres: \"" + g + "\" is not a Brown genre letter a-r");
     if (c.train.resume && c.train.ckpt_path.empty()) p.push_back("train.resume needs train.ckpt_path");
-    if (c.outer.algorithm != "none" && !c.train.ckpt_path.empty())
+    // What an algorithm supports is its traits' answer (core/algorithm.h); its own settings are
+    // checked by its row's check function.
+    const auto algo = parse_algorithm(c.outer.algorithm);
+    if (!algo) p.push_back("outer.algorithm \"" + c.outer.algorithm + "\" is unknown (expected one of: " + algorithm_names() + ")");
+    const bool single = algo == Algorithm::kNone;
+    if (algo && !single && !c.train.ckpt_path.empty())
         p.push_back("train.ckpt_path: checkpoints of " + c.outer.algorithm + " runs are not supported yet");
-    if (c.outer.algorithm == "none" && c.outer.replicas > 1)
+    if (single && c.outer.replicas > 1)
         p.push_back("outer.replicas " + std::to_string(c.outer.replicas) + " needs an outer.algorithm (e.g. \"diloco\")");
-    if (c.outer.algorithm == "none" && c.cluster.nodes_per_replica > 1)
+    auto multi_node = [](const AlgorithmTraits& t) { return t.multi_node_replicas; };
+    if (single && c.cluster.nodes_per_replica > 1)
         p.push_back("cluster.nodes_per_replica " + std::to_string(c.cluster.nodes_per_replica) +
-                    " needs an outer.algorithm (\"ddp\" or \"diloco\")");
-    if (c.outer.topk_k % 2 != 0 || c.outer.topk_k > c.outer.topk_chunk * c.outer.topk_chunk)
-        p.push_back("outer.topk_k " + std::to_string(c.outer.topk_k) + " must be even and at most outer.topk_chunk² (" +
-                    std::to_string(c.outer.topk_chunk * c.outer.topk_chunk) + ")");
-    if (c.outer.algorithm == "streaming_diloco") {
-        if (c.outer.fragments > c.model.n_layer)
-            p.push_back("outer.fragments " + std::to_string(c.outer.fragments) + " exceeds model.n_layer " +
-                        std::to_string(c.model.n_layer));
-        else if (c.outer.inner_steps % c.outer.fragments != 0)
-            p.push_back("outer.inner_steps " + std::to_string(c.outer.inner_steps) + " is not a multiple of outer.fragments " +
-                        std::to_string(c.outer.fragments) + " (a fragment syncs every H/F steps)");
-        else if (c.outer.overlap_steps >= c.outer.inner_steps / c.outer.fragments)
-            p.push_back("outer.overlap_steps " + std::to_string(c.outer.overlap_steps) + " must be below H/F = " +
-                        std::to_string(c.outer.inner_steps / c.outer.fragments));
-    }
-    if (c.cluster.nodes_per_replica > 1 && c.outer.algorithm != "ddp" && c.outer.algorithm != "diloco" &&
-        c.outer.algorithm != "none")
+                    " needs an outer.algorithm (" + algorithm_names_where(multi_node) + ")");
+    if (algo && !single && c.cluster.nodes_per_replica > 1 && !traits_of(*algo).multi_node_replicas)
         p.push_back("cluster.nodes_per_replica " + std::to_string(c.cluster.nodes_per_replica) + ": replicas of several nodes run " +
-                    "ddp or diloco; " + c.outer.algorithm + " needs one node per replica");
+                    algorithm_names_where(multi_node) + "; " + c.outer.algorithm + " needs one node per replica");
+    if (algo && traits_of(*algo).outer_rounds && !traits_of(*algo).dense_wire_dtypes && c.outer.dtype != "fp32")
+        p.push_back("outer.dtype \"" + c.outer.dtype + "\" does not apply to " + c.outer.algorithm +
+                    " (its wire format is its own); leave it at fp32");
+    if (algo && traits_of(*algo).check) traits_of(*algo).check(c, p);
     if (c.outer.guard_ratio > 0 && c.outer.guard_ratio < 1)
         p.push_back("outer.guard_ratio " + fmt_num(c.outer.guard_ratio) +
                     " must be 0 (off) or at least 1 (below 1 it scales healthy replicas down every round)");
-    if (c.outer.algorithm == "noloco" && c.outer.group_size > c.outer.replicas)
-        p.push_back("outer.group_size " + std::to_string(c.outer.group_size) + " exceeds outer.replicas " +
-                    std::to_string(c.outer.replicas));
     if (c.cluster.stages > c.model.n_layer)
         p.push_back("cluster.stages " + std::to_string(c.cluster.stages) + " exceeds model.n_layer " +
                     std::to_string(c.model.n_layer) + " (a stage holds at least one block)");
@@ -620,6 +622,31 @@ Status validate_config(const RunConfig& c) {
     std::string msg = p[0];
     for (size_t i = 1; i < p.size(); ++i) msg += "\n  " + p[i];
     return Status::error(msg);
+}
+
+const std::vector<FieldInfo>& config_fields() {
+    static const std::vector<FieldInfo> infos = [] {
+        RunConfig c;
+        std::vector<FieldInfo> out;
+        for (auto& f : fields_of(c))
+            out.push_back({f.key, type_of(f.ptr), f.min, f.max, f.choices, f.label.empty() ? f.key : f.label,
+                           algorithms_using(f.key)});
+        return out;
+    }();
+    return infos;
+}
+
+const FieldInfo* config_field(std::string_view key) {
+    for (auto& f : config_fields())
+        if (f.key == key) return &f;
+    return nullptr;
+}
+
+FieldPtr config_field_ptr(RunConfig& cfg, std::string_view key) {
+    for (auto& f : fields_of(cfg))
+        if (f.key == key) return f.ptr;
+    TW_ASSERT(false && "config_field_ptr: not a key of the field table");
+    return FieldPtr{};
 }
 
 std::string to_toml(const RunConfig& cfg_in) {

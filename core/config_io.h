@@ -3,8 +3,11 @@
 
 #include <map>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
+#include "core/algorithm.h"
 #include "core/config.h"
 #include "core/status.h"
 
@@ -45,6 +48,36 @@ std::string to_toml(const RunConfig& cfg);
 // ("[section]" headers folded into the key; comment lines skipped): what `runs compare` and
 // `report` put side by side.
 std::map<std::string, std::string> config_key_values(const std::string& resolved_toml);
+
+// ---- The field table's metadata (what the layout editor draws its fields from) ----
+
+// A key's value type, in the order of FieldPtr's alternatives.
+enum class FieldType : uint8_t {
+    kInt = 0, kFloat = 1, kBool = 2, kString = 3, kStrings = 4, kInts = 5, kFloats = 6, kIntArrays = 7,
+};
+
+struct FieldInfo {
+    std::string key;                  // dotted, e.g. "outer.topk_k"
+    FieldType type;
+    double min, max;                  // inclusive numeric range (±inf = unbounded)
+    std::vector<std::string> choices; // allowed strings (empty = any)
+    std::string label;                // a short label for editors (the key when the table gives none)
+    // The algorithms whose settings include this key (core/algorithm.h's rows); empty = a general
+    // key that applies whatever the algorithm.
+    std::vector<Algorithm> algorithms;
+};
+
+// Every key of the field table, in its order (sections run, model, data, train, outer, network,
+// cluster, pipeline). Built once; thread-safe.
+const std::vector<FieldInfo>& config_fields();
+// One key's metadata; nullptr for a key the table does not have.
+const FieldInfo* config_field(std::string_view key);
+
+// Where key `key`'s value lives in `cfg` (the alternative matches FieldInfo::type). Asserts on a key
+// the table does not have; the pointer is valid as long as `cfg` is.
+using FieldPtr = std::variant<int64_t*, double*, bool*, std::string*, std::vector<std::string>*, std::vector<int64_t>*,
+                              std::vector<double>*, std::vector<std::vector<int64_t>>*>;
+FieldPtr config_field_ptr(RunConfig& cfg, std::string_view key);
 
 // seeded_hash64 (core/hash.h) of the resolved TOML, as 16 hex digits.
 std::string config_hash(const RunConfig& cfg);

@@ -1,6 +1,8 @@
 // Role assignment; see layout.h for the endpoint convention.
 #include "core/layout.h"
 
+#include "core/algorithm.h"
+
 namespace tw {
 
 Result<NodeEndpoints> derive_endpoints(const std::string& control) {
@@ -117,10 +119,8 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
                                                        " stages"
                                                  : std::string()) +
                     "), the cluster has " + std::to_string(control_endpoints.size()));
-    if (cfg.outer.algorithm != "none" && cfg.outer.algorithm != "ddp" && cfg.outer.algorithm != "diloco" &&
-        cfg.outer.algorithm != "sparseloco" && cfg.outer.algorithm != "streaming_diloco" &&
-        cfg.outer.algorithm != "noloco")
-        p.push_back("outer.algorithm \"" + cfg.outer.algorithm + "\" is unknown");
+    const auto algo = parse_algorithm(cfg.outer.algorithm);
+    if (!algo) p.push_back("outer.algorithm \"" + cfg.outer.algorithm + "\" is unknown");
     std::vector<NodeEndpoints> eps;
     for (auto& c : control_endpoints) {
         auto e = derive_endpoints(c);
@@ -142,7 +142,7 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
         g.port = eps[node].store_host.empty() ? free_port() : eps[node].store_port;
         return g;
     };
-    const bool ddp = cfg.outer.algorithm == "ddp";
+    const bool ddp = algo == Algorithm::kDdp;
     // DDP: one gradient group of all nodes; DiLoCo: one per replica of several nodes.
     GlooGroupSpec world_group;
     if (ddp && R * n > 1) world_group = store_of(0);
@@ -170,7 +170,7 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
         if (ddp || i % n == 0) mesh.push_back(eps[static_cast<size_t>(i)].data);
     for (int i = 0; i < R * n; ++i) {
         NodeRole& role = roles[static_cast<size_t>(i)];
-        if (cfg.outer.algorithm == "none") continue;
+        if (algo == Algorithm::kNone) continue;
         role.mesh_endpoints = mesh;
         role.mesh_rank = ddp ? i : (i % n == 0 ? i / n : -1);
     }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/algorithm.h"
 #include "core/collective.h"
 #include "core/config.h"
 #include "core/status.h"
@@ -36,7 +37,8 @@ Result<NetworkProfile> network_profile(const NetworkConfig& net);
 // the intra-replica link; every other round (DDP across replicas, the outer algorithms) crosses
 // replicas on the outer link. The one place this rule lives.
 inline LinkClass round_link_class(const RunConfig& c) {
-    return c.outer.algorithm == "ddp" && c.outer.replicas == 1 ? LinkClass::kIntraReplica : LinkClass::kOuterSync;
+    return algorithm_of(c) == Algorithm::kDdp && c.outer.replicas == 1 ? LinkClass::kIntraReplica
+                                                                        : LinkClass::kOuterSync;
 }
 inline const LinkSpec& link_of(const NetworkProfile& p, LinkClass c) {
     return c == LinkClass::kIntraReplica ? p.intra : c == LinkClass::kInterStage ? p.stage : p.outer;

@@ -147,4 +147,19 @@ Result<RoundReport> NoLoCo::after_step(int64_t step, Collective& c, double sim_c
     return rep;
 }
 
+
+void noloco_problems(const OuterBuild& b, std::vector<std::string>& p) {
+    const OuterConfig& o = b.cfg.outer;
+    if (o.dtype != "fp32")
+        p.push_back("outer.dtype \"" + o.dtype + "\" does not apply to noloco (it exchanges fp32 weights); leave it at fp32");
+    if (o.group_size < 1 || o.group_size > b.replicas)
+        p.push_back("outer.group_size " + std::to_string(o.group_size) + " must be in [1, outer.replicas = " +
+                    std::to_string(b.replicas) + "]");
+}
+
+Result<std::unique_ptr<OuterAlgorithm>> make_noloco(OuterBuild b) {
+    const OuterConfig& o = b.cfg.outer;
+    NoLoCoConfig nc{o.inner_steps, o.lr, o.momentum, o.group_size, o.guard_ratio};
+    return std::unique_ptr<OuterAlgorithm>(std::make_unique<NoLoCo>(std::move(b.params), nc, b.replica, b.replicas));
+}
 }  // namespace tw

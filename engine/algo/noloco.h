@@ -24,8 +24,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "core/algorithm.h"
 #include "engine/algo/outer.h"
 
 namespace tw {
@@ -48,7 +51,7 @@ public:
     // `params` (θ_i, contiguous fp32) also become φ_i; δ_i starts at zero.
     NoLoCo(std::vector<torch::Tensor> params, NoLoCoConfig cfg, int replica, int replicas);
 
-    std::string name() const override { return "noloco"; }
+    std::string name() const override { return to_string(Algorithm::kNoLoCo); }
     // Every H steps: one exchange within this replica's group (Collective::exchange), bytes_sent =
     // (|group| − 1)·2·P·4. A replica whose θ − φ holds NaN or Inf sends an empty payload and fails;
     // its group fails on receiving it.
@@ -70,5 +73,9 @@ private:
     std::vector<int> last_group_;  // the last round's group and mean payload [φ̄ | d̄]
     torch::Tensor last_mean_;
 };
+
+// Its registry row (registry.cpp): the config's problems for NoLoCo, and its construction.
+void noloco_problems(const OuterBuild& b, std::vector<std::string>& problems);
+Result<std::unique_ptr<OuterAlgorithm>> make_noloco(OuterBuild b);
 
 }  // namespace tw

@@ -71,10 +71,23 @@ private:
     std::vector<std::pair<torch::Tensor, torch::Tensor>> saved_;  // (live, its values before)
 };
 
-// Builds the algorithm cfg.outer.algorithm names ("diloco", "sparseloco", "streaming_diloco",
-// "noloco") over the replica's live parameters (their order and shapes identical on every
-// replica). `names` are the parameters' names (for fragments). `replica` / `replicas` place this
-// node among the replicas.
+// What an algorithm's constructor receives (engine/algo/registry.h): the run's config, the
+// replica's live parameters (their order and shapes identical on every replica; the algorithm
+// keeps these handles and changes the values in place), their names (for fragments; may be
+// empty), and this node's place among the replicas.
+struct OuterBuild {
+    const RunConfig& cfg;
+    std::vector<torch::Tensor> params;
+    std::vector<std::string> names;
+    int replica = 0, replicas = 1;
+};
+
+// Builds the algorithm cfg.outer.algorithm names, through its row of the engine's registry
+// (engine/algo/registry.h), over the replica's live parameters (their order and shapes identical
+// on every replica). `names` are the parameters' names (for fragments). `replica` / `replicas`
+// place this node among the replicas. Every problem of the config for that algorithm comes back
+// in one message; an algorithm without an OuterAlgorithm (ddp, none) is an error naming it.
+// Defined in registry.cpp.
 Result<std::unique_ptr<OuterAlgorithm>> make_outer_algorithm(const RunConfig& cfg, std::vector<torch::Tensor> params,
                                                              std::vector<std::string> names, int replica,
                                                              int replicas);

@@ -184,4 +184,34 @@ Result<RoundReport> SparseLoCo::sync(Collective& c, double sim_clock_s) {
     return rep;
 }
 
+
+void sparseloco_problems(const OuterBuild& b, std::vector<std::string>& p) {
+    const OuterConfig& o = b.cfg.outer;
+    if (o.dtype != "fp32")
+        p.push_back("outer.dtype \"" + o.dtype + "\" does not apply to sparseloco (it sends its own 2-bit Top-k values); "
+                    "leave it at fp32");
+    if (o.topk_chunk < 1 || o.topk_chunk > 64)
+        p.push_back("outer.topk_chunk " + std::to_string(o.topk_chunk) + " must be in [1, 64] (12-bit positions in a chunk)");
+    if (o.topk_k < 2 || o.topk_k % 2 != 0 || o.topk_k > o.topk_chunk * o.topk_chunk)
+        p.push_back("outer.topk_k " + std::to_string(o.topk_k) + " must be even, at least 2 and at most outer.topk_chunk² (" +
+                    std::to_string(o.topk_chunk * o.topk_chunk) + ")");
+    if (o.ef_beta < 0 || o.ef_beta > 1) p.push_back("outer.ef_beta must be in [0, 1]");
+    if (o.aggregation != "mean_over_replicas" && o.aggregation != "mean_over_selectors")
+        p.push_back("outer.aggregation \"" + o.aggregation +
+                    "\" is unknown (expected mean_over_replicas or mean_over_selectors)");
+}
+
+Result<std::unique_ptr<OuterAlgorithm>> make_sparseloco(OuterBuild b) {
+    const OuterConfig& o = b.cfg.outer;
+    SparseLoCoConfig sc;
+    sc.inner_steps = o.inner_steps;
+    sc.lr_outer = o.lr;
+    sc.ef_beta = o.ef_beta;
+    sc.topk = TopkConfig{o.topk_chunk, o.topk_k};
+    sc.aggregation =
+        o.aggregation == "mean_over_selectors" ? Aggregation::kMeanOverSelectors : Aggregation::kMeanOverReplicas;
+    sc.clip_median = o.clip_median;
+    sc.guard_ratio = o.guard_ratio;
+    return std::unique_ptr<OuterAlgorithm>(std::make_unique<SparseLoCo>(std::move(b.params), sc, b.replica, b.replicas));
+}
 }  // namespace tw

@@ -22,6 +22,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/algorithm.h"
 #include "engine/algo/outer.h"
 #include "engine/codec/codec.h"
 
@@ -57,7 +58,7 @@ public:
     // `replica` / `replicas` must match the collective's rank / size at every round.
     SparseLoCo(std::vector<torch::Tensor> params, SparseLoCoConfig cfg, int replica, int replicas);
 
-    std::string name() const override { return "sparseloco"; }
+    std::string name() const override { return to_string(Algorithm::kSparseLoCo); }
     // Runs sync() when step is a multiple of H; otherwise reports nothing.
     Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override;
     std::vector<torch::Tensor> eval_params() const override { return global_; }
@@ -104,5 +105,9 @@ private:
     std::vector<std::vector<uint8_t>> all_;
     int guard_clipped_ = 0;
 };
+
+// Its registry row (registry.cpp): the config's problems for SparseLoCo, and its construction.
+void sparseloco_problems(const OuterBuild& b, std::vector<std::string>& problems);
+Result<std::unique_ptr<OuterAlgorithm>> make_sparseloco(OuterBuild b);
 
 }  // namespace tw

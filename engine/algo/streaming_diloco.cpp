@@ -233,4 +233,30 @@ void StreamingDiLoCo::apply(const Pending& p) {
     }
 }
 
+
+void streaming_diloco_problems(const OuterBuild& b, std::vector<std::string>& p) {
+    const OuterConfig& o = b.cfg.outer;
+    if (!parse_wire_dtype(o.dtype))
+        p.push_back("outer.dtype \"" + o.dtype + "\" is unknown (expected fp32, bf16, int8 or fp4)");
+    if (o.fragment_order != "sequential" && o.fragment_order != "strided")
+        p.push_back("outer.fragment_order \"" + o.fragment_order + "\" is unknown (expected sequential or strided)");
+    if (o.mix_alpha < 0 || o.mix_alpha > 1) p.push_back("outer.mix_alpha must be in [0, 1]");
+    if (b.names.size() != b.params.size()) p.push_back("streaming_diloco needs the parameters' names to form fragments");
+}
+
+Result<std::unique_ptr<OuterAlgorithm>> make_streaming_diloco(OuterBuild b) {
+    const OuterConfig& o = b.cfg.outer;
+    StreamingDiLoCoConfig sc{o.inner_steps,
+                             o.fragments,
+                             o.fragment_order == "strided" ? FragmentOrder::kStrided : FragmentOrder::kSequential,
+                             o.overlap_steps,
+                             o.mix_alpha,
+                             o.lr,
+                             o.momentum,
+                             o.dtype,
+                             o.guard_ratio};
+    auto s = StreamingDiLoCo::create(std::move(b.params), b.names, sc, b.replica, b.replicas);
+    if (!s) return s.status();
+    return std::unique_ptr<OuterAlgorithm>(std::move(s).value());
+}
 }  // namespace tw

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/algorithm.h"
 #include "engine/algo/outer.h"
 #include "engine/codec/codec.h"
 
@@ -62,7 +63,7 @@ public:
                                                            const std::vector<std::string>& names,
                                                            StreamingDiLoCoConfig cfg, int replica, int replicas);
 
-    std::string name() const override { return "streaming_diloco"; }
+    std::string name() const override { return to_string(Algorithm::kStreamingDiLoCo); }
     // At step s: first applies every fragment whose exchange started τ steps ago, then, when s is a
     // multiple of H/F, starts fragment ((s / (H/F)) − 1) mod F's exchange (and applies it now if τ = 0).
     // The report of a start carries the bytes, the clocks and overlap_steps = τ; an apply alone
@@ -95,5 +96,9 @@ private:
     int replica_ = 0, replicas_ = 1;
     std::deque<Pending> pending_;
 };
+
+// Its registry row (registry.cpp): the config's problems for Streaming DiLoCo, and its construction.
+void streaming_diloco_problems(const OuterBuild& b, std::vector<std::string>& problems);
+Result<std::unique_ptr<OuterAlgorithm>> make_streaming_diloco(OuterBuild b);
 
 }  // namespace tw

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/algorithm.h"
 #include "core/config_io.h"
 #include "core/network.h"
 #include "core/timeline.h"
@@ -14,7 +15,7 @@ namespace {
 
 std::string key_settings(const RunConfig& c) {
     char buf[160];
-    if (c.outer.algorithm == "diloco")
+    if (algorithm_of(c) == Algorithm::kDiLoCo)
         std::snprintf(buf, sizeof buf, "diloco, R=%lld, H=%lld, outer lr %.3g, momentum %.3g, %s, %s",
                       (long long)c.outer.replicas, (long long)c.outer.inner_steps, c.outer.lr, c.outer.momentum,
                       c.outer.dtype.c_str(), c.network.profile.c_str());

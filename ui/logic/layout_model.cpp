@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/algorithm.h"
 #include "core/config_io.h"
 #include "core/layout.h"
 
@@ -203,6 +204,15 @@ Status LayoutModel::save_file(const std::string& path) const {
     if (ok) err = errno;
     ::unlink(tmp.c_str());
     return Status::error("cannot write layout file " + path + ": " + std::strerror(err));
+}
+
+std::vector<const FieldInfo*> algorithm_fields(const RunConfig& cfg) {
+    std::vector<const FieldInfo*> out;
+    const auto algo = parse_algorithm(cfg.outer.algorithm);
+    if (!algo) return out;
+    for (auto& f : config_fields())
+        if (std::find(f.algorithms.begin(), f.algorithms.end(), *algo) != f.algorithms.end()) out.push_back(&f);
+    return out;
 }
 
 }  // namespace tw::ui

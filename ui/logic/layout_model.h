@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/config_io.h"
 #include "core/status.h"
 
 namespace tw::ui {
@@ -42,6 +43,11 @@ private:
     std::map<std::string, std::string> by_key_;
     std::vector<std::string> general_;
 };
+
+// The knobs of the algorithm `cfg` names, as the field table lists them (core/config_io.h
+// FieldInfo::algorithms, which comes from core/algorithm.h's rows), in the table's order: what the
+// editor draws under "algorithm". Empty for an unknown name or an algorithm without knobs (none, ddp).
+std::vector<const FieldInfo*> algorithm_fields(const RunConfig& cfg);
 
 // Splits a config error message ("N problems in the configuration:\n  file: key: reason...") into
 // key → reason; lines that name no known key go to `general`. Keys are recognised as the first

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <variant>
+
+#include "core/config_io.h"
 
 namespace tw::ui {
 namespace {
@@ -34,6 +37,17 @@ void choice_field(LayoutModel& m, const char* label, const char* key, std::strin
     if (ImGui::BeginCombo(label, v.c_str())) {
         for (const char* c : choices)
             if (ImGui::Selectable(c, v == c)) v = c;
+        ImGui::EndCombo();
+    }
+    error_for(m, key);
+}
+
+void choice_field(LayoutModel& m, const char* label, const char* key, std::string& v,
+                  const std::vector<std::string>& choices) {
+    ImGui::SetNextItemWidth(120);
+    if (ImGui::BeginCombo(label, v.c_str())) {
+        for (const auto& c : choices)
+            if (ImGui::Selectable(c.c_str(), v == c)) v = c;
         ImGui::EndCombo();
     }
     error_for(m, key);
@@ -133,6 +147,29 @@ void draw_pipeline(LayoutModel& model, RunConfig& c) {
     error_for(model, "pipeline.adaptations");
 }
 
+// One field of the table as its type asks: a number box, a checkbox, a list of choices or text.
+void draw_field(LayoutModel& m, const FieldInfo& f, RunConfig& c) {
+    const char* label = f.label.c_str();
+    const char* key = f.key.c_str();
+    const FieldPtr ptr = config_field_ptr(c, f.key);
+    switch (f.type) {
+        case FieldType::kInt: int_field(m, label, key, *std::get<int64_t*>(ptr)); break;
+        case FieldType::kFloat: float_field(m, label, key, *std::get<double*>(ptr)); break;
+        case FieldType::kBool:
+            ImGui::Checkbox(label, std::get<bool*>(ptr));
+            error_for(m, key);
+            break;
+        case FieldType::kString:
+            if (f.choices.empty()) text_field(m, label, key, *std::get<std::string*>(ptr));
+            else choice_field(m, label, key, *std::get<std::string*>(ptr), f.choices);
+            break;
+        default: error_for(m, key); break;  // list-valued keys are edited elsewhere
+    }
+    // The panel's one key-specific hint, kept from before the table drove it: Top-k as a density.
+    if (f.key == "outer.topk_k" && c.outer.topk_chunk > 0)
+        ImGui::TextDisabled("  density %.3f%%", 100.0 * c.outer.topk_k / double(c.outer.topk_chunk * c.outer.topk_chunk));
+}
+
 void section(const char* title) {
     ImGui::Separator();
     ImGui::TextDisabled("%s", title);
@@ -172,33 +209,10 @@ void LayoutPanel::draw(ViewState& v) {
         draw_pipeline(model, c);
     }
     section("algorithm");
-    choice_field(model, "outer algorithm", "outer.algorithm", c.outer.algorithm,
-                 {"none", "ddp", "diloco", "sparseloco", "streaming_diloco", "noloco"});
-    const std::string& algo = c.outer.algorithm;
-    if (algo != "none" && algo != "ddp") {
-        int_field(model, "H (inner steps)", "outer.inner_steps", c.outer.inner_steps);
-        float_field(model, "outer lr (eta)", "outer.lr", c.outer.lr);
-    }
-    if (algo == "diloco" || algo == "streaming_diloco" || algo == "noloco")
-        float_field(model, "outer momentum (mu)", "outer.momentum", c.outer.momentum);
-    if (algo == "diloco" || algo == "streaming_diloco")
-        choice_field(model, "wire dtype", "outer.dtype", c.outer.dtype, {"fp32", "bf16", "int8", "fp4"});
-    if (algo == "sparseloco") {
-        int_field(model, "top-k chunk side", "outer.topk_chunk", c.outer.topk_chunk);
-        int_field(model, "top-k per chunk", "outer.topk_k", c.outer.topk_k);
-        ImGui::TextDisabled("  density %.3f%%", 100.0 * c.outer.topk_k / double(c.outer.topk_chunk * c.outer.topk_chunk));
-        float_field(model, "error feedback beta", "outer.ef_beta", c.outer.ef_beta);
-        choice_field(model, "aggregation", "outer.aggregation", c.outer.aggregation,
-                     {"mean_over_replicas", "mean_over_selectors"});
-        ImGui::Checkbox("median-norm clipping", &c.outer.clip_median);
-    }
-    if (algo == "streaming_diloco") {
-        int_field(model, "fragments (F)", "outer.fragments", c.outer.fragments);
-        choice_field(model, "fragment order", "outer.fragment_order", c.outer.fragment_order, {"sequential", "strided"});
-        int_field(model, "overlap steps (tau)", "outer.overlap_steps", c.outer.overlap_steps);
-        float_field(model, "mixing (alpha)", "outer.mix_alpha", c.outer.mix_alpha);
-    }
-    if (algo == "noloco") int_field(model, "group size (g)", "outer.group_size", c.outer.group_size);
+    choice_field(model, "outer algorithm", "outer.algorithm", c.outer.algorithm, config_field("outer.algorithm")->choices);
+    // Each algorithm's knobs come from the field table (which keys it reads, their labels, types and
+    // choices), so a new algorithm's settings appear here without code of its own.
+    for (const FieldInfo* f : algorithm_fields(c)) draw_field(model, *f, c);
     int_field(model, "steps", "train.steps", c.train.steps);
     int_field(model, "batch per replica", "train.batch_size", c.train.batch_size);
     float_field(model, "inner lr", "train.lr", c.train.lr);

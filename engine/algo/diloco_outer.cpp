@@ -1,0 +1,110 @@
+// DiLoCo, arXiv 2311.08105: the DiLoCo class behind the OuterAlgorithm interface, and its registry functions.
+#include "engine/algo/diloco_outer.h"
+
+#include "core/algorithm.h"
+#include "core/wire_dtype.h"
+#include "engine/algo/diloco.h"
+#include "engine/algo/streaming_diloco.h"
+
+#include <torch/torch.h>
+
+namespace tw {
+namespace {
+
+std::string rank_mismatch(const char* algo, int replica, int replicas, const Collective& c) {
+    return std::string(algo) + ": built for replica " + std::to_string(replica) + " of " + std::to_string(replicas) +
+           ", collective has rank " + std::to_string(c.rank()) + " of " + std::to_string(c.size());
+}
+
+// DiLoCo with fp32 or bf16 on the wire: the DiLoCo class every H steps.
+class DiLoCoOuter : public OuterAlgorithm {
+public:
+    DiLoCoOuter(std::vector<torch::Tensor> params, DiLoCoConfig cfg, int64_t inner_steps, int replica, int replicas)
+        : params_(params),
+          diloco_(std::move(params), cfg),
+          dtype_(cfg.dtype),
+          inner_steps_(inner_steps),
+          replica_(replica),
+          replicas_(replicas) {}
+
+    std::string name() const override { return to_string(Algorithm::kDiLoCo); }
+
+    Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override {
+        if (step % inner_steps_ != 0) return RoundReport{};
+        if (c.rank() != replica_ || c.size() != replicas_)
+            return Result<RoundReport>::error(rank_mismatch(to_string(Algorithm::kDiLoCo), replica_, replicas_, c));
+        // DiLoCo's fp32/bf16 payload would carry NaN to every replica silently: check before sending,
+        // and send an empty payload instead, which the peers' sync() refuses at once.
+        for (auto& p : params_) {
+            if (torch::isfinite(p).all().item<bool>()) continue;
+            (void)c.all_gather({}, LinkClass::kOuterSync, sim_clock_s, nullptr);
+            return Result<RoundReport>::error(std::string(to_string(Algorithm::kDiLoCo)) + ": replica " + std::to_string(replica_) +
+                                              "'s parameters hold NaN or Inf at step " + std::to_string(step));
+        }
+        RoundReport rep;
+        if (Status s = diloco_.sync(c, sim_clock_s, &rep.clocks); !s) return s;
+        rep.synced = true;
+        rep.bytes_sent = static_cast<uint64_t>(replicas_ - 1) * DiLoCo::payload_bytes(diloco_.num_params(), dtype_);
+        rep.hops = 1;
+        rep.what = "round " + std::to_string(step / inner_steps_);
+        rep.guard_clipped = diloco_.last_guard_clipped();
+        return rep;
+    }
+
+    std::vector<torch::Tensor> eval_params() const override { return diloco_.global(); }
+    // Every replica holds the same θ after a round.
+    AgreedState agreed_state() const override { return {{}, diloco_.global()}; }
+
+private:
+    std::vector<torch::Tensor> params_;
+    DiLoCo diloco_;
+    WireDtype dtype_;
+    int64_t inner_steps_;
+    int replica_, replicas_;
+};
+
+// DiLoCo with int8 or fp4 on the wire: Streaming DiLoCo with one fragment, τ = 0 and α = 0 is exactly
+// DiLoCo with the wire codec applied per tensor (the per-tensor scales make it so).
+class CodecDiLoCoOuter : public OuterAlgorithm {
+public:
+    CodecDiLoCoOuter(std::unique_ptr<StreamingDiLoCo> s, int64_t inner_steps)
+        : s_(std::move(s)), inner_steps_(inner_steps) {}
+    std::string name() const override { return to_string(Algorithm::kDiLoCo); }
+    Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override {
+        auto rep = s_->after_step(step, c, sim_clock_s);
+        if (rep && rep->synced) rep->what = "round " + std::to_string(step / inner_steps_);
+        return rep;
+    }
+    std::vector<torch::Tensor> eval_params() const override { return s_->eval_params(); }
+    AgreedState agreed_state() const override { return s_->agreed_state(); }
+
+private:
+    std::unique_ptr<StreamingDiLoCo> s_;
+    int64_t inner_steps_;
+};
+
+}  // namespace
+
+void diloco_problems(const OuterBuild& b, std::vector<std::string>& p) {
+    const OuterConfig& o = b.cfg.outer;
+    if (!parse_wire_dtype(o.dtype))
+        p.push_back("outer.dtype \"" + o.dtype + "\" is unknown (expected fp32, bf16, int8 or fp4)");
+}
+
+Result<std::unique_ptr<OuterAlgorithm>> make_diloco(OuterBuild b) {
+    const OuterConfig& o = b.cfg.outer;
+    const WireDtype wire = parse_wire_dtype(o.dtype).value();  // checked by diloco_problems
+    if (wire == WireDtype::kFp32 || wire == WireDtype::kBf16) {  // DiLoCo's own dense path
+        DiLoCoConfig dc{o.lr, o.momentum, wire, o.guard_ratio};
+        return std::unique_ptr<OuterAlgorithm>(
+            std::make_unique<DiLoCoOuter>(std::move(b.params), dc, o.inner_steps, b.replica, b.replicas));
+    }
+    StreamingDiLoCoConfig sc{o.inner_steps, 1,    FragmentOrder::kSequential, 0, 0.0, o.lr, o.momentum, o.dtype,
+                             o.guard_ratio};
+    if (b.names.empty()) b.names.assign(b.params.size(), "");
+    auto s = StreamingDiLoCo::create(std::move(b.params), b.names, sc, b.replica, b.replicas);
+    if (!s) return s.status();
+    return std::unique_ptr<OuterAlgorithm>(std::make_unique<CodecDiLoCoOuter>(std::move(s).value(), o.inner_steps));
+}
+
+}  // namespace tw

@@ -1,0 +1,19 @@
+// DiLoCo (Douillard et al., arXiv 2311.08105), METHODS.md §2, as an OuterAlgorithm: fp32/bf16 on
+// the wire run the DiLoCo class (diloco.h) every H steps; int8/fp4 run Streaming DiLoCo with one
+// fragment, τ = 0, α = 0, which is exactly DiLoCo with the codec applied per tensor. Its registry
+// row (registry.cpp) points at the two functions below.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/algo/outer.h"
+
+namespace tw {
+
+// outer.dtype must be one of the wire dtypes (core/wire_dtype.h).
+void diloco_problems(const OuterBuild& b, std::vector<std::string>& problems);
+Result<std::unique_ptr<OuterAlgorithm>> make_diloco(OuterBuild b);
+
+}  // namespace tw

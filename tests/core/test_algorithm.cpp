@@ -1,0 +1,88 @@
+// The algorithm registry's core side (core/algorithm.h): the table in enum order, names both ways,
+// the traits that validate_config asks instead of comparing names, the keys each algorithm's
+// settings live in, and the field table's metadata the layout editor draws from.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/algorithm.h"
+#include "core/config_io.h"
+
+namespace tw {
+namespace {
+
+TEST(AlgorithmRegistry, TableIsInEnumOrderAndNamesRoundTrip) {
+    const auto& t = algorithm_table();
+    for (size_t i = 0; i < t.size(); ++i) {
+        EXPECT_EQ(static_cast<size_t>(t[i].id), i);
+        EXPECT_EQ(parse_algorithm(t[i].name), t[i].id);
+        EXPECT_STREQ(to_string(t[i].id), t[i].name);
+    }
+    EXPECT_FALSE(parse_algorithm("gossip"));
+    EXPECT_EQ(algorithm_names(), "none, ddp, diloco, sparseloco, streaming_diloco, noloco, demo");
+    EXPECT_EQ(algorithm_names_where([](const AlgorithmTraits& a) { return a.multi_node_replicas; }), "ddp or diloco");
+}
+
+TEST(AlgorithmRegistry, ValidationAsksTheTraits) {
+    auto has = [](const Result<RunConfig>& r, const std::string& part) {
+        return !r && r.message().find(part) != std::string::npos;
+    };
+    // Multi-node replicas: only the algorithms whose traits allow them.
+    auto r = parse_config("[outer]\nalgorithm = \"sparseloco\"\nreplicas = 2\n[cluster]\nnodes_per_replica = 2\n", "x");
+    EXPECT_TRUE(has(r, "cluster.nodes_per_replica 2: replicas of several nodes run ddp or diloco; sparseloco needs one "
+                       "node per replica"))
+        << r.message();
+    EXPECT_TRUE(parse_config("[outer]\nalgorithm = \"diloco\"\nreplicas = 2\n[cluster]\nnodes_per_replica = 2\n", "x"));
+    // Wire dtypes: an algorithm with its own wire format refuses outer.dtype.
+    r = parse_config("[outer]\nalgorithm = \"noloco\"\nreplicas = 2\ndtype = \"bf16\"\n", "x");
+    EXPECT_TRUE(has(r, "outer.dtype \"bf16\" does not apply to noloco")) << r.message();
+    EXPECT_TRUE(parse_config("[outer]\nalgorithm = \"streaming_diloco\"\nreplicas = 2\ninner_steps = 30\ndtype = \"fp4\"\n", "x"));
+    // Pipelines: Streaming DiLoCo has none.
+    r = parse_config("[outer]\nalgorithm = \"streaming_diloco\"\nreplicas = 2\ninner_steps = 30\n[cluster]\nstages = 2\n"
+                     "[model]\ntie_embeddings = false\n",
+                     "x");
+    EXPECT_TRUE(has(r, "not streaming_diloco")) << r.message();
+    // A row's own check runs only for its algorithm: an odd topk_k matters to SparseLoCo alone.
+    r = parse_config("[outer]\nalgorithm = \"sparseloco\"\nreplicas = 2\ntopk_k = 7\n", "x");
+    EXPECT_TRUE(has(r, "outer.topk_k 7 must be even")) << r.message();
+    EXPECT_TRUE(parse_config("[outer]\nalgorithm = \"diloco\"\nreplicas = 2\ntopk_k = 7\n", "x"));
+    r = parse_config("[outer]\nalgorithm = \"demo\"\nreplicas = 2\ndemo_chunk = 4\ndemo_topk = 17\n", "x");
+    EXPECT_TRUE(has(r, "outer.demo_topk 17 exceeds outer.demo_chunk² (16")) << r.message();
+    r = parse_config("[outer]\nalgorithm = \"noloco\"\nreplicas = 2\ngroup_size = 3\n", "x");
+    EXPECT_TRUE(has(r, "outer.group_size 3 exceeds outer.replicas 2")) << r.message();
+}
+
+TEST(AlgorithmRegistry, FieldTableKnowsWhichAlgorithmsEachKeyAppliesTo) {
+    // Every key a traits row lists is a key of the field table.
+    for (auto& t : algorithm_table())
+        for (const char* k : t.keys) EXPECT_NE(config_field(k), nullptr) << t.name << ": " << k;
+    const FieldInfo* topk = config_field("outer.demo_topk");
+    ASSERT_NE(topk, nullptr);
+    EXPECT_EQ(topk->type, FieldType::kInt);
+    EXPECT_EQ(topk->min, 1);
+    EXPECT_EQ(topk->max, 4096);
+    EXPECT_EQ(topk->algorithms, std::vector<Algorithm>{Algorithm::kDeMo});
+    EXPECT_FALSE(topk->label.empty());
+    const FieldInfo* values = config_field("outer.demo_values");
+    ASSERT_NE(values, nullptr);
+    EXPECT_EQ(values->choices, (std::vector<std::string>{"fp32", "sign"}));
+    EXPECT_EQ(config_field("outer.momentum")->algorithms,
+              (std::vector<Algorithm>{Algorithm::kDiLoCo, Algorithm::kStreamingDiLoCo, Algorithm::kNoLoCo}));
+    EXPECT_TRUE(config_field("outer.replicas")->algorithms.empty());  // general
+    EXPECT_EQ(config_field("model.d_model")->label, "model.d_model");  // no label: the key
+    // The algorithm's choices are the table's names.
+    std::vector<std::string> names;
+    for (auto& t : algorithm_table()) names.emplace_back(t.name);
+    EXPECT_EQ(config_field("outer.algorithm")->choices, names);
+    // Every outer.* key but the general ones belongs to some algorithm, so the editor draws it.
+    for (auto& f : config_fields())
+        if (f.key.rfind("outer.", 0) == 0 && f.key != "outer.algorithm" && f.key != "outer.replicas")
+            EXPECT_FALSE(f.algorithms.empty()) << f.key;
+    // The pointer reaches the value.
+    RunConfig c;
+    *std::get<int64_t*>(config_field_ptr(c, "outer.demo_topk")) = 12;
+    EXPECT_EQ(c.outer.demo_topk, 12);
+}
+
+}  // namespace
+}  // namespace tw
