@@ -9,7 +9,7 @@
 set -euo pipefail
 tw="$1"
 work="$(mktemp -d)"
-trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'pkill -KILL -P $$ 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 db="$work/runs.db"
 
@@ -81,8 +81,11 @@ for ens in homogeneous hetero_size hetero_steps; do
   done
 done
 [ "$(value "$threads" hdee hdee.homogeneous.steps.news)" = "12" ] || fail "homogeneous steps are not train.steps"
-"$tw" --db "$db" runs show "$(last_id)" | grep -q "hdee.hetero_size.posterior.news" || fail "runs show lacks the figures"
-"$tw" --db "$db" runs show "$(last_id)" | grep -q '^domain_genres = \[ "ab", "kl" \]' || fail "[hdee] not in the resolved config"
+show="$("$tw" --db "$db" runs show "$(last_id)")"
+grep -q "^hdee.hetero_size.posterior.news " <<<"$show" || fail "runs show lacks the figures: $show"
+grep -q "^domain_genres = \[ 'ab', 'kl' \]" <<<"$show" || fail "[hdee] not in the resolved config: $show"
+"$tw" --db "$db" report "$(last_id)" --out "$work/rep" > /dev/null || fail "report failed"
+grep -q "^| run [0-9]* hdee-threads | hetero_steps | fiction | " "$work/rep/report.md" || fail "the report lacks the HDEE table: $(cat "$work/rep/report.md")"
 
 # The same layout on child processes: every stored figure equal to the threads run's.
 out="$(run --set run.threads=1 --set cluster.mode=local --set run.name=hdee-local)"
@@ -114,8 +117,9 @@ pid=$!
 for _ in $(seq 600); do grep -q "step" "$work/stop.log" && break; sleep 0.1; done
 kill -INT "$pid"
 wait "$pid" && fail "an interrupted run exited 0"
-"$tw" --db "$db" runs list | grep "hdee-stop" | grep -q interrupted || fail "the stopped run is not interrupted: $("$tw" --db "$db" runs list)"
-"$tw" --db "$db" runs list | grep -q running && fail "a run is left running"
+list="$("$tw" --db "$db" runs list)"
+grep "hdee-stop" <<<"$list" | grep -q interrupted || fail "the stopped run is not interrupted: $("$tw" --db "$db" runs list)"
+grep -q running <<<"$list" && fail "a run is left running"
 
 # The alias wants an [hdee] section.
 sed '/^\[hdee\]/,$d' "$work/hdee.toml" > "$work/plain.toml"

@@ -141,7 +141,7 @@ TEST(Protocol, RoleFromJsonNamesEveryBadField) {
         {[](auto& j) { j["name"] = "replica 0"; }, "\"name\" may hold only"},
         {[](auto& j) { j["name"] = "../etc"; }, "\"name\" may hold only"},
         {[](auto& j) { j["name"] = 7; }, "\"name\" must be a string"},
-        {[](auto& j) { j["kind"] = "evil"; }, "\"kind\" must be \"full\" or \"pipeline\""},
+        {[](auto& j) { j["kind"] = "evil"; }, "\"kind\" must be \"full\", \"pipeline\" or \"expert\""},
         // get<int>() would have truncated 1.5 to 1 and wrapped 2^32 + 1 to 1.
         {[](auto& j) { j["replica"] = 1.5; }, "\"replica\" must be an integer"},
         {[](auto& j) { j["replicas"] = 4294967297LL; }, "\"replicas\" must be an integer in [1, 65535]"},
