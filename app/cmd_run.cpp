@@ -168,6 +168,7 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
         print_nodes(r);
         if (cfg.skippipe.enabled()) print_skippipe(r);
         std::printf("  unigram baseline %.4f nats/token\n", r.unigram);
+        if (!r.hdee_tables.empty()) std::printf("%s", r.hdee_tables.c_str());
         if (r.status != RunStatus::kFinished) rc = r.status == RunStatus::kInterrupted ? 130 : 1;
         results.push_back(std::move(r));
         if (rc) break;

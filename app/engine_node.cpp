@@ -8,6 +8,7 @@
 
 #include "core/layout.h"
 #include "engine/data/dataset.h"
+#include "engine/ensemble/hdee.h"
 #include "engine/model/llama.h"
 #include "engine/worker/pipeline_worker.h"
 #include "engine/worker/replica_worker.h"
@@ -59,6 +60,8 @@ DataPreparer engine_data_preparer() {
 
 WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
     return [ctx](const RunConfig& cfg, const NodeRole& role, const NodeSite& site) -> Result<std::unique_ptr<Worker>> {
+        // An HDEE expert talks to nobody but the coordinator: no mesh, no gradient group.
+        if (role.kind == "expert") return make_expert_worker(cfg, role);
         const bool grad_group = role.grad_group.size > 1;
         if (!site.public_key.empty()) {
             if (role.mesh_rank >= 0 && role.mesh_keys.size() != role.mesh_endpoints.size())

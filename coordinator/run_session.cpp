@@ -12,6 +12,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "core/hdee_results.h"
 #include "coordinator/store_sink.h"
 #include "core/algorithm.h"
 #include "core/config_io.h"
@@ -123,7 +124,7 @@ void Session::body(RunConfig cfg) {
         RunNode rn;
         rn.node = roles[i].name;
         rn.endpoint = ni.endpoint;
-        rn.role = one_node ? "trainer" : to_string(algorithm_of(cfg));
+        rn.role = cfg.hdee.enabled() ? "hdee" : one_node ? "trainer" : to_string(algorithm_of(cfg));
         rn.kind = roles[i].kind;
         rn.replica = roles[i].replica;
         rn.rank = roles[i].rank;
@@ -133,7 +134,13 @@ void Session::body(RunConfig cfg) {
         check(store.add_node(out.run_id, rn));
         out.nodes.push_back(roles[i].name);
     }
-    if (print_) std::printf("run %lld \"%s\": %s, %lld replica%s × %lld node%s on %s (%d node%s, %lld thread%s each), %lld steps\n",
+    if (print_ && cfg.hdee.enabled())
+        std::printf("run %lld \"%s\": hdee, %zu ensembles × %zu domains, one expert node each, on %s (%d nodes, %lld "
+                    "thread%s each), %lld steps per homogeneous expert\n",
+                    (long long)out.run_id, cfg.run.name.c_str(), kHdeeEnsembles, cfg.hdee.domains.size(),
+                    cfg.cluster.mode.c_str(), n, (long long)cfg.run.threads, cfg.run.threads == 1 ? "" : "s",
+                    (long long)cfg.train.steps);
+    else if (print_) std::printf("run %lld \"%s\": %s, %lld replica%s × %lld node%s on %s (%d node%s, %lld thread%s each), %lld steps\n",
                 (long long)out.run_id, cfg.run.name.c_str(),
                 one_node ? "one node" : to_string(algorithm_of(cfg)), (long long)cfg.outer.replicas,
                 cfg.outer.replicas == 1 ? "" : "s", (long long)cfg.cluster.nodes_per_replica,
@@ -181,6 +188,18 @@ void Session::body(RunConfig cfg) {
             for (size_t i = 0; i < roles.size(); ++i)
                 all = all && (coord->nodes()[i].done || coord->nodes()[i].heartbeat_age_s > cfg.cluster.heartbeat_timeout_s);
             if (all) break;
+        }
+    }
+    if (cfg.hdee.enabled() && outcome->status == RunStatus::kFinished) {
+        // Every expert has finished and sent its scores: the ensembles are plain arithmetic here.
+        auto res = combine_hdee(cfg, sink.scores);
+        if (!res) {
+            outcome = RunOutcome{RunStatus::kFailed, res.message()};
+        } else {
+            std::vector<MetricRecord> rows;
+            for (auto& [name, v] : hdee_metrics(cfg, *res)) rows.push_back({kHdeeMetricNode, 0, -1, since_s(t0), 0, name, v});
+            sink.on_metrics(rows);
+            out.hdee_tables = hdee_tables(cfg, *res);
         }
     }
     if (Status f = sink.flush(); !f) std::fprintf(stderr, "thinwire: metrics not stored: %s\n", f.message().c_str());

@@ -46,6 +46,7 @@ struct SessionResult {
     std::vector<std::string> nodes;                // role names, node order
     std::map<std::string, WorkerSummary> summary;  // by role name
     std::map<std::string, ReplicaTrace> traces;    // per-step compute and per-round bytes, for re-timing
+    std::string hdee_tables;                       // an HDEE run's combined figures as text ("" otherwise)
 };
 
 // What a front end shows while the session runs; copied under a lock.

@@ -31,12 +31,15 @@ public:
 
     void on_metrics(const std::vector<MetricRecord>& records) override;
     void on_event(const EventRecord& e) override;
+    // Keeps an HDEE expert's scores for the session to combine once every expert has finished.
+    void on_scores(const std::string& node, ExpertScores scores) override { this->scores[node] = std::move(scores); }
     // Writes the pending metric rows; a failed write keeps them for the next flush.
     Status flush();
     // Redraws the block of progress lines on a terminal (at most twice a second).
     void redraw();
 
     std::map<std::string, ReplicaTrace> traces;  // by node: per-step compute and per-round exchanges
+    std::map<std::string, ExpertScores> scores;  // by node: HDEE experts' scores (core/hdee_mixture.h)
 
 private:
     using Clock = std::chrono::steady_clock;

@@ -168,6 +168,26 @@ struct SkipPipeConfig {
     bool enabled() const { return stages >= 2; }
 };
 
+// [hdee] — HDEE expert ensembles (METHODS.md §9, docs/hdee.md; planning in core/hdee_plan.h).
+// Active when `domains` is set: the run's nodes are then experts, one per (ensemble, domain) for the
+// three ensembles homogeneous, hetero_size and hetero_steps, each training alone on its domain's
+// genres. The homogeneous experts train train.steps steps at homogeneous_d_ff and set the FLOPs
+// budget; the heterogeneous ensembles' steps are proportions, scaled to that budget. Per-domain
+// lists take one entry (every domain alike) or one per domain, in `domains` order.
+struct HdeeConfig {
+    std::vector<std::string> domains;          // domain names (node names "ENSEMBLE.DOMAIN"); empty = no HDEE
+    std::vector<std::string> domain_genres;    // per domain, its Brown genre letters as one string, e.g. "abc"
+    double prior_alpha = 1.0;                  // add-alpha smoothing of the posterior rule's prior (> 0)
+    int64_t eval_doc_tokens = 0;               // leading tokens of each validation document scored; 0 = all
+    int64_t homogeneous_d_ff = 0;              // MLP width of every homogeneous expert; 0 = model.d_ff's
+    std::vector<int64_t> hetero_size_d_ff;     // widths per domain (0 = model's); empty = homogeneous_d_ff
+    std::vector<int64_t> hetero_size_steps;    // step proportions per domain; empty = equal
+    std::vector<int64_t> hetero_steps_d_ff;    // widths per domain; empty = homogeneous_d_ff
+    std::vector<int64_t> hetero_steps_steps;   // step proportions per domain; empty = equal
+
+    bool enabled() const { return !domains.empty(); }
+};
+
 // [run]
 struct RunSection {
     std::string name = "default";   // label stored with the run
@@ -185,6 +205,7 @@ struct RunConfig {
     ClusterConfig cluster;
     PipelineConfig pipeline;
     SkipPipeConfig skippipe;
+    HdeeConfig hdee;
 
     // Pipeline replicas among outer.replicas (0 when cluster.stages == 1).
     int64_t pipeline_replicas() const {

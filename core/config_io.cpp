@@ -147,6 +147,16 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"skippipe.head_s", &c.skippipe.head_s, 0, 1e6},
         {"skippipe.eval_paths", &c.skippipe.eval_paths, 0, 1024},
         {"skippipe.full", &c.skippipe.full},
+
+        {"hdee.domains", &c.hdee.domains},
+        {"hdee.domain_genres", &c.hdee.domain_genres},
+        {"hdee.prior_alpha", &c.hdee.prior_alpha, 1e-9, 1e9},
+        {"hdee.eval_doc_tokens", &c.hdee.eval_doc_tokens, 0, 1e12},
+        {"hdee.homogeneous_d_ff", &c.hdee.homogeneous_d_ff, 0, 1 << 20},
+        {"hdee.hetero_size_d_ff", &c.hdee.hetero_size_d_ff, 0, 1 << 20},
+        {"hdee.hetero_size_steps", &c.hdee.hetero_size_steps, 1, 1e9},
+        {"hdee.hetero_steps_d_ff", &c.hdee.hetero_steps_d_ff, 0, 1 << 20},
+        {"hdee.hetero_steps_steps", &c.hdee.hetero_steps_steps, 1, 1e9},
     };
 }
 
@@ -563,6 +573,66 @@ void validate_pipeline(const RunConfig& c, std::vector<std::string>& p) {
                     "with compressed ones");
 }
 
+// [hdee] against the rest of the config (core/hdee_plan.h plans the experts from it).
+void validate_hdee(const RunConfig& c, std::vector<std::string>& p) {
+    const HdeeConfig& h = c.hdee;
+    const size_t D = h.domains.size();
+    if (!h.enabled()) {
+        if (!h.domain_genres.empty() || !h.hetero_size_d_ff.empty() || !h.hetero_size_steps.empty() ||
+            !h.hetero_steps_d_ff.empty() || !h.hetero_steps_steps.empty())
+            p.push_back("hdee.domains: the [hdee] section needs its domains");
+        return;
+    }
+    std::vector<std::string> seen_names;
+    for (const std::string& d : h.domains) {
+        const bool plain = !d.empty() && d.size() <= 24 &&
+                           std::all_of(d.begin(), d.end(), [](char ch) {
+                               return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                                      ch == '_' || ch == '-';
+                           });
+        if (!plain)
+            p.push_back("hdee.domains: \"" + d + "\" must be 1-24 letters, digits, '_' or '-' (it names nodes)");
+        if (std::find(seen_names.begin(), seen_names.end(), d) != seen_names.end())
+            p.push_back("hdee.domains: \"" + d + "\" is listed twice");
+        seen_names.push_back(d);
+    }
+    if (h.domain_genres.size() != D)
+        p.push_back("hdee.domain_genres has " + std::to_string(h.domain_genres.size()) + " entries for " +
+                    std::to_string(D) + " domains (one string of Brown genre letters per domain, e.g. \"abc\")");
+    std::string used;
+    for (size_t d = 0; d < h.domain_genres.size(); ++d) {
+        const std::string& g = h.domain_genres[d];
+        if (g.empty()) p.push_back("hdee.domain_genres[" + std::to_string(d) + "] is empty");
+        for (char ch : g) {
+            if (std::string("abcdefghjklmnpr").find(ch) == std::string::npos)
+                p.push_back("hdee.domain_genres[" + std::to_string(d) + "]: '" + std::string(1, ch) +
+                            "' is not a Brown genre (a-h, j-n, p, r)");
+            else if (used.find(ch) != std::string::npos)
+                p.push_back("hdee.domain_genres: genre '" + std::string(1, ch) + "' is in two domains");
+            else
+                used += ch;
+        }
+    }
+    for (auto [key, v] : {std::pair<const char*, const std::vector<int64_t>*>{"hdee.hetero_size_d_ff", &h.hetero_size_d_ff},
+                          {"hdee.hetero_size_steps", &h.hetero_size_steps},
+                          {"hdee.hetero_steps_d_ff", &h.hetero_steps_d_ff},
+                          {"hdee.hetero_steps_steps", &h.hetero_steps_steps}})
+        if (v->size() > 1 && v->size() != D)
+            p.push_back(std::string(key) + " has " + std::to_string(v->size()) + " entries for " + std::to_string(D) +
+                        " domains (give one for all or one per domain)");
+    if (c.outer.algorithm != "none")
+        p.push_back("outer.algorithm \"" + c.outer.algorithm + "\": HDEE experts train alone (\"none\")");
+    if (c.cluster.stages > 1 || c.cluster.nodes_per_replica > 1)
+        p.push_back("cluster.stages / cluster.nodes_per_replica: an HDEE expert is one node");
+    if (!c.data.genres.empty()) p.push_back("data.genres: leave unset with [hdee] (hdee.domain_genres sets it per expert)");
+    if (!c.data.train_shard.empty()) p.push_back("data.train_shard: HDEE needs the corpus's genres");
+    if (!c.train.ckpt_path.empty()) p.push_back("train.ckpt_path: HDEE experts do not checkpoint");
+    if (c.train.steps < 1) p.push_back("train.steps: the homogeneous experts' steps must be at least 1");
+    if (h.eval_doc_tokens > 0 && h.eval_doc_tokens <= c.model.seq_len)
+        p.push_back("hdee.eval_doc_tokens " + std::to_string(h.eval_doc_tokens) + " is not above model.seq_len " +
+                    std::to_string(c.model.seq_len) + " (0 = whole documents)");
+}
+
 }  // namespace
 
 Status validate_config(const RunConfig& c) {
@@ -609,6 +679,7 @@ Status validate_config(const RunConfig& c) {
                     std::to_string(c.model.n_layer) + " (a stage holds at least one block)");
     validate_pipeline(c, p);
     validate_skippipe(c, p);
+    validate_hdee(c, p);
     if (c.cluster.heartbeat_timeout_s <= 2 * c.cluster.heartbeat_s)
         p.push_back("cluster.heartbeat_timeout_s must exceed twice cluster.heartbeat_s");
     if (c.cluster.mode == "remote" && c.cluster.endpoints.empty())
@@ -681,6 +752,8 @@ std::string to_toml(const RunConfig& cfg_in) {
     for (const char* sec : {"run", "model", "data", "train", "outer", "network", "cluster", "pipeline", "skippipe"}) {
         os << "[" << sec << "]\n" << sections[sec] << "\n\n";
     }
+    // Written (and so hashed) only when set: every run without it keeps its resolved text and hash.
+    if (cfg.hdee.enabled()) os << "[hdee]\n" << sections["hdee"] << "\n\n";
     return os.str();
 }
 

@@ -2,6 +2,7 @@
 #include "core/layout.h"
 
 #include "core/algorithm.h"
+#include "core/hdee_plan.h"
 
 namespace tw {
 
@@ -37,6 +38,8 @@ Result<NodeEndpoints> derive_endpoints(const std::string& control) {
 
 int64_t nodes_needed(const RunConfig& cfg) {
     if (cfg.skippipe.enabled()) return cfg.skippipe.stages * cfg.skippipe.replicas;
+
+    if (cfg.hdee.enabled()) return static_cast<int64_t>(hdee_experts(cfg));
     const int64_t pipes = cfg.pipeline_replicas();
     return (cfg.outer.replicas - pipes) * cfg.cluster.nodes_per_replica + pipes * cfg.cluster.stages;
 }
@@ -100,6 +103,26 @@ std::vector<NodeRole> skippipe_roles(const RunConfig& cfg, const std::vector<Nod
     return roles;
 }
 
+// Roles of an HDEE layout: one expert node per (ensemble, domain), no mesh, no group.
+std::vector<NodeRole> expert_roles(const RunConfig& cfg, const std::vector<HdeeEnsemble>& plan) {
+    const size_t D = cfg.hdee.domains.size();
+    std::vector<NodeRole> roles;
+    for (size_t e = 0; e < plan.size(); ++e)
+        for (size_t d = 0; d < D; ++d) {
+            NodeRole role;
+            role.name = hdee_expert_name(cfg, e, d);
+            role.kind = "expert";
+            role.replica = static_cast<int>(roles.size());
+            role.replicas = static_cast<int>(plan.size() * D);
+            role.expert_ensemble = static_cast<int>(e);
+            role.expert_domain = static_cast<int>(d);
+            role.expert_d_ff = plan[e].d_ff[d];
+            role.expert_steps = plan[e].steps[d];
+            roles.push_back(role);
+        }
+    return roles;
+}
+
 }  // namespace
 
 Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vector<std::string>& control_endpoints,
@@ -112,8 +135,11 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
                     std::to_string(cfg.skippipe.stages) + " × skippipe.replicas " + std::to_string(cfg.skippipe.replicas) +
                     "), the cluster has " + std::to_string(control_endpoints.size()));
     if (!cfg.skippipe.enabled() && static_cast<int64_t>(control_endpoints.size()) < need)
-        p.push_back("too few nodes: the layout needs " + std::to_string(need) + " (" + std::to_string(R) +
-                    " replicas × " + std::to_string(n) + " nodes × 1 stages" +
+        p.push_back("too few nodes: the layout needs " + std::to_string(need) + " (" +
+                    (cfg.hdee.enabled()
+                         ? std::to_string(kHdeeEnsembles) + " ensembles × " + std::to_string(cfg.hdee.domains.size()) +
+                               " domains, one expert node each"
+                         : std::to_string(R) + " replicas × " + std::to_string(n) + " nodes × 1 stages") +
                     (cfg.pipeline_replicas() > 0 ? ", " + std::to_string(cfg.pipeline_replicas()) +
                                                        " of them pipelines of " + std::to_string(cfg.cluster.stages) +
                                                        " stages"
@@ -134,6 +160,11 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
     }
 
     if (cfg.skippipe.enabled()) return skippipe_roles(cfg, eps);
+    if (cfg.hdee.enabled()) {
+        auto plan = plan_hdee(cfg);
+        if (!plan) return Result<std::vector<NodeRole>>::error("the layout does not fit the cluster: " + plan.message());
+        return expert_roles(cfg, *plan);
+    }
     if (cfg.cluster.stages > 1) return pipeline_roles(cfg, eps);
 
     auto store_of = [&](int node) {

@@ -27,7 +27,8 @@ struct NodeEndpoints {
 // Derives the other endpoints from a control endpoint; errors name the endpoint.
 Result<NodeEndpoints> derive_endpoints(const std::string& control);
 
-// Nodes the layout needs: replicas × nodes_per_replica, where a pipeline replica has cluster.stages.
+// Nodes the layout needs: replicas × nodes_per_replica, where a pipeline replica has cluster.stages;
+// with an [hdee] section, one expert per ensemble and domain (core/hdee_plan.h).
 int64_t nodes_needed(const RunConfig& cfg);
 
 // In a run with pipeline replicas every node is a member of one data-plane mesh, in node order:
@@ -36,7 +37,9 @@ int64_t nodes_needed(const RunConfig& cfg);
 int pipeline_mesh_rank(const RunConfig& cfg, int replica, int stage);
 
 // Checks the layout against the nodes and assigns roles, node i → roles[i]. Every problem at once:
-// too few nodes, more stages than layers, an unknown algorithm. `free_port` is asked for a
+// too few nodes, more stages than layers, an unknown algorithm. With [hdee], node ensemble·D + domain
+// is that expert (kind "expert", named "ENSEMBLE.DOMAIN"), with the steps plan_hdee matched to the
+// homogeneous budget; cfg.model.vocab_size must then be the run's (the FLOPs count the head). `free_port` is asked for a
 // store port when a group's rank-0 node has no TCP host of its own.
 Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vector<std::string>& control_endpoints,
                                            const std::function<int()>& free_port);

@@ -21,7 +21,8 @@ struct GlooGroupSpec {
 
 struct NodeRole {
     std::string name;          // "replica-0", or "replica-1.2" for rank 2 of replica 1; MetricRecord::node
-    std::string kind = "full";  // "full" replica, a "pipeline" replica's stage node, or a "skippipe" stage node
+    std::string kind = "full";  // "full" replica, a "pipeline" replica's stage node, a "skippipe" stage node
+                                // or an HDEE "expert"
     int replica = 0;           // 0 ≤ replica < replicas
     int replicas = 1;          // R
     int rank = 0;              // rank inside the replica (its DDP group); 0 is the replica's leader
@@ -39,6 +40,14 @@ struct NodeRole {
     // prepared data must match it before any step. "" = no check (roles built by hand in tests).
     std::string data_fingerprint;
     GlooGroupSpec grad_group;  // gradients all-reduced every step (DDP: all nodes; DiLoCo: the replica's nodes)
+    // An HDEE expert (kind "expert", core/hdee_plan.h): its ensemble (index into kHdeeEnsembleNames)
+    // and domain (index into hdee.domains), and the MLP width (0 = model.d_ff) and optimizer steps
+    // the coordinator planned for it at equal FLOPs. -1 / 0 for every other kind. An expert has no
+    // mesh and no gradient group: it talks to nobody but the coordinator.
+    int expert_ensemble = -1;
+    int expert_domain = -1;
+    int64_t expert_d_ff = 0;
+    int64_t expert_steps = 0;
 
     int global_rank() const { return replica * replica_nodes + rank; }
     int world() const { return replicas * replica_nodes; }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/hdee_mixture.h"
 #include "core/metrics.h"
 #include "core/role.h"
 #include "core/status.h"
@@ -37,6 +38,13 @@ public:
     virtual ~MetricSink() = default;
     virtual void metrics(std::vector<MetricRecord> records) = 0;
     virtual void event(EventRecord event) = 0;
+    // An HDEE expert's scores of the shared evaluation documents (core/hdee_mixture.h), sent once
+    // after training and before the worker returns. A sink that takes none says so in an error
+    // event rather than dropping them silently.
+    virtual void scores(ExpertScores s) {
+        event({0, "", EventLevel::kError, "scores",
+               "scores of " + std::to_string(s.logp.size()) + " tokens dropped: this sink takes none"});
+    }
 };
 
 // Final figures of a worker, by name ("val.loss", "sim_s", "bytes.outer.sent", ...), for the summary table.

@@ -222,6 +222,7 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
         nodes_[i].name = roles[i].name;
         nodes_[i].state = "configured";
         nodes_[i].done = false;
+        nodes_[i].error.clear();
         s.by_name[roles[i].name] = i;
         s.in_run[i] = true;
     }
@@ -319,11 +320,23 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
             sink.on_event({m.body.value("wall_s", 0.0), name, static_cast<EventLevel>(m.body.value("level", 0)),
                            m.body.value("event", ""), m.body.value("text", "")});
             break;
+        case MsgKind::kScores: {
+            // A malformed frame fails the run, naming the node; it never reaches the arithmetic.
+            auto scores = scores_from_message(m);
+            if (scores) {
+                sink.on_scores(name, std::move(*scores));
+            } else {
+                n.error = scores.message();
+                if (!s.first_failure) s.first_failure = it->second;
+            }
+            break;
+        }
         case MsgKind::kDone:
             n.done = true;
             n.ok = m.body.value("ok", false);
             n.stopped = m.body.value("stopped", false);
-            n.error = m.body.value("error", "");
+            // A refused scores frame's error stays when the node itself ends well.
+            if (const std::string e = m.body.value("error", ""); !e.empty() || n.error.empty()) n.error = e;
             n.state = !n.ok ? "failed" : (n.stopped ? "stopped" : "finished");
             if (!n.ok && !s.first_failure) s.first_failure = it->second;
             if (m.body.contains("summary") && m.body["summary"].is_object())

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/hdee_mixture.h"
 #include "core/metrics.h"
 #include "core/role.h"
 #include "core/status.h"
@@ -52,6 +53,12 @@ public:
     virtual ~CoordinatorSink() = default;
     virtual void on_metrics(const std::vector<MetricRecord>& records) = 0;
     virtual void on_event(const EventRecord& event) = 0;
+    // An HDEE expert's scores (remote/protocol.h "scores"), parsed but not yet checked against the
+    // run. A sink of a run that takes none records a warning instead.
+    virtual void on_scores(const std::string& node, ExpertScores scores) {
+        on_event({0, node, EventLevel::kWarning, "scores",
+                  "scores of " + std::to_string(scores.logp.size()) + " tokens ignored: this run takes none"});
+    }
 };
 
 struct RunOutcome {

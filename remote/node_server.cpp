@@ -48,6 +48,7 @@ public:
                   {"text", e.text}};
         push(std::move(m));
     }
+    void scores(ExpertScores s) override { push(scores_message(name_, s)); }
     void push(Message m) {
         std::lock_guard<std::mutex> lock(mu_);
         out_.push_back(std::move(m));

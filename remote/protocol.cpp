@@ -17,7 +17,7 @@ namespace {
 constexpr const char* kKindNames[] = {"hello",  "capabilities", "configure", "start",     "pause",
                                       "resume", "stop",         "status",    "heartbeat", "shutdown",
                                       "ok",     "error",        "metrics",   "event",     "done",
-                                      "prepare", "prepared"};
+                                      "prepare", "prepared", "scores"};
 constexpr size_t kKinds = sizeof(kKindNames) / sizeof(kKindNames[0]);
 
 // The deepest array/object nesting of `text` outside JSON strings (a `\` inside a string escapes
@@ -150,6 +150,9 @@ nlohmann::json role_to_json(const NodeRole& r) {
             {"mesh_keys", r.mesh_keys},
             {"mesh_token", token_to_hex(r.mesh_token)},
             {"data_fingerprint", r.data_fingerprint},
+            {"expert",
+             {{"ensemble", r.expert_ensemble}, {"domain", r.expert_domain}, {"d_ff", r.expert_d_ff},
+              {"steps", r.expert_steps}}},
             {"grad_group",
              {{"host", r.grad_group.host}, {"port", r.grad_group.port}, {"rank", r.grad_group.rank},
               {"size", r.grad_group.size}, {"keys", r.grad_group.keys}}}};
@@ -246,8 +249,17 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
         return R::error("role: \"name\" may hold only letters, digits, '.', '_' and '-'");
     TW_ROLE_FIELD(r.kind, string_field(j, "kind", "kind", 16));
     // The kinds assign_roles (core/layout.cpp) produces.
-    if (r.kind != "full" && r.kind != "pipeline" && r.kind != "skippipe")
-        return R::error("role: \"kind\" must be \"full\", \"pipeline\" or \"skippipe\" (got \"" + r.kind + "\")");
+    if (r.kind != "full" && r.kind != "pipeline" && r.kind != "skippipe" && r.kind != "expert")
+        return R::error("role: \"kind\" must be \"full\", \"pipeline\", \"skippipe\" or \"expert\" (got \"" + r.kind + "\")");
+    if (r.kind == "expert") {
+        // An HDEE expert's place in the plan (absent for the other kinds, which ignore it).
+        const auto x = j.find("expert");
+        if (x == j.end() || !x->is_object()) return R::error("role: an expert needs an \"expert\" object");
+        TW_ROLE_FIELD(r.expert_ensemble, int_field(*x, "ensemble", "expert.ensemble", 0, 2));
+        TW_ROLE_FIELD(r.expert_domain, int_field(*x, "domain", "expert.domain", 0, kMaxHdeeDomains - 1));
+        TW_ROLE_FIELD(r.expert_d_ff, int_field(*x, "d_ff", "expert.d_ff", 0, 1 << 20));
+        TW_ROLE_FIELD(r.expert_steps, int_field(*x, "steps", "expert.steps", 1, INT32_MAX));
+    }
 
     TW_ROLE_FIELD(r.replicas, int_field(j, "replicas", "replicas", 1, kMaxMeshMembers));
     TW_ROLE_FIELD(r.replica, int_field(j, "replica", "replica", 0, r.replicas - 1));
@@ -338,6 +350,65 @@ Result<std::vector<MetricRecord>> metrics_from_rows(const nlohmann::json& rows, 
         out.push_back(std::move(m));
     }
     return out;
+}
+
+Message scores_message(const std::string& node, const ExpertScores& s) {
+    Message m;
+    m.kind = MsgKind::kScores;
+    nlohmann::json sets = nlohmann::json::array();
+    for (const HdeeSetShape& x : s.sets) sets.push_back({x.eval_windows, x.prior_windows, x.eval_docs, x.prior_docs});
+    m.body = {{"name", node}, {"seq_len", s.seq_len}, {"sets", sets}, {"unigram", s.unigram},
+              {"train_tokens", s.train_tokens}};
+    std::vector<uint8_t> frame(s.logp.size() * sizeof(float));
+    if (!frame.empty()) std::memcpy(frame.data(), s.logp.data(), frame.size());  // little-endian hosts (x86, arm64)
+    m.blobs.push_back(std::move(frame));
+    return m;
+}
+
+Result<ExpertScores> scores_from_message(const Message& m) {
+    using R = Result<ExpertScores>;
+    const auto& b = m.body;
+    // A non-negative integer no larger than `hi`, or an error naming the field.
+    auto integer = [](const nlohmann::json& v, int64_t hi, int64_t& out) {
+        if (!v.is_number_integer()) return false;
+        if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) return false;
+        out = v.get<int64_t>();
+        return out >= 0 && out <= hi;
+    };
+    ExpertScores s;
+    if (!b.contains("seq_len") || !integer(b["seq_len"], int64_t{1} << 20, s.seq_len) || s.seq_len < 1)
+        return R::error("scores: \"seq_len\" must be an integer in [1, 1048576]");
+    if (!b.contains("sets") || !b["sets"].is_array() || b["sets"].size() > kMaxHdeeDomains)
+        return R::error("scores: \"sets\" must be an array of at most " + std::to_string(kMaxHdeeDomains) + " domains");
+    constexpr int64_t kMaxCount = int64_t{1} << 40;
+    for (size_t d = 0; d < b["sets"].size(); ++d) {
+        const auto& x = b["sets"][d];
+        HdeeSetShape shape;
+        if (!x.is_array() || x.size() != 4 || !integer(x[0], kMaxCount, shape.eval_windows) ||
+            !integer(x[1], kMaxCount, shape.prior_windows) || !integer(x[2], kMaxCount, shape.eval_docs) ||
+            !integer(x[3], kMaxCount, shape.prior_docs))
+            return R::error("scores: \"sets[" + std::to_string(d) +
+                            "]\" must be [eval_windows, prior_windows, eval_docs, prior_docs], integers in [0, 2^40]");
+        s.sets.push_back(shape);
+    }
+    if (!b.contains("unigram") || !b["unigram"].is_number()) return R::error("scores: \"unigram\" must be a number");
+    s.unigram = b["unigram"].get<double>();
+    if (!b.contains("train_tokens") || !integer(b["train_tokens"], kMaxCount, s.train_tokens))
+        return R::error("scores: \"train_tokens\" must be an integer in [0, 2^40]");
+    if (m.blobs.size() != 1)
+        return R::error("scores: expected one binary frame of log-probabilities, got " + std::to_string(m.blobs.size()));
+    // More windows than a message has bytes cannot fit; below that, windows · seq_len · 4 < 2^50
+    // cannot overflow.
+    int64_t windows = 0;
+    for (const HdeeSetShape& x : s.sets) windows += x.eval_windows + x.prior_windows;
+    const size_t bytes = m.blobs[0].size();
+    if (windows > static_cast<int64_t>(kMaxMessageBytes) ||
+        static_cast<uint64_t>(windows) * static_cast<uint64_t>(s.seq_len) * sizeof(float) != bytes)
+        return R::error("scores: a frame of " + std::to_string(bytes) + " bytes for " + std::to_string(windows) +
+                        " windows of " + std::to_string(s.seq_len) + " tokens (expected 4 bytes per token)");
+    s.logp.resize(bytes / sizeof(float));
+    if (bytes > 0) std::memcpy(s.logp.data(), m.blobs[0].data(), bytes);
+    return s;
 }
 
 }  // namespace tw

@@ -19,7 +19,11 @@
 //   heartbeat                  (no reply; the node stops its worker if these cease while it runs)
 // Stream (node → coordinator, on PUB):
 //   heartbeat {name, state, step}, metrics {name, rows: [[step, outer_step, wall_s, sim_s, name, value], ...]},
-//   event {name, wall_s, level, event (its kind), text}, done {name, ok, error, summary: {figure: value}}
+//   event {name, wall_s, level, event (its kind), text}, done {name, ok, error, summary: {figure: value}},
+//   scores {name, seq_len, sets: [[eval_windows, prior_windows, eval_docs, prior_docs], ...], unigram,
+//           train_tokens} + one binary frame: an HDEE expert's per-token log-probabilities of the
+//           shared evaluation documents (core/hdee_mixture.h ExpertScores), fp32 little-endian,
+//           sent once after training and before its `done`
 #pragma once
 
 #include <cstdint>
@@ -29,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/hdee_mixture.h"
 #include "core/metrics.h"
 #include "core/role.h"
 #include "core/status.h"
@@ -54,7 +59,7 @@ inline constexpr size_t kMaxEndpointChars = 256;
 enum class MsgKind : uint8_t {
     kHello = 0, kCapabilities = 1, kConfigure = 2, kStart = 3, kPause = 4, kResume = 5, kStop = 6,
     kStatus = 7, kHeartbeat = 8, kShutdown = 9, kOk = 10, kError = 11, kMetrics = 12, kEvent = 13, kDone = 14,
-    kPrepare = 15, kPrepared = 16,
+    kPrepare = 15, kPrepared = 16, kScores = 17,
 };
 const char* to_string(MsgKind k);
 std::optional<MsgKind> parse_msg_kind(const std::string& s);
@@ -80,8 +85,8 @@ Result<uint64_t> token_from_hex(const std::string& s);
 
 // Role and metric rows as JSON; from_json errors name the missing, mistyped or out-of-range field.
 nlohmann::json role_to_json(const NodeRole& r);
-// Every field is checked before use: name 1..kMaxRoleNameChars of [A-Za-z0-9._-]; kind "full" or
-// "pipeline"; replicas and replica_nodes ≥ 1 with replicas × replica_nodes ≤ kMaxMeshMembers;
+// Every field is checked before use: name 1..kMaxRoleNameChars of [A-Za-z0-9._-]; kind "full",
+// "pipeline" or "expert" (then "expert": {ensemble < 3, domain < kMaxHdeeDomains, d_ff ≥ 0, steps ≥ 1}); replicas and replica_nodes ≥ 1 with replicas × replica_nodes ≤ kMaxMeshMembers;
 // replica, rank and stage (-1 = none) inside those; mesh_endpoints ≤ kMaxMeshMembers strings of ≤
 // kMaxEndpointChars starting inproc://, ipc:// or tcp://; mesh_rank in [-1, endpoints); mesh_keys
 // none or one Z85 key per endpoint; mesh_token 16 lower-case hex digits; data_fingerprint absent,
@@ -89,6 +94,18 @@ nlohmann::json role_to_json(const NodeRole& r);
 // 0..65535, size ≥ 1, rank < size, keys none or `size` Z85 keys}.
 Result<NodeRole> role_from_json(const nlohmann::json& j);
 nlohmann::json metric_rows(const std::vector<MetricRecord>& records);
+
+// Domains an HDEE run may have (role.expert_domain and the sets of a scores message).
+inline constexpr size_t kMaxHdeeDomains = 4096;
+// The `scores` message of node `node` (MsgKind::kScores): the shape in the header, the
+// log-probabilities as one frame of s.logp.size() fp32 values.
+Message scores_message(const std::string& node, const ExpertScores& s);
+// Parses a `scores` message. Refused, with the reason: a header field missing, mistyped or out of
+// range (seq_len 1..2^20, ≤ kMaxHdeeDomains sets of four integers in 0..2^40, unigram a number,
+// train_tokens ≥ 0), not exactly one binary frame, or a frame whose size is not 4 × the values the
+// shape says. Values themselves (finite, ≤ 0) and the shape against the run are core's
+// check_scores.
+Result<ExpertScores> scores_from_message(const Message& m);
 // Rows are [integer step, integer outer_step, number wall_s, number sim_s, string name, number or
 // null value]; the error names the row and column.
 Result<std::vector<MetricRecord>> metrics_from_rows(const nlohmann::json& rows, const std::string& node);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/config_io.h"
+#include "core/hdee_plan.h"
 #include "core/status.h"
 #include "ui/data/run_cache.h"
 #if TW_HAVE_PLOT_RENDER
@@ -296,6 +297,44 @@ void write_summary(std::ostream& md, const std::vector<RunFacts>& runs) {
           "no rounds. Wall time: started to finished.\n\n";
 }
 
+// HDEE runs' combined figures (core/hdee_plan.h names: hdee.ENS.RULE.DOMAIN at node "hdee"), one
+// row per run, ensemble and domain; nothing for runs without them.
+void write_hdee(std::ostream& md, RunStore& store, const std::vector<RunFacts>& runs) {
+    bool header = false;
+    for (const RunFacts& f : runs) {
+        // ensemble → domain → rule or "expert_E" → value
+        std::map<std::string, std::map<std::string, std::map<std::string, double>>> fig;
+        for (const std::string& name : unwrap(store.metric_names(f.data.summary.id))) {
+            if (name.rfind("hdee.", 0) != 0) continue;
+            const size_t a = name.find('.', 5), b = a == std::string::npos ? a : name.find('.', a + 1);
+            if (b == std::string::npos || name.find('.', b + 1) != std::string::npos) continue;
+            const std::string ens = name.substr(5, a - 5), what = name.substr(a + 1, b - a - 1), dom = name.substr(b + 1);
+            if (what != kHdeeLogprobMean && what != kHdeePosterior && what.rfind(kHdeeExpertPrefix, 0) != 0) continue;
+            for (const MetricRecord& m : unwrap(store.metrics(f.data.summary.id, name)))
+                if (m.node == kHdeeMetricNode) fig[ens][dom][what] = m.value;
+        }
+        if (fig.empty()) continue;
+        if (!header)
+            md << "## HDEE ensembles\n\n| run | ensemble | domain | logprob_mean | posterior | best single expert |\n"
+                  "|---|---|---|---:|---:|---|\n";
+        header = true;
+        for (const char* ens : kHdeeEnsembleNames)
+            for (const auto& [dom, v] : fig[ens]) {
+                std::string best = "—";
+                double lo = INFINITY;
+                for (const auto& [what, x] : v)
+                    if (what.rfind(kHdeeExpertPrefix, 0) == 0 && x < lo)
+                        lo = x, best = fixed(x, "%.4f") + " (" + what.substr(std::string(kHdeeExpertPrefix).size()) + ")";
+                auto at = [&](const char* k) { return v.count(k) ? fixed(v.at(k), "%.4f") : std::string("—"); };
+                md << "| " << cell(run_label(f)) << " | " << ens << " | " << dom << " | " << at(kHdeeLogprobMean) << " | "
+                   << at(kHdeePosterior) << " | " << best << " |\n";
+            }
+    }
+    if (header)
+        md << "\nNLL in nats/token on each domain's evaluation documents (docs/hdee.md): the log-probability "
+              "mean, the posterior mixture, and the ensemble's best expert alone.\n\n";
+}
+
 // Both plots; returns a line per plot for the Markdown (an image link, or why there is none).
 std::vector<std::string> write_plots(const fs::path& dir, std::vector<RunFacts>& runs, const ReportOptions& a) {
     std::vector<std::string> md;
@@ -377,6 +416,7 @@ ReportFiles write_report_or_throw(RunStore& store, const ReportOptions& a) {
     md << "\n\nFrom `" << a.db_label << "`, " << stamp << " UTC.\n\n";
     write_settings(md, runs);
     write_summary(md, runs);
+    write_hdee(md, store, runs);
     for (const std::string& p : plots) md << p;
     write_configs(md, store, runs);
 

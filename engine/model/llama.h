@@ -9,6 +9,7 @@
 #include <torch/types.h>
 
 #include "core/config.h"
+#include "core/model_size.h"
 
 namespace tw {
 
@@ -89,10 +90,7 @@ private:
 };
 TORCH_MODULE(Llama);
 
-// Parameter count of a config without building it (tied head counted once).
-int64_t count_parameters(const ModelConfig& cfg);
-
-// Training FLOPs per token: 6·N_matmul + 12·L·T·d (attention scores and values, fwd + bwd).
-double train_flops_per_token(const ModelConfig& cfg);
+// count_parameters and train_flops_per_token live in core/model_size.h (Torch-free: the
+// coordinator plans compute budgets with them).
 
 }  // namespace tw

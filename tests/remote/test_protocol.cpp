@@ -141,7 +141,7 @@ TEST(Protocol, RoleFromJsonNamesEveryBadField) {
         {[](auto& j) { j["name"] = "replica 0"; }, "\"name\" may hold only"},
         {[](auto& j) { j["name"] = "../etc"; }, "\"name\" may hold only"},
         {[](auto& j) { j["name"] = 7; }, "\"name\" must be a string"},
-        {[](auto& j) { j["kind"] = "evil"; }, "\"kind\" must be \"full\", \"pipeline\" or \"skippipe\""},
+        {[](auto& j) { j["kind"] = "evil"; }, "\"kind\" must be \"full\", \"pipeline\", \"skippipe\" or \"expert\""},
         // get<int>() would have truncated 1.5 to 1 and wrapped 2^32 + 1 to 1.
         {[](auto& j) { j["replica"] = 1.5; }, "\"replica\" must be an integer"},
         {[](auto& j) { j["replicas"] = 4294967297LL; }, "\"replicas\" must be an integer in [1, 65535]"},
@@ -186,6 +186,121 @@ TEST(Protocol, RoleFromJsonNamesEveryBadField) {
         ASSERT_FALSE(r) << "accepted " << j.dump();
         EXPECT_NE(r.message().find(c.expect), std::string::npos) << r.message() << "\n  expected: " << c.expect;
     }
+}
+
+// An HDEE expert's role carries its place in the plan; a bad one is refused naming the field.
+TEST(Protocol, ExpertRoleRoundTripAndRangeCheck) {
+    NodeRole r;
+    r.name = "hetero_steps.learned";
+    r.kind = "expert";
+    r.replica = 8;
+    r.replicas = 9;
+    r.expert_ensemble = 2;
+    r.expert_domain = 2;
+    r.expert_d_ff = 352;
+    r.expert_steps = 156;
+    auto back = role_from_json(role_to_json(r));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->kind, "expert");
+    EXPECT_EQ(back->expert_ensemble, 2);
+    EXPECT_EQ(back->expert_domain, 2);
+    EXPECT_EQ(back->expert_d_ff, 352);
+    EXPECT_EQ(back->expert_steps, 156);
+    auto j = role_to_json(r);
+    j["expert"]["ensemble"] = 3;
+    EXPECT_NE(role_from_json(j).message().find("\"expert.ensemble\" must be an integer in [0, 2] (got 3)"),
+              std::string::npos)
+        << role_from_json(j).message();
+    j = role_to_json(r);
+    j["expert"]["steps"] = 0;
+    EXPECT_NE(role_from_json(j).message().find("\"expert.steps\""), std::string::npos);
+    j.erase("expert");
+    EXPECT_NE(role_from_json(j).message().find("an expert needs an \"expert\" object"), std::string::npos);
+    j = role_to_json(r);
+    j["kind"] = "mystery";
+    EXPECT_NE(role_from_json(j).message().find("\"kind\" must be \"full\", \"pipeline\" or \"expert\""),
+              std::string::npos);
+}
+
+ExpertScores two_domain_scores() {
+    ExpertScores s;
+    s.seq_len = 3;
+    s.sets = {{2, 1, 1, 1}, {1, 1, 1, 1}};
+    s.unigram = 6.25;
+    s.train_tokens = 1234;
+    for (int i = 0; i < 15; ++i) s.logp.push_back(-0.125f * static_cast<float>(i));
+    return s;
+}
+
+// The scores stream message through the wire (encode → frames → decode) keeps every value bit
+// for bit; kind 17 is "scores".
+TEST(Protocol, ScoresRoundTripThroughTheWire) {
+    EXPECT_EQ(static_cast<int>(MsgKind::kScores), 17);
+    EXPECT_STREQ(to_string(MsgKind::kScores), "scores");
+    const ExpertScores s = two_domain_scores();
+    const Message m = scores_message("homogeneous.news", s);
+    auto frames = encode(m);
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(frames[1].size(), 15 * sizeof(float));
+    auto dec = decode(frames);
+    ASSERT_TRUE(dec) << dec.message();
+    EXPECT_EQ(dec->kind, MsgKind::kScores);
+    EXPECT_EQ(dec->body["name"], "homogeneous.news");
+    auto back = scores_from_message(*dec);
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->seq_len, 3);
+    ASSERT_EQ(back->sets.size(), 2u);
+    EXPECT_EQ(back->sets[0].eval_windows, 2);
+    EXPECT_EQ(back->sets[1].prior_docs, 1);
+    EXPECT_EQ(back->unigram, 6.25);
+    EXPECT_EQ(back->train_tokens, 1234);
+    EXPECT_EQ(back->logp, s.logp);
+    EXPECT_TRUE(check_scores(*back, 2, 3)) << check_scores(*back, 2, 3).message();
+}
+
+// Every malformed scores message is refused with its reason, never read past its frame.
+TEST(Protocol, ScoresFromMessageRefusesBadFrames) {
+    const Message good = scores_message("n", two_domain_scores());
+    ASSERT_TRUE(scores_from_message(good));
+    struct Case {
+        std::function<void(Message&)> mutate;
+        std::string expect;
+    };
+    const std::vector<Case> cases = {
+        {[](Message& m) { m.blobs[0].pop_back(); }, "a frame of 59 bytes for 5 windows of 3 tokens"},
+        {[](Message& m) { m.blobs[0].resize(64); }, "a frame of 64 bytes"},
+        {[](Message& m) { m.blobs.clear(); }, "expected one binary frame of log-probabilities, got 0"},
+        {[](Message& m) { m.blobs.push_back({}); }, "got 2"},
+        {[](Message& m) { m.body["seq_len"] = 0; }, "\"seq_len\" must be an integer in [1, 1048576]"},
+        {[](Message& m) { m.body["seq_len"] = 2.5; }, "\"seq_len\""},
+        {[](Message& m) { m.body.erase("seq_len"); }, "\"seq_len\""},
+        {[](Message& m) { m.body["sets"] = "x"; }, "\"sets\" must be an array"},
+        {[](Message& m) { m.body["sets"][1] = {1, 1, 1}; }, "\"sets[1]\" must be [eval_windows"},
+        {[](Message& m) { m.body["sets"][0][0] = -1; }, "\"sets[0]\""},
+        {[](Message& m) { m.body["sets"][0][0] = int64_t{1} << 41; }, "\"sets[0]\""},
+        {[](Message& m) { m.body["sets"][0][1] = uint64_t{1} << 63; }, "\"sets[0]\""},
+        // windows beyond any message: refused before the product could overflow
+        {[](Message& m) { m.body["sets"][0][0] = int64_t{1} << 40; m.body["seq_len"] = 1 << 20; },
+         "windows of 1048576 tokens"},
+        {[](Message& m) { m.body["unigram"] = "low"; }, "\"unigram\" must be a number"},
+        {[](Message& m) { m.body["train_tokens"] = -5; }, "\"train_tokens\""},
+    };
+    for (size_t i = 0; i < cases.size(); ++i) {
+        Message m = good;
+        cases[i].mutate(m);
+        auto r = scores_from_message(m);
+        ASSERT_FALSE(r) << "case " << i << " accepted";
+        EXPECT_NE(r.message().find(cases[i].expect), std::string::npos) << "case " << i << ": " << r.message();
+        EXPECT_EQ(r.message().rfind("scores: ", 0), 0u) << r.message();
+    }
+    // Well formed, but not scores a run can use: core's check names the value.
+    ExpertScores s = two_domain_scores();
+    s.logp[4] = 0.25f;
+    auto back = scores_from_message(scores_message("n", s));
+    ASSERT_TRUE(back);
+    EXPECT_NE(check_scores(*back, 2, 3).message().find("log-probability 4 is 0.250000 (must be finite and ≤ 0)"),
+              std::string::npos)
+        << check_scores(*back, 2, 3).message();
 }
 
 TEST(Protocol, MetricRowsAreTypeChecked) {
