@@ -37,6 +37,7 @@
 #include "app/progress.h"
 #include "core/config_io.h"
 #include "core/hash.h"
+#include "core/metric_names.h"
 #include "engine/data/dataset.h"
 #include "engine/ensemble/hdee.h"
 #include "engine/train/trainer.h"
@@ -201,7 +202,7 @@ Result<Loaded> load(const std::string& path, const std::vector<std::string>& set
         problems.push_back(path + ": hdee: missing (domains, genres and the three ensembles)");
     }
     for (const std::string& o : sets) {
-        if (o.rfind("hdee.", 0) == 0)
+        if (o.rfind(metric::kHdeePrefix, 0) == 0)
             apply_set(h, o, problems);
         else
             run_sets.push_back(o);
@@ -297,17 +298,17 @@ std::optional<Expert> train_expert(Session& s, size_t ens, size_t d) {
     hooks.on_step = [&](const StepReport& r) {
         sim_s += r.compute_s;
         const double tps = static_cast<double>(cfg.train.batch_size * cfg.model.seq_len) / r.compute_s;
-        record(r.step, "train.loss", r.loss);
-        record(r.step, "train.lr", r.lr);
-        record(r.step, "train.grad_norm", r.grad_norm);
-        record(r.step, "train.tokens", static_cast<double>(r.tokens));
-        record(r.step, "train.compute_s", r.compute_s);
-        record(r.step, "train.tokens_per_s", tps);
+        record(r.step, metric::kTrainLoss, r.loss);
+        record(r.step, metric::kTrainLr, r.lr);
+        record(r.step, metric::kTrainGradNorm, r.grad_norm);
+        record(r.step, metric::kTrainTokens, static_cast<double>(r.tokens));
+        record(r.step, metric::kTrainComputeS, r.compute_s);
+        record(r.step, metric::kTrainTokensPerS, tps);
         progress.update(r.step, 0, r.loss, tps);
     };
     hooks.on_eval = [&](int64_t step, double v) {
         out.val_loss = v;
-        record(step, "val.loss", v);
+        record(step, metric::kValLoss, v);
     };
     hooks.should_stop = [] { return g_stop.load(); };
     Status st;
@@ -423,7 +424,7 @@ std::vector<HdeeEvaluation> evaluate_ensembles(Session& s, std::vector<std::vect
         std::vector<Llama> models;
         for (Expert& x : experts[i]) models.push_back(x.model);
         ev.push_back(evaluate_hdee(models, prior_sets, eval_sets, c.prior_alpha));
-        const std::string p = "hdee." + c.ens[i].name + ".";
+        const std::string p = metric::kHdeePrefix + c.ens[i].name + ".";
         std::string prior_text;
         for (size_t d = 0; d < D; ++d) {
             const HdeeDomainResult& r = ev[i].domains[d];
@@ -440,7 +441,7 @@ std::vector<HdeeEvaluation> evaluate_ensembles(Session& s, std::vector<std::vect
         std::printf("  %-13s prior (%lld windows): %s\n", c.ens[i].name.c_str(), (long long)ev[i].prior_windows,
                     prior_text.c_str());
     }
-    for (size_t d = 0; d < D; ++d) record("hdee.unigram." + c.domains[d], splits[d].unigram);
+    for (size_t d = 0; d < D; ++d) record(metric::kHdeeUnigramPrefix + c.domains[d], splits[d].unigram);
     check(metrics.flush());
     return ev;
 }

@@ -36,6 +36,7 @@
 #include "app/progress.h"
 #include "core/config_io.h"
 #include "core/hash.h"
+#include "core/metric_names.h"
 #include "core/network.h"
 #include "core/skippipe.h"
 #include "engine/data/dataset.h"
@@ -321,7 +322,7 @@ void print_table(const SkipConfig& c, const Summary& r, bool full) {
         std::string stages;
         for (int64_t s : c.eval_paths[i]) stages += (stages.empty() ? "" : " ") + std::to_string(s);
         const double d = r.val_paths[i] - r.val_full;
-        std::printf("  %-22s %-12s %9.4f %+9.4f %+11.1f%%\n", ("val.loss." + path_name(c.eval_paths[i])).c_str(),
+        std::printf("  %-22s %-12s %9.4f %+9.4f %+11.1f%%\n", (metric::kValLossPathPrefix + path_name(c.eval_paths[i])).c_str(),
                     stages.c_str(), r.val_paths[i], d, 100 * (std::exp(d) - 1));
     }
 }
@@ -398,10 +399,10 @@ int run_skippipe(const Globals& g, const SkipArgs& a) {
     sum.val_paths.assign(sc.eval_paths.size(), NAN);
     auto evaluate = [&](int64_t step) {
         sum.val_full = evaluate_path(model, val, cfg.train.eval_batches, path_stages_of(full_sched.paths[0]), S);
-        record(step, "val.loss", sum.val_full);
+        record(step, metric::kValLoss, sum.val_full);
         for (size_t i = 0; i < sc.eval_paths.size(); ++i) {
             sum.val_paths[i] = evaluate_path(model, val, cfg.train.eval_batches, sc.eval_paths[i], S);
-            record(step, "val.loss." + path_name(sc.eval_paths[i]), sum.val_paths[i]);
+            record(step, metric::kValLossPathPrefix + path_name(sc.eval_paths[i]), sum.val_paths[i]);
         }
     };
 
@@ -436,12 +437,12 @@ int run_skippipe(const Globals& g, const SkipArgs& a) {
             sum.last_loss = r.loss;
             const int64_t done = step + 1;
             const double tokens = static_cast<double>(N * cfg.train.batch_size * T);
-            record(done, "train.loss", r.loss);
-            record(done, "train.lr", lr);
-            record(done, "train.grad_norm", r.grad_norm);
-            record(done, "train.tokens", tokens * static_cast<double>(done));
-            record(done, "train.compute_s", compute_s);
-            record(done, "train.tokens_per_s", tokens / compute_s);
+            record(done, metric::kTrainLoss, r.loss);
+            record(done, metric::kTrainLr, lr);
+            record(done, metric::kTrainGradNorm, r.grad_norm);
+            record(done, metric::kTrainTokens, tokens * static_cast<double>(done));
+            record(done, metric::kTrainComputeS, compute_s);
+            record(done, metric::kTrainTokensPerS, tokens / compute_s);
             record(done, "skippipe.iter_s", used.makespan_s);
             record(done, "skippipe.full_iter_s", full_sched.makespan_s);
             record(done, "skippipe.max_held", used.max_held);

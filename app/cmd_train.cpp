@@ -11,6 +11,7 @@
 #include "app/commands.h"
 #include "app/progress.h"
 #include "core/config_io.h"
+#include "core/metric_names.h"
 #include "engine/data/dataset.h"
 #include "engine/train/trainer.h"
 #include "storage/metric_writer.h"
@@ -70,18 +71,18 @@ ReplicaResult run_single(const RunContext& ctx, Progress* progress) {
         if (start_step < 0) start_step = s.step - 1;
         sim_s += s.compute_s;  // nothing is simulated: the clock is the compute time
         const double tps = cfg.train.batch_size * cfg.model.seq_len / s.compute_s;
-        record(s.step, "train.loss", s.loss);
-        record(s.step, "train.lr", s.lr);
-        record(s.step, "train.grad_norm", s.grad_norm);
-        record(s.step, "train.tokens", static_cast<double>(s.tokens));
-        record(s.step, "train.compute_s", s.compute_s);
-        record(s.step, "train.tokens_per_s", tps);
+        record(s.step, metric::kTrainLoss, s.loss);
+        record(s.step, metric::kTrainLr, s.lr);
+        record(s.step, metric::kTrainGradNorm, s.grad_norm);
+        record(s.step, metric::kTrainTokens, static_cast<double>(s.tokens));
+        record(s.step, metric::kTrainComputeS, s.compute_s);
+        record(s.step, metric::kTrainTokensPerS, tps);
         out.last_loss = s.loss;
         if (progress) progress->update(s.step, start_step, s.loss, tps);
     };
     hooks.on_eval = [&](int64_t step, double v) {
         out.last_val = v;
-        record(step, "val.loss", v);
+        record(step, metric::kValLoss, v);
         char buf[112];
         std::snprintf(buf, sizeof buf, "step %lld: val loss %.4f (unigram %.4f)", (long long)step, v, ctx.unigram);
         if (progress) progress->line(buf);

@@ -16,6 +16,7 @@
 #include "core/config_io.h"
 #include "core/data_root.h"
 #include "core/layout.h"
+#include "core/metric_names.h"
 #include "engine/data/dataset.h"
 #include "remote/cluster.h"
 #include "remote/coordinator.h"
@@ -50,15 +51,12 @@ public:
     void on_metrics(const std::vector<MetricRecord>& records) override {
         for (auto& m : records) {
             Line& l = lines_[m.node];
-            if (m.name == "train.loss") l.step = m.step, l.loss = m.value;
-            else if (m.name == "val.loss") l.val = m.value;
-            else if (std::find(trace_metric_names().begin(), trace_metric_names().end(), m.name) !=
-                     trace_metric_names().end())
-                add_to_trace(traces[m.node], m);
-            else if (m.name.rfind("bytes.", 0) == 0 && m.name.size() > 5 && m.name.compare(m.name.size() - 5, 5, ".sent") == 0)
+            if (m.name == metric::kTrainLoss) l.step = m.step, l.loss = m.value;
+            else if (m.name == metric::kValLoss) l.val = m.value;
+            else if (metric::is_bytes_sent(m.name))
                 l.sent[m.name] = m.value;
             l.sim_s = m.sim_s;
-            if (print_ && !tty_ && m.name == "train.loss" && (m.step % every_ == 0 || m.step == steps_))
+            if (print_ && !tty_ && m.name == metric::kTrainLoss && (m.step % every_ == 0 || m.step == steps_))
                 print_line(m.node, l);
             buf_.add(m);
         }
@@ -87,8 +85,6 @@ public:
         last_draw_ = Clock::now();
         std::fflush(stdout);
     }
-
-    std::map<std::string, ReplicaTrace> traces;
 
 private:
     struct Line {
@@ -196,6 +192,7 @@ void Session::body(RunConfig cfg) {
         rn.role = cfg.outer.algorithm == "none" ? "trainer" : cfg.outer.algorithm;
         rn.kind = roles[i].kind;
         rn.replica = roles[i].replica;
+        rn.stage = roles[i].stage;
         rn.rank = roles[i].rank;
         rn.host = ni.host;
         rn.version = ni.version;
@@ -268,7 +265,6 @@ void Session::body(RunConfig cfg) {
     if (local) coord->shutdown();
     out.status = outcome->status;
     out.reason = outcome->reason;
-    out.traces = std::move(sink.traces);
     out.wall_s = since_s(t0);
     add_log(std::string("coordinator: run ") + to_string(out.status) + (out.reason.empty() ? "" : ": " + out.reason));
 }

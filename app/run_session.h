@@ -13,7 +13,6 @@
 
 #include "core/config.h"
 #include "core/metrics.h"
-#include "core/timeline.h"
 #include "core/worker.h"
 #include "remote/coordinator.h"
 
@@ -28,7 +27,6 @@ struct SessionResult {
     double unigram = 0;
     std::vector<std::string> nodes;                // role names, node order
     std::map<std::string, WorkerSummary> summary;  // by role name
-    std::map<std::string, ReplicaTrace> traces;    // per-step compute and per-round bytes, for re-timing
 };
 
 // What a front end shows while the session runs; copied under a lock.
