@@ -1,8 +1,6 @@
 // The pipeline worker's loop; see pipeline_worker.h.
 #include "engine/worker/pipeline_worker.h"
 
-#include <torch/optim/adamw.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -16,13 +14,13 @@
 #include "core/routing.h"
 #include "core/sim_clock.h"
 #include "engine/algo/outer.h"
-#include "engine/algo/sparseloco.h"
 #include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
 #include "engine/pipeline/hetero.h"
 #include "engine/pipeline/stage.h"
+#include "engine/pipeline/subspace.h"
 #include "engine/runtime/threads.h"
-#include "engine/train/schedule.h"
+#include "engine/train/inner_step.h"
 #include "engine/train/trainer.h"
 
 namespace tw {
@@ -46,6 +44,7 @@ struct Slice {
     torch::Tensor u;   // [d, rank]
     std::unique_ptr<GroupCollective> group;
     std::unique_ptr<OuterAlgorithm> algo;
+    bool ad1_after_round = false;  // AD1 applied by the worker after each round (the algorithm has no hook for it)
 
     void project_writers(std::vector<torch::Tensor>& tensors) const {
         if (rank == 0) return;
@@ -75,11 +74,11 @@ private:
         return !full() && t_fixed_.defined() && cfg_.pipeline.has("ad2") && run_constraint_rank(cfg_, 0) > 0;
     }
     // One iteration of this stage node (`iteration` 0-based), as core/pipeline_program.h lists it.
-    Status stage_step(int64_t iteration, double& loss, double& compute_s, double& grad_norm);
+    Status stage_step(int64_t iteration, double& loss, double& compute_s, double& grad_norm, double& lr);
     Result<std::vector<uint8_t>> run_op(int64_t iteration, const PipeOp& op, std::vector<uint8_t>& in,
                                         torch::Tensor& own, std::map<int, torch::Tensor>& targets, double& loss);
     double grad_norm_sq();  // this stage's squared gradient norm (reparam: of Z), before clipping
-    void optimizer_step(int64_t iteration, double grad_norm);
+    double optimizer_step(int64_t iteration, double grad_norm);  // returns the learning rate used
     Status outer_rounds(int64_t step);
     Status evaluate(double& val);
     Status check_weights();
@@ -119,10 +118,9 @@ private:
     std::unique_ptr<WindowLoader> val_;
     std::unique_ptr<Trainer> trainer_;        // full replica
     std::unique_ptr<PipelineStage> stage_;    // stage node
-    std::unique_ptr<torch::optim::AdamW> optim_;
+    std::unique_ptr<InnerOptimizer> optim_;  // stage node: the shared inner step (reparam's Z added)
     torch::Tensor t_fixed_;                   // [V, d] when the run compresses anything
     std::vector<Slice> slices_;
-    std::vector<PipeOp> ops_;  // this stage's forwards and backwards of one iteration, in schedule order
     // AD2 on a pipeline's later stages under SparseLoCo: a copy of θ_global's trainable embedding,
     // kept bit-identical by replaying stage 0's round payloads, so T_fixed follows without sending it.
     torch::Tensor shadow_emb_;
@@ -149,7 +147,6 @@ private:
         }
     };
     std::vector<Reparam> reparam_;
-    std::unique_ptr<torch::optim::AdamW> z_optim_;
     void build_reparam();
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
@@ -173,6 +170,9 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     if (Status st = check_data_fingerprint(*fp, role_.data_fingerprint); !st) return st;
     data_ = std::make_shared<PreparedData>(std::move(*data));
     if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = data_->vocab_size;
+    if (cfg_.model.vocab_size < data_->vocab_size)
+        return Status::error("model.vocab_size " + std::to_string(cfg_.model.vocab_size) + " is smaller than the data's " +
+                             std::to_string(data_->vocab_size));
     if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
     if (run_has_compression(cfg_))
@@ -187,21 +187,20 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         if (t_fixed_.defined()) trainer_->model()->set_frozen_embedding(t_fixed_);
     } else {
         configure_compute_threads(static_cast<int>(cfg_.run.threads));
+        // The codec of boundary b (between stage b and b + 1) of this replica; dense outside the pipeline.
         auto codec = [&](int64_t b) {
-            BoundaryCodec c;
-            if (b < 0 || b >= S() - 1) return c;
-            c.rank = cfg_.boundary_rank(role_.replica, b);
-            c.dtype = parse_coord_dtype(cfg_.pipeline.coord_dtype).value();
-            if (c.rank > 0) c.u = subspace_basis(cfg_.model.d_model, c.rank, seed);
-            return c;
+            const int64_t k = b < 0 || b >= S() - 1 ? 0 : cfg_.boundary_rank(role_.replica, b);
+            if (k == 0) return make_dense_codec(cfg_.model.d_model);
+            return make_subspace_codec(subspace_basis(cfg_.model.d_model, k, seed),
+                                       parse_coord_dtype(cfg_.pipeline.coord_dtype).value(), t_fixed_,
+                                       cfg_.model.vocab_size);
         };
         stage_ = std::make_unique<PipelineStage>(cfg_.model, seed, role_.stage, S(), codec(role_.stage - 1),
                                                  codec(role_.stage), t_fixed_);
-        optim_ = make_adamw(stage_->model(), cfg_.train);
-        auto schedule = parse_pipe_schedule(cfg_.pipeline.schedule);
-        if (!schedule) return schedule.status();
-        ops_ = stage_ops(*schedule, static_cast<int>(role_.stage), static_cast<int>(S()),
-                         static_cast<int>(cfg_.pipeline.micro_batches));
+        optim_ = std::make_unique<InnerOptimizer>(stage_->model()->parameters(), cfg_.train);
+        // The schedule's op order is core/pipeline_program.h's stage_iteration (pipeline.schedule
+        // was checked against its choices when the config was parsed).
+        if (!parse_pipe_schedule(cfg_.pipeline.schedule)) return parse_pipe_schedule(cfg_.pipeline.schedule).status();
     }
     if (Status st = build_slices(); !st) return st;
     build_reparam();
@@ -257,9 +256,7 @@ Status PipelineWorker::build_slices() {
         if (!algo) return algo.status();
         sl.algo = std::move(*algo);
         sl.project_writers(sl.params);  // the constraint holds from the first step
-        auto* sparse = dynamic_cast<SparseLoCo*>(sl.algo.get());
-        if (!sparse) continue;
-        SparseLoCoHooks h;
+        RoundHooks h;
         const bool compressed = sl.rank > 0;
         Slice* self = &sl;
         if (compressed && cfg_.pipeline.has("ad3"))
@@ -277,9 +274,13 @@ Status PipelineWorker::build_slices() {
                 if (ad1) self->project_writers(live);
             };
         h.delta_from_start = compressed && cfg_.pipeline.has("ad6");
-        sparse->set_hooks(std::move(h));
+        // AD1 where the algorithm has no after-round hook (DiLoCo, NoLoCo) is the worker's, after
+        // every round; AD2 then needs no move after a round, and AD3 / AD6 have no place.
+        sl.ad1_after_round = !sl.algo->set_round_hooks(std::move(h)).after_round && cfg_.pipeline.has("ad1");
     }
-    if (ad2 && !full() && role_.stage > 0 && cfg_.outer.algorithm == "sparseloco") return build_embedding_shadow(u0);
+    // The later stages of a pipeline replica follow stage 0's AD2 moves by replaying its rounds when
+    // the algorithm's rounds can be replayed (core/pipeline_program.h: no table before the first round).
+    if (ad2 && !full() && role_.stage > 0 && !frozen_table_at_start(cfg_)) return build_embedding_shadow(u0);
     return broadcast_frozen_embedding(0);
 }
 
@@ -301,12 +302,13 @@ Status PipelineWorker::build_embedding_shadow(const torch::Tensor& u0) {
     auto algo = make_outer_algorithm(shadow_cfg, {shadow_emb_}, {"tok_emb"}, 0, static_cast<int>(cfg_.outer.replicas));
     if (!algo) return algo.status();
     shadow_ = std::move(*algo);
-    SparseLoCoHooks h;
+    RoundHooks h;
     h.after_round = [this, u0](std::vector<torch::Tensor>& global, std::vector<torch::Tensor>& live) {
         move_out_of_span_into_frozen(global[0], t_fixed_, u0);
         live[0].copy_(global[0]);
     };
-    dynamic_cast<SparseLoCo&>(*shadow_).set_hooks(std::move(h));
+    if (!shadow_->set_round_hooks(std::move(h)).after_round)
+        return Status::error(role_.name + ": " + shadow_->name() + " cannot keep T_fixed by replaying rounds");
     return Status::ok();
 }
 
@@ -319,31 +321,22 @@ Status PipelineWorker::broadcast_frozen_embedding(int64_t step) {
     if (full()) return Status::ok();
     const auto events = frozen_table_events(cfg_, role_.replica, static_cast<int>(role_.stage));
     if (events.empty() || (outer_step_ < 0 && !frozen_table_at_start(cfg_))) return Status::ok();
-    auto* sparse = role_.stage == 0 ? dynamic_cast<SparseLoCo*>(slices_[0].algo.get())
-                                    : dynamic_cast<SparseLoCo*>(shadow_.get());
     if (role_.stage == 0) {
         std::vector<uint8_t> bytes;
-        if (sparse) {
-            const size_t len = sparse->codec().wire_bytes(t_fixed_.sizes());  // tok_emb leads the slice
-            for (auto& p : sparse->last_round()) bytes.insert(bytes.end(), p.begin(), p.begin() + std::min(len, p.size()));
-        } else {
-            bytes = tensor_bytes(t_fixed_);
-        }
+        // tok_emb leads stage 0's slice: its part of every member's payload, when the algorithm's
+        // payloads have one, lets the later stages replay the round; otherwise the table itself.
+        auto lead = slices_[0].algo ? slices_[0].algo->leading_tensor_payloads() : std::nullopt;
+        bytes = lead ? std::move(*lead) : tensor_bytes(t_fixed_);
         for (const StageEvent& e : events)
             if (Status st = send(step, peer(e.peer_replica, e.peer_stage), bytes); !st) return st;
         return Status::ok();
     }
     auto m = recv(peer(events.front().peer_replica, events.front().peer_stage));
     if (!m) return m.status();
-    if (sparse) {
-        const size_t R = static_cast<size_t>(cfg_.outer.replicas), len = m->size() / R;
-        if (len * R != m->size() || len != sparse->codec().wire_bytes(t_fixed_.sizes()))
-            return Status::error(role_.name + ": embedding payloads of " + std::to_string(m->size()) + " bytes for " +
-                                 std::to_string(R) + " replicas");
-        std::vector<std::vector<uint8_t>> payloads;
-        for (size_t r = 0; r < R; ++r)
-            payloads.emplace_back(m->begin() + static_cast<long>(r * len), m->begin() + static_cast<long>((r + 1) * len));
-        return sparse->replay(payloads);
+    if (shadow_) {
+        if (Status st = shadow_->replay_round(*m, static_cast<int>(cfg_.outer.replicas)); !st)
+            return Status::error(role_.name + ": " + st.message());
+        return Status::ok();
     }
     if (m->size() != static_cast<size_t>(t_fixed_.numel() * 4))
         return Status::error(role_.name + ": frozen embedding of " + std::to_string(m->size()) + " bytes, expected " +
@@ -373,10 +366,7 @@ void PipelineWorker::build_reparam() {
             reparam_.push_back(std::move(r));
         }
     }
-    if (zs.empty()) return;
-    const auto& t = cfg_.train;
-    z_optim_ = std::make_unique<torch::optim::AdamW>(
-        zs, torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(1e-8).weight_decay(t.weight_decay));
+    optim_->add_params(zs);  // Z steps with the stage; W, whose gradient moves to Z, does not
 }
 
 // Same seed → same weights; each stage's holders compare checksums of their slice's global
@@ -429,7 +419,7 @@ int PipelineWorker::origin_replica(int64_t step, int mb) const {
 // messages, then global gradient-norm clipping over the replica's stages (each sends its squared
 // norm to the others: 8 bytes) and the optimizer step, in the order core/pipeline_program.h lists
 // them, which is the order re-timing replays.
-Status PipelineWorker::stage_step(int64_t iteration, double& loss, double& compute_s, double& grad_norm) {
+Status PipelineWorker::stage_step(int64_t iteration, double& loss, double& compute_s, double& grad_norm, double& lr) {
     const int64_t step = iteration + 1;  // the metrics' step
     for (auto& p : stage_->model()->parameters()) p.mutable_grad() = torch::Tensor();
     torch::Tensor own = stage_->first() ? loader_of(role_.replica).batch(iteration) : torch::Tensor();
@@ -461,7 +451,7 @@ Status PipelineWorker::stage_step(int64_t iteration, double& loss, double& compu
             if (norm_sq.empty()) total_sq = grad_norm_sq();  // a one-stage replica exchanges no norms
             const auto t = Clock::now();
             grad_norm = std::sqrt(total_sq);
-            optimizer_step(iteration, grad_norm);
+            lr = optimizer_step(iteration, grad_norm);
             const double c = since_s(t);
             compute_s += c;
             clock_compute(step, c);
@@ -507,27 +497,18 @@ double PipelineWorker::grad_norm_sq() {
     return sq;
 }
 
-// Clipping by the replica's global norm, AdamW, then the writers back into their subspace (`project`).
-void PipelineWorker::optimizer_step(int64_t iteration, double grad_norm) {
-    auto params = stage_->model()->parameters();
-    for (auto& r : reparam_) params.push_back(r.z);
-    const auto& tc = cfg_.train;
-    if (tc.grad_clip > 0) {
-        const double coef = tc.grad_clip / (grad_norm + 1e-6);  // torch's clip_grad_norm_ rule
-        if (coef < 1)
-            for (auto& p : params)
-                if (p.grad().defined()) p.grad().mul_(coef);
-    }
-    const double lr = lr_at(iteration, tc.steps, tc.lr, tc.warmup_steps, tc.min_lr_frac);
-    for (auto& g : optim_->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+// Clipping by the replica's global norm, AdamW (the shared inner step), then the writers back into
+// their subspace: W = U·Z again (`reparam`) or projected (`project`).
+double PipelineWorker::optimizer_step(int64_t iteration, double grad_norm) {
+    const double lr = optim_->set_lr(iteration);
+    optim_->clip_to(grad_norm);
     optim_->step();
-    if (z_optim_) {
-        for (auto& g : z_optim_->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-        z_optim_->step();
+    if (!reparam_.empty()) {
         for (auto& r : reparam_) r.from_coordinates();
     } else {
         for (auto& sl : slices_) sl.project_writers(sl.params);
     }
+    return lr;
 }
 
 // Every H steps: S rounds, one per stage, each among that stage's holders (a node holding no slice
@@ -567,7 +548,7 @@ Status PipelineWorker::outer_rounds(int64_t step) {
         grouped = grouped || !rep->members.empty();
         masks.push_back(mask);
         // Without SparseLoCo's hooks, AD1 is applied here (DiLoCo, NoLoCo).
-        if (!dynamic_cast<SparseLoCo*>(sl->algo.get()) && cfg_.pipeline.has("ad1")) sl->project_writers(sl->params);
+        if (sl->ad1_after_round) sl->project_writers(sl->params);
     }
     // This node's uplink carries its payloads of every slice back to back after the slowest holder.
     const double exposed = clock_.wait_for_round(round_end_s({latest}, net_.outer, bytes, hops));
@@ -645,23 +626,25 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
             stopped = true;
             break;
         }
-        double loss = NAN, compute = 0, grad_norm = NAN;
+        double loss = NAN, compute = 0, grad_norm = NAN, lr = NAN;
         const double before = clock_.now_s();
         if (full()) {
             const StepReport s = trainer_->step();
             for (auto& sl : slices_) sl.project_writers(sl.params);  // AD5
-            loss = s.loss, compute = s.compute_s, grad_norm = s.grad_norm;
+            loss = s.loss, compute = s.compute_s, grad_norm = s.grad_norm, lr = s.lr;
             clock_.compute(compute);  // one segment: re-timing takes it from train.compute_s
         } else {
-            failure = stage_step(step_, loss, compute, grad_norm);
+            failure = stage_step(step_, loss, compute, grad_norm, lr);
             if (!failure.is_ok()) break;
         }
         ++step_;
         round_compute_s_ += compute;
         if (reports_loss) last_loss_ = loss, record(step_, metric::kTrainLoss, loss);
+        record(step_, metric::kTrainLr, lr);
         record(step_, metric::kTrainGradNorm, grad_norm);
         record(step_, metric::kTrainTokens, static_cast<double>(step_ * tokens_per_step));
         record(step_, metric::kTrainComputeS, compute);
+        if (full()) record(step_, metric::kTrainTokensPerS, tokens_per_step / compute);
         record(step_, metric::kPipeIdleS, clock_.now_s() - before - compute);
         if (Status st = outer_rounds(step_); !st) {
             failure = st;
