@@ -14,7 +14,9 @@
 
 #include "app/commands.h"
 #include "core/config_io.h"
+#include "engine/pipeline/activation_codec.h"
 #include "engine/pipeline/stage.h"
+#include "engine/pipeline/subspace.h"
 #include "engine/runtime/threads.h"
 #include "remote/zmq_collective.h"
 
@@ -36,9 +38,8 @@ double median(std::vector<double> v) {
 }
 
 // Median milliseconds of one round trip (activations there, gradient back, codecs included).
-double round_trip_ms(const std::string& base, const BoundaryCodec& codec, const torch::Tensor& x,
-                     const torch::Tensor& ids, const torch::Tensor& t_fixed, const ModelConfig& m, int64_t b,
-                     int64_t iters) {
+double round_trip_ms(const std::string& base, const ActivationCodec& codec, const torch::Tensor& x,
+                     const torch::Tensor& ids, const ModelConfig& m, int64_t b, int64_t iters) {
     auto ctx = std::make_shared<zmq::context_t>();
     const std::vector<std::string> eps{base + "0", base + "1"};
     auto a = unwrap(ZmqCollective::create(ctx, eps, 0));
@@ -46,18 +47,16 @@ double round_trip_ms(const std::string& base, const BoundaryCodec& codec, const 
     std::thread echo([&] {
         for (int64_t i = 0; i <= iters; ++i) {
             auto in = unwrap(c->recv(0));
-            auto xr = unwrap(decode_activations(in, b, m.seq_len, m.d_model, t_fixed, codec.u, codec.dtype,
-                                                m.vocab_size, nullptr));
-            check(c->send(0, encode_gradient(xr, codec.u, codec.dtype), LinkClass::kInterStage, 0));
+            auto xr = unwrap(codec.decode_activations(in, b, m.seq_len, nullptr));
+            check(c->send(0, codec.encode_gradient(xr), LinkClass::kInterStage, 0));
         }
     });
     std::vector<double> t;
     for (int64_t i = 0; i <= iters; ++i) {  // the first trip connects; not timed
         const auto t0 = Clock::now();
-        check(a->send(1, encode_activations(x, ids, t_fixed, codec.u, codec.dtype, m.vocab_size),
-                      LinkClass::kInterStage, 0));
+        check(a->send(1, codec.encode_activations(x, ids), LinkClass::kInterStage, 0));
         auto g = unwrap(a->recv(1));
-        unwrap(decode_gradient(g, b, m.seq_len, m.d_model, codec.u, codec.dtype));
+        unwrap(codec.decode_gradient(g, b, m.seq_len));
         if (i > 0) t.push_back(ms_since(t0));
     }
     echo.join();
@@ -73,7 +72,7 @@ int run_pipeline_bench(const PipelineBenchArgs& a) {
     const uint64_t seed = static_cast<uint64_t>(rc.run.seed);
     const int64_t b = a.micro_batch;
     auto t_fixed = frozen_embedding(m.vocab_size, m.d_model, seed);
-    PipelineStage stage(m, seed, 0, 2, BoundaryCodec{}, BoundaryCodec{}, t_fixed);
+    PipelineStage stage(m, seed, 0, 2, nullptr, nullptr, t_fixed);
     torch::manual_seed(1);
     auto ids = torch::randint(0, m.vocab_size, {b, m.seq_len}, torch::kLong);
     // Stage 0's forward + backward of one micro-batch (the gradient a random upstream one).
@@ -95,20 +94,20 @@ int run_pipeline_bench(const PipelineBenchArgs& a) {
         {"inproc", "inproc://tw-bench-pipe-"}, {"ipc", "ipc:///tmp/tw-bench-pipe-"}, {"tcp", "tcp://127.0.0.1:"}};
     for (auto& [name, base] : links)
         for (int64_t k : a.ranks) {
-            BoundaryCodec codec;
-            codec.rank = k;
-            if (k > 0) codec.u = subspace_basis(m.d_model, k, seed);
+            auto codec = k > 0 ? make_subspace_codec(subspace_basis(m.d_model, k, seed), WireDtype::kFp32, t_fixed,
+                                                     m.vocab_size)
+                               : make_dense_codec(m.d_model);
             std::vector<double> runs;
             for (int64_t r = 0; r < a.runs; ++r) {
                 // Members bind ep + "0" and ep + "1": tcp ports 471r0 and 471r1.
                 const std::string ep = std::string(name) == "tcp" ? base + "471" + std::to_string(r)
                                                                   : base + std::to_string(r) + "-";
-                runs.push_back(round_trip_ms(ep, codec, x, ids, t_fixed, m, b, a.iters));
+                runs.push_back(round_trip_ms(ep, *codec, x, ids, m, b, a.iters));
             }
             const double trip = median(runs);
             std::printf("%-8s %6s %12llu %12llu %12.3f %9.2f%%\n", name, k == 0 ? "dense" : std::to_string(k).c_str(),
-                        (unsigned long long)forward_wire_bytes(b, m.seq_len, m.d_model, k, codec.dtype, m.vocab_size),
-                        (unsigned long long)backward_wire_bytes(b, m.seq_len, m.d_model, k, codec.dtype),
+                        (unsigned long long)codec->forward_bytes(b, m.seq_len),
+                        (unsigned long long)codec->backward_bytes(b, m.seq_len),
                         trip, 100 * trip / stage_ms);
         }
     return 0;

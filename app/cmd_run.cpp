@@ -17,8 +17,10 @@
 #include "coordinator/run_session.h"
 #include "core/config_io.h"
 #include "core/data_root.h"
+#include "core/metric_names.h"
 #include "core/network.h"
 #include "storage/run_store.h"
+#include "storage/run_traces.h"
 
 namespace tw::cli {
 namespace {
@@ -47,13 +49,13 @@ void print_nodes(const SessionResult& r) {
                 "outer sent B", "outer recv B", "intra sent B", "stage sent B", "sim (s)", "util");
     for (auto& n : r.nodes) {
         const WorkerSummary& s = r.summary.at(n);
-        const double val = figure(s, "val.loss");
+        const double val = figure(s, metric::kValLoss);
         char val_text[16] = "-";
-        if (s.count("val.loss") && !std::isnan(val)) std::snprintf(val_text, sizeof val_text, "%.4f", val);
+        if (s.count(metric::kValLoss) && !std::isnan(val)) std::snprintf(val_text, sizeof val_text, "%.4f", val);
         std::printf("  %-12s %6.0f %10.4f %9s %14.0f %14.0f %14.0f %14.0f %10.2f %7.1f%%\n", n.c_str(),
-                    figure(s, "steps"), figure(s, "train.loss"), val_text, figure(s, "bytes.outer.sent"),
-                    figure(s, "bytes.outer.recv"), figure(s, "bytes.intra.sent"), figure(s, "bytes.stage.sent"),
-                    figure(s, "sim_s"), 100 * figure(s, "utilisation"));
+                    figure(s, summary::kSteps), figure(s, metric::kTrainLoss), val_text, figure(s, metric::kBytesOuterSent),
+                    figure(s, metric::kBytesOuterRecv), figure(s, metric::kBytesIntraSent), figure(s, metric::kBytesStageSent),
+                    figure(s, summary::kSimS), 100 * figure(s, summary::kUtilisation));
     }
 }
 
@@ -62,43 +64,37 @@ void print_nodes(const SessionResult& r) {
 void print_skippipe(const SessionResult& r) {
     if (r.nodes.empty() || !r.summary.count(r.nodes.front())) return;
     const WorkerSummary& s = r.summary.at(r.nodes.front());
-    const double skip = figure(s, "skippipe.mean_skip_iter_s"), full = figure(s, "skippipe.full_iter_s");
+    const double skip = figure(s, metric::kSkipPipeMeanSkipIterS), full = figure(s, metric::kSkipPipeFullIterS);
     std::printf("  SkipPipe: mean iteration %.4f s (trained on: %.4f s), full pipeline %.4f s: SkipPipe/full %.3f "
-                "(%.1f%% %s)\n", skip, figure(s, "skippipe.mean_iter_s"), full, skip / full,
+                "(%.1f%% %s)\n", skip, figure(s, metric::kSkipPipeMeanIterS), full, skip / full,
                 100 * std::fabs(1 - skip / full), skip <= full ? "shorter" : "longer");
-    const double val = figure(s, "val.loss");
+    const double val = figure(s, metric::kValLoss);
     for (auto& [name, v] : s)
-        if (name.rfind("val.loss.path", 0) == 0)
+        if (name.rfind(std::string(metric::kValLossPathPrefix) + "path", 0) == 0)
             std::printf("  %-22s %9.4f  %+8.4f nats vs the full model, %+6.1f%% perplexity\n", name.c_str(), v, v - val,
                         100 * (std::exp(v - val) - 1));
 }
 
-// The link whose rounds the run's traces hold (core/timeline.h re-times one link class).
-const LinkSpec& round_link(const RunConfig& c, const NetworkProfile& p) {
-    return link_of(p, round_link_class(c));
+// The run's latest simulated clock re-timed on network `profile` from what it stored
+// (storage/run_traces.h); NaN where the run cannot be re-timed (the reason is printed once by the
+// caller's table as "-").
+double retimed_s(RunStore& store, int64_t run_id, const std::string& profile) {
+    if (run_id <= 0) return NAN;
+    auto run = load_run_traces(store, run_id);
+    if (!run) return NAN;
+    auto t = retime_stored(*run, profile);
+    if (!t || t->sim_s.empty()) return NAN;
+    return *std::max_element(t->sim_s.begin(), t->sim_s.end());
 }
 
-double retimed_s(const RunConfig& c, const SessionResult& r, const std::string& profile) {
-    NetworkConfig n = c.network;
-    n.profile = profile;
-    auto p = network_profile(n);
-    if (!p || r.traces.empty()) return NAN;
-    std::vector<std::string> names;
-    for (auto& [node, t] : r.traces) names.push_back(node);
-    std::vector<ReplicaTrace> list;
-    for (auto& n : replica_order(names)) list.push_back(r.traces.at(n));
-    const Timeline t = retime(list, round_link(c, *p));
-    return *std::max_element(t.sim_s.begin(), t.sim_s.end());
-}
-
-void print_comparison(const RunPlan& plan, const std::vector<SessionResult>& results) {
+void print_comparison(RunStore& store, const RunPlan& plan, const std::vector<SessionResult>& results) {
     // The network the runs recorded, then the ones [report] asks for, all re-timed the same way.
     std::vector<std::string> nets{plan.runs.front().second.network.profile};
     for (auto& n : plan.report_networks)
         if (std::find(nets.begin(), nets.end(), n) == nets.end()) nets.push_back(n);
-    // Pipeline runs are not re-timed (their schedule is not a per-round trace): they show the
-    // recorded network's simulated time only. util is the mean over nodes on the recorded network.
-    // util: compute / simulated time (pipeline bubbles and transfers count as idle); sync util:
+    // Every run is re-timed from the store, pipelines included (core/timeline.h); a run that cannot be
+    // (replicas of several nodes under an outer algorithm) shows "-". util is the mean over nodes
+    // on the recorded network. util: compute / simulated time (pipeline bubbles and transfers count as idle); sync util:
     // compute / (compute + exposed outer-sync time), the paper's utilisation.
     std::printf("\n%-26s %6s %9s %16s %14s %14s %7s %9s", "run", "id", "val loss", "sent/replica B", "outer B",
                 "stage B", "util", "sync util");
@@ -107,24 +103,22 @@ void print_comparison(const RunPlan& plan, const std::vector<SessionResult>& res
     for (size_t i = 0; i < results.size(); ++i) {
         const RunConfig& c = plan.runs[i].second;
         const SessionResult& r = results[i];
-        double val = NAN, outer = 0, stage = 0, util = 0, sync_util = 0, sim = 0;
+        double val = NAN, outer = 0, stage = 0, util = 0, sync_util = 0;
         for (auto& [node, s] : r.summary) {
-            if (s.count("val.loss") && !std::isnan(s.at("val.loss"))) val = s.at("val.loss");
-            outer += figure(s, "bytes.outer.sent") + figure(s, "bytes.intra.sent");
-            stage += figure(s, "bytes.stage.sent");
-            util += figure(s, "utilisation") / static_cast<double>(r.summary.size());
-            sync_util += (s.count("sync_utilisation") ? figure(s, "sync_utilisation") : figure(s, "utilisation")) /
+            if (s.count(metric::kValLoss) && !std::isnan(s.at(metric::kValLoss))) val = s.at(metric::kValLoss);
+            outer += figure(s, metric::kBytesOuterSent) + figure(s, metric::kBytesIntraSent);
+            stage += figure(s, metric::kBytesStageSent);
+            util += figure(s, summary::kUtilisation) / static_cast<double>(r.summary.size());
+            sync_util += (s.count(summary::kSyncUtilisation) ? figure(s, summary::kSyncUtilisation) : figure(s, summary::kUtilisation)) /
                          static_cast<double>(r.summary.size());
-            sim = std::max(sim, figure(s, "sim_s"));
         }
         std::printf("%-26s %6lld %9.4f %16.0f %14.0f %14.0f %6.1f%% %8.1f%%", c.run.name.c_str(), (long long)r.run_id,
                     val, (outer + stage) / static_cast<double>(c.outer.replicas), outer, stage, 100 * util,
                     100 * sync_util);
         for (size_t k = 0; k < nets.size(); ++k) {
-            const bool scheduled = c.cluster.stages > 1 || c.skippipe.enabled();  // not a per-round trace
-            if (scheduled && k > 0) std::printf(" %14s", "-");
-            else if (scheduled) std::printf(" %14.2f", sim);
-            else std::printf(" %14.2f", retimed_s(c, r, nets[k]));
+            const double t = retimed_s(store, r.run_id, nets[k]);
+            if (std::isnan(t)) std::printf(" %14s", "-");
+            else std::printf(" %14.2f", t);
         }
         std::printf("\n");
     }
@@ -175,7 +169,10 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
     }
     std::signal(SIGINT, prev_int);
     std::signal(SIGTERM, prev_term);
-    if (results.size() > 1 || !plan.report_networks.empty()) print_comparison(plan, results);
+    if (results.size() > 1 || !plan.report_networks.empty()) {
+        RunStore store = unwrap(RunStore::open(g.db_path));
+        print_comparison(store, plan, results);
+    }
     return rc;
 }
 

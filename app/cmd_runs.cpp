@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -12,12 +13,15 @@
 #include "app/commands.h"
 #include "core/algorithm.h"
 #include "core/config_io.h"
+#include "core/metric_names.h"
 #include "core/network.h"
 #include "core/skippipe.h"
 #include "core/status.h"
+#include "core/algorithm.h"
 #include "core/timeline.h"
 #include "storage/export.h"
 #include "storage/run_store.h"
+#include "storage/run_traces.h"
 
 namespace tw::cli {
 namespace {
@@ -37,6 +41,7 @@ struct RunsArgs {
     std::string sqlite;
     std::string network;
     double outer_bandwidth_bps = 0, outer_latency_s = 0;
+    bool rounds = false;  // retime: also every round's clock
 };
 
 int run_list(RunStore& store, const Globals& g) {
@@ -120,7 +125,7 @@ int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
     row("last train loss", [&](size_t i) { return fmt_opt(runs[i].last_train_loss); });
     row("last val loss", [&](size_t i) { return fmt_opt(runs[i].last_val_loss); });
     row("best val loss", [&](size_t i) {
-        auto v = unwrap(store.metrics(runs[i].id, "val.loss"));
+        auto v = unwrap(store.metrics(runs[i].id, metric::kValLoss));
         std::optional<double> best;
         for (auto& m : v) best = best ? std::min(*best, m.value) : m.value;
         return fmt_opt(best);
@@ -158,76 +163,52 @@ int run_export(RunStore& store, const RunsArgs& a) {
     return 0;
 }
 
-// A SkipPipe run's clock is its schedules' (core/skippipe.h): replayed from the stored config and
-// the stage times its node (0, 0) recorded, on `network` with the run's own link overrides.
-int retime_skippipe(RunStore& store, int64_t id, const RunConfig& cfg, const std::string& network) {
-    NetworkConfig n = cfg.network;
-    n.profile = network;
-    const NetworkProfile net = unwrap(network_profile(n));
-    auto first = [&](const char* name) {
-        auto rows = unwrap(store.metrics(id, name));
-        if (rows.empty()) throw Error("run " + std::to_string(id) + " has no " + name + " metric to re-time with");
-        return rows.front().value;
-    };
-    const FwdBwd block{first("skippipe.block_fwd_s"), first("skippipe.block_bwd_s")};
-    const FwdBwd head{first("skippipe.head_fwd_s"), first("skippipe.head_bwd_s")};
-    std::map<std::string, MetricRecord> last;  // node → its last step's record (the clock after it)
-    for (auto& m : unwrap(store.metrics(id, "train.compute_s")))
-        if (!last.count(m.node) || m.step > last[m.node].step) last[m.node] = m;
-    int64_t steps = 0;
-    for (auto& [node, m] : last) steps = std::max(steps, m.step);
-    const auto clocks = unwrap(skippipe_clocks(cfg, net, block, head, steps));
-    std::printf("run %lld (SkipPipe) re-timed for %s: stage link %.4g Mb/s, %.4g ms; intra link %.4g Mb/s, %.4g ms; "
-                "recorded with %s\n", (long long)id, network.c_str(), net.stage.bandwidth_bps / 1e6,
-                1e3 * net.stage.latency_s, net.intra.bandwidth_bps / 1e6, 1e3 * net.intra.latency_s,
-                cfg.network.profile.c_str());
-    std::printf("  %-12s %6s %18s %18s\n", "node", "steps", "recorded sim (s)", "retimed sim (s)");
-    for (auto& [node, m] : last)
-        std::printf("  %-12s %6lld %18.9f %18.9f\n", node.c_str(), (long long)m.step, m.sim_s,
-                    m.step > 0 ? clocks[static_cast<size_t>(m.step - 1)] : 0.0);
-    return 0;
+// "sparseloco, 4 replicas" or "pipelines: 2 of 4 replicas × 2 stages, sparseloco".
+std::string run_kind(const RunConfig& c) {
+    if (c.skippipe.enabled())
+        return "SkipPipe, " + std::to_string(c.skippipe.stages) + " stages × " + std::to_string(c.skippipe.replicas) +
+               " replicas";
+    const std::string algo = to_string(algorithm_of(c));
+    const std::string replicas = std::to_string(c.outer.replicas) + " replica" + (c.outer.replicas == 1 ? "" : "s");
+    if (c.cluster.stages <= 1)
+        return algo + ", " + replicas +
+               (c.cluster.nodes_per_replica > 1 ? " × " + std::to_string(c.cluster.nodes_per_replica) + " nodes" : "");
+    return "pipelines: " + std::to_string(c.pipeline_replicas()) + " of " + replicas + " × " +
+           std::to_string(c.cluster.stages) + " stages, " + algo;
+}
+
+std::string link_text(const LinkSpec& l) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.4g Mb/s, %.4g ms", l.bandwidth_bps / 1e6, 1e3 * l.latency_s);
+    return buf;
 }
 
 int run_retime(RunStore& store, const RunsArgs& a) {
     const int64_t id = a.ids.at(0);
-    if (auto c = parse_config(unwrap(store.config_toml(id)), "run " + std::to_string(id)); c && c->skippipe.enabled())
-        return retime_skippipe(store, id, *c, a.network);
-    const NetworkProfile net = unwrap(network_profile(a.network, a.outer_bandwidth_bps, a.outer_latency_s));
-    std::map<std::string, ReplicaTrace> traces;
-    std::map<std::string, double> recorded;  // node → its last simulated clock
-    const auto names = unwrap(store.metric_names(id));
-    auto has = [&](const char* n) { return std::find(names.begin(), names.end(), n) != names.end(); };
-    if (has("round.comm_s") && !has("round.bytes"))
-        throw Error("run " + std::to_string(id) + " was recorded before per-round bytes were stored; it cannot be re-timed");
-    // A node's last clock is on its last train.compute_s record or, after a round, on that round's
-    // round.bytes record: those two metrics are all the timeline needs.
-    for (const std::string& name : trace_metric_names())
-        for (auto& m : unwrap(store.metrics(id, name))) {
-            add_to_trace(traces[m.node], m);
-            if (name == "train.compute_s" || name == "round.bytes") recorded[m.node] = std::max(recorded[m.node], m.sim_s);
-        }
-    if (traces.empty()) throw Error("run " + std::to_string(id) + " has no train.compute_s metrics to re-time");
-    std::vector<std::string> nodes;
-    std::vector<ReplicaTrace> list;
-    for (auto& [node, t] : traces) nodes.push_back(node);
-    nodes = replica_order(nodes);
-    for (auto& n : nodes) list.push_back(traces[n]);
-    auto cfg = parse_config(unwrap(store.config_toml(id)), "run " + std::to_string(id));
-    // The rounds a run records are on one link: DDP inside a single replica syncs on the intra link,
-    // everything else on the outer link. DiLoCo with several nodes per replica has both kinds.
-    if (cfg && algorithm_of(*cfg) != Algorithm::kDdp && cfg->cluster.nodes_per_replica > 1)
-        throw Error("run " + std::to_string(id) + " has replicas of several nodes under " + cfg->outer.algorithm +
-                    "; re-timing covers runs whose rounds use one link class");
-    const bool intra = cfg && round_link_class(*cfg) == LinkClass::kIntraReplica;
-    const LinkSpec& link = intra ? net.intra : net.outer;
-    Timeline t = retime(list, link);
-    std::printf("run %lld re-timed for %s link %.4g Mb/s, %.4g ms (%s); recorded with %s\n", (long long)id,
-                intra ? "intra-replica" : "outer", link.bandwidth_bps / 1e6, 1e3 * link.latency_s, a.network.c_str(),
-                cfg ? cfg->network.profile.c_str() : "an unknown profile");
+    const StoredRunTraces run = unwrap(load_run_traces(store, id));
+    const NetworkProfile net = unwrap(retime_network(run, a.network, a.outer_bandwidth_bps, a.outer_latency_s));
+    auto timeline = retime_loaded(run, net);
+    if (!timeline) throw Error("run " + std::to_string(id) + " (" + run_kind(run.cfg) + "): " + timeline.message());
+    const Timeline& t = *timeline;
+    std::printf("run %lld (%s) re-timed for %s: outer link %s, stage link %s, intra-replica link %s; recorded with %s\n",
+                (long long)id, run_kind(run.cfg).c_str(), a.network.c_str(), link_text(net.outer).c_str(),
+                link_text(net.stage).c_str(), link_text(net.intra).c_str(), run.cfg.network.profile.c_str());
     std::printf("  %-12s %16s %16s %12s\n", "node", "recorded sim (s)", "retimed sim (s)", "utilisation");
-    for (size_t i = 0; i < nodes.size(); ++i)
-        std::printf("  %-12s %16.6f %16.6f %11.1f%%\n", nodes[i].c_str(), recorded[nodes[i]], t.sim_s[i],
-                    100 * t.compute_s[i] / (t.compute_s[i] + t.exposed_s[i]));
+    for (size_t i = 0; i < run.nodes.size(); ++i)
+        std::printf("  %-12s %16.6f %16.6f %11.1f%%\n", run.nodes[i].name.c_str(), run.nodes[i].trace.recorded_final_s,
+                    t.sim_s[i], 100 * t.compute_s[i] / (t.compute_s[i] + t.exposed_s[i]));
+    if (!a.rounds) return 0;
+    // Every round's clock at full precision (%.17g round-trips a double), to compare bit for bit.
+    std::printf("\n  %-12s %7s %24s %24s\n", "node", "step", "recorded clock (s)", "retimed clock (s)");
+    for (size_t i = 0; i < run.nodes.size(); ++i) {
+        const char* node = run.nodes[i].name.c_str();
+        for (auto& [step, recorded] : run.nodes[i].trace.recorded_round_s) {
+            auto it = t.clock_at[i].find(step);
+            std::printf("  %-12s %7lld %24.17g %24.17g\n", node, (long long)step, recorded,
+                        it == t.clock_at[i].end() ? NAN : it->second);
+        }
+        std::printf("  %-12s %7s %24.17g %24.17g\n", node, "final", run.nodes[i].trace.recorded_final_s, t.sim_s[i]);
+    }
     return 0;
 }
 
@@ -265,6 +246,7 @@ Command add_runs(CLI::App& app, const Globals& g) {
     rt->add_option("--network", args->network, "datacenter | wan-1g | wan-100m | home-20m")->required();
     rt->add_option("--outer-bandwidth-bps", args->outer_bandwidth_bps, "override the outer link's bandwidth");
     rt->add_option("--outer-latency-s", args->outer_latency_s, "override the outer link's latency");
+    rt->add_flag("--rounds", args->rounds, "also print every round's recorded and re-timed clock at full precision");
     rt->callback(pick("retime"));
     return {sub, [&g, args] { return dispatch(g, *args); }};
 }

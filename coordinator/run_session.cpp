@@ -19,6 +19,7 @@
 #include "core/data_root.h"
 #include "core/layout.h"
 #include "core/data_fingerprint.h"
+#include "core/metric_names.h"
 #include "remote/cluster.h"
 #include "remote/coordinator.h"
 #include "storage/run_store.h"
@@ -127,6 +128,7 @@ void Session::body(RunConfig cfg) {
         rn.role = cfg.hdee.enabled() ? "hdee" : one_node ? "trainer" : to_string(algorithm_of(cfg));
         rn.kind = roles[i].kind;
         rn.replica = roles[i].replica;
+        rn.stage = roles[i].stage;
         rn.rank = roles[i].rank;
         rn.host = ni.host;
         rn.version = ni.version;
@@ -213,7 +215,6 @@ void Session::body(RunConfig cfg) {
     if (local) coord->shutdown();
     out.status = outcome->status;
     out.reason = outcome->reason;
-    out.traces = std::move(sink.traces);
     out.wall_s = since_s(t0);
     add_log(std::string("coordinator: run ") + to_string(out.status) + (out.reason.empty() ? "" : ": " + out.reason));
 }

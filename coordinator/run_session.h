@@ -19,7 +19,6 @@
 
 #include "core/config.h"
 #include "core/metrics.h"
-#include "core/timeline.h"
 #include "core/worker.h"
 #include "remote/coordinator.h"
 
@@ -45,7 +44,6 @@ struct SessionResult {
     double unigram = 0;
     std::vector<std::string> nodes;                // role names, node order
     std::map<std::string, WorkerSummary> summary;  // by role name
-    std::map<std::string, ReplicaTrace> traces;    // per-step compute and per-round bytes, for re-timing
     std::string hdee_tables;                       // an HDEE run's combined figures as text ("" otherwise)
 };
 

@@ -3,8 +3,9 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
+
+#include "core/metric_names.h"
 
 namespace tw {
 namespace {
@@ -22,15 +23,6 @@ std::string human_bytes(double b) {
     return buf;
 }
 
-bool is_trace_metric(const std::string& name) {
-    const auto& names = trace_metric_names();
-    return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-bool is_sent_bytes(const std::string& name) {
-    return name.rfind("bytes.", 0) == 0 && name.size() > 5 && name.compare(name.size() - 5, 5, ".sent") == 0;
-}
-
 }  // namespace
 
 StoreSink::StoreSink(RunStore& store, int64_t run_id, int64_t steps, int64_t every, std::vector<std::string> nodes,
@@ -41,12 +33,11 @@ StoreSink::StoreSink(RunStore& store, int64_t run_id, int64_t steps, int64_t eve
 void StoreSink::on_metrics(const std::vector<MetricRecord>& records) {
     for (auto& m : records) {
         Line& l = lines_[m.node];
-        if (m.name == "train.loss") l.step = m.step, l.loss = m.value;
-        else if (m.name == "val.loss") l.val = m.value;
-        else if (is_trace_metric(m.name)) add_to_trace(traces[m.node], m);
-        else if (is_sent_bytes(m.name)) l.sent[m.name] = m.value;
+        if (m.name == metric::kTrainLoss) l.step = m.step, l.loss = m.value;
+        else if (m.name == metric::kValLoss) l.val = m.value;
+        else if (metric::is_bytes_sent(m.name)) l.sent[m.name] = m.value;
         l.sim_s = m.sim_s;
-        if (print_ && !tty_ && m.name == "train.loss" && (m.step % every_ == 0 || m.step == steps_))
+        if (print_ && !tty_ && m.name == metric::kTrainLoss && (m.step % every_ == 0 || m.step == steps_))
             print_line(m.node, l);
         buf_.add(m);
     }

@@ -1,6 +1,6 @@
 // The coordinator's sink (remote/coordinator.h CoordinatorSink): streams the nodes' metric records
-// into the run store in batches (a coordinator crash loses at most a second of them), keeps each
-// node's trace for re-timing (core/timeline.h), stores and forwards events, and prints one
+// into the run store in batches (a coordinator crash loses at most a second of them; re-timing
+// reads its traces back from the store, storage/run_traces.h), stores and forwards events, prints one
 // progress line per node (redrawn in place on a terminal, every train.log_every steps otherwise).
 // The coordinator is the only writer of the run store. Used from the session's thread only.
 #pragma once
@@ -15,7 +15,6 @@
 
 #include "core/metrics.h"
 #include "core/status.h"
-#include "core/timeline.h"
 #include "remote/coordinator.h"
 #include "storage/metric_writer.h"
 #include "storage/run_store.h"
@@ -37,8 +36,6 @@ public:
     Status flush();
     // Redraws the block of progress lines on a terminal (at most twice a second).
     void redraw();
-
-    std::map<std::string, ReplicaTrace> traces;  // by node: per-step compute and per-round exchanges
     std::map<std::string, ExpertScores> scores;  // by node: HDEE experts' scores (core/hdee_mixture.h)
 
 private:

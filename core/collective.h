@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/metric_names.h"
 #include "core/status.h"
 
 namespace tw {
@@ -37,9 +38,9 @@ inline std::vector<std::pair<std::string, double>> byte_metrics(const ByteCounte
     std::vector<std::pair<std::string, double>> out;
     for (int k = 0; k < 3; ++k) {
         if (skip_idle && c.sent_bytes[k] == 0 && c.recv_bytes[k] == 0) continue;
-        const std::string base = std::string("bytes.") + to_string(static_cast<LinkClass>(k));
-        out.emplace_back(base + ".sent", static_cast<double>(c.sent_bytes[k]));
-        out.emplace_back(base + ".recv", static_cast<double>(c.recv_bytes[k]));
+        const std::string base = metric::kBytesPrefix + std::string(to_string(static_cast<LinkClass>(k)));
+        out.emplace_back(base + metric::kSentSuffix, static_cast<double>(c.sent_bytes[k]));
+        out.emplace_back(base + metric::kRecvSuffix, static_cast<double>(c.recv_bytes[k]));
     }
     return out;
 }

@@ -1,6 +1,8 @@
 // Role assignment; see layout.h for the endpoint convention.
 #include "core/layout.h"
 
+#include <algorithm>
+
 #include "core/algorithm.h"
 #include "core/hdee_plan.h"
 
@@ -206,6 +208,34 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
         role.mesh_rank = ddp ? i : (i % n == 0 ? i / n : -1);
     }
     return roles;
+}
+
+int64_t constraint_rank(const RunConfig& cfg, int64_t replica, int64_t stage) {
+    const int64_t S = cfg.cluster.stages;
+    if (!cfg.is_pipeline_replica(replica)) return cfg.pipeline.has("ad5") ? run_constraint_rank(cfg, stage) : 0;
+    int64_t k = 0;
+    for (int64_t b = stage; b < S - 1; ++b) {
+        const int64_t kb = cfg.boundary_rank(replica, b);
+        if (kb > 0) k = k == 0 ? kb : std::min(k, kb);
+    }
+    return k;
+}
+
+int64_t run_constraint_rank(const RunConfig& cfg, int64_t stage) {
+    int64_t k = 0;
+    for (int64_t r = 0; r < cfg.outer.replicas; ++r) {
+        if (!cfg.is_pipeline_replica(r)) continue;
+        const int64_t kr = constraint_rank(cfg, r, stage);
+        if (kr > 0) k = k == 0 ? kr : std::min(k, kr);
+    }
+    return k;
+}
+
+bool run_has_compression(const RunConfig& cfg) {
+    for (int64_t r = 0; r < cfg.outer.replicas; ++r)
+        for (int64_t b = 0; b + 1 < cfg.cluster.stages; ++b)
+            if (cfg.boundary_rank(r, b) > 0) return true;
+    return false;
 }
 
 }  // namespace tw

@@ -36,6 +36,19 @@ int64_t nodes_needed(const RunConfig& cfg);
 // a pipeline replica one per stage. Every node computes its peers' mesh ranks from the config.
 int pipeline_mesh_rank(const RunConfig& cfg, int replica, int stage);
 
+// Rank of the subspace the residual writers of `stage` of `replica` are kept in; 0 = free. A
+// compressed pipeline replica keeps stage s in the smallest rank of the boundaries at or after it
+// (U's are nested, so every later boundary then decodes exactly); its last stage stays free.
+// A full replica is free unless AD5 holds, then it takes run_constraint_rank.
+int64_t constraint_rank(const RunConfig& cfg, int64_t replica, int64_t stage);
+
+// The smallest constraint rank any compressed replica uses for `stage` (0 when none is compressed):
+// the subspace AD2 and AD5 use on every holder of the stage, so all holders stay identical.
+int64_t run_constraint_rank(const RunConfig& cfg, int64_t stage);
+
+// True when some boundary of the run is compressed: then every node builds T_fixed.
+bool run_has_compression(const RunConfig& cfg);
+
 // Checks the layout against the nodes and assigns roles, node i → roles[i]. Every problem at once:
 // too few nodes, more stages than layers, an unknown algorithm. With [hdee], node ensemble·D + domain
 // is that expert (kind "expert", named "ENSEMBLE.DOMAIN"), with the steps plan_hdee matched to the

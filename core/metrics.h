@@ -6,9 +6,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/metric_names.h"
+
 namespace tw {
 
-// One scalar observation. Names are dotted and stable ("train.loss", "val.loss", "train.tokens_per_s").
+// One scalar observation. Names are dotted and stable; every one is a constant of core/metric_names.h.
 struct MetricRecord {
     std::string node;        // reporting node ("local" for single-process training)
     int64_t step = 0;        // inner optimizer step (1-based after the step completed)
@@ -25,13 +27,13 @@ struct MetricRecord {
 // measured exchange time in wall seconds (Collective::real_exchange_s; DDP: the all-reduce's).
 inline std::vector<std::pair<std::string, double>> round_metrics(uint64_t bytes, int64_t hops, double compute_s,
                                                                  double comm_s, double exposed_s, double real_comm_s) {
-    return {{"round.bytes", static_cast<double>(bytes)},
-            {"round.hops", static_cast<double>(hops)},
-            {"round.compute_s", compute_s},
-            {"round.comm_s", comm_s},
-            {"round.real_comm_s", real_comm_s},
-            {"round.exposed_comm_s", exposed_s},
-            {"round.utilisation", compute_s / (compute_s + exposed_s)}};
+    return {{metric::kRoundBytes, static_cast<double>(bytes)},
+            {metric::kRoundHops, static_cast<double>(hops)},
+            {metric::kRoundComputeS, compute_s},
+            {metric::kRoundCommS, comm_s},
+            {metric::kRoundRealCommS, real_comm_s},
+            {metric::kRoundExposedCommS, exposed_s},
+            {metric::kRoundUtilisation, compute_s / (compute_s + exposed_s)}};
 }
 
 enum class EventLevel : uint8_t { kInfo = 0, kWarning = 1, kError = 2 };

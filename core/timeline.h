@@ -1,8 +1,9 @@
-// Re-timing a finished synchronous run for another network (METHODS.md §10): loss per step does
-// not depend on bandwidth, so the simulated timeline follows from the stored per-step compute
-// seconds and per-round bytes alone. Mirrors the clock rules the replica worker applies live
-// (engine/worker/replica_worker.cpp: round_end_s is shared; the replay is kept equal to it by an
-// integration test). Pipeline runs have clocks of their own and are not re-timed correctly yet.
+// Re-timing a finished run for another network (METHODS.md §10): loss per step does not depend on
+// bandwidth, so a run's simulated timeline follows from what its nodes stored — per-step compute,
+// per-round bytes, and for pipeline stages every compute segment and message — replayed through
+// the clock the workers advanced live (core/sim_clock.h), in the order the workers ran them
+// (core/pipeline_program.h for stage nodes). On the network a run was recorded on, the replay
+// reproduces every node's recorded clocks bit for bit. What cannot be replayed is refused by name.
 #pragma once
 
 #include <cstdint>
@@ -10,49 +11,59 @@
 #include <string>
 #include <vector>
 
+#include "core/config.h"
 #include "core/metrics.h"
 #include "core/network.h"
+#include "core/status.h"
 
 namespace tw {
 
-struct ReplicaTrace {
-    std::map<int64_t, double> compute_s;   // step → compute seconds of that step
-    std::map<int64_t, uint64_t> round_bytes;  // round's last step → bytes this replica sent in it
-    std::map<int64_t, int64_t> round_hops;    // round's last step → sequential transfers (latencies); absent = 1
-    std::map<int64_t, int64_t> round_overlap; // round's step → τ: the result is applied τ steps later; absent = 0
-    std::map<int64_t, uint64_t> round_group;  // round's step → bitmask of the replicas exchanged with; absent = all
+// What one node stored that its clock depends on, by step (1-based inner step; 0 = before the first).
+struct NodeTrace {
+    std::map<int64_t, double> compute_s;                  // train.compute_s: the step's compute seconds
+    std::map<int64_t, std::vector<double>> segments_s;    // clock.compute_s rows, in order (stage nodes)
+    std::map<int64_t, std::vector<uint64_t>> sent_bytes;  // clock.send_bytes rows, in order (stage nodes)
+    std::map<int64_t, uint64_t> round_bytes;              // round's step → bytes this node sent in it
+    std::map<int64_t, int64_t> round_hops;                // round's step → sequential transfers; absent = 1
+    std::map<int64_t, int64_t> round_overlap;             // round's step → τ; absent = 0
+    // round's step → bitmasks of the replicas exchanged with (absent = all): one, or one per stage
+    // a pipeline run's node holds, in stage order
+    std::map<int64_t, std::vector<uint64_t>> round_group;
+    // The clocks the node recorded, to compare a replay with: the clock on each round.bytes record
+    // (after its round), and the largest clock on a train.compute_s or round.bytes record.
+    std::map<int64_t, double> recorded_round_s;
+    double recorded_final_s = 0;
 };
 
-// The stored metrics a trace is made of, as the workers record them (engine/worker/): the step's
-// train.compute_s and the round's round.bytes, round.hops, round.overlap_steps, round.group_mask.
-// Every reader that rebuilds traces (the coordinator's sink, `runs retime`, the workbench) goes
-// through these two, so the names and conversions live here only.
+// The stored metrics a trace is made of (the names in core/metric_names.h), and the one function
+// that turns a stored record into trace data: every reader (`runs retime`, `thinwire run`'s
+// comparison, `report`, the workbench) builds traces through these two. Records of one name must
+// arrive in store order (step, then insertion) for the per-step lists.
 const std::vector<std::string>& trace_metric_names();
 // Adds `m` to `t` if it is one of those metrics (by name); returns whether it was.
-bool add_to_trace(ReplicaTrace& t, const MetricRecord& m);
+bool add_to_trace(NodeTrace& t, const MetricRecord& m);
 
-struct Timeline {
-    std::vector<double> sim_s;      // final clock per replica
-    std::vector<double> compute_s;  // total compute per replica
-    std::vector<double> exposed_s;  // total time waiting for or in outer syncs per replica
-    std::vector<std::map<int64_t, double>> clock_at;  // per replica: step → clock after that step (and its round)
+// A node of the run with its place in the layout (the run store's run_nodes columns).
+struct TraceNode {
+    std::string name;
+    int replica = 0;  // replica index
+    int stage = -1;   // stage of a pipeline replica's node; -1 for a node holding the whole model
+    int rank = -1;    // rank inside its replica's DDP group; -1 when the replica is one node
+    NodeTrace trace;
 };
 
-// The clock rule of one synchronisation round: it starts when the slowest member arrives (the
-// maximum of `clocks`) and this member's uplink then carries `bytes` back to back in `hops`
-// sequential steps, each paying the link's latency (an all-gather over a mesh is one hop; a ring
-// all-reduce over R members is 2·(R−1)). Returns this member's clock after the round; the time it
-// spent waiting or sending is the result minus its own clock.
-double round_end_s(const std::vector<double>& clocks, const LinkSpec& link, uint64_t bytes, int64_t hops = 1);
+struct Timeline {
+    std::vector<double> sim_s;      // per node (in the order given): final clock
+    std::vector<double> compute_s;  // total compute
+    std::vector<double> exposed_s;  // total waiting: messages, rounds, due results
+    std::vector<std::map<int64_t, double>> clock_at;  // step → clock at the end of that step (after its round)
+};
 
-// Node names ("replica-10", "replica-2.1") in replica order (numerically), the order retime()
-// expects its traces in: round_group masks name replicas by index.
-std::vector<std::string> replica_order(std::vector<std::string> names);
-
-// Each clock advances by its steps' compute; every round follows round_end_s over the clocks of its
-// group (all replicas unless round_group says otherwise). A round with an overlap of τ steps does
-// not stop the clock: its end is due τ steps later, when the clock becomes max(clock, end). At each
-// step: compute, then results due now, then the step's own round — the order the live worker uses.
-Timeline retime(const std::vector<ReplicaTrace>& replicas, const LinkSpec& link);
+// Replays every node's trace on network `net` under `cfg` (the run's resolved config: algorithm,
+// layout, schedule, routing, AD switches; its own [network] is not used). Refused, with the run
+// kind named: replicas of several nodes under an outer algorithm (the leader's broadcast is not
+// stored), pipeline runs recorded before their stage nodes stored clock segments, and traces that
+// do not match the config (a segment or message missing or left over).
+Result<Timeline> retime(const RunConfig& cfg, const std::vector<TraceNode>& nodes, const NetworkProfile& net);
 
 }  // namespace tw

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/config_io.h"
+#include "core/metric_names.h"
 #include "core/hdee_plan.h"
 #include "core/status.h"
 #include "ui/data/run_cache.h"
@@ -24,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr double kNaN = NAN;
-const char* const kSentMetrics[] = {"bytes.outer.sent", "bytes.intra.sent", "bytes.stage.sent"};
+const char* const kSentMetrics[] = {metric::kBytesOuterSent, metric::kBytesIntraSent, metric::kBytesStageSent};
 const char* const kReportFile = "report.md";
 const char* const kBytesPng = "loss_vs_bytes.png";
 const char* const kSimPng = "loss_vs_sim_time.png";
@@ -194,7 +195,7 @@ RunFacts gather(RunStore& store, int64_t id) {
             node_sim[m.node] = std::max(node_sim[m.node], m.sim_s);
         }
     std::map<std::string, double> last_util;  // rows come ordered by step: the last one wins
-    for (const MetricRecord& m : unwrap(store.metrics(id, "round.utilisation"))) last_util[m.node] = m.value;
+    for (const MetricRecord& m : unwrap(store.metrics(id, metric::kRoundUtilisation))) last_util[m.node] = m.value;
     if (!last_util.empty()) {
         double sum = 0;
         for (const auto& [node, u] : last_util) sum += u;
@@ -203,10 +204,10 @@ RunFacts gather(RunStore& store, int64_t id) {
     } else {
         double sum = 0;
         int n = 0;
-        for (const auto& [name, nd] : f.data.nodes) {
+        for (const TraceNode& nd : f.data.traces ? f.data.traces->nodes : std::vector<TraceNode>{}) {
             double compute = 0;
             for (const auto& [step, c] : nd.trace.compute_s) compute += c;
-            if (node_sim[name] > 0 && !nd.trace.compute_s.empty()) sum += compute / node_sim[name], ++n;
+            if (node_sim[nd.name] > 0 && !nd.trace.compute_s.empty()) sum += compute / node_sim[nd.name], ++n;
         }
         if (n > 0) f.utilisation = sum / n;
     }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "core/metric_names.h"
 #include "storage/schema.h"
 
 namespace tw {
@@ -17,21 +18,19 @@ namespace {
 #define TW_NOW_UTC "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
 // Latest value of one metric (highest step, then latest insert), followed by whether it was ever reported, which
-// tells "never reported" apart from a NULL value (how SQLite stores NaN).
-#define TW_LAST_VALUE(metric)                                                    \
-    "(SELECT m.value FROM metrics m WHERE m.run_id = r.id AND m.name = '" metric \
-    "' ORDER BY m.step DESC, m.rowid DESC LIMIT 1), "                            \
-    "EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id AND m.name = '" metric "')"
+// tells "never reported" apart from a NULL value (how SQLite stores NaN). Metric names are the project's own
+// constants (core/metric_names.h), never user text, so they are spliced into the SQL.
+std::string last_value_sql(const char* metric) {
+    const std::string m = metric;
+    return "(SELECT m.value FROM metrics m WHERE m.run_id = r.id AND m.name = '" + m +
+           "' ORDER BY m.step DESC, m.rowid DESC LIMIT 1), "
+           "EXISTS (SELECT 1 FROM metrics m WHERE m.run_id = r.id AND m.name = '" + m + "')";
+}
 
-// clang-format off
-const char* const kSelectSummary =
+const std::string kSelectSummary =
     "SELECT r.id, r.name, r.status, r.created_at, r.finished_at, r.kind, r.config_hash, r.seed, r.reason, r.notes, "
-    "r.tags, (SELECT MAX(m.step) FROM metrics m WHERE m.run_id = r.id), "
-    TW_LAST_VALUE("train.loss") ", "
-    TW_LAST_VALUE("val.loss") ", r.group_name, r.cluster FROM runs r";
-// clang-format on
-
-#undef TW_LAST_VALUE
+    "r.tags, (SELECT MAX(m.step) FROM metrics m WHERE m.run_id = r.id), " +
+    last_value_sql(metric::kTrainLoss) + ", " + last_value_sql(metric::kValLoss) + ", r.group_name, r.cluster FROM runs r";
 
 std::string no_run(int64_t id) { return "no run with id " + std::to_string(id); }
 

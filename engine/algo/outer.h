@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,28 @@ struct AgreedState {
     std::vector<torch::Tensor> tensors;
 };
 
+// Adaptations a worker attaches to whatever outer algorithm it holds: heterogeneous SparseLoCo's AD
+// switches (METHODS.md §7) keep subspace-constrained replicas inside their subspace through the
+// algorithm's rounds. Empty hooks change nothing.
+struct RoundHooks {
+    // AD3: runs on each tensor's outer-gradient buffer (SparseLoCo: the error feedback after
+    // e ← β·e + Δ) before it is encoded; `tensor` is its position in the algorithm's parameters.
+    std::function<void(size_t tensor, torch::Tensor& buffer)> before_encode;
+    // AD1 / AD2: runs after the round's outer step and θ_r ← θ_global, on the global copy and the
+    // live weights (both in parameter order); may change either.
+    std::function<void(std::vector<torch::Tensor>& global, std::vector<torch::Tensor>& live)> after_round;
+    // AD6: Δ_r from the live weights as they stood after the last round's hooks, not from θ_global.
+    bool delta_from_start = false;
+};
+
+// Which hooks an algorithm runs itself; the worker applies what it can of the rest (AD1 after the
+// round) and the others have no place in that algorithm.
+struct HookSupport {
+    bool before_encode = false;
+    bool after_round = false;
+    bool delta_from_start = false;
+};
+
 class OuterAlgorithm {
 public:
     virtual ~OuterAlgorithm() = default;
@@ -48,6 +72,22 @@ public:
     virtual std::vector<torch::Tensor> eval_params() const = 0;
     // After a round (a report with synced = true): what its members now hold identically.
     virtual AgreedState agreed_state() const = 0;
+
+    // ---- hooks (optional) ----
+    // Installs `hooks` and returns which of them this algorithm runs (default: none).
+    virtual HookSupport set_round_hooks(RoundHooks hooks) { return {}; }
+
+    // ---- replaying rounds elsewhere (optional; AD2 on a pipeline's later stages) ----
+    // Every member's encoding of the leading tensor (parameter 0) in the last round, concatenated in
+    // member order, when this algorithm's payloads hold it as a separable prefix; nullopt otherwise
+    // (then the worker sends the tensor the round produced itself).
+    virtual std::optional<std::vector<uint8_t>> leading_tensor_payloads() const { return std::nullopt; }
+    // Replays a round from such bytes on an algorithm built over that tensor alone, exactly as the
+    // members ran it (aggregation, outer step, hooks), so a non-member keeps a bit-identical copy.
+    // `members` splits the bytes. Default: not replayable.
+    virtual Status replay_round(const std::vector<uint8_t>& leading_payloads, int members) {
+        return Status::error(name() + " rounds cannot be replayed from their payloads");
+    }
 };
 
 // The round agreement after a synced round: hashes `a`'s agreed_state() and compares it among the

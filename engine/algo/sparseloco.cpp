@@ -52,6 +52,31 @@ void SparseLoCo::set_hooks(SparseLoCoHooks hooks) {
         for (auto& p : params_) start_.push_back(p.detach().clone());
 }
 
+HookSupport SparseLoCo::set_round_hooks(RoundHooks hooks) {
+    set_hooks(std::move(hooks));
+    return {true, true, true};
+}
+
+std::optional<std::vector<uint8_t>> SparseLoCo::leading_tensor_payloads() const {
+    if (global_.empty()) return std::nullopt;
+    const size_t len = codec_->wire_bytes(global_[0].sizes());
+    std::vector<uint8_t> bytes;
+    for (auto& p : all_) bytes.insert(bytes.end(), p.begin(), p.begin() + static_cast<long>(std::min(len, p.size())));
+    return bytes;
+}
+
+Status SparseLoCo::replay_round(const std::vector<uint8_t>& leading_payloads, int members) {
+    const size_t R = static_cast<size_t>(std::max(members, 1)), len = leading_payloads.size() / R;
+    if (params_.size() != 1 || len * R != leading_payloads.size() || len != codec_->wire_bytes(global_[0].sizes()))
+        return Status::error("sparseloco: leading-tensor payloads of " + std::to_string(leading_payloads.size()) +
+                             " bytes for " + std::to_string(R) + " members");
+    std::vector<std::vector<uint8_t>> payloads;
+    for (size_t r = 0; r < R; ++r)
+        payloads.emplace_back(leading_payloads.begin() + static_cast<long>(r * len),
+                              leading_payloads.begin() + static_cast<long>((r + 1) * len));
+    return replay(payloads);
+}
+
 uint64_t SparseLoCo::payload_bytes() const {
     uint64_t n = 0;
     for (auto& g : global_) n += codec_->wire_bytes(g.sizes());

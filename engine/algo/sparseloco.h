@@ -40,17 +40,9 @@ struct SparseLoCoConfig {
     double guard_ratio = 0;    // aggregation guard over each replica's whole payload (aggregation_guard.h); 0 = off
 };
 
-// Heterogeneous SparseLoCo (METHODS.md §7): how replicas with subspace-constrained weights keep the
-// constraint through sparse, quantised, mixed updates. Empty hooks = plain SparseLoCo.
-struct SparseLoCoHooks {
-    // AD3: runs on each error-feedback buffer after e ← β·e + Δ and before Top-k (projects it onto span(U)).
-    std::function<void(size_t tensor, torch::Tensor& ef)> before_encode;
-    // Runs after θ_global's outer step and θ_r ← θ_global: may change the live weights (AD1
-    // re-projection) and the global ones (AD2 moves the embedding's out-of-span part elsewhere).
-    std::function<void(std::vector<torch::Tensor>& global, std::vector<torch::Tensor>& live)> after_round;
-    // AD6: Δ_r = (θ_r as it stood after the last round's hooks) − θ_r, instead of θ_global − θ_r.
-    bool delta_from_start = false;
-};
+// Heterogeneous SparseLoCo's hooks (METHODS.md §7) are the outer-algorithm interface's RoundHooks
+// (engine/algo/outer.h); SparseLoCo runs all three.
+using SparseLoCoHooks = RoundHooks;
 
 class SparseLoCo : public OuterAlgorithm {
 public:
@@ -82,6 +74,10 @@ public:
     const Codec& codec() const { return *codec_; }
     // Installs the hooks; with delta_from_start the live weights now are the first round's start.
     void set_hooks(SparseLoCoHooks hooks);
+    HookSupport set_round_hooks(RoundHooks hooks) override;
+    // Tensor 0's codec payload is the prefix of every member's payload (wire_bytes of its shape).
+    std::optional<std::vector<uint8_t>> leading_tensor_payloads() const override;
+    Status replay_round(const std::vector<uint8_t>& leading_payloads, int members) override;
 
     // Every member's payload of the last round, in member order.
     const std::vector<std::vector<uint8_t>>& last_round() const { return all_; }

@@ -17,34 +17,6 @@ int64_t stage_of_param(const ModelConfig& cfg, const std::string& name, int64_t 
     return n_stages - 1;  // norm_f, head
 }
 
-int64_t constraint_rank(const RunConfig& cfg, int64_t replica, int64_t stage) {
-    const int64_t S = cfg.cluster.stages;
-    if (!cfg.is_pipeline_replica(replica)) return cfg.pipeline.has("ad5") ? run_constraint_rank(cfg, stage) : 0;
-    int64_t k = 0;
-    for (int64_t b = stage; b < S - 1; ++b) {
-        const int64_t kb = cfg.boundary_rank(replica, b);
-        if (kb > 0) k = k == 0 ? kb : std::min(k, kb);
-    }
-    return k;
-}
-
-int64_t run_constraint_rank(const RunConfig& cfg, int64_t stage) {
-    int64_t k = 0;
-    for (int64_t r = 0; r < cfg.outer.replicas; ++r) {
-        if (!cfg.is_pipeline_replica(r)) continue;
-        const int64_t kr = constraint_rank(cfg, r, stage);
-        if (kr > 0) k = k == 0 ? kr : std::min(k, kr);
-    }
-    return k;
-}
-
-bool run_has_compression(const RunConfig& cfg) {
-    for (int64_t r = 0; r < cfg.outer.replicas; ++r)
-        for (int64_t b = 0; b + 1 < cfg.cluster.stages; ++b)
-            if (cfg.boundary_rank(r, b) > 0) return true;
-    return false;
-}
-
 GroupCollective::GroupCollective(Collective& mesh, std::vector<int> members) : mesh_(mesh), members_(std::move(members)) {
     auto it = std::find(members_.begin(), members_.end(), mesh.rank());
     rank_ = it == members_.end() ? -1 : static_cast<int>(it - members_.begin());

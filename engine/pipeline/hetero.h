@@ -8,6 +8,7 @@
 
 #include "core/collective.h"
 #include "core/config.h"
+#include "core/layout.h"
 
 namespace tw {
 
@@ -15,18 +16,7 @@ namespace tw {
 // tok_emb → 0, block_l.* → the stage holding layer l, norm_f and head → the last.
 int64_t stage_of_param(const ModelConfig& cfg, const std::string& name, int64_t n_stages);
 
-// Rank of the subspace the residual writers of `stage` of `replica` are kept in; 0 = free. A
-// compressed pipeline replica keeps stage s in the smallest rank of the boundaries at or after it
-// (U's are nested, so every later boundary then decodes exactly); its last stage stays free.
-// A full replica is free unless AD5 holds, then it takes run_constraint_rank.
-int64_t constraint_rank(const RunConfig& cfg, int64_t replica, int64_t stage);
-
-// The smallest constraint rank any compressed replica uses for `stage` (0 when none is compressed):
-// the subspace AD2 and AD5 use on every holder of the stage, so all holders stay identical.
-int64_t run_constraint_rank(const RunConfig& cfg, int64_t stage);
-
-// True when some boundary of the run is compressed: then every node builds T_fixed.
-bool run_has_compression(const RunConfig& cfg);
+// constraint_rank, run_constraint_rank and run_has_compression are config rules: core/layout.h.
 
 // The mesh seen by one group (the holders of a stage): ranks are positions in `members` (mesh
 // ranks, ascending). all_gather and exchange map onto the mesh's exchange; point-to-point is refused.

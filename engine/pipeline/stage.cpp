@@ -7,26 +7,27 @@
 
 namespace tw {
 
-PipelineStage::PipelineStage(const ModelConfig& cfg, uint64_t seed, int64_t stage, int64_t n_stages, BoundaryCodec in,
-                             BoundaryCodec out, torch::Tensor t_fixed)
+PipelineStage::PipelineStage(const ModelConfig& cfg, uint64_t seed, int64_t stage, int64_t n_stages,
+                             std::unique_ptr<ActivationCodec> in, std::unique_ptr<ActivationCodec> out,
+                             torch::Tensor t_fixed)
     : cfg_(cfg),
       stage_(stage),
       n_stages_(n_stages),
-      in_(std::move(in)),
-      out_(std::move(out)),
+      in_(in ? std::move(in) : make_dense_codec(cfg.d_model)),
+      out_(out ? std::move(out) : make_dense_codec(cfg.d_model)),
+      dense_(make_dense_codec(cfg.d_model)),
       t_fixed_(std::move(t_fixed)),
       model_(cfg, seed, stage_spec(cfg, stage, n_stages)) {
     if (stage == 0 && t_fixed_.defined()) model_->set_frozen_embedding(t_fixed_);
 }
 
 Result<torch::Tensor> PipelineStage::input(const torch::Tensor& ids, const std::vector<uint8_t>& payload, int64_t b,
-                                           const BoundaryCodec& codec, torch::Tensor* ids_out, bool leaf) {
+                                           const ActivationCodec& codec, torch::Tensor* ids_out, bool leaf) {
     if (first()) {
         if (ids_out) *ids_out = ids;
         return ids;
     }
-    auto x = decode_activations(payload, b, cfg_.seq_len, cfg_.d_model, t_fixed_, codec.u, codec.dtype,
-                                cfg_.vocab_size, ids_out);
+    auto x = codec.decode_activations(payload, b, cfg_.seq_len, ids_out);
     if (!x) return Result<torch::Tensor>::error("stage " + std::to_string(stage_) + ": " + x.message());
     if (leaf) x->requires_grad_(true);
     return *x;
@@ -37,20 +38,20 @@ Result<std::vector<uint8_t>> PipelineStage::forward(int mb, const torch::Tensor&
     using R = Result<std::vector<uint8_t>>;
     TORCH_CHECK(!last(), "forward() is for stages before the last; use forward_loss()");
     torch::Tensor tok;
-    auto x = input(ids, payload, b, in_, &tok, true);
+    auto x = input(ids, payload, b, *in_, &tok, true);
     if (!x) return x.status();
     auto y = model_->forward(*x);
     saved_[mb] = {first() ? torch::Tensor() : *x, y};
-    if (out_.rank > 0 && !tok.defined())
+    if (out_->needs_ids() && !tok.defined())
         return R::error("stage " + std::to_string(stage_) + ": a compressed boundary needs the token ids, and stage " +
                         std::to_string(stage_ - 1) + " sent dense activations");
-    return encode_activations(y.detach(), tok, t_fixed_, out_.u, out_.dtype, cfg_.vocab_size);
+    return out_->encode_activations(y.detach(), tok);
 }
 
 Result<double> PipelineStage::forward_loss(int mb, const torch::Tensor& ids, const std::vector<uint8_t>& payload,
                                            const torch::Tensor& targets, int64_t b, double scale) {
     TORCH_CHECK(last(), "forward_loss() is for the last stage");
-    auto x = input(ids, payload, b, in_, nullptr, true);
+    auto x = input(ids, payload, b, *in_, nullptr, true);
     if (!x) return x.status();
     auto logits = model_->forward(*x);
     auto loss = fused::cross_entropy(logits.reshape({-1, cfg_.vocab_size}), targets.reshape({-1}));
@@ -69,27 +70,26 @@ Result<std::vector<uint8_t>> PipelineStage::backward(int mb, const std::vector<u
     if (last()) {
         s.output.backward();
     } else {
-        auto g = decode_gradient(grad_payload, b, cfg_.seq_len, cfg_.d_model, out_.u, out_.dtype);
+        auto g = out_->decode_gradient(grad_payload, b, cfg_.seq_len);
         if (!g) return R::error("stage " + std::to_string(stage_) + ": " + g.message());
         s.output.backward(*g);
     }
     if (first()) return std::vector<uint8_t>{};
-    return encode_gradient(s.input.grad(), in_.u, in_.dtype);
+    return in_->encode_gradient(s.input.grad());
 }
 
 Result<std::vector<uint8_t>> PipelineStage::eval_forward(const torch::Tensor& ids, const std::vector<uint8_t>& payload,
                                                          int64_t b) {
     torch::NoGradGuard no_grad;
-    auto x = input(ids, payload, b, BoundaryCodec{}, nullptr, false);
+    auto x = input(ids, payload, b, *dense_, nullptr, false);
     if (!x) return x.status();
-    return encode_activations(model_->forward(*x), torch::Tensor(), torch::Tensor(), torch::Tensor(), WireDtype::kFp32,
-                              cfg_.vocab_size);
+    return dense_->encode_activations(model_->forward(*x), torch::Tensor());
 }
 
 Result<double> PipelineStage::eval_loss(const torch::Tensor& ids, const std::vector<uint8_t>& payload,
                                         const torch::Tensor& targets, int64_t b) {
     torch::NoGradGuard no_grad;
-    auto x = input(ids, payload, b, BoundaryCodec{}, nullptr, false);
+    auto x = input(ids, payload, b, *dense_, nullptr, false);
     if (!x) return x.status();
     auto logits = model_->forward(*x);
     return fused::cross_entropy(logits.reshape({-1, cfg_.vocab_size}), targets.reshape({-1})).item<double>();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include <torch/types.h>
@@ -13,32 +14,26 @@
 #include "core/config.h"
 #include "core/status.h"
 #include "engine/model/llama.h"
-#include "engine/pipeline/subspace.h"
+#include "engine/pipeline/activation_codec.h"
 
 namespace tw {
 
-// How one boundary travels: dense fp32 (rank 0) or subspace coordinates of rank k.
-struct BoundaryCodec {
-    int64_t rank = 0;                      // k; 0 = dense [b, T, d] fp32 each way
-    WireDtype dtype = WireDtype::kFp32;  // coordinates on the wire (rank > 0)
-    torch::Tensor u;                       // [d, k] basis, undefined for rank 0
-};
-
 class PipelineStage {
 public:
-    // Stage `stage` of `n_stages` of the model built from `seed`. `in` is the boundary from stage−1
-    // (ignored on the first stage), `out` the one to stage+1 (ignored on the last). `t_fixed` [V, d]
-    // is the frozen embedding shared by every node of the run (undefined when no boundary of the run
-    // is compressed); stage 0 adds it where it embeds, compressed boundaries rebuild X with it.
-    PipelineStage(const ModelConfig& cfg, uint64_t seed, int64_t stage, int64_t n_stages, BoundaryCodec in,
-                  BoundaryCodec out, torch::Tensor t_fixed);
+    // Stage `stage` of `n_stages` of the model built from `seed`. `in` is the codec of the boundary
+    // from stage−1, `out` of the one to stage+1 (null: dense; ignored on the first / last stage); the
+    // stage owns them. `t_fixed` [V, d] is the frozen embedding shared by every node of the run
+    // (undefined when no boundary of the run is compressed); stage 0 adds it where it embeds, and
+    // compressed boundaries' codecs rebuild X with it.
+    PipelineStage(const ModelConfig& cfg, uint64_t seed, int64_t stage, int64_t n_stages,
+                  std::unique_ptr<ActivationCodec> in, std::unique_ptr<ActivationCodec> out, torch::Tensor t_fixed);
 
     Llama& model() { return model_; }
     int64_t stage() const { return stage_; }
     bool first() const { return stage_ == 0; }
     bool last() const { return stage_ == n_stages_ - 1; }
-    const BoundaryCodec& in() const { return in_; }
-    const BoundaryCodec& out() const { return out_; }
+    const ActivationCodec& in() const { return *in_; }
+    const ActivationCodec& out() const { return *out_; }
     torch::Tensor& t_fixed() { return t_fixed_; }
 
     // Forward of micro-batch `mb` on a stage before the last. First stage: `ids` [b, T] int64;
@@ -69,7 +64,7 @@ private:
     // Input of this stage for a micro-batch: ids (first stage) or the decoded boundary (a leaf that
     // requires grad, so backward yields the gradient to send back). Fills ids_out when known.
     Result<torch::Tensor> input(const torch::Tensor& ids, const std::vector<uint8_t>& payload, int64_t b,
-                                const BoundaryCodec& codec, torch::Tensor* ids_out, bool leaf);
+                                const ActivationCodec& codec, torch::Tensor* ids_out, bool leaf);
 
     struct Saved {
         torch::Tensor input;   // [b, T, d] leaf (undefined on the first stage)
@@ -77,7 +72,8 @@ private:
     };
     ModelConfig cfg_;
     int64_t stage_, n_stages_;
-    BoundaryCodec in_, out_;
+    std::unique_ptr<ActivationCodec> in_, out_;
+    std::unique_ptr<ActivationCodec> dense_;  // evaluation's boundaries
     torch::Tensor t_fixed_;
     Llama model_;
     std::map<int, Saved> saved_;

@@ -10,7 +10,6 @@
 // the reference the node form is tested against (tests/app/test_skippipe_nodes.cpp).
 #pragma once
 
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include "engine/data/loader.h"
 #include "engine/model/fused_ops.h"
 #include "engine/model/llama.h"
+#include "engine/train/inner_step.h"
 
 namespace tw {
 
@@ -62,7 +62,7 @@ inline SkipStepResult skippipe_step(Llama& model, torch::optim::AdamW& optim, co
                                     const std::vector<std::vector<int64_t>>& paths, int64_t n_stages, double lr,
                                     double grad_clip) {
     TORCH_CHECK(!windows.empty() && windows.size() == paths.size(), "skippipe_step: one path per micro-batch");
-    for (auto& g : optim.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+    set_learning_rate(optim, lr);  // the shared inner step (train/inner_step.h)
     for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
     const double scale = 1.0 / static_cast<double>(windows.size());
     SkipStepResult r;
@@ -71,7 +71,7 @@ inline SkipStepResult skippipe_step(Llama& model, torch::optim::AdamW& optim, co
         (loss * scale).backward();
         r.loss += loss.item<double>() * scale;
     }
-    r.grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), grad_clip > 0 ? grad_clip : 1e30);
+    r.grad_norm = clip_grad_norm(model->parameters(), grad_clip);
     optim.step();
     return r;
 }

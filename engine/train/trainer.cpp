@@ -1,7 +1,6 @@
 // Single-replica training loop.
 #include "engine/train/trainer.h"
 
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 #include <torch/utils.h>
 
@@ -11,27 +10,17 @@
 #include "core/config_io.h"
 #include "engine/runtime/threads.h"
 #include "engine/train/checkpoint.h"
-#include "engine/train/schedule.h"
 
 namespace tw {
 
 std::unique_ptr<torch::optim::AdamW> make_adamw(Llama& model, const TrainConfig& t) {
-    std::vector<torch::Tensor> decay, no_decay;
-    for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-    auto opts = [&](double wd) {
-        return std::make_unique<torch::optim::AdamWOptions>(
-            torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(1e-8).weight_decay(wd));
-    };
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, opts(t.weight_decay));
-    groups.emplace_back(no_decay, opts(0.0));
-    return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(t.lr));
+    return make_adamw(model->parameters(), t);
 }
 
 Trainer::Trainer(const RunConfig& cfg, WindowLoader train, WindowLoader val)
     : cfg_(cfg), model_(cfg.model, static_cast<uint64_t>(cfg.run.seed)), train_(std::move(train)), val_(std::move(val)) {
     configure_compute_threads(static_cast<int>(cfg.run.threads));
-    optim_ = make_adamw(model_, cfg.train);
+    optim_ = std::make_unique<InnerOptimizer>(model_->parameters(), cfg.train);
 }
 
 Trainer::~Trainer() = default;
@@ -39,8 +28,7 @@ Trainer::~Trainer() = default;
 StepReport Trainer::step() {
     const auto t0 = std::chrono::steady_clock::now();
     const auto& t = cfg_.train;
-    const double lr = lr_at(step_, t.steps, t.lr, t.warmup_steps, t.min_lr_frac);
-    for (auto& g : optim_->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+    const double lr = optim_->set_lr(step_);
 
     auto batch = train_.batch(step_);
     // Drop gradients instead of zeroing them (1.13's C++ zero_grad has no set_to_none): backward then
@@ -68,7 +56,7 @@ StepReport Trainer::step() {
     if (sync_status_) {
         t1 = std::chrono::steady_clock::now();
         // Norm before clipping; with clipping off we still report it.
-        r.grad_norm = torch::nn::utils::clip_grad_norm_(model_->parameters(), t.grad_clip > 0 ? t.grad_clip : 1e30);
+        r.grad_norm = optim_->clip();
         optim_->step();
         ++step_;
         r.optim_s = since(t1);
@@ -89,11 +77,11 @@ double Trainer::evaluate() {
 
 Status Trainer::save(const std::string& path) const {
     auto* self = const_cast<Trainer*>(this);  // serialisation reads only; torch's API is not const
-    return save_checkpoint(path, *self->model_, *self->optim_, {step_, config_hash(cfg_)});
+    return save_checkpoint(path, *self->model_, self->optim_->adamw(), {step_, config_hash(cfg_)});
 }
 
 Status Trainer::load(const std::string& path) {
-    auto meta = load_checkpoint(path, *model_, *optim_);
+    auto meta = load_checkpoint(path, *model_, optim_->adamw());
     if (!meta) return meta.status();
     step_ = meta->step;
     return Status::ok();

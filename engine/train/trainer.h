@@ -11,8 +11,8 @@
 #include "core/status.h"
 #include "engine/data/loader.h"
 #include "engine/model/llama.h"
+#include "engine/train/inner_step.h"
 
-namespace torch::optim { class AdamW; }
 
 namespace tw {
 
@@ -39,8 +39,8 @@ struct TrainHooks {
     std::function<Status(int64_t step)> after_step;
 };
 
-// AdamW with decoupled weight decay on matrices only (norm gains are not decayed); the trainer's
-// optimizer, shared with pipeline stages so both train alike.
+// AdamW with decoupled weight decay on matrices only (norm gains are not decayed) over a whole
+// model: inner_step.h's make_adamw, kept for SkipPipe's one-process loop.
 std::unique_ptr<torch::optim::AdamW> make_adamw(Llama& model, const TrainConfig& t);
 
 class Trainer {
@@ -79,12 +79,12 @@ public:
     int64_t step_index() const { return step_; }
     bool stopped_early() const { return stopped_; }
     Llama& model() { return model_; }
-    torch::optim::AdamW& optimizer() { return *optim_; }
+    torch::optim::AdamW& optimizer() { return optim_->adamw(); }
 
 private:
     RunConfig cfg_;
     Llama model_;
-    std::unique_ptr<torch::optim::AdamW> optim_;
+    std::unique_ptr<InnerOptimizer> optim_;  // the shared inner step (inner_step.h)
     WindowLoader train_, val_;
     int64_t step_ = 0;
     bool stopped_ = false;

@@ -1,25 +1,26 @@
 // The pipeline worker's loop; see pipeline_worker.h.
 #include "engine/worker/pipeline_worker.h"
 
-#include <torch/optim/adamw.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstring>
 
+#include "core/algorithm.h"
 #include "core/layout.h"
+#include "core/metric_names.h"
 #include "core/network.h"
+#include "core/pipeline_program.h"
 #include "core/pipeline_schedule.h"
 #include "core/routing.h"
-#include "core/timeline.h"
+#include "core/sim_clock.h"
 #include "engine/algo/outer.h"
-#include "engine/algo/sparseloco.h"
 #include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
 #include "engine/pipeline/hetero.h"
 #include "engine/pipeline/stage.h"
+#include "engine/pipeline/subspace.h"
 #include "engine/runtime/threads.h"
-#include "engine/train/schedule.h"
+#include "engine/train/inner_step.h"
 #include "engine/train/trainer.h"
 
 namespace tw {
@@ -43,6 +44,7 @@ struct Slice {
     torch::Tensor u;   // [d, rank]
     std::unique_ptr<GroupCollective> group;
     std::unique_ptr<OuterAlgorithm> algo;
+    bool ad1_after_round = false;  // AD1 applied by the worker after each round (the algorithm has no hook for it)
 
     void project_writers(std::vector<torch::Tensor>& tensors) const {
         if (rank == 0) return;
@@ -66,13 +68,17 @@ private:
     int peer(int replica, int64_t stage) const { return pipeline_mesh_rank(cfg_, replica, static_cast<int>(stage)); }
     Status setup(WorkerControl& ctl, MetricSink& sink);
     Status build_slices();
-    Status broadcast_frozen_embedding();
+    Status broadcast_frozen_embedding(int64_t step);
     Status build_embedding_shadow(const torch::Tensor& u0);
     bool ad2_active() const {
         return !full() && t_fixed_.defined() && cfg_.pipeline.has("ad2") && run_constraint_rank(cfg_, 0) > 0;
     }
-    Status stage_step(int64_t step, double& loss, double& compute_s);
-    Status clip_and_step(int64_t step, double& compute_s, double& grad_norm);
+    // One iteration of this stage node (`iteration` 0-based), as core/pipeline_program.h lists it.
+    Status stage_step(int64_t iteration, double& loss, double& compute_s, double& grad_norm, double& lr);
+    Result<std::vector<uint8_t>> run_op(int64_t iteration, const PipeOp& op, std::vector<uint8_t>& in,
+                                        torch::Tensor& own, std::map<int, torch::Tensor>& targets, double& loss);
+    double grad_norm_sq();  // this stage's squared gradient norm (reparam: of Z), before clipping
+    double optimizer_step(int64_t iteration, double grad_norm);  // returns the learning rate used
     Status outer_rounds(int64_t step);
     Status evaluate(double& val);
     Status check_weights();
@@ -86,12 +92,17 @@ private:
     Status sit_out_round() { return mesh_->exchange({mesh_->rank()}, {}, LinkClass::kOuterSync).status(); }
     WindowLoader& loader_of(int replica);
     int origin_replica(int64_t step, int mb) const;
-    int next_replica(int64_t step, int mb) const;  // where this node's output of mb goes
-    int prev_replica(int64_t step, int mb) const;  // where this node's input of mb came from
-    Status send(int to, const std::vector<uint8_t>& payload);
+    // Point to point on the stage link with this node's clock: the message's size is recorded
+    // at `step` (clock.send_bytes) so re-timing can replay it.
+    Status send(int64_t step, int to, const std::vector<uint8_t>& payload);
     Result<std::vector<uint8_t>> recv(int from);
+    // A compute segment of `s` seconds at `step`: the clock advances, and re-timing gets the row.
+    void clock_compute(int64_t step, double s) {
+        clock_.compute(s);
+        record(step, metric::kClockComputeS, s);
+    }
     void record(int64_t step, const std::string& name, double v) {
-        rows_.push_back({role_.name, step, outer_step_, since_s(t0_), sim_s_, name, v});
+        rows_.push_back({role_.name, step, outer_step_, since_s(t0_), clock_.now_s(), name, v});
     }
     void record_bytes(int64_t step);
     WorkerSummary summarise() const;
@@ -107,10 +118,9 @@ private:
     std::unique_ptr<WindowLoader> val_;
     std::unique_ptr<Trainer> trainer_;        // full replica
     std::unique_ptr<PipelineStage> stage_;    // stage node
-    std::unique_ptr<torch::optim::AdamW> optim_;
+    std::unique_ptr<InnerOptimizer> optim_;  // stage node: the shared inner step (reparam's Z added)
     torch::Tensor t_fixed_;                   // [V, d] when the run compresses anything
     std::vector<Slice> slices_;
-    std::vector<PipeOp> ops_;  // this stage's forwards and backwards of one iteration, in schedule order
     // AD2 on a pipeline's later stages under SparseLoCo: a copy of θ_global's trainable embedding,
     // kept bit-identical by replaying stage 0's round payloads, so T_fixed follows without sending it.
     torch::Tensor shadow_emb_;
@@ -137,12 +147,11 @@ private:
         }
     };
     std::vector<Reparam> reparam_;
-    std::unique_ptr<torch::optim::AdamW> z_optim_;
     void build_reparam();
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
-    double sim_s_ = 0, uplink_free_s_ = 0, compute_s_ = 0, exposed_s_ = 0, round_compute_s_ = 0;
-    double sync_exposed_s_ = 0;  // the part of exposed_s_ spent in outer syncs
+    SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
+    double round_compute_s_ = 0;
     int64_t outer_step_ = -1, step_ = 0;
     double last_loss_ = NAN, last_val_ = NAN;
 };
@@ -161,6 +170,9 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     if (Status st = check_data_fingerprint(*fp, role_.data_fingerprint); !st) return st;
     data_ = std::make_shared<PreparedData>(std::move(*data));
     if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = data_->vocab_size;
+    if (cfg_.model.vocab_size < data_->vocab_size)
+        return Status::error("model.vocab_size " + std::to_string(cfg_.model.vocab_size) + " is smaller than the data's " +
+                             std::to_string(data_->vocab_size));
     if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
     if (run_has_compression(cfg_))
@@ -175,21 +187,20 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         if (t_fixed_.defined()) trainer_->model()->set_frozen_embedding(t_fixed_);
     } else {
         configure_compute_threads(static_cast<int>(cfg_.run.threads));
+        // The codec of boundary b (between stage b and b + 1) of this replica; dense outside the pipeline.
         auto codec = [&](int64_t b) {
-            BoundaryCodec c;
-            if (b < 0 || b >= S() - 1) return c;
-            c.rank = cfg_.boundary_rank(role_.replica, b);
-            c.dtype = parse_coord_dtype(cfg_.pipeline.coord_dtype).value();
-            if (c.rank > 0) c.u = subspace_basis(cfg_.model.d_model, c.rank, seed);
-            return c;
+            const int64_t k = b < 0 || b >= S() - 1 ? 0 : cfg_.boundary_rank(role_.replica, b);
+            if (k == 0) return make_dense_codec(cfg_.model.d_model);
+            return make_subspace_codec(subspace_basis(cfg_.model.d_model, k, seed),
+                                       parse_coord_dtype(cfg_.pipeline.coord_dtype).value(), t_fixed_,
+                                       cfg_.model.vocab_size);
         };
         stage_ = std::make_unique<PipelineStage>(cfg_.model, seed, role_.stage, S(), codec(role_.stage - 1),
                                                  codec(role_.stage), t_fixed_);
-        optim_ = make_adamw(stage_->model(), cfg_.train);
-        auto schedule = parse_pipe_schedule(cfg_.pipeline.schedule);
-        if (!schedule) return schedule.status();
-        ops_ = stage_ops(*schedule, static_cast<int>(role_.stage), static_cast<int>(S()),
-                         static_cast<int>(cfg_.pipeline.micro_batches));
+        optim_ = std::make_unique<InnerOptimizer>(stage_->model()->parameters(), cfg_.train);
+        // The schedule's op order is core/pipeline_program.h's stage_iteration (pipeline.schedule
+        // was checked against its choices when the config was parsed).
+        if (!parse_pipe_schedule(cfg_.pipeline.schedule)) return parse_pipe_schedule(cfg_.pipeline.schedule).status();
     }
     if (Status st = build_slices(); !st) return st;
     build_reparam();
@@ -240,14 +251,12 @@ Status PipelineWorker::build_slices() {
             for (size_t i = 0; i < sl.names.size(); ++i)
                 if (sl.names[i] == "tok_emb") move_out_of_span_into_frozen(sl.params[i], t_fixed_, u0);
         }
-        if (cfg_.outer.algorithm == "none") continue;
+        if (!algorithm_traits(cfg_).outer_rounds) continue;
         auto algo = make_outer_algorithm(cfg_, sl.params, sl.names, sl.group->rank(), sl.group->size());
         if (!algo) return algo.status();
         sl.algo = std::move(*algo);
         sl.project_writers(sl.params);  // the constraint holds from the first step
-        auto* sparse = dynamic_cast<SparseLoCo*>(sl.algo.get());
-        if (!sparse) continue;
-        SparseLoCoHooks h;
+        RoundHooks h;
         const bool compressed = sl.rank > 0;
         Slice* self = &sl;
         if (compressed && cfg_.pipeline.has("ad3"))
@@ -265,10 +274,14 @@ Status PipelineWorker::build_slices() {
                 if (ad1) self->project_writers(live);
             };
         h.delta_from_start = compressed && cfg_.pipeline.has("ad6");
-        sparse->set_hooks(std::move(h));
+        // AD1 where the algorithm has no after-round hook (DiLoCo, NoLoCo) is the worker's, after
+        // every round; AD2 then needs no move after a round, and AD3 / AD6 have no place.
+        sl.ad1_after_round = !sl.algo->set_round_hooks(std::move(h)).after_round && cfg_.pipeline.has("ad1");
     }
-    if (ad2 && !full() && role_.stage > 0 && cfg_.outer.algorithm == "sparseloco") return build_embedding_shadow(u0);
-    return broadcast_frozen_embedding();
+    // The later stages of a pipeline replica follow stage 0's AD2 moves by replaying its rounds when
+    // the algorithm's rounds can be replayed (core/pipeline_program.h: no table before the first round).
+    if (ad2 && !full() && role_.stage > 0 && !frozen_table_at_start(cfg_)) return build_embedding_shadow(u0);
+    return broadcast_frozen_embedding(0);
 }
 
 // The later stages start from the same T_fixed as stage 0 by doing its initial AD2 move on their
@@ -289,12 +302,13 @@ Status PipelineWorker::build_embedding_shadow(const torch::Tensor& u0) {
     auto algo = make_outer_algorithm(shadow_cfg, {shadow_emb_}, {"tok_emb"}, 0, static_cast<int>(cfg_.outer.replicas));
     if (!algo) return algo.status();
     shadow_ = std::move(*algo);
-    SparseLoCoHooks h;
+    RoundHooks h;
     h.after_round = [this, u0](std::vector<torch::Tensor>& global, std::vector<torch::Tensor>& live) {
         move_out_of_span_into_frozen(global[0], t_fixed_, u0);
         live[0].copy_(global[0]);
     };
-    dynamic_cast<SparseLoCo&>(*shadow_).set_hooks(std::move(h));
+    if (!shadow_->set_round_hooks(std::move(h)).after_round)
+        return Status::error(role_.name + ": " + shadow_->name() + " cannot keep T_fixed by replaying rounds");
     return Status::ok();
 }
 
@@ -302,34 +316,27 @@ Status PipelineWorker::build_embedding_shadow(const torch::Tensor& u0) {
 // Under SparseLoCo stage 0 forwards the embedding's part of every member's round payload (inter-
 // stage bytes, counted) and the later stages replay the round on their copy; with the other
 // algorithms it sends the new table itself (bit-exact copies, not deltas).
-Status PipelineWorker::broadcast_frozen_embedding() {
-    if (!ad2_active()) return Status::ok();
-    auto* sparse = role_.stage == 0 ? dynamic_cast<SparseLoCo*>(slices_[0].algo.get())
-                                    : dynamic_cast<SparseLoCo*>(shadow_.get());
-    if (cfg_.outer.algorithm == "sparseloco" && outer_step_ < 0) return Status::ok();  // no round yet
+// The messages are core/pipeline_program.h's frozen_table_events, which re-timing replays.
+Status PipelineWorker::broadcast_frozen_embedding(int64_t step) {
+    if (full()) return Status::ok();
+    const auto events = frozen_table_events(cfg_, role_.replica, static_cast<int>(role_.stage));
+    if (events.empty() || (outer_step_ < 0 && !frozen_table_at_start(cfg_))) return Status::ok();
     if (role_.stage == 0) {
         std::vector<uint8_t> bytes;
-        if (sparse) {
-            const size_t len = sparse->codec().wire_bytes(t_fixed_.sizes());  // tok_emb leads the slice
-            for (auto& p : sparse->last_round()) bytes.insert(bytes.end(), p.begin(), p.begin() + std::min(len, p.size()));
-        } else {
-            bytes = tensor_bytes(t_fixed_);
-        }
-        for (int64_t s = 1; s < S(); ++s)
-            if (Status st = send(peer(role_.replica, s), bytes); !st) return st;
+        // tok_emb leads stage 0's slice: its part of every member's payload, when the algorithm's
+        // payloads have one, lets the later stages replay the round; otherwise the table itself.
+        auto lead = slices_[0].algo ? slices_[0].algo->leading_tensor_payloads() : std::nullopt;
+        bytes = lead ? std::move(*lead) : tensor_bytes(t_fixed_);
+        for (const StageEvent& e : events)
+            if (Status st = send(step, peer(e.peer_replica, e.peer_stage), bytes); !st) return st;
         return Status::ok();
     }
-    auto m = recv(peer(role_.replica, 0));
+    auto m = recv(peer(events.front().peer_replica, events.front().peer_stage));
     if (!m) return m.status();
-    if (sparse) {
-        const size_t R = static_cast<size_t>(cfg_.outer.replicas), len = m->size() / R;
-        if (len * R != m->size() || len != sparse->codec().wire_bytes(t_fixed_.sizes()))
-            return Status::error(role_.name + ": embedding payloads of " + std::to_string(m->size()) + " bytes for " +
-                                 std::to_string(R) + " replicas");
-        std::vector<std::vector<uint8_t>> payloads;
-        for (size_t r = 0; r < R; ++r)
-            payloads.emplace_back(m->begin() + static_cast<long>(r * len), m->begin() + static_cast<long>((r + 1) * len));
-        return sparse->replay(payloads);
+    if (shadow_) {
+        if (Status st = shadow_->replay_round(*m, static_cast<int>(cfg_.outer.replicas)); !st)
+            return Status::error(role_.name + ": " + st.message());
+        return Status::ok();
     }
     if (m->size() != static_cast<size_t>(t_fixed_.numel() * 4))
         return Status::error(role_.name + ": frozen embedding of " + std::to_string(m->size()) + " bytes, expected " +
@@ -359,10 +366,7 @@ void PipelineWorker::build_reparam() {
             reparam_.push_back(std::move(r));
         }
     }
-    if (zs.empty()) return;
-    const auto& t = cfg_.train;
-    z_optim_ = std::make_unique<torch::optim::AdamW>(
-        zs, torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).eps(1e-8).weight_decay(t.weight_decay));
+    optim_->add_params(zs);  // Z steps with the stage; W, whose gradient moves to Z, does not
 }
 
 // Same seed → same weights; each stage's holders compare checksums of their slice's global
@@ -387,31 +391,18 @@ Status PipelineWorker::check_weights() {
     return Status::ok();
 }
 
-Status PipelineWorker::send(int to, const std::vector<uint8_t>& payload) {
+Status PipelineWorker::send(int64_t step, int to, const std::vector<uint8_t>& payload) {
     // The uplink serialises messages; the sender's compute goes on meanwhile.
-    const double depart = std::max(sim_s_, uplink_free_s_);
-    const double wire_s = 8.0 * static_cast<double>(payload.size()) / net_.stage.bandwidth_bps;
-    uplink_free_s_ = depart + wire_s;
-    return mesh_->send(to, payload, LinkClass::kInterStage, depart + wire_s + net_.stage.latency_s);
+    const double arrival = clock_.send(net_.stage, payload.size());
+    record(step, metric::kClockSendBytes, static_cast<double>(payload.size()));
+    return mesh_->send(to, payload, LinkClass::kInterStage, arrival);
 }
 
 Result<std::vector<uint8_t>> PipelineWorker::recv(int from) {
     double arrival = 0;
     auto m = mesh_->recv(from, &arrival);
-    if (m && arrival > sim_s_) exposed_s_ += arrival - sim_s_, sim_s_ = arrival;
+    if (m) clock_.receive(arrival);
     return m;
-}
-
-int PipelineWorker::next_replica(int64_t step, int mb) const {
-    if (cfg_.pipeline.routing != "random") return role_.replica;
-    return routing_permutation(static_cast<uint64_t>(cfg_.run.seed), step, mb, role_.stage,
-                               static_cast<int>(cfg_.outer.replicas))[static_cast<size_t>(role_.replica)];
-}
-
-int PipelineWorker::prev_replica(int64_t step, int mb) const {
-    if (cfg_.pipeline.routing != "random") return role_.replica;
-    return routing_source(static_cast<uint64_t>(cfg_.run.seed), step, mb, role_.stage - 1,
-                          static_cast<int>(cfg_.outer.replicas), role_.replica);
 }
 
 // Whose data a micro-batch that reached this node came from: follow the routes back to stage 0.
@@ -424,115 +415,114 @@ int PipelineWorker::origin_replica(int64_t step, int mb) const {
     return r;
 }
 
-// One iteration of this stage: the schedule's forwards and backwards of m micro-batches.
-Status PipelineWorker::stage_step(int64_t step, double& loss, double& compute_s) {
-    const int m = static_cast<int>(cfg_.pipeline.micro_batches);
-    const int64_t b = cfg_.train.batch_size / m, T = cfg_.model.seq_len;
+// One iteration of this stage: the schedule's forwards and backwards of m micro-batches with their
+// messages, then global gradient-norm clipping over the replica's stages (each sends its squared
+// norm to the others: 8 bytes) and the optimizer step, in the order core/pipeline_program.h lists
+// them, which is the order re-timing replays.
+Status PipelineWorker::stage_step(int64_t iteration, double& loss, double& compute_s, double& grad_norm, double& lr) {
+    const int64_t step = iteration + 1;  // the metrics' step
     for (auto& p : stage_->model()->parameters()) p.mutable_grad() = torch::Tensor();
-    torch::Tensor own = stage_->first() ? loader_of(role_.replica).batch(step) : torch::Tensor();
-    std::map<int, torch::Tensor> targets_batch;  // origin replica → its batch (last stage)
+    torch::Tensor own = stage_->first() ? loader_of(role_.replica).batch(iteration) : torch::Tensor();
+    std::map<int, torch::Tensor> targets;  // origin replica → its batch (last stage)
+    std::vector<uint8_t> in, out, norm_sq;
+    double total_sq = 0;
     loss = 0;
-    for (const PipeOp& op : ops_) {
-        const int j = op.micro_batch;
-        std::vector<uint8_t> in, out;
-        if (op.kind == PipeOpKind::kForward) {
-            if (!stage_->first()) {
-                auto r = recv(peer(prev_replica(step, j), role_.stage - 1));
-                if (!r) return r.status();
+    for (const StageEvent& e : stage_iteration(cfg_, role_.replica, static_cast<int>(role_.stage), iteration)) {
+        const int peer_rank = e.kind == StageEventKind::kCompute ? -1 : peer(e.peer_replica, e.peer_stage);
+        if (e.kind == StageEventKind::kRecv) {
+            auto r = recv(peer_rank);
+            if (!r) return r.status();
+            if (e.payload != StagePayload::kGradNormSq) {
                 in = std::move(*r);
+                continue;
             }
-            torch::Tensor ids = stage_->first() ? own.narrow(0, j * b, b).narrow(1, 0, T) : torch::Tensor();
+            if (r->size() != 8) return Status::error(role_.name + ": gradient norm message of " + std::to_string(r->size()) + " bytes");
+            double v;
+            std::memcpy(&v, r->data(), 8);
+            total_sq += v;
+        } else if (e.kind == StageEventKind::kSend) {
+            if (e.payload == StagePayload::kGradNormSq && norm_sq.empty()) {
+                total_sq = grad_norm_sq();
+                norm_sq.resize(8);
+                std::memcpy(norm_sq.data(), &total_sq, 8);
+            }
+            if (Status st = send(step, peer_rank, e.payload == StagePayload::kGradNormSq ? norm_sq : out); !st) return st;
+        } else if (e.optimizer) {
+            if (norm_sq.empty()) total_sq = grad_norm_sq();  // a one-stage replica exchanges no norms
             const auto t = Clock::now();
-            if (stage_->last()) {
-                const int origin = origin_replica(step, j);
-                auto& win = targets_batch[origin];
-                if (!win.defined()) win = loader_of(origin).batch(step);
-                auto l = stage_->forward_loss(j, ids, in, win.narrow(0, j * b, b).narrow(1, 1, T), b, 1.0 / m);
-                if (!l) return l.status();
-                loss += *l / m;
-            } else {
-                auto o = stage_->forward(j, ids, in, b);
-                if (!o) return o.status();
-                out = std::move(*o);
-            }
+            grad_norm = std::sqrt(total_sq);
+            lr = optimizer_step(iteration, grad_norm);
             const double c = since_s(t);
-            compute_s += c, sim_s_ += c;
-            if (!stage_->last())
-                if (Status st = send(peer(next_replica(step, j), role_.stage + 1), out); !st) return st;
+            compute_s += c;
+            clock_compute(step, c);
         } else {
-            if (!stage_->last()) {
-                auto r = recv(peer(next_replica(step, j), role_.stage + 1));
-                if (!r) return r.status();
-                in = std::move(*r);
-            }
             const auto t = Clock::now();
-            auto g = stage_->backward(j, in, b);
-            if (!g) return g.status();
+            auto o = run_op(iteration, e.op, in, own, targets, loss);
+            if (!o) return o.status();
+            out = std::move(*o);
             const double c = since_s(t);
-            compute_s += c, sim_s_ += c;
-            if (!stage_->first())
-                if (Status st = send(peer(prev_replica(step, j), role_.stage - 1), *g); !st) return st;
+            compute_s += c;
+            clock_compute(step, c);
         }
     }
     return Status::ok();
 }
 
-// Global gradient-norm clipping over the replica's stages (each sends its squared norm to the
-// others: 8 bytes), then AdamW, then the writers back into their subspace (`project`).
-Status PipelineWorker::clip_and_step(int64_t step, double& compute_s, double& grad_norm) {
-    auto params = stage_->model()->parameters();
-    for (auto& r : reparam_) r.move_grad(), params.push_back(r.z);
+// A forward (its output: the boundary payload, or nothing on the last stage, which adds the
+// micro-batch's loss) or a backward (its output: the gradient payload for the previous stage).
+Result<std::vector<uint8_t>> PipelineWorker::run_op(int64_t iteration, const PipeOp& op, std::vector<uint8_t>& in,
+                                                    torch::Tensor& own, std::map<int, torch::Tensor>& targets,
+                                                    double& loss) {
+    const int m = static_cast<int>(cfg_.pipeline.micro_batches);
+    const int64_t b = cfg_.train.batch_size / m, T = cfg_.model.seq_len;
+    const int j = op.micro_batch;
+    if (op.kind == PipeOpKind::kBackward) return stage_->backward(j, in, b);
+    torch::Tensor ids = stage_->first() ? own.narrow(0, j * b, b).narrow(1, 0, T) : torch::Tensor();
+    if (!stage_->last()) return stage_->forward(j, ids, in, b);
+    auto& win = targets[origin_replica(iteration, j)];
+    if (!win.defined()) win = loader_of(origin_replica(iteration, j)).batch(iteration);
+    auto l = stage_->forward_loss(j, ids, in, win.narrow(0, j * b, b).narrow(1, 1, T), b, 1.0 / m);
+    if (!l) return l.status();
+    loss += *l / m;
+    return std::vector<uint8_t>{};
+}
+
+double PipelineWorker::grad_norm_sq() {
+    for (auto& r : reparam_) r.move_grad();
     double sq = 0;
-    for (auto& p : params)
+    for (auto& p : stage_->model()->parameters())
         if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
-    std::vector<uint8_t> mine(8);
-    std::memcpy(mine.data(), &sq, 8);
-    for (int64_t s = 0; s < S(); ++s)
-        if (s != role_.stage)
-            if (Status st = send(peer(role_.replica, s), mine); !st) return st;
-    double total = sq;
-    for (int64_t s = 0; s < S(); ++s) {
-        if (s == role_.stage) continue;
-        auto r = recv(peer(role_.replica, s));
-        if (!r) return r.status();
-        if (r->size() != 8) return Status::error(role_.name + ": gradient norm message of " + std::to_string(r->size()) + " bytes");
-        double v;
-        std::memcpy(&v, r->data(), 8);
-        total += v;
-    }
-    const auto t = Clock::now();
-    grad_norm = std::sqrt(total);
-    const auto& tc = cfg_.train;
-    if (tc.grad_clip > 0) {
-        const double coef = tc.grad_clip / (grad_norm + 1e-6);  // torch's clip_grad_norm_ rule
-        if (coef < 1)
-            for (auto& p : params)
-                if (p.grad().defined()) p.grad().mul_(coef);
-    }
-    const double lr = lr_at(step, tc.steps, tc.lr, tc.warmup_steps, tc.min_lr_frac);
-    for (auto& g : optim_->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+    for (auto& r : reparam_)
+        if (r.z.grad().defined()) sq += r.z.grad().pow(2).sum().item<double>();
+    return sq;
+}
+
+// Clipping by the replica's global norm, AdamW (the shared inner step), then the writers back into
+// their subspace: W = U·Z again (`reparam`) or projected (`project`).
+double PipelineWorker::optimizer_step(int64_t iteration, double grad_norm) {
+    const double lr = optim_->set_lr(iteration);
+    optim_->clip_to(grad_norm);
     optim_->step();
-    if (z_optim_) {
-        for (auto& g : z_optim_->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-        z_optim_->step();
+    if (!reparam_.empty()) {
         for (auto& r : reparam_) r.from_coordinates();
     } else {
         for (auto& sl : slices_) sl.project_writers(sl.params);
     }
-    const double c = since_s(t);
-    compute_s += c, sim_s_ += c;
-    return Status::ok();
+    return lr;
 }
 
 // Every H steps: S rounds, one per stage, each among that stage's holders (a node holding no slice
 // of the stage still takes part in the mesh's round, alone, so rounds stay aligned).
 Status PipelineWorker::outer_rounds(int64_t step) {
-    if (cfg_.outer.algorithm == "none" || step % cfg_.outer.inner_steps != 0) return Status::ok();
+    if (!algorithm_traits(cfg_).outer_rounds || step % cfg_.outer.inner_steps != 0) return Status::ok();
     ++outer_step_;
     uint64_t bytes = 0;
     int64_t hops = 1, guard_clipped = 0;  // contributions the guard scaled, over this node's slices
     const double real_before = mesh_->real_exchange_s();
-    double start = sim_s_, latest = sim_s_;
+    const double start = clock_.now_s();
+    double latest = start;
+    std::vector<uint64_t> masks;  // per slice held: the replicas its round exchanged with
+    bool grouped = false;         // some round exchanged with a group only (NoLoCo)
     for (int64_t s = 0; s < S(); ++s) {
         Slice* sl = slice_of(s);
         // Two mesh rounds per stage: the exchange, then the round agreement among its holders (a node
@@ -542,24 +532,27 @@ Status PipelineWorker::outer_rounds(int64_t step) {
             if (Status st = mesh_->agree({mesh_->rank()}, 0); !st) return st;
             continue;
         }
-        auto rep = sl->algo->after_step(step, *sl->group, sim_s_);
+        auto rep = sl->algo->after_step(step, *sl->group, start);
         if (!rep) return rep.status();
         bytes += rep->bytes_sent;
         // Every holder of stage s must now hold the same state (θ_s; NoLoCo: its group's mean).
         auto agreed = agree_on_round(*sl->algo, *sl->group);
         if (!agreed) return Status::error("stage " + std::to_string(s) + ": " + agreed.message());
-        record(step, "round.stage" + std::to_string(s) + "_hash", static_cast<double>(*agreed >> 12));
+        record(step, metric::round_stage_hash(s), static_cast<double>(*agreed >> 12));
         guard_clipped += rep->guard_clipped;
         hops = std::max(hops, rep->hops);
         for (double c : rep->clocks) latest = std::max(latest, c);
+        uint64_t mask = 0;
+        for (int r = 0; r < std::min<int>(64, static_cast<int>(cfg_.outer.replicas)); ++r)
+            if (rep->members.empty() || std::count(rep->members.begin(), rep->members.end(), r)) mask |= uint64_t{1} << r;
+        grouped = grouped || !rep->members.empty();
+        masks.push_back(mask);
         // Without SparseLoCo's hooks, AD1 is applied here (DiLoCo, NoLoCo).
-        if (!dynamic_cast<SparseLoCo*>(sl->algo.get()) && cfg_.pipeline.has("ad1")) sl->project_writers(sl->params);
+        if (sl->ad1_after_round) sl->project_writers(sl->params);
     }
     // This node's uplink carries its payloads of every slice back to back after the slowest holder.
-    const double end = round_end_s({latest}, net_.outer, bytes, hops);
-    const double exposed = std::max(0.0, end - start);
-    sim_s_ += exposed, exposed_s_ += exposed, sync_exposed_s_ += exposed;
-    if (Status st = broadcast_frozen_embedding(); !st) return st;
+    const double exposed = clock_.wait_for_round(round_end_s({latest}, net_.outer, bytes, hops));
+    if (Status st = broadcast_frozen_embedding(step); !st) return st;
     for (auto& r : reparam_) r.to_coordinates();  // W = U·Z again (reparam implies AD1)
     if (t_fixed_.defined()) {
         // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike): one more
@@ -568,11 +561,12 @@ Status PipelineWorker::outer_rounds(int64_t step) {
         std::vector<int> everyone;
         for (int r = 0; r < mesh_->size(); ++r) everyone.push_back(r);
         if (Status st = mesh_->agree(everyone, h); !st) return Status::error("T_fixed: " + st.message());
-        record(step, "round.t_fixed_hash", static_cast<double>(h >> 12));
+        record(step, metric::kRoundTFixedHash, static_cast<double>(h >> 12));
     }
-    if (guard_clipped > 0) record(step, "round.guard_clipped", static_cast<double>(guard_clipped));
-    for (auto& [name, v] : round_metrics(bytes, hops, round_compute_s_,
-                                         transfer_s(net_.outer, bytes) + (hops - 1) * net_.outer.latency_s, exposed,
+    if (guard_clipped > 0) record(step, metric::kRoundGuardClipped, static_cast<double>(guard_clipped));
+    if (grouped)
+        for (uint64_t mask : masks) record(step, metric::kRoundGroupMask, static_cast<double>(mask));
+    for (auto& [name, v] : round_metrics(bytes, hops, round_compute_s_, round_comm_s(net_.outer, bytes, hops), exposed,
                                          mesh_->real_exchange_s() - real_before))
         record(step, name, v);
     round_compute_s_ = 0;
@@ -632,39 +626,41 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
             stopped = true;
             break;
         }
-        double loss = NAN, compute = 0, grad_norm = NAN;
-        const double before = sim_s_;
+        double loss = NAN, compute = 0, grad_norm = NAN, lr = NAN;
+        const double before = clock_.now_s();
         if (full()) {
             const StepReport s = trainer_->step();
             for (auto& sl : slices_) sl.project_writers(sl.params);  // AD5
-            loss = s.loss, compute = s.compute_s, grad_norm = s.grad_norm;
-            sim_s_ += compute;
+            loss = s.loss, compute = s.compute_s, grad_norm = s.grad_norm, lr = s.lr;
+            clock_.compute(compute);  // one segment: re-timing takes it from train.compute_s
         } else {
-            failure = stage_step(step_, loss, compute);
-            if (failure.is_ok()) failure = clip_and_step(step_, compute, grad_norm);
+            failure = stage_step(step_, loss, compute, grad_norm, lr);
             if (!failure.is_ok()) break;
         }
         ++step_;
-        compute_s_ += compute, round_compute_s_ += compute;
-        if (reports_loss) last_loss_ = loss, record(step_, "train.loss", loss);
-        record(step_, "train.grad_norm", grad_norm);
-        record(step_, "train.tokens", static_cast<double>(step_ * tokens_per_step));
-        record(step_, "train.compute_s", compute);
-        record(step_, "pipe.idle_s", sim_s_ - before - compute);
+        round_compute_s_ += compute;
+        if (reports_loss) last_loss_ = loss, record(step_, metric::kTrainLoss, loss);
+        record(step_, metric::kTrainLr, lr);
+        record(step_, metric::kTrainGradNorm, grad_norm);
+        record(step_, metric::kTrainTokens, static_cast<double>(step_ * tokens_per_step));
+        record(step_, metric::kTrainComputeS, compute);
+        if (full()) record(step_, metric::kTrainTokensPerS, tokens_per_step / compute);
+        record(step_, metric::kPipeIdleS, clock_.now_s() - before - compute);
         if (Status st = outer_rounds(step_); !st) {
             failure = st;
             break;
         }
         record_bytes(step_);
-        const bool round_end = cfg_.outer.algorithm != "none" && step_ % cfg_.outer.inner_steps == 0;
+        const bool rounds = algorithm_traits(cfg_).outer_rounds;
+        const bool round_end = rounds && step_ % cfg_.outer.inner_steps == 0;
         const bool periodic = cfg_.train.eval_every > 0 && step_ % cfg_.train.eval_every == 0;
-        if (evaluator && (round_end || (cfg_.outer.algorithm == "none" && periodic) || step_ == steps)) {
+        if (evaluator && (round_end || (!rounds && periodic) || step_ == steps)) {
             double v = NAN;
             if (Status st = evaluate(v); !st) {
                 failure = st;
                 break;
             }
-            if (reports_loss) last_val_ = v, record(step_, "val.loss", v);
+            if (reports_loss) last_val_ = v, record(step_, metric::kValLoss, v);
         }
         ctl.step = step_;
         sink.metrics(std::exchange(rows_, {}));
@@ -677,15 +673,16 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
 }
 
 WorkerSummary PipelineWorker::summarise() const {
-    WorkerSummary out{{"steps", static_cast<double>(step_)},
-                      {"train.loss", last_loss_},
-                      {"val.loss", last_val_},
-                      {"sim_s", sim_s_},
-                      {"compute_s", compute_s_},
-                      {"exposed_comm_s", exposed_s_},
-                      {"utilisation", compute_s_ / std::max(1e-12, sim_s_)},  // bubbles and transfers count
-                      {"sync_utilisation", compute_s_ / std::max(1e-12, compute_s_ + sync_exposed_s_)},
-                      {"wall_s", since_s(t0_)}};
+    const double compute_s = clock_.compute_s(), sim_s = clock_.now_s();
+    WorkerSummary out{{summary::kSteps, static_cast<double>(step_)},
+                      {metric::kTrainLoss, last_loss_},
+                      {metric::kValLoss, last_val_},
+                      {summary::kSimS, sim_s},
+                      {summary::kComputeS, compute_s},
+                      {summary::kExposedCommS, clock_.exposed_s()},
+                      {summary::kUtilisation, compute_s / std::max(1e-12, sim_s)},  // bubbles and transfers count
+                      {summary::kSyncUtilisation, compute_s / std::max(1e-12, compute_s + clock_.sync_exposed_s())},
+                      {summary::kWallS, since_s(t0_)}};
     for (auto& [name, v] : byte_metrics(mesh_->counters(), false)) out[name] = v;
     return out;
 }

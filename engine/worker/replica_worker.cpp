@@ -6,9 +6,11 @@
 #include <cstring>
 #include <map>
 
+#include "core/algorithm.h"
 #include "core/hash.h"
+#include "core/metric_names.h"
 #include "core/network.h"
-#include "core/timeline.h"
+#include "core/sim_clock.h"
 #include "engine/algo/ddp.h"
 #include "engine/algo/outer.h"
 #include "engine/algo/state_hash.h"
@@ -43,9 +45,8 @@ private:
     Status setup(WorkerControl& ctl, MetricSink& sink);
     Status ddp_round(int64_t step, double step_compute_s);
     Status outer_round(int64_t step);
-    void settle_due(int64_t step);
     void record(int64_t step, const std::string& name, double v) {
-        rows_.push_back({role_.name, step, outer_step_, since_s(t0_), sim_s_, name, v});
+        rows_.push_back({role_.name, step, outer_step_, since_s(t0_), clock_.now_s(), name, v});
     }
     void record_bytes(int64_t step);
     // train.ckpt_path (one-node runs): a checkpoint when due, or `final`; an event names it.
@@ -70,11 +71,11 @@ private:
     std::unique_ptr<Trainer> trainer_;
     std::unique_ptr<GradAllReduce> grads_;
     std::unique_ptr<OuterAlgorithm> outer_;  // replica leaders of the non-DDP algorithms
-    std::multimap<int64_t, double> due_;     // step → end of an overlapped transfer (Streaming DiLoCo's τ)
     LinkClass grad_link_ = LinkClass::kIntraReplica;
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
-    double sim_s_ = 0, compute_s_ = 0, exposed_s_ = 0, round_compute_s_ = 0;
+    SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
+    double round_compute_s_ = 0;
     double gloo_real_s_ = 0, real_at_last_round_ = 0;
     int64_t outer_step_ = -1;
     int64_t n_params_ = 0;
@@ -114,7 +115,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
 
     // DDP: every node of the run in one group; DiLoCo: the nodes of this replica.
-    const bool ddp = cfg_.outer.algorithm == "ddp";
+    const bool ddp = algorithm_of(cfg_) == Algorithm::kDdp;
     grad_link_ = ddp ? round_link_class(cfg_) : LinkClass::kIntraReplica;
     if (role_.grad_group.size > 1) {
         if (!store_.client) return Status::error(role_.name + ": a gradient group without a store");
@@ -149,7 +150,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
                 return Status::error("mesh member " + std::to_string(i) + " starts from other weights than " +
                                      role_.name + " (different seed, model or data?)");
     }
-    if (!ddp && cfg_.outer.algorithm != "none" && mesh_) {
+    if (algorithm_traits(cfg_).outer_rounds && mesh_) {
         std::vector<std::string> names;
         for (auto& item : trainer_->model()->named_parameters()) names.push_back(item.key());
         auto algo = make_outer_algorithm(cfg_, params, names, role_.replica, role_.replicas);
@@ -172,9 +173,9 @@ Status ReplicaWorker::ddp_round(int64_t step, double step_compute_s) {
         GradAllReduce::ring_allreduce_bytes(n_params_, 4, W, grads_->rank());
     const int64_t hops = 2 * (W - 1);
     const LinkSpec& link = link_of(net_, grad_link_);
-    std::vector<double> clocks{sim_s_};
+    std::vector<double> clocks{clock_.now_s()};
     if (mesh_) {
-        auto all = mesh_->all_gather({}, grad_link_, sim_s_, &clocks);
+        auto all = mesh_->all_gather({}, grad_link_, clock_.now_s(), &clocks);
         if (!all) return all.status();
         // Round agreement: after the all-reduce and the optimizer step every node of the DDP group
         // holds the same weights (the mesh is that group). Framing only: no payload bytes.
@@ -184,29 +185,19 @@ Status ReplicaWorker::ddp_round(int64_t step, double step_compute_s) {
             return Status::error("ddp: step " + std::to_string(step) + ": " + st.message());
     }
     const double end_s = round_end_s(clocks, link, bytes, hops);
-    const double exposed = end_s - sim_s_;
-    sim_s_ = end_s;
-    exposed_s_ += exposed;
+    const double exposed = clock_.finish_round_at(end_s);
     record_round(step, bytes, hops, step_compute_s, end_s - *std::max_element(clocks.begin(), clocks.end()), exposed);
     return Status::ok();
-}
-
-// Results of overlapped exchanges that are due at this step: the clock waits for their arrival.
-void ReplicaWorker::settle_due(int64_t step) {
-    auto [lo, hi] = due_.equal_range(step);
-    for (auto d = lo; d != hi; ++d)
-        if (d->second > sim_s_) exposed_s_ += d->second - sim_s_, sim_s_ = d->second;
-    due_.erase(lo, hi);
 }
 
 // The outer algorithm's step (DiLoCo, SparseLoCo, Streaming DiLoCo, NoLoCo) on the replica leaders;
 // the other nodes of a replica then receive the leader's weights and clock over their Gloo group.
 // The clock rule is the one `runs retime` replays (core/timeline.h).
 Status ReplicaWorker::outer_round(int64_t step) {
-    if (cfg_.outer.algorithm == "ddp" || cfg_.outer.algorithm == "none") return Status::ok();
+    if (!algorithm_traits(cfg_).outer_rounds) return Status::ok();
     RoundReport rep;
     if (outer_) {
-        auto r = outer_->after_step(step, *mesh_, sim_s_);
+        auto r = outer_->after_step(step, *mesh_, clock_.now_s());
         if (!r) return r.status();
         rep = std::move(*r);
     } else {
@@ -219,9 +210,9 @@ Status ReplicaWorker::outer_round(int64_t step) {
             return Status::error("step " + std::to_string(step) + ": " + h.message());
     }
     ++outer_step_;
-    double end_s = sim_s_;
+    double end_s = clock_.now_s();
     if (outer_) {
-        if (rep.clocks.empty()) rep.clocks.push_back(sim_s_);
+        if (rep.clocks.empty()) rep.clocks.push_back(clock_.now_s());
         end_s = round_end_s(rep.clocks, net_.outer, rep.bytes_sent, rep.hops);
     }
     if (grads_) {
@@ -232,22 +223,16 @@ Status ReplicaWorker::outer_round(int64_t step) {
         const auto t = Clock::now();
         if (Status st = grads_->broadcast(params, 0); !st) return st;
         gloo_real_s_ += since_s(t);
-        end_s = std::max(end_s, static_cast<double>(clock.item<float>())) +
-                transfer_s(net_.intra, static_cast<uint64_t>(n_params_) * 4);
+        end_s = clock_.follow_leader(end_s, clock.item<float>(), net_.intra, static_cast<uint64_t>(n_params_) * 4);
     }
     double exposed = 0;
-    if (rep.overlap_steps > 0) {
-        due_.emplace(step + rep.overlap_steps, end_s);  // training goes on; the clock waits then, if at all
-    } else {
-        exposed = std::max(0.0, end_s - sim_s_);
-        sim_s_ += exposed;
-        exposed_s_ += exposed;
-    }
-    record_round(step, rep.bytes_sent, rep.hops, round_compute_s_,
-                 transfer_s(net_.outer, rep.bytes_sent) + (rep.hops - 1) * net_.outer.latency_s, exposed);
-    if (rep.overlap_steps > 0) record(step, "round.overlap_steps", static_cast<double>(rep.overlap_steps));
+    if (rep.overlap_steps > 0) clock_.defer(step + rep.overlap_steps, end_s);  // training goes on; the clock waits then
+    else exposed = clock_.wait_for_round(end_s);
+    record_round(step, rep.bytes_sent, rep.hops, round_compute_s_, round_comm_s(net_.outer, rep.bytes_sent, rep.hops),
+                 exposed);
+    if (rep.overlap_steps > 0) record(step, metric::kRoundOverlapSteps, static_cast<double>(rep.overlap_steps));
     if (rep.guard_clipped > 0) {
-        record(step, "round.guard_clipped", static_cast<double>(rep.guard_clipped));
+        record(step, metric::kRoundGuardClipped, static_cast<double>(rep.guard_clipped));
         guard_events_.push_back(std::to_string(rep.guard_clipped) + " contribution(s) scaled down by the aggregation guard in " +
                                 (rep.what.empty() ? "the round" : rep.what) + " at step " + std::to_string(step));
     }
@@ -255,7 +240,7 @@ Status ReplicaWorker::outer_round(int64_t step) {
         uint64_t mask = 0;
         for (int m : rep.members)
             if (m < 64) mask |= uint64_t{1} << m;
-        record(step, "round.group_mask", static_cast<double>(mask));
+        record(step, metric::kRoundGroupMask, static_cast<double>(mask));
     }
     round_compute_s_ = 0;
     return Status::ok();
@@ -314,18 +299,17 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
             failure = trainer_->sync_status();
             break;
         }
-        sim_s_ += s.compute_s;  // compute advances the simulated clock by its measured time
-        compute_s_ += s.compute_s;
+        clock_.compute(s.compute_s);  // compute advances the simulated clock by its measured time
         round_compute_s_ += s.compute_s;
         last_loss_ = s.loss;
-        record(s.step, "train.loss", s.loss);
-        record(s.step, "train.lr", s.lr);
-        record(s.step, "train.grad_norm", s.grad_norm);
-        record(s.step, "train.tokens", static_cast<double>(s.step * tokens_per_step));
-        record(s.step, "train.compute_s", s.compute_s);
-        record(s.step, "train.tokens_per_s", tokens_per_step / s.compute_s);
-        settle_due(s.step);
-        Status st = cfg_.outer.algorithm == "ddp" ? ddp_round(s.step, s.compute_s) : outer_round(s.step);
+        record(s.step, metric::kTrainLoss, s.loss);
+        record(s.step, metric::kTrainLr, s.lr);
+        record(s.step, metric::kTrainGradNorm, s.grad_norm);
+        record(s.step, metric::kTrainTokens, static_cast<double>(s.step * tokens_per_step));
+        record(s.step, metric::kTrainComputeS, s.compute_s);
+        record(s.step, metric::kTrainTokensPerS, tokens_per_step / s.compute_s);
+        clock_.settle_due(s.step);  // results of overlapped exchanges due now: the clock waits for them
+        Status st = algorithm_of(cfg_) == Algorithm::kDdp ? ddp_round(s.step, s.compute_s) : outer_round(s.step);
         if (!st) {
             failure = st;
             break;
@@ -335,12 +319,12 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
             sink.event({since_s(t0_), role_.name, EventLevel::kWarning, "guard", text});
         // The global model's validation loss: every outer round (DiLoCo), every eval_every steps
         // (DDP, single node) and at the end; one node evaluates, all hold the same weights then.
-        const bool outer_algo = cfg_.outer.algorithm != "ddp" && cfg_.outer.algorithm != "none";
+        const bool outer_algo = algorithm_traits(cfg_).outer_rounds;
         const bool round_end = outer_algo && s.step % cfg_.outer.inner_steps == 0;
         const bool periodic = !outer_algo && cfg_.train.eval_every > 0 && s.step % cfg_.train.eval_every == 0;
         if (is_evaluator() && (round_end || periodic || s.step == steps)) {
             last_val_ = evaluate_global();
-            record(s.step, "val.loss", last_val_);
+            record(s.step, metric::kValLoss, last_val_);
         }
         if (s.step < steps)
             if (Status st = checkpoint(false, sink); !st) {
@@ -365,14 +349,15 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
 }
 
 WorkerSummary ReplicaWorker::summarise() const {
-    WorkerSummary out{{"steps", static_cast<double>(trainer_->step_index())},
-                      {"train.loss", last_loss_},
-                      {"val.loss", last_val_},
-                      {"sim_s", sim_s_},
-                      {"compute_s", compute_s_},
-                      {"exposed_comm_s", exposed_s_},
-                      {"utilisation", compute_s_ / (compute_s_ + exposed_s_)},
-                      {"wall_s", since_s(t0_)}};
+    const double compute_s = clock_.compute_s(), exposed_s = clock_.exposed_s();
+    WorkerSummary out{{summary::kSteps, static_cast<double>(trainer_->step_index())},
+                      {metric::kTrainLoss, last_loss_},
+                      {metric::kValLoss, last_val_},
+                      {summary::kSimS, clock_.now_s()},
+                      {summary::kComputeS, compute_s},
+                      {summary::kExposedCommS, exposed_s},
+                      {summary::kUtilisation, compute_s / (compute_s + exposed_s)},
+                      {summary::kWallS, since_s(t0_)}};
     for (auto& [name, v] : byte_metrics(total_bytes(), false)) out[name] = v;
     return out;
 }

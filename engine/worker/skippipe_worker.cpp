@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "core/network.h"
+#include "core/metric_names.h"
 #include "core/skippipe.h"
 #include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
@@ -161,12 +162,12 @@ Status SkipPipeWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         return Status::error("stage " + std::to_string(role_.stage) + " starts from other weights: " + st.message());
     if (mesh_->rank() == 0) {
         const SkipPipeProblem& p = timing_->problem();
-        record(0, "skippipe.block_fwd_s", block.fwd_s);
-        record(0, "skippipe.block_bwd_s", block.bwd_s);
-        record(0, "skippipe.head_fwd_s", head.fwd_s);
-        record(0, "skippipe.head_bwd_s", head.bwd_s);
-        record(0, "skippipe.head_fraction", p.head_fraction);
-        record(0, "skippipe.transfer_s", p.transfer_s);
+        record(0, metric::kSkipPipeBlockFwdS, block.fwd_s);
+        record(0, metric::kSkipPipeBlockBwdS, block.bwd_s);
+        record(0, metric::kSkipPipeHeadFwdS, head.fwd_s);
+        record(0, metric::kSkipPipeHeadBwdS, head.bwd_s);
+        record(0, metric::kSkipPipeHeadFraction, p.head_fraction);
+        record(0, metric::kSkipPipeTransferS, p.transfer_s);
         char text[256];
         std::snprintf(text, sizeof text,
                       "per micro-batch (%lld×%lld tokens), ms: block %.2f + %.2f, head op %.2f + %.2f (%s); head "
@@ -453,7 +454,7 @@ double SkipPipeWorker::eval_path(const std::vector<int64_t>& path, Status& statu
 }
 
 std::string path_metric(const std::vector<int64_t>& p) {
-    std::string s = "val.loss.path";
+    std::string s = std::string(metric::kValLossPathPrefix) + "path";
     for (int64_t x : p) s += "_" + std::to_string(x);
     return s;
 }
@@ -463,7 +464,7 @@ Status SkipPipeWorker::evaluate(int64_t step) {
     for (int s = 0; s < S(); ++s) in_order[static_cast<size_t>(s)] = s;
     Status status;
     const double full = eval_path(in_order, status);
-    if (mesh_->rank() == 0 && status.is_ok()) last_val_ = full, record(step, "val.loss", full);
+    if (mesh_->rank() == 0 && status.is_ok()) last_val_ = full, record(step, metric::kValLoss, full);
     for (const auto& p : cfg_.skippipe.eval_paths) {
         const double v = eval_path(p, status);
         if (mesh_->rank() == 0 && status.is_ok()) record(step, path_metric(p), v), last_paths_[path_metric(p)] = v;
@@ -497,21 +498,21 @@ Result<WorkerSummary> SkipPipeWorker::run(WorkerControl& ctl, MetricSink& sink) 
         sim_s_ += st->iter_s + st->sync_s;  // as skippipe_clocks replays it
         iter_sum_s_ += st->iter_s, skip_iter_sum_s_ += st->skip.makespan_s;
         compute_s_ += compute;
-        record(step_, "train.compute_s", compute);
+        record(step_, metric::kTrainComputeS, compute);
         if (role_.stage == 0) {
-            record(step_, "train.loss", last_loss_);
-            record(step_, "train.grad_norm", grad_norm);
+            record(step_, metric::kTrainLoss, last_loss_);
+            record(step_, metric::kTrainGradNorm, grad_norm);
         }
         if (mesh_->rank() == 0) {
             const auto& tc = cfg_.train;
-            record(step_, "train.lr", lr_at(step_ - 1, tc.steps, tc.lr, tc.warmup_steps, tc.min_lr_frac));
-            record(step_, "train.tokens", tokens * static_cast<double>(step_));
-            record(step_, "train.tokens_per_s", tokens / wall);
-            record(step_, "skippipe.iter_s", st->iter_s);
-            record(step_, "skippipe.skip_iter_s", st->skip.makespan_s);
-            record(step_, "skippipe.full_iter_s", timing_->full_schedule().makespan_s);
-            record(step_, "skippipe.max_held", st->schedule.max_held);
-            record(step_, "skippipe.sync_s", st->sync_s);
+            record(step_, metric::kTrainLr, lr_at(step_ - 1, tc.steps, tc.lr, tc.warmup_steps, tc.min_lr_frac));
+            record(step_, metric::kTrainTokens, tokens * static_cast<double>(step_));
+            record(step_, metric::kTrainTokensPerS, tokens / wall);
+            record(step_, metric::kSkipPipeIterS, st->iter_s);
+            record(step_, metric::kSkipPipeSkipIterS, st->skip.makespan_s);
+            record(step_, metric::kSkipPipeFullIterS, timing_->full_schedule().makespan_s);
+            record(step_, metric::kSkipPipeMaxHeld, st->schedule.max_held);
+            record(step_, metric::kSkipPipeSyncS, st->sync_s);
         }
         for (auto& [name, v] : byte_metrics(mesh_->counters(), true)) record(step_, name, v);
         const bool periodic = cfg_.train.eval_every > 0 && step_ % cfg_.train.eval_every == 0;
@@ -531,20 +532,20 @@ Result<WorkerSummary> SkipPipeWorker::run(WorkerControl& ctl, MetricSink& sink) 
 }
 
 WorkerSummary SkipPipeWorker::summarise() const {
-    WorkerSummary out{{"steps", static_cast<double>(step_)},
-                      {"sim_s", sim_s_},
-                      {"compute_s", compute_s_},
+    WorkerSummary out{{summary::kSteps, static_cast<double>(step_)},
+                      {summary::kSimS, sim_s_},
+                      {summary::kComputeS, compute_s_},
                       // the schedule's busy time of this node against the clock: bubbles, hops and syncs are idle
-                      {"utilisation", busy_s_ / std::max(1e-12, sim_s_)},
-                      {"wall_s", since_s(t0_)}};
-    if (role_.stage == 0) out["train.loss"] = last_loss_;
+                      {summary::kUtilisation, busy_s_ / std::max(1e-12, sim_s_)},
+                      {summary::kWallS, since_s(t0_)}};
+    if (role_.stage == 0) out[metric::kTrainLoss] = last_loss_;
     if (mesh_->rank() == 0) {
-        out["val.loss"] = last_val_;
+        out[metric::kValLoss] = last_val_;
         for (auto& [name, v] : last_paths_) out[name] = v;
         const double n = static_cast<double>(std::max<int64_t>(1, step_));
-        out["skippipe.mean_iter_s"] = iter_sum_s_ / n;
-        out["skippipe.mean_skip_iter_s"] = skip_iter_sum_s_ / n;
-        out["skippipe.full_iter_s"] = timing_ ? timing_->full_schedule().makespan_s : NAN;
+        out[metric::kSkipPipeMeanIterS] = iter_sum_s_ / n;
+        out[metric::kSkipPipeMeanSkipIterS] = skip_iter_sum_s_ / n;
+        out[metric::kSkipPipeFullIterS] = timing_ ? timing_->full_schedule().makespan_s : NAN;
     }
     for (auto& [name, v] : byte_metrics(mesh_->counters(), false)) out[name] = v;
     return out;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/metric_names.h"
 #include "storage/run_store.h"
 
 namespace tw {
@@ -22,8 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // What a trainer reports per step (engine/train), plus validation and DiLoCo rounds every few steps.
-const char* const kPerStep[] = {"train.loss",      "train.lr",          "train.grad_norm",
-                                "train.tokens",    "train.compute_s",   "train.tokens_per_s"};
+const char* const kPerStep[] = {metric::kTrainLoss,   metric::kTrainLr,        metric::kTrainGradNorm,
+                                metric::kTrainTokens, metric::kTrainComputeS, metric::kTrainTokensPerS};
 constexpr int64_t kEvalEvery = 10;   // val.loss every 10 steps
 constexpr int64_t kRoundEvery = 50;  // round.bytes and round.comm_s every 50 inner steps (DiLoCo H = 50)
 
@@ -52,10 +53,10 @@ class NodeStream {
         r.wall_s = 0.29 * static_cast<double>(step_) + 0.01 * u;
         r.sim_s = r.wall_s + 0.09 * static_cast<double>(r.outer_step);
         const double loss = 2.0 + 6.0 * std::exp(-static_cast<double>(step_) / 4000.0);
-        if (name == "train.loss" || name == "val.loss") r.value = loss + 0.1 * (u - 0.5);
-        else if (name == "train.lr") r.value = 3e-4 * std::min(1.0, static_cast<double>(step_) / 200.0);
-        else if (name == "train.tokens") r.value = 2048.0 * static_cast<double>(step_);
-        else if (name == "round.bytes") r.value = 15'939'072.0;
+        if (name == metric::kTrainLoss || name == metric::kValLoss) r.value = loss + 0.1 * (u - 0.5);
+        else if (name == metric::kTrainLr) r.value = 3e-4 * std::min(1.0, static_cast<double>(step_) / 200.0);
+        else if (name == metric::kTrainTokens) r.value = 2048.0 * static_cast<double>(step_);
+        else if (name == metric::kRoundBytes) r.value = 15'939'072.0;
         else r.value = u * 10.0;
         if (++index_ == names_.size()) {
             ++step_;
@@ -67,10 +68,10 @@ class NodeStream {
     void start_step() {
         index_ = 0;
         names_.assign(std::begin(kPerStep), std::end(kPerStep));
-        if (step_ % kEvalEvery == 0) names_.emplace_back("val.loss");
+        if (step_ % kEvalEvery == 0) names_.emplace_back(metric::kValLoss);
         if (step_ % kRoundEvery == 0) {
-            names_.emplace_back("round.bytes");
-            names_.emplace_back("round.comm_s");
+            names_.emplace_back(metric::kRoundBytes);
+            names_.emplace_back(metric::kRoundCommS);
         }
     }
 

@@ -99,6 +99,28 @@ id="$(sqlite3 "$db" "select max(id) from runs")"
 bad="$(sqlite3 "$db" "select name, step from metrics where run_id = $id and name like 'round.%hash' group by name, step having count(distinct value) != 1")"
 [ -z "$bad" ] || fail "reparam: holders disagree after a round: $bad"
 
+# NoLoCo per stage in groups of 2 among 4 replicas (two full, two compressed pipelines).
+out="$(run --set outer.algorithm=noloco --set outer.replicas=4 --set outer.group_size=2 --set outer.momentum=0.5 \
+           --set pipeline.replicas=2 --set pipeline.rank=8 --set run.name=noloco-groups)"
+grep -q "finished" <<<"$out" || fail "noloco pipelines did not finish: $out"
+
+# Re-timing pipeline runs replays every stage node's segments and messages (and the full replicas'
+# steps, the per-stage rounds, NoLoCo's groups, AD2's table): on the recorded network every node's
+# clock after every round and at the end equals the recorded one bit for bit (%.17g round-trips a
+# double); a faster network never gives a later clock, a slower one never an earlier one.
+for name in dense-pipe rank8 rank8-local routed reparam noloco-groups; do
+  id="$(sqlite3 "$db" "select id from runs where name = '$name'")"
+  rt="$("$tw" --db "$db" runs retime "$id" --network home-20m --rounds)"
+  awk 'NF == 4 && $1 ~ /^replica-/ && $4 !~ /%/ {n++; if ($3 != $4) bad = 1} END {exit (bad || n < 6)}' <<<"$rt" \
+    || fail "$name: retime on the recorded network differs from the recorded clocks: $rt"
+  fast="$("$tw" --db "$db" runs retime "$id" --network wan-1g)"
+  slow="$("$tw" --db "$db" runs retime "$id" --network home-20m --outer-bandwidth-bps 1e6)"
+  paste <(awk '$1 ~ /^replica-/ && NF == 4 {print $1, $2, $3}' <<<"$fast") \
+        <(awk '$1 ~ /^replica-/ && NF == 4 {print $3}' <<<"$slow") |
+    awk '{n++; if (!($3 <= $2 && $2 <= $4)) bad = 1} END {exit (bad || n < 2)}' ||
+    fail "$name: wan-1g <= recorded (home-20m) <= 1 Mb/s outer does not hold: $fast $slow"
+done
+
 # `thinwire sweep`: a 2 × 2 grid records 4 runs in one group, each with its point's settings.
 cat > "$work/sweep.toml" <<TOML
 $(cat "$work/micro.toml")

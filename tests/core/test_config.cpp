@@ -94,48 +94,6 @@ TEST(Network, TransferTimeIsLatencyPlusBitsOverBandwidth) {
               "unknown network profile \"dialup\" (expected datacenter, wan-1g, wan-100m or home-20m)");
 }
 
-TEST(Timeline, RoundsWaitForTheSlowestReplicaThenPayTheTransfer) {
-    // Two replicas, a round after step 2; replica 1 computes slower. Link: 1 s latency, 8 bit/s.
-    ReplicaTrace a{{{1, 1.0}, {2, 1.0}, {3, 0.5}}, {{2, 4}}}, b{{{1, 2.0}, {2, 2.0}, {3, 0.5}}, {{2, 4}}};
-    Timeline t = retime({a, b}, LinkSpec{8.0, 1.0});
-    // Round starts at max(2, 4) = 4 and costs 1 + 8·4/8 = 5 s; then 0.5 s more compute.
-    EXPECT_DOUBLE_EQ(t.sim_s[0], 9.5);
-    EXPECT_DOUBLE_EQ(t.sim_s[1], 9.5);
-    EXPECT_DOUBLE_EQ(t.exposed_s[0], 7.0);  // waited 2 s, transferred 5 s
-    EXPECT_DOUBLE_EQ(t.exposed_s[1], 5.0);
-    EXPECT_DOUBLE_EQ(t.compute_s[1], 4.5);
-}
-
-TEST(Timeline, AnOverlappedRoundIsSettledTauStepsLater) {
-    // One replica, a round after step 1 costing 1 + 8·4/8 = 5 s, overlapped with τ = 2 steps of 1 s.
-    ReplicaTrace a{{{1, 1.0}, {2, 1.0}, {3, 1.0}, {4, 1.0}}, {{1, 4}}};
-    a.round_overlap[1] = 2;
-    Timeline t = retime({a}, LinkSpec{8.0, 1.0});
-    // Round starts at 1, ends at 6; due at step 3 (clock 3) → waits until 6; step 4 ends at 7.
-    EXPECT_DOUBLE_EQ(t.clock_at[0][2], 2.0);
-    EXPECT_DOUBLE_EQ(t.clock_at[0][3], 6.0);
-    EXPECT_DOUBLE_EQ(t.sim_s[0], 7.0);
-    EXPECT_DOUBLE_EQ(t.exposed_s[0], 3.0);
-    a.round_overlap[1] = 0;  // not overlapped: the clock waits at once
-    EXPECT_DOUBLE_EQ(retime({a}, LinkSpec{8.0, 1.0}).clock_at[0][1], 6.0);
-}
-
-TEST(Timeline, GroupRoundsWaitOnlyForTheirGroup) {
-    // Replicas 0 and 1 are a group, 2 and 3 another (NoLoCo); replica 3 is slow.
-    std::vector<ReplicaTrace> r(4);
-    const double compute[] = {1.0, 1.0, 1.0, 3.0};
-    for (int i = 0; i < 4; ++i) {
-        r[i].compute_s[1] = compute[i];
-        r[i].round_bytes[1] = 0;
-        r[i].round_group[1] = i < 2 ? 0b0011 : 0b1100;
-    }
-    Timeline t = retime(r, LinkSpec{8.0, 1.0});
-    EXPECT_DOUBLE_EQ(t.sim_s[0], 2.0);  // max(1, 1) + 1 s latency
-    EXPECT_DOUBLE_EQ(t.sim_s[2], 4.0);  // max(1, 3) + 1
-    EXPECT_EQ(replica_order({"replica-10", "replica-2", "replica-1.1", "replica-1.0"}),
-              (std::vector<std::string>{"replica-1.0", "replica-1.1", "replica-2", "replica-10"}));
-}
-
 TEST(Config, MissingFileIsAClearError) {
     auto c = load_config("/nonexistent/run.toml");
     ASSERT_FALSE(c);
@@ -169,28 +127,4 @@ TEST(RoundLink, DdpInsideOneReplicaIsIntraEverythingElseCrossesReplicas) {
     EXPECT_EQ(tw::link_of(p, tw::LinkClass::kIntraReplica).bandwidth_bps, p.intra.bandwidth_bps);
     EXPECT_EQ(tw::link_of(p, tw::LinkClass::kInterStage).latency_s, p.stage.latency_s);
     EXPECT_EQ(tw::link_of(p, tw::LinkClass::kOuterSync).bandwidth_bps, 20e6);
-}
-
-// Traces are rebuilt from stored metrics by one function: each trace metric lands in its field with
-// its conversion, and anything else is left out.
-TEST(TraceMetrics, EachTraceMetricLandsInItsFieldAndOthersAreLeftOut) {
-    tw::ReplicaTrace t;
-    auto rec = [](const char* name, int64_t step, double v) {
-        tw::MetricRecord m;
-        m.name = name, m.step = step, m.value = v;
-        return m;
-    };
-    EXPECT_TRUE(tw::add_to_trace(t, rec("train.compute_s", 3, 0.25)));
-    EXPECT_TRUE(tw::add_to_trace(t, rec("round.bytes", 10, 5313024)));
-    EXPECT_TRUE(tw::add_to_trace(t, rec("round.hops", 10, 6)));
-    EXPECT_TRUE(tw::add_to_trace(t, rec("round.overlap_steps", 10, 2)));
-    EXPECT_TRUE(tw::add_to_trace(t, rec("round.group_mask", 10, 5)));
-    EXPECT_FALSE(tw::add_to_trace(t, rec("round.comm_s", 10, 1.0)));
-    EXPECT_FALSE(tw::add_to_trace(t, rec("train.loss", 3, 7.0)));
-    EXPECT_EQ(t.compute_s.at(3), 0.25);
-    EXPECT_EQ(t.round_bytes.at(10), 5313024u);
-    EXPECT_EQ(t.round_hops.at(10), 6);
-    EXPECT_EQ(t.round_overlap.at(10), 2);
-    EXPECT_EQ(t.round_group.at(10), 5u);
-    EXPECT_EQ(tw::trace_metric_names().size(), 5u);
 }

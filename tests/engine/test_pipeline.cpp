@@ -7,6 +7,7 @@
 #include <map>
 
 #include "engine/pipeline/stage.h"
+#include "engine/pipeline/subspace.h"
 #include "tests/engine/micro_run.h"
 
 namespace tw {
@@ -36,13 +37,25 @@ struct PipelineResult {
     uint64_t fwd_bytes = 0, bwd_bytes = 0;  // boundary 0, one micro-batch
 };
 
+// How a boundary travels in these tests: dense (rank 0) or subspace coordinates of rank k.
+struct BoundarySpec {
+    int64_t rank = 0;
+    WireDtype dtype = WireDtype::kFp32;
+    torch::Tensor u;  // [d, k]
+};
+
+std::unique_ptr<ActivationCodec> codec_of(const ModelConfig& cfg, const BoundarySpec& b, const torch::Tensor& t_fixed) {
+    if (b.rank == 0) return make_dense_codec(cfg.d_model);
+    return make_subspace_codec(b.u, b.dtype, t_fixed, cfg.vocab_size);
+}
+
 // Runs one GPipe iteration of m micro-batches through S stages by handing payloads along.
 PipelineResult run_pipeline(const ModelConfig& cfg, int64_t S, int m, const torch::Tensor& win,
-                            const std::vector<BoundaryCodec>& codecs, const torch::Tensor& t_fixed) {
+                            const std::vector<BoundarySpec>& codecs, const torch::Tensor& t_fixed) {
     std::vector<std::unique_ptr<PipelineStage>> st;
     for (int64_t s = 0; s < S; ++s)
-        st.push_back(std::make_unique<PipelineStage>(cfg, 5, s, S, s > 0 ? codecs[s - 1] : BoundaryCodec{},
-                                                     s < S - 1 ? codecs[s] : BoundaryCodec{}, t_fixed));
+        st.push_back(std::make_unique<PipelineStage>(cfg, 5, s, S, s > 0 ? codec_of(cfg, codecs[s - 1], t_fixed) : nullptr,
+                                                     s < S - 1 ? codec_of(cfg, codecs[s], t_fixed) : nullptr, t_fixed));
     const int64_t T = win.size(1) - 1, b = win.size(0) / m;
     PipelineResult r;
     for (int j = 0; j < m; ++j) {
@@ -85,7 +98,7 @@ TEST(Pipeline, UncompressedStagesGiveTheWholeModelsLossAndGradients) {
     const auto want = grads_of(whole);
     for (int64_t S : {2, 3})
         for (int m : {1, 2, 4}) {
-            auto r = run_pipeline(cfg, S, m, win, std::vector<BoundaryCodec>(S - 1), torch::Tensor());
+            auto r = run_pipeline(cfg, S, m, win, std::vector<BoundarySpec>(S - 1), torch::Tensor());
             EXPECT_NEAR(r.loss, loss.item<double>(), 1e-5) << S << " stages, " << m << " micro-batches";
             expect_same(want, r.grads, 1e-4);
             // Dense boundary: b·T·d fp32 each way.
@@ -102,12 +115,12 @@ TEST(Pipeline, FullRankSubspaceIsLosslessAndBytesFollowTheFormula) {
     whole->set_frozen_embedding(t_fixed);
     auto loss = whole->loss(win);
     loss.backward();
-    BoundaryCodec full{cfg.d_model, WireDtype::kFp32, subspace_basis(cfg.d_model, cfg.d_model, 11)};
+    BoundarySpec full{cfg.d_model, WireDtype::kFp32, subspace_basis(cfg.d_model, cfg.d_model, 11)};
     auto r = run_pipeline(cfg, 2, 2, win, {full}, t_fixed);
     EXPECT_NEAR(r.loss, loss.item<double>(), 1e-5);
     expect_same(grads_of(whole), r.grads, 1e-4);
     // Rank 8 in bf16 for b = 2 sequences of T tokens: B·T·(k·2 + 2) forward (ids as uint16), B·T·k·2 back.
-    BoundaryCodec k8{8, WireDtype::kBf16, subspace_basis(cfg.d_model, 8, 11)};
+    BoundarySpec k8{8, WireDtype::kBf16, subspace_basis(cfg.d_model, 8, 11)};
     auto c = run_pipeline(cfg, 2, 2, win, {k8}, t_fixed);
     const uint64_t tokens = 2 * static_cast<uint64_t>(cfg.seq_len);
     EXPECT_EQ(c.fwd_bytes, tokens * (8 * 2 + 2));
@@ -138,7 +151,7 @@ TEST(Pipeline, BoundaryIsExactWhileTheConstraintHoldsAndAfterEachAdaptation) {
     auto ids = win.narrow(1, 0, cfg.seq_len);
     auto t_fixed = frozen_embedding(cfg.vocab_size, cfg.d_model, 3);
     auto u = subspace_basis(cfg.d_model, 8, 3);
-    PipelineStage st(cfg, 5, 0, 2, BoundaryCodec{}, BoundaryCodec{8, WireDtype::kFp32, u}, t_fixed);
+    PipelineStage st(cfg, 5, 0, 2, nullptr, make_subspace_codec(u, WireDtype::kFp32, t_fixed, cfg.vocab_size), t_fixed);
     project_all(st.model(), u);
     EXPECT_LT(boundary_error(st, ids, t_fixed, u, cfg.vocab_size), 1e-5);
     // An outer step of unconstrained replicas moves the writers out of span(U): the boundary breaks.

@@ -8,7 +8,7 @@
 #include "core/algorithm.h"
 #include "core/config_io.h"
 #include "core/network.h"
-#include "core/timeline.h"
+#include "core/metric_names.h"
 
 namespace tw::ui {
 namespace {
@@ -45,31 +45,36 @@ Result<RunData> load_run(RunStore& store, int64_t id) {
         for (auto& m : *rows) fn(d.nodes[m.node], m);
         return Status::ok();
     };
-    Status st = each("train.loss", [](NodeData& n, const MetricRecord& m) {
+    Status st = each(metric::kTrainLoss, [](NodeData& n, const MetricRecord& m) {
         n.step.push_back(static_cast<double>(m.step));
         n.loss.push_back(m.value);
         n.wall_s.push_back(m.wall_s);
         n.sim_s.push_back(m.sim_s);
     });
     if (!st) return st;
-    if (Status r = each("val.loss", [](NodeData& n, const MetricRecord& m) {
+    if (Status r = each(metric::kValLoss, [](NodeData& n, const MetricRecord& m) {
         n.val_step.push_back(static_cast<double>(m.step));
         n.val.push_back(m.value);
         n.val_wall_s.push_back(m.wall_s);
         n.val_sim_s.push_back(m.sim_s);
     }); !r) return r;
-    if (Status r = each("train.tokens", [](NodeData& n, const MetricRecord& m) { n.tokens_at[m.step] = m.value; }); !r) return r;
-    for (const std::string& name : trace_metric_names())
-        if (Status r = each(name, [](NodeData& n, const MetricRecord& m) { add_to_trace(n.trace, m); }); !r) return r;
-    if (Status r = each("round.compute_s", [](NodeData& n, const MetricRecord& m) {
+    if (Status r = each(metric::kTrainTokens, [](NodeData& n, const MetricRecord& m) { n.tokens_at[m.step] = m.value; }); !r) return r;
+    if (d.summary.status == RunStatus::kRunning) {
+        d.traces_error = "re-timing applies to finished runs";
+    } else if (auto traces = load_run_traces(store, id)) {
+        d.traces = std::make_shared<const StoredRunTraces>(std::move(*traces));
+    } else {
+        d.traces_error = traces.message();
+    }
+    if (Status r = each(metric::kRoundComputeS, [](NodeData& n, const MetricRecord& m) {
         n.round_step.push_back(static_cast<double>(m.step));
         n.round_compute_s.push_back(m.value);
     }); !r) return r;
-    if (Status r = each("round.exposed_comm_s", [](NodeData& n, const MetricRecord& m) { n.round_exposed_s.push_back(m.value); }); !r) return r;
+    if (Status r = each(metric::kRoundExposedCommS, [](NodeData& n, const MetricRecord& m) { n.round_exposed_s.push_back(m.value); }); !r) return r;
     // Cumulative bytes sent per step: the sum over link classes of their cumulative counters.
     for (auto& name : *names) {
-        if (name.rfind("bytes.", 0) != 0) continue;
-        const bool sent = name.size() > 5 && name.compare(name.size() - 5, 5, ".sent") == 0;
+        if (name.rfind(metric::kBytesPrefix, 0) != 0) continue;
+        const bool sent = metric::is_bytes_sent(name);
         std::map<std::string, std::map<int64_t, double>> per_node;
         if (Status r = each(name, [&](NodeData& n, const MetricRecord& m) {
             n.bytes_final[name] = m.value;
@@ -99,25 +104,13 @@ double x_of(const NodeData& n, XAxis axis, double step, double sim_s, double wal
     return NAN;
 }
 
-// Per-step clocks of every node of `d` re-timed for `profile` (core/timeline.h, as `runs retime`).
-std::map<std::string, std::map<int64_t, double>> retime_run(const RunData& d, const std::string& profile) {
-    std::map<std::string, std::map<int64_t, double>> out;
-    if (!d.cfg_ok) return out;
-    NetworkConfig n = d.cfg.network;
-    n.profile = profile;
-    auto p = network_profile(n);
-    if (!p) return out;
-    std::vector<std::string> names;
-    std::vector<ReplicaTrace> traces;
-    std::vector<std::string> order;
-    for (auto& [node, nd] : d.nodes) order.push_back(node);
-    for (auto& node : replica_order(order)) {
-        const NodeData& nd = d.nodes.at(node);
-        names.push_back(node);
-        traces.push_back(nd.trace);
-    }
-    const Timeline tl = retime(traces, link_of(*p, round_link_class(d.cfg)));
-    for (size_t i = 0; i < names.size(); ++i) out[names[i]] = tl.clock_at[i];
+Result<std::map<std::string, std::map<int64_t, double>>> retime_run(const RunData& d, const std::string& profile) {
+    using Clocks = std::map<std::string, std::map<int64_t, double>>;
+    if (!d.traces) return Result<Clocks>::error(d.traces_error);
+    auto t = retime_stored(*d.traces, profile);
+    if (!t) return t.status();
+    Clocks out;
+    for (size_t i = 0; i < d.traces->nodes.size(); ++i) out[d.traces->nodes[i].name] = t->clock_at[i];
     return out;
 }
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/config.h"
-#include "core/timeline.h"
 #include "storage/run_store.h"
+#include "storage/run_traces.h"
 #include "ui/logic/series.h"
 
 namespace tw::ui {
@@ -29,7 +29,6 @@ struct NodeData {
     std::map<int64_t, double> bytes_at;                        // step → cumulative bytes sent, all link classes
     std::map<std::string, double> bytes_final;                 // "bytes.outer.sent" → last value
     std::vector<double> round_step, round_compute_s, round_exposed_s;  // per synchronisation round
-    ReplicaTrace trace;                                        // what the what-if re-timing replays
 };
 
 struct RunData {
@@ -38,6 +37,9 @@ struct RunData {
     bool cfg_ok = false;
     std::map<std::string, NodeData> nodes;  // by node name
     std::string key_settings;               // "ddp, R=4, H=15, lr 0.6, wan-1g" for tooltips
+    // What the what-if re-timing replays (finished runs only; storage/run_traces.h), or why it cannot.
+    std::shared_ptr<const StoredRunTraces> traces;
+    std::string traces_error;
 };
 
 struct CacheState {
@@ -84,9 +86,10 @@ double x_of(const NodeData& n, XAxis axis, double step, double sim_s, double wal
 // every step, but nodes may record different steps).
 double at_or_before(const std::map<int64_t, double>& m, double step);
 
-// Per-step clocks of every node of `d` re-timed for network `profile` (core/timeline.h, the rule
-// `thinwire runs retime` applies); empty when the run's config or the profile is unknown.
-std::map<std::string, std::map<int64_t, double>> retime_run(const RunData& d, const std::string& profile);
+// Per-step clocks of every node of `d` re-timed for network `profile` (core/timeline.h, the replay
+// `thinwire runs retime` runs), by node name; an error when the run cannot be re-timed (it is
+// still running, its kind is refused, or the profile is unknown).
+Result<std::map<std::string, std::map<int64_t, double>>> retime_run(const RunData& d, const std::string& profile);
 
 // Loads one run's series from an open store.
 Result<RunData> load_run(RunStore& store, int64_t id);

@@ -1,9 +1,13 @@
 // Bytes and time; see bytes_panel.h.
 #include "ui/panels/bytes_panel.h"
 
+#include <cmath>
+
 #include <imgui.h>
 
 #include <algorithm>
+
+#include "core/metric_names.h"
 
 namespace tw::ui {
 namespace {
@@ -17,8 +21,8 @@ void BytesPanel::draw_bytes_table(const RunData& d, int64_t id) {
     double max_sent = 1;
     for (auto& [node, nd] : d.nodes)
         for (const char* k : kClasses)
-            max_sent = std::max(max_sent, nd.bytes_final.count(std::string("bytes.") + k + ".sent")
-                                              ? nd.bytes_final.at(std::string("bytes.") + k + ".sent") : 0.0);
+            max_sent = std::max(max_sent, nd.bytes_final.count(metric::kBytesPrefix + std::string(k) + metric::kSentSuffix)
+                                              ? nd.bytes_final.at(metric::kBytesPrefix + std::string(k) + metric::kSentSuffix) : 0.0);
     const std::string table_id = "bytes-" + std::to_string(id);
     if (!ImGui::BeginTable(table_id.c_str(), 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders)) return;
     for (const char* h : {"node", "outer sent / recv (B)", "intra sent / recv (B)", "stage sent / recv (B)", "share of the largest"})
@@ -31,8 +35,8 @@ void BytesPanel::draw_bytes_table(const RunData& d, int64_t id) {
         double total = 0;
         for (const char* k : kClasses) {
             ImGui::TableNextColumn();
-            auto s = nd.bytes_final.find(std::string("bytes.") + k + ".sent");
-            auto r = nd.bytes_final.find(std::string("bytes.") + k + ".recv");
+            auto s = nd.bytes_final.find(metric::kBytesPrefix + std::string(k) + metric::kSentSuffix);
+            auto r = nd.bytes_final.find(metric::kBytesPrefix + std::string(k) + metric::kRecvSuffix);
             if (s == nd.bytes_final.end()) {
                 ImGui::TextDisabled("-");
                 continue;
@@ -87,16 +91,21 @@ void BytesPanel::draw_what_if(ViewState& v, const RunData& d, int64_t id) {
             }
         ImGui::EndCombo();
     }
-    if (current == "recorded" || d.summary.status == RunStatus::kRunning) {
-        if (current != "recorded") ImGui::TextDisabled("(re-timing applies to finished runs)");
-        return;
-    }
+    if (current == "recorded") return;
     auto& cached = retimed_total_[std::to_string(id)];
     if (cached.first != current) {
-        double end = 0;
-        for (auto& [node, clocks] : retime_run(d, current))
-            if (!clocks.empty()) end = std::max(end, clocks.rbegin()->second);
+        double end = NAN;
+        auto clocks = retime_run(d, current);
+        if (clocks)
+            for (auto& [node, c] : *clocks)
+                if (!c.empty()) end = std::isnan(end) ? c.rbegin()->second : std::max(end, c.rbegin()->second);
         cached = {current, end};
+        retime_error_[std::to_string(id)] = clocks ? "" : clocks.message();
+    }
+    if (std::isnan(cached.second)) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("(%s)", retime_error_[std::to_string(id)].c_str());
+        return;
     }
     double recorded = 0;
     for (auto& [node, nd] : d.nodes)

@@ -22,7 +22,8 @@ private:
 
     std::map<int64_t, PlotView> rounds_views_;  // one per run's plot
     std::map<std::string, Series> rounds_;  // "RUN/node/compute|exposed" → per-round seconds
-    std::map<std::string, std::pair<std::string, double>> retimed_total_;  // run → (profile, final sim s)
+    std::map<std::string, std::pair<std::string, double>> retimed_total_;  // run → (profile, final sim s; NaN: refused)
+    std::map<std::string, std::string> retime_error_;                      // run → why it cannot be re-timed
 };
 
 }  // namespace tw::ui

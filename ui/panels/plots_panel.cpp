@@ -44,7 +44,10 @@ void PlotsPanel::rebuild(const ViewState& v) {
                 const bool hidden = v.hidden_nodes.count(curve) && v.hidden_nodes.at(curve);
                 Built& b = built_[curve];
                 if (b.from != &d || b.axis != axis_ || b.what_if != what_if) {
-                    if (!what_if.empty() && retimed.empty()) retimed = retime_run(d, what_if);
+                    if (!what_if.empty() && retimed.empty()) {
+                        auto r = retime_run(d, what_if);  // a run that cannot be re-timed keeps its recorded axis
+                        if (r) retimed = std::move(*r);
+                    }
                     const auto* rt = what_if.empty() || !retimed.count(node) ? nullptr : &retimed.at(node);
                     const auto& steps = val ? nd.val_step : nd.step;
                     const auto& ys = val ? nd.val : nd.loss;

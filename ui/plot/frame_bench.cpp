@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <random>
 
+#include "core/metric_names.h"
 #include "ui/plot/plot_widget.h"
 
 namespace tw::ui {
@@ -126,7 +127,7 @@ FrameBenchResult bench_frames(GLFWwindow* window, int runs, int points, int fram
     }
     PlotOptions opt;
     opt.x_label = "step";
-    opt.y_label = "train.loss";
+    opt.y_label = tw::metric::kTrainLoss;
     opt.smoothing = 0.9;
     PlotView view;
     auto draw_plot = [&] { plot("bench_plot", series, opt, view); };

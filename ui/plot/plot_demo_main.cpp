@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/metric_names.h"
 #include "ui/plot/frame_bench.h"
 #include "ui/plot/gl_window.h"
 #include "ui/plot/plot_widget.h"
@@ -132,7 +133,7 @@ int run(const Args& a, GLFWwindow* window) {
     }
     tw::ui::PlotOptions opt;
     opt.x_label = "step";
-    opt.y_label = "train.loss";
+    opt.y_label = tw::metric::kTrainLoss;
     opt.smoothing = a.smoothing;
     opt.log_x = a.log_x;
     opt.log_y = a.log_y;

@@ -1,0 +1,120 @@
+// The outer-algorithm interface's round hooks and replay (engine/algo/outer.h), which heterogeneous
+// SparseLoCo's AD switches use without knowing the algorithm: SparseLoCo runs every hook and can be
+// replayed from the leading tensor's payloads bit for bit; DiLoCo runs none and says so.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "core/collective.h"
+#include "engine/algo/outer.h"
+
+namespace tw {
+namespace {
+
+// A collective of one member: a round returns this member's own payload.
+class SoloCollective : public Collective {
+public:
+    int rank() const override { return 0; }
+    int size() const override { return 1; }
+    Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine, LinkClass, double clock,
+                                                         std::vector<double>* clocks) override {
+        if (clocks) *clocks = {clock};
+        return std::vector<std::vector<uint8_t>>{mine};
+    }
+    Result<std::vector<std::vector<uint8_t>>> exchange(const std::vector<int>&, const std::vector<uint8_t>& mine,
+                                                       LinkClass link, double clock, std::vector<double>* clocks) override {
+        return all_gather(mine, link, clock, clocks);
+    }
+    Status send(int, const std::vector<uint8_t>&, LinkClass, double, bool) override { return Status::error("solo"); }
+    Result<std::vector<uint8_t>> recv(int, double*) override { return Status::error("solo"); }
+    Status agree(const std::vector<int>&, uint64_t) override { return Status::ok(); }
+    const ByteCounters& counters() const override { return counters_; }
+    double real_exchange_s() const override { return 0; }
+
+private:
+    ByteCounters counters_;
+};
+
+RunConfig cfg_of(const char* algorithm) {
+    RunConfig c;
+    c.outer.algorithm = algorithm;
+    c.outer.replicas = 1;
+    c.outer.inner_steps = 1;
+    c.outer.topk_chunk = 8;
+    c.outer.topk_k = 4;
+    return c;
+}
+
+std::vector<torch::Tensor> params() {
+    torch::manual_seed(8);
+    return {torch::randn({16, 8}), torch::randn({8})};
+}
+
+void train_a_little(std::vector<torch::Tensor>& p) {
+    torch::NoGradGuard no_grad;
+    for (auto& t : p) t.add_(torch::randn_like(t) * 0.1);
+}
+
+TEST(RoundHooks, SparseLoCoRunsEveryHookOncePerTensorAndRound) {
+    auto p = params();
+    auto algo = make_outer_algorithm(cfg_of("sparseloco"), p, {"tok_emb", "norm_f"}, 0, 1);
+    ASSERT_TRUE(algo) << algo.message();
+    int encoded = 0, rounds = 0;
+    RoundHooks h;
+    h.before_encode = [&](size_t, torch::Tensor&) { ++encoded; };
+    h.after_round = [&](std::vector<torch::Tensor>& global, std::vector<torch::Tensor>& live) {
+        ++rounds;
+        EXPECT_EQ(global.size(), 2u);
+        EXPECT_EQ(live.size(), 2u);
+    };
+    h.delta_from_start = true;
+    const HookSupport s = (*algo)->set_round_hooks(std::move(h));
+    EXPECT_TRUE(s.before_encode && s.after_round && s.delta_from_start);
+    SoloCollective solo;
+    for (int64_t step = 1; step <= 2; ++step) {
+        train_a_little(p);
+        ASSERT_TRUE((*algo)->after_step(step, solo, 0.0));
+    }
+    EXPECT_EQ(encoded, 4);
+    EXPECT_EQ(rounds, 2);
+}
+
+TEST(RoundHooks, AReplayOfTheLeadingTensorsPayloadsKeepsABitIdenticalCopy) {
+    // A member's round over [tok_emb, norm_f]; a non-member holds tok_emb alone and replays the
+    // round from tok_emb's part of the payloads (AD2 on a pipeline's later stages).
+    auto p = params();
+    auto member = make_outer_algorithm(cfg_of("sparseloco"), p, {"tok_emb", "norm_f"}, 0, 1);
+    auto copy = p[0].clone();
+    auto shadow = make_outer_algorithm(cfg_of("sparseloco"), {copy}, {"tok_emb"}, 0, 1);
+    ASSERT_TRUE(member && shadow);
+    SoloCollective solo;
+    for (int64_t step = 1; step <= 3; ++step) {
+        train_a_little(p);
+        ASSERT_TRUE((*member)->after_step(step, solo, 0.0));
+        auto lead = (*member)->leading_tensor_payloads();
+        ASSERT_TRUE(lead.has_value());
+        ASSERT_TRUE((*shadow)->replay_round(*lead, 1));
+        EXPECT_TRUE(torch::equal((*shadow)->eval_params()[0], (*member)->eval_params()[0])) << "round " << step;
+    }
+    auto bad = (*shadow)->replay_round(std::vector<uint8_t>(3), 1);
+    EXPECT_FALSE(bad);
+}
+
+TEST(RoundHooks, DiLoCoRunsNoneAndCannotBeReplayed) {
+    auto p = params();
+    auto algo = make_outer_algorithm(cfg_of("diloco"), p, {"tok_emb", "norm_f"}, 0, 1);
+    ASSERT_TRUE(algo) << algo.message();
+    RoundHooks h;
+    h.after_round = [](std::vector<torch::Tensor>&, std::vector<torch::Tensor>&) { FAIL() << "not DiLoCo's hook"; };
+    const HookSupport s = (*algo)->set_round_hooks(std::move(h));
+    EXPECT_FALSE(s.before_encode || s.after_round || s.delta_from_start);
+    SoloCollective solo;
+    train_a_little(p);
+    ASSERT_TRUE((*algo)->after_step(1, solo, 0.0));
+    EXPECT_FALSE((*algo)->leading_tensor_payloads().has_value());
+    auto r = (*algo)->replay_round({}, 1);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.message().find("cannot be replayed"), std::string::npos) << r.message();
+}
+
+}  // namespace
+}  // namespace tw
