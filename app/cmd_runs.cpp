@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "app/commands.h"
+#include "app/cmd_runs_compare.h"
+#include "app/cmd_runs_retime.h"
 #include "core/algorithm.h"
 #include "core/config_io.h"
 #include "core/metric_names.h"
@@ -39,9 +41,7 @@ struct RunsArgs {
     std::string format = "csv";
     std::string out;
     std::string sqlite;
-    std::string network;
-    double outer_bandwidth_bps = 0, outer_latency_s = 0;
-    bool rounds = false;  // retime: also every round's clock
+    RetimeArgs retime;
 };
 
 int run_list(RunStore& store, const Globals& g) {
@@ -100,52 +100,6 @@ int run_show(RunStore& store, int64_t id) {
 }
 
 
-// A config key's value, or "-" where the run does not have the key.
-std::string value_of(const std::map<std::string, std::string>& config, const std::string& key) {
-    auto it = config.find(key);
-    return it == config.end() ? "-" : it->second;
-}
-
-int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
-    if (ids.size() < 2) throw Error("runs compare needs at least two run ids");
-    std::vector<RunSummary> runs;
-    std::vector<std::map<std::string, std::string>> configs;
-    for (auto id : ids) {
-        runs.push_back(unwrap(store.get_run(id)));
-        configs.push_back(config_key_values(unwrap(store.config_toml(id))));
-    }
-    auto row = [&](const char* label, auto cell) {
-        std::printf("%-24s", label);
-        for (size_t i = 0; i < runs.size(); ++i) std::printf(" %16s", cell(i).c_str());
-        std::printf("\n");
-    };
-    row("run", [&](size_t i) { return std::to_string(runs[i].id) + " " + runs[i].name.substr(0, 12); });
-    row("status", [&](size_t i) { return std::string(to_string(runs[i].status)); });
-    row("steps", [&](size_t i) { return std::to_string(runs[i].last_step.value_or(0)); });
-    row("last train loss", [&](size_t i) { return fmt_opt(runs[i].last_train_loss); });
-    row("last val loss", [&](size_t i) { return fmt_opt(runs[i].last_val_loss); });
-    row("best val loss", [&](size_t i) {
-        auto v = unwrap(store.metrics(runs[i].id, metric::kValLoss));
-        std::optional<double> best;
-        for (auto& m : v) best = best ? std::min(*best, m.value) : m.value;
-        return fmt_opt(best);
-    });
-    std::set<std::string> keys;
-    for (auto& c : configs)
-        for (auto& [k, v] : c) keys.insert(k);
-    bool header = false;
-    for (auto& k : keys) {
-        bool differs = false;
-        for (auto& c : configs) differs = differs || value_of(c, k) != value_of(configs[0], k);
-        if (!differs || k == "run.name") continue;
-        if (!header) std::printf("\nsettings that differ:\n");
-        header = true;
-        row(k.c_str(), [&](size_t i) { return value_of(configs[i], k); });
-    }
-    if (!header) std::printf("\nsettings: identical apart from the name\n");
-    return 0;
-}
-
 int run_export(RunStore& store, const RunsArgs& a) {
     const int64_t id = a.ids.at(0);
     if (!a.sqlite.empty()) {
@@ -163,61 +117,12 @@ int run_export(RunStore& store, const RunsArgs& a) {
     return 0;
 }
 
-// "sparseloco, 4 replicas" or "pipelines: 2 of 4 replicas × 2 stages, sparseloco".
-std::string run_kind(const RunConfig& c) {
-    if (c.skippipe.enabled())
-        return "SkipPipe, " + std::to_string(c.skippipe.stages) + " stages × " + std::to_string(c.skippipe.replicas) +
-               " replicas";
-    const std::string algo = to_string(algorithm_of(c));
-    const std::string replicas = std::to_string(c.outer.replicas) + " replica" + (c.outer.replicas == 1 ? "" : "s");
-    if (c.cluster.stages <= 1)
-        return algo + ", " + replicas +
-               (c.cluster.nodes_per_replica > 1 ? " × " + std::to_string(c.cluster.nodes_per_replica) + " nodes" : "");
-    return "pipelines: " + std::to_string(c.pipeline_replicas()) + " of " + replicas + " × " +
-           std::to_string(c.cluster.stages) + " stages, " + algo;
-}
-
-std::string link_text(const LinkSpec& l) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.4g Mb/s, %.4g ms", l.bandwidth_bps / 1e6, 1e3 * l.latency_s);
-    return buf;
-}
-
-int run_retime(RunStore& store, const RunsArgs& a) {
-    const int64_t id = a.ids.at(0);
-    const StoredRunTraces run = unwrap(load_run_traces(store, id));
-    const NetworkProfile net = unwrap(retime_network(run, a.network, a.outer_bandwidth_bps, a.outer_latency_s));
-    auto timeline = retime_loaded(run, net);
-    if (!timeline) throw Error("run " + std::to_string(id) + " (" + run_kind(run.cfg) + "): " + timeline.message());
-    const Timeline& t = *timeline;
-    std::printf("run %lld (%s) re-timed for %s: outer link %s, stage link %s, intra-replica link %s; recorded with %s\n",
-                (long long)id, run_kind(run.cfg).c_str(), a.network.c_str(), link_text(net.outer).c_str(),
-                link_text(net.stage).c_str(), link_text(net.intra).c_str(), run.cfg.network.profile.c_str());
-    std::printf("  %-12s %16s %16s %12s\n", "node", "recorded sim (s)", "retimed sim (s)", "utilisation");
-    for (size_t i = 0; i < run.nodes.size(); ++i)
-        std::printf("  %-12s %16.6f %16.6f %11.1f%%\n", run.nodes[i].name.c_str(), run.nodes[i].trace.recorded_final_s,
-                    t.sim_s[i], 100 * t.compute_s[i] / (t.compute_s[i] + t.exposed_s[i]));
-    if (!a.rounds) return 0;
-    // Every round's clock at full precision (%.17g round-trips a double), to compare bit for bit.
-    std::printf("\n  %-12s %7s %24s %24s\n", "node", "step", "recorded clock (s)", "retimed clock (s)");
-    for (size_t i = 0; i < run.nodes.size(); ++i) {
-        const char* node = run.nodes[i].name.c_str();
-        for (auto& [step, recorded] : run.nodes[i].trace.recorded_round_s) {
-            auto it = t.clock_at[i].find(step);
-            std::printf("  %-12s %7lld %24.17g %24.17g\n", node, (long long)step, recorded,
-                        it == t.clock_at[i].end() ? NAN : it->second);
-        }
-        std::printf("  %-12s %7s %24.17g %24.17g\n", node, "final", run.nodes[i].trace.recorded_final_s, t.sim_s[i]);
-    }
-    return 0;
-}
-
 int dispatch(const Globals& g, const RunsArgs& a) {
     RunStore store = unwrap(RunStore::open(g.db_path));
     if (a.sub == "list") return run_list(store, g);
     if (a.sub == "show") return run_show(store, a.ids.at(0));
     if (a.sub == "compare") return run_compare(store, a.ids);
-    if (a.sub == "retime") return run_retime(store, a);
+    if (a.sub == "retime") return run_retime(store, a.retime);
     return run_export(store, a);
 }
 
@@ -242,11 +147,7 @@ Command add_runs(CLI::App& app, const Globals& g) {
     exp->add_option("--sqlite", args->sqlite, "write a standalone SQLite database with just this run");
     exp->callback(pick("export"));
     auto* rt = sub->add_subcommand("retime", "Recompute a finished run's simulated timeline for another network");
-    rt->add_option("run", args->ids, "run id")->required()->expected(1);
-    rt->add_option("--network", args->network, "datacenter | wan-1g | wan-100m | home-20m")->required();
-    rt->add_option("--outer-bandwidth-bps", args->outer_bandwidth_bps, "override the outer link's bandwidth");
-    rt->add_option("--outer-latency-s", args->outer_latency_s, "override the outer link's latency");
-    rt->add_flag("--rounds", args->rounds, "also print every round's recorded and re-timed clock at full precision");
+    add_retime_options(rt, args->retime);
     rt->callback(pick("retime"));
     return {sub, [&g, args] { return dispatch(g, *args); }};
 }

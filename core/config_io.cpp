@@ -620,7 +620,7 @@ void validate_hdee(const RunConfig& c, std::vector<std::string>& p) {
         if (v->size() > 1 && v->size() != D)
             p.push_back(std::string(key) + " has " + std::to_string(v->size()) + " entries for " + std::to_string(D) +
                         " domains (give one for all or one per domain)");
-    if (c.outer.algorithm != "none")
+    if (parse_algorithm(c.outer.algorithm) != Algorithm::kNone)
         p.push_back("outer.algorithm \"" + c.outer.algorithm + "\": HDEE experts train alone (\"none\")");
     if (c.cluster.stages > 1 || c.cluster.nodes_per_replica > 1)
         p.push_back("cluster.stages / cluster.nodes_per_replica: an HDEE expert is one node");
