@@ -10,6 +10,7 @@
 #include "core/assert.h"
 #include "core/data_fingerprint.h"
 #include "core/hdee_mixture.h"
+#include "engine/worker/node_data.h"
 #include "engine/data/dataset.h"
 #include "engine/data/loader.h"
 #include "engine/model/llama.h"
@@ -134,17 +135,9 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
                              ", domain " + std::to_string(role_.expert_domain) + ", " +
                              std::to_string(role_.expert_steps) + " steps) that the run's [hdee] (" +
                              std::to_string(h.domains.size()) + " domains) does not have");
-    auto data = prepare_data(cfg_.data);
-    if (!data) return data.status();
-    // The same data everywhere: this machine's against the coordinator's, before any step.
-    auto fp = data_fingerprint(*data);
-    if (!fp) return fp.status();
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "data", "data " + to_text(*fp)});
-    if (Status st = check_data_fingerprint(*fp, role_.data_fingerprint); !st) return st;
-    if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = data->vocab_size;
-    if (cfg_.model.vocab_size < data->vocab_size)
-        return Status::error("model.vocab_size " + std::to_string(cfg_.model.vocab_size) +
-                             " is smaller than the data's " + std::to_string(data->vocab_size));
+    auto prepared = prepare_node_data(cfg_, role_, sink, since_s(t0_));
+    if (!prepared) return prepared.status();
+    const PreparedData* data = prepared->get();
 
     // This expert's own config: its width, its planned steps, its domain's genres.
     RunConfig c = cfg_;

@@ -13,6 +13,7 @@
 #include "core/pipeline_schedule.h"
 #include "core/routing.h"
 #include "core/sim_clock.h"
+#include "engine/worker/node_data.h"
 #include "engine/algo/outer.h"
 #include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
@@ -161,18 +162,9 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     if (!net) return net.status();
     net_ = *net;
     if (!mesh_) return Status::error(role_.name + ": a pipeline run needs the data-plane mesh");
-    auto data = prepare_data(cfg_.data);
+    auto data = prepare_node_data(cfg_, role_, sink, since_s(t0_));
     if (!data) return data.status();
-    // The same data everywhere: this machine's against the coordinator's, before any step.
-    auto fp = data_fingerprint(*data);
-    if (!fp) return fp.status();
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "data", "data " + to_text(*fp)});
-    if (Status st = check_data_fingerprint(*fp, role_.data_fingerprint); !st) return st;
-    data_ = std::make_shared<PreparedData>(std::move(*data));
-    if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = data_->vocab_size;
-    if (cfg_.model.vocab_size < data_->vocab_size)
-        return Status::error("model.vocab_size " + std::to_string(cfg_.model.vocab_size) + " is smaller than the data's " +
-                             std::to_string(data_->vocab_size));
+    data_ = std::move(*data);
     if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
     if (run_has_compression(cfg_))

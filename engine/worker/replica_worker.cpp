@@ -11,6 +11,7 @@
 #include "core/metric_names.h"
 #include "core/network.h"
 #include "core/sim_clock.h"
+#include "engine/worker/node_data.h"
 #include "engine/algo/ddp.h"
 #include "engine/algo/outer.h"
 #include "engine/algo/state_hash.h"
@@ -87,17 +88,9 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     auto net = network_profile(cfg_.network);
     if (!net) return net.status();
     net_ = *net;
-    auto data = prepare_data(cfg_.data);
-    if (!data) return data.status();
-    // The same data everywhere: this machine's against the coordinator's, before any step.
-    auto fp = data_fingerprint(*data);
-    if (!fp) return fp.status();
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "data", "data " + to_text(*fp)});
-    if (Status st = check_data_fingerprint(*fp, role_.data_fingerprint); !st) return st;
-    if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = data->vocab_size;
-    if (cfg_.model.vocab_size < data->vocab_size)
-        return Status::error("model.vocab_size " + std::to_string(cfg_.model.vocab_size) + " is smaller than the data's " +
-                             std::to_string(data->vocab_size));
+    auto prepared = prepare_node_data(cfg_, role_, sink, since_s(t0_));
+    if (!prepared) return prepared.status();
+    const PreparedData* data = prepared->get();
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
     // Every node reads its own disjoint part of the training stream; validation is shared.
     trainer_ = std::make_unique<Trainer>(

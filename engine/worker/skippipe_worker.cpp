@@ -14,6 +14,7 @@
 #include "core/network.h"
 #include "core/metric_names.h"
 #include "core/skippipe.h"
+#include "engine/worker/node_data.h"
 #include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
 #include "engine/model/fused_ops.h"
@@ -133,14 +134,9 @@ Status SkipPipeWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         return Status::error(role_.name + ": mesh of " + std::to_string(mesh_->size()) + " members, rank " +
                              std::to_string(mesh_->rank()) + "; SkipPipe needs " + std::to_string(S() * N()) +
                              " with this node at " + std::to_string(rank_of(role_.stage, role_.replica)));
-    auto data = prepare_data(cfg_.data);
+    auto data = prepare_node_data(cfg_, role_, sink, since_s(t0_));
     if (!data) return data.status();
-    auto fp = data_fingerprint(*data);
-    if (!fp) return fp.status();
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "data", "data " + to_text(*fp)});
-    if (Status st = check_data_fingerprint(*fp, role_.data_fingerprint); !st) return st;
-    data_ = std::make_shared<PreparedData>(std::move(*data));
-    if (cfg_.model.vocab_size == 0) cfg_.model.vocab_size = data_->vocab_size;
+    data_ = std::move(*data);
     if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
     configure_compute_threads(static_cast<int>(cfg_.run.threads));
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);

@@ -85,7 +85,8 @@ run --set outer.algorithm=noloco --set outer.replicas=4 --set outer.group_size=2
     --set run.name=noloco >/dev/null
 for name in streaming noloco; do
   id="$("$tw" --db "$db" runs list | awk -v n="$name" '$2 == n {print $1}')"
-  "$tw" --db "$db" runs show "$id" | grep -q "finished" || fail "$name did not finish"
+  show="$("$tw" --db "$db" runs show "$id")"  # whole (grep -q on a pipe would cut it off: SIGPIPE under pipefail)
+  grep -q "finished" <<<"$show" || fail "$name did not finish"
   exact_retime "$id" 4
 done
 
@@ -159,6 +160,7 @@ kids="$(pgrep -P "$coord" | tr '\n' ' ')"
 kill -INT "$coord"
 set +e; wait "$coord"; rc=$?; set -e
 [ "$rc" -eq 130 ] || fail "interrupted run exited $rc: $(cat "$work/ctrlc.log")"
-"$tw" --db "$db" runs show "$id" | grep -q "interrupted" || fail "run not marked interrupted"
+show="$("$tw" --db "$db" runs show "$id")"
+grep -q "interrupted" <<<"$show" || fail "run not marked interrupted"
 for k in $kids; do kill -0 "$k" 2>/dev/null && fail "node process $k outlived the interrupted run"; done
 echo "run_test: ok"

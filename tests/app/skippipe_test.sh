@@ -79,13 +79,16 @@ trained_full="$(sed -n 's/.*trained on: \([0-9.]*\) s.*/\1/p' <<<"$full")"
 
 # Re-timing on the recorded network reproduces every node's recorded clock (the schedules replayed).
 for id in 1 2; do
-  rt="$(run runs retime $id --network home-20m)"
+  # --rounds prints every node's final clock at full precision (%.17g): recorded, then re-timed.
+  rt="$(run runs retime $id --network home-20m --rounds)"
   grep -q "SkipPipe" <<<"$rt" || fail "retime of run $id is not the SkipPipe replay: $rt"
-  n=$(awk '$1 ~ /^replica-/ && NF == 4' <<<"$rt" | wc -l)
+  n=$(awk '$1 ~ /^replica-/ && $2 == "final"' <<<"$rt" | wc -l)
   [ "$n" -eq 6 ] || fail "retime of run $id lists $n nodes: $rt"
-  awk '$1 ~ /^replica-/ && NF == 4 && $3 != $4 {bad = 1} END {exit bad}' <<<"$rt" || fail "retimed clocks differ from the recorded ones: $rt"
-  other="$(run runs retime $id --network datacenter)"
-  awk '$1 == "replica-0.0" && $3 != $4 {changed = 1} END {exit !changed}' <<<"$other" || fail "another network re-times to the same clock: $other"
+  awk '$1 ~ /^replica-/ && $2 == "final" && $3 != $4 {bad = 1} END {exit bad}' <<<"$rt" ||
+    fail "retimed clocks differ from the recorded ones: $rt"
+  other="$(run runs retime $id --network datacenter --rounds)"
+  awk '$1 == "replica-0.0" && $2 == "final" && $3 != $4 {changed = 1} END {exit !changed}' <<<"$other" ||
+    fail "another network re-times to the same clock: $other"
 done
 
 # Errors name the key; the alias refuses a layout without [skippipe].

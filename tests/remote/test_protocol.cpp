@@ -218,7 +218,7 @@ TEST(Protocol, ExpertRoleRoundTripAndRangeCheck) {
     EXPECT_NE(role_from_json(j).message().find("an expert needs an \"expert\" object"), std::string::npos);
     j = role_to_json(r);
     j["kind"] = "mystery";
-    EXPECT_NE(role_from_json(j).message().find("\"kind\" must be \"full\", \"pipeline\" or \"expert\""),
+    EXPECT_NE(role_from_json(j).message().find("\"kind\" must be \"full\", \"pipeline\", \"skippipe\" or \"expert\""),
               std::string::npos);
 }
 

@@ -1,0 +1,22 @@
+// A node's data; see node_data.h.
+#include "engine/worker/node_data.h"
+
+namespace tw {
+
+Result<std::shared_ptr<PreparedData>> prepare_node_data(RunConfig& cfg, const NodeRole& role, MetricSink& sink,
+                                                        double wall_s) {
+    auto data = prepare_data(cfg.data);
+    if (!data) return data.status();
+    // The same data everywhere: this machine's against the coordinator's, before any step.
+    auto fp = data_fingerprint(*data);
+    if (!fp) return fp.status();
+    sink.event({wall_s, role.name, EventLevel::kInfo, "data", "data " + to_text(*fp)});
+    if (Status st = check_data_fingerprint(*fp, role.data_fingerprint); !st) return st;
+    if (cfg.model.vocab_size == 0) cfg.model.vocab_size = data->vocab_size;
+    if (cfg.model.vocab_size < data->vocab_size)
+        return Status::error("model.vocab_size " + std::to_string(cfg.model.vocab_size) + " is smaller than the data's " +
+                             std::to_string(data->vocab_size));
+    return std::make_shared<PreparedData>(std::move(*data));
+}
+
+}  // namespace tw
