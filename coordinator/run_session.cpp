@@ -125,7 +125,10 @@ void Session::body(RunConfig cfg) {
         RunNode rn;
         rn.node = roles[i].name;
         rn.endpoint = ni.endpoint;
-        rn.role = cfg.hdee.enabled() ? "hdee" : one_node ? "trainer" : to_string(algorithm_of(cfg));
+        rn.role = cfg.hdee.enabled()       ? "hdee"
+                  : cfg.skippipe.enabled() ? "skippipe"
+                  : one_node               ? "trainer"
+                                           : to_string(algorithm_of(cfg));
         rn.kind = roles[i].kind;
         rn.replica = roles[i].replica;
         rn.stage = roles[i].stage;
@@ -142,6 +145,12 @@ void Session::body(RunConfig cfg) {
                     (long long)out.run_id, cfg.run.name.c_str(), kHdeeEnsembles, cfg.hdee.domains.size(),
                     cfg.cluster.mode.c_str(), n, (long long)cfg.run.threads, cfg.run.threads == 1 ? "" : "s",
                     (long long)cfg.train.steps);
+    else if (print_ && cfg.skippipe.enabled())
+        std::printf("run %lld \"%s\": skippipe, %lld stages × %lld replicas, paths of %lld stages, on %s (%d nodes, "
+                    "%lld thread%s each), %lld steps\n",
+                    (long long)out.run_id, cfg.run.name.c_str(), (long long)cfg.skippipe.stages,
+                    (long long)cfg.skippipe.replicas, (long long)cfg.skippipe.path_stages, cfg.cluster.mode.c_str(), n,
+                    (long long)cfg.run.threads, cfg.run.threads == 1 ? "" : "s", (long long)cfg.train.steps);
     else if (print_) std::printf("run %lld \"%s\": %s, %lld replica%s × %lld node%s on %s (%d node%s, %lld thread%s each), %lld steps\n",
                 (long long)out.run_id, cfg.run.name.c_str(),
                 one_node ? "one node" : to_string(algorithm_of(cfg)), (long long)cfg.outer.replicas,
