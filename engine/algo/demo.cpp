@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/algo/aggregation_guard.h"
+#include "engine/algo/sparse_gather_round.h"
 
 namespace tw {
 namespace {
@@ -112,23 +113,10 @@ Status DeMo::apply(const std::vector<std::vector<uint8_t>>& all) {
 
 Result<RoundReport> DeMo::sync(Collective& c, double sim_clock_s) {
     torch::NoGradGuard no_grad;
-    if (c.rank() != replica_ || c.size() != replicas_)
-        return Result<RoundReport>::error("demo: built for replica " + std::to_string(replica_) + " of " +
-                                          std::to_string(replicas_) + ", collective has rank " +
-                                          std::to_string(c.rank()) + " of " + std::to_string(c.size()));
-    RoundReport rep;
-    rep.synced = true;
-    if (Status s = encode_own(mine_); !s) {
-        // An empty payload tells the peers at once; they fail with a message naming this replica.
-        (void)c.all_gather({}, LinkClass::kOuterSync, sim_clock_s, nullptr);
-        return s;
-    }
-    auto all = c.all_gather(mine_, LinkClass::kOuterSync, sim_clock_s, &rep.clocks);
-    if (!all) return all.status();
-    if (Status s = apply(*all); !s) return s;
-    rep.bytes_sent = static_cast<uint64_t>(replicas_ - 1) * mine_.size();
-    rep.hops = 1;
-    rep.guard_clipped = guard_clipped_;
+    SparseGatherRound round{to_string(Algorithm::kDeMo), replica_, replicas_, [this](std::vector<uint8_t>& out) { return encode_own(out); },
+                            [this](const std::vector<std::vector<uint8_t>>& all) { return apply(all); }};
+    auto rep = sparse_gather_round(round, mine_, c, sim_clock_s);
+    if (rep) rep->guard_clipped = guard_clipped_;
     return rep;
 }
 

@@ -1,0 +1,30 @@
+// The sparse methods' all-gather round; see sparse_gather_round.h.
+#include "engine/algo/sparse_gather_round.h"
+
+#include <string>
+
+namespace tw {
+
+Result<RoundReport> sparse_gather_round(const SparseGatherRound& r, std::vector<uint8_t>& mine, Collective& c,
+                                        double sim_clock_s) {
+    if (c.rank() != r.replica || c.size() != r.replicas)
+        return Result<RoundReport>::error(std::string(r.algorithm) + ": built for replica " +
+                                          std::to_string(r.replica) + " of " + std::to_string(r.replicas) +
+                                          ", collective has rank " + std::to_string(c.rank()) + " of " +
+                                          std::to_string(c.size()));
+    RoundReport rep;
+    rep.synced = true;
+    if (Status s = r.encode(mine); !s) {
+        // An empty payload tells the peers at once; they fail with a message naming this replica.
+        (void)c.all_gather({}, LinkClass::kOuterSync, sim_clock_s, nullptr);
+        return s;
+    }
+    auto all = c.all_gather(mine, LinkClass::kOuterSync, sim_clock_s, &rep.clocks);
+    if (!all) return all.status();
+    if (Status s = r.apply(*all); !s) return s;
+    rep.bytes_sent = static_cast<uint64_t>(r.replicas - 1) * mine.size();
+    rep.hops = 1;
+    return rep;
+}
+
+}  // namespace tw

@@ -1,0 +1,29 @@
+// One outer round of the methods whose replicas send sparse payloads to every peer (SparseLoCo,
+// DeMo): each replica encodes its own payload, all-gathers everyone's over the outer link and
+// applies them. A replica whose encoding fails sends an empty payload first, so its peers fail at
+// once naming it instead of waiting. Bytes: (R − 1) × its own payload; one hop. The caller adds
+// what only it knows (guard_clipped).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/collective.h"
+#include "core/status.h"
+#include "engine/algo/outer.h"
+
+namespace tw {
+
+struct SparseGatherRound {
+    const char* algorithm;  // for messages, e.g. "sparseloco"
+    int replica = 0, replicas = 1;
+    std::function<Status(std::vector<uint8_t>&)> encode;                       // fills this replica's payload
+    std::function<Status(const std::vector<std::vector<uint8_t>>&)> apply;     // every replica's, in rank order
+};
+
+// `mine` receives this replica's payload (kept by the caller for tests and replays).
+Result<RoundReport> sparse_gather_round(const SparseGatherRound& round, std::vector<uint8_t>& mine, Collective& c,
+                                        double sim_clock_s);
+
+}  // namespace tw
