@@ -1,5 +1,5 @@
-// Fuzz target for the control protocol (remote/protocol.h): decode(), role_from_json and
-// metrics_from_rows on hostile input, and encode → decode round trips of what they accept.
+// Fuzz target for the control protocol (remote/protocol.h): decode(), role_from_json,
+// metrics_from_rows and scores_from_message on hostile input, and encode → decode round trips of what they accept.
 //
 // Input → frames. Byte 0 gives the frame count, 1 + (byte0 % 8). Every frame but the last is a
 // 2-byte little-endian length L followed by L bytes (fewer if the input ends first); the last
@@ -96,6 +96,26 @@ Outcome check_control(const uint8_t* data, size_t n) {
             auto back = metrics_from_rows(metric_rows(*recs), "fuzz");
             if (!back) return {"metric_rows(records) is refused: " + back.message(), ""};
             if (!same_records(*recs, *back)) return {"metric rows do not round-trip: " + rows->dump(), ""};
+        }
+    }
+    // An HDEE expert's scores: refused with a reason, or parsed into what re-encodes to the same scores.
+    if (m->kind == MsgKind::kScores) {
+        auto sc = scores_from_message(*m);
+        if (!sc) {
+            if (out.error.empty()) out.error = sc.message();
+        } else {
+            auto back = scores_from_message(scores_message("fuzz", *sc));
+            if (!back) return {"scores_message(scores) is refused: " + back.message(), ""};
+            bool same = back->seq_len == sc->seq_len && back->train_tokens == sc->train_tokens &&
+                        back->sets.size() == sc->sets.size() && back->logp.size() == sc->logp.size() &&
+                        same_number(back->unigram, sc->unigram) &&
+                        std::memcmp(back->logp.data(), sc->logp.data(), sc->logp.size() * sizeof(float)) == 0;
+            for (size_t i = 0; same && i < sc->sets.size(); ++i)
+                same = back->sets[i].eval_windows == sc->sets[i].eval_windows &&
+                       back->sets[i].prior_windows == sc->sets[i].prior_windows &&
+                       back->sets[i].eval_docs == sc->sets[i].eval_docs &&
+                       back->sets[i].prior_docs == sc->sets[i].prior_docs;
+            if (!same) return {"scores do not round-trip: " + m->body.dump(), ""};
         }
     }
     return out;

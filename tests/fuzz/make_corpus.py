@@ -99,6 +99,15 @@ CONTROL = {
     "refuse-unknown-kind": control('{"v":1,"kind":"explode"}'),
     "refuse-version-2": control('{"v":2,"kind":"hello"}'),
     "refuse-empty": b"",
+    # HDEE scores (kind 17): one domain of 1 eval + 1 prior window of 2 tokens, 4 fp32 values.
+    "accept-scores": control(header("scores", name="homogeneous.news", seq_len=2, sets=[[1, 1, 1, 1]], unigram=6.5,
+                                    train_tokens=1000), struct.pack("<4f", -1.0, -2.0, -0.5, -3.0)),
+    "refuse-scores-short-frame": control(header("scores", name="e", seq_len=2, sets=[[1, 1, 1, 1]], unigram=6.5,
+                                                train_tokens=1000), struct.pack("<3f", -1.0, -2.0, -0.5)),
+    "refuse-scores-no-frame": control(header("scores", name="e", seq_len=2, sets=[[1, 1, 1, 1]], unigram=6.5,
+                                             train_tokens=1000)),
+    "refuse-scores-huge-set": control(header("scores", name="e", seq_len=2, sets=[[2 ** 62, 1, 1, 1]], unigram=6.5,
+                                             train_tokens=1000), b""),
 }
 
 MAGIC = b"TWAG"

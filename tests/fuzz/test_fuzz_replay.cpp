@@ -65,7 +65,11 @@ TEST(FuzzReplay, ControlSeeds) {
             {"refuse-role-huge-port", "\"grad_group.port\""},
             {"refuse-metrics-huge-step", "step is not a 64-bit integer"},
             {"accept-configure-heartbeat-abc", ""},
-            {"accept-configure-heartbeat-null", ""}});
+            {"accept-configure-heartbeat-null", ""},
+            {"accept-scores", ""},
+            {"refuse-scores-short-frame", "scores: a frame of 12 bytes"},
+            {"refuse-scores-no-frame", "scores: expected one binary frame of log-probabilities, got 0"},
+            {"refuse-scores-huge-set", "scores: \"sets[0]"}});
 }
 
 TEST(FuzzReplay, FrameSeeds) {
