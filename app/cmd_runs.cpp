@@ -28,13 +28,6 @@
 namespace tw::cli {
 namespace {
 
-std::string fmt_opt(const std::optional<double>& v) {
-    if (!v) return "-";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.4f", *v);
-    return buf;
-}
-
 struct RunsArgs {
     std::string sub;
     std::vector<int64_t> ids;

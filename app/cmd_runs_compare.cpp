@@ -12,7 +12,6 @@
 #include "core/config_io.h"
 
 namespace tw::cli {
-namespace {
 
 std::string fmt_opt(const std::optional<double>& v) {
     if (!v) return "-";
@@ -20,6 +19,8 @@ std::string fmt_opt(const std::optional<double>& v) {
     std::snprintf(buf, sizeof buf, "%.4f", *v);
     return buf;
 }
+
+namespace {
 
 // A config key's value, or "-" where the run does not have the key.
 std::string value_of(const std::map<std::string, std::string>& config, const std::string& key) {

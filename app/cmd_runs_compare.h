@@ -3,11 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "storage/run_store.h"
 
 namespace tw::cli {
+
+// A loss for a table cell: 4 decimals, "-" when the run has none.
+std::string fmt_opt(const std::optional<double>& v);
 
 int run_compare(RunStore& store, const std::vector<int64_t>& ids);
 

@@ -82,18 +82,7 @@ Status DeMo::apply(const std::vector<std::vector<uint8_t>>& all) {
     }
     // The guard: one factor per replica over its whole payload (sequential double sums, the same
     // bits on every replica). Under sign values every norm is √K, so it never scales.
-    std::vector<float> scale(static_cast<size_t>(R), 1.0f);
-    guard_clipped_ = 0;
-    if (cfg_.guard_ratio > 0) {
-        std::vector<double> norms;
-        for (int r = 0; r < R; ++r) {
-            double s = 0;
-            for (size_t i = 0; i < n; ++i)
-                for (float v : dec[static_cast<size_t>(r)][i].value) s += static_cast<double>(v) * v;
-            norms.push_back(std::sqrt(s));
-        }
-        scale = norm_clip_scales(norms, cfg_.guard_ratio, NormReference::kLowerMedianOfOthers, &guard_clipped_);
-    }
+    const std::vector<float> scale = sparse_payload_guard(dec, cfg_.guard_ratio, guard_clipped_);
     const float fr = static_cast<float>(R);
     for (size_t i = 0; i < n; ++i) {
         auto sum = torch::zeros(global_[i].sizes(), torch::kFloat32);

@@ -1,9 +1,26 @@
 // The sparse methods' all-gather round; see sparse_gather_round.h.
 #include "engine/algo/sparse_gather_round.h"
 
+#include <cmath>
 #include <string>
 
+#include "engine/algo/aggregation_guard.h"
+
 namespace tw {
+
+std::vector<float> sparse_payload_guard(const std::vector<std::vector<SparsePayload>>& dec, double ratio,
+                                        int& clipped) {
+    clipped = 0;
+    if (ratio <= 0) return std::vector<float>(dec.size(), 1.0f);
+    std::vector<double> norms;
+    for (const auto& payload : dec) {
+        double s = 0;
+        for (const SparsePayload& t : payload)
+            for (float v : t.value) s += static_cast<double>(v) * v;
+        norms.push_back(std::sqrt(s));
+    }
+    return norm_clip_scales(norms, ratio, NormReference::kLowerMedianOfOthers, &clipped);
+}
 
 Result<RoundReport> sparse_gather_round(const SparseGatherRound& r, std::vector<uint8_t>& mine, Collective& c,
                                         double sim_clock_s) {

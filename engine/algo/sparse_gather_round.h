@@ -12,6 +12,7 @@
 #include "core/collective.h"
 #include "core/status.h"
 #include "engine/algo/outer.h"
+#include "engine/codec/codec.h"
 
 namespace tw {
 
@@ -21,6 +22,12 @@ struct SparseGatherRound {
     std::function<Status(std::vector<uint8_t>&)> encode;                       // fills this replica's payload
     std::function<Status(const std::vector<std::vector<uint8_t>>&)> apply;     // every replica's, in rank order
 };
+
+// The aggregation guard (engine/algo/aggregation_guard.h) over decoded payloads dec[replica][tensor]:
+// one factor per replica, from the L2 norm of all its values (sequential double sums, so every
+// replica computes the same bits). All 1 when ratio ≤ 0; `clipped` receives how many were scaled.
+std::vector<float> sparse_payload_guard(const std::vector<std::vector<SparsePayload>>& dec, double ratio,
+                                        int& clipped);
 
 // `mine` receives this replica's payload (kept by the caller for tests and replays).
 Result<RoundReport> sparse_gather_round(const SparseGatherRound& round, std::vector<uint8_t>& mine, Collective& c,

@@ -137,18 +137,7 @@ Status SparseLoCo::aggregate(const std::vector<std::vector<uint8_t>>& all, std::
     }
     // The guard: one factor per replica over its whole payload (sequential double sums, the same
     // bits on every replica).
-    std::vector<float> guard(static_cast<size_t>(R), 1.0f);
-    guard_clipped_ = 0;
-    if (cfg_.guard_ratio > 0) {
-        std::vector<double> norms;
-        for (int r = 0; r < R; ++r) {
-            double s = 0;
-            for (size_t i = 0; i < n; ++i)
-                for (float v : dec[static_cast<size_t>(r)][i].value) s += static_cast<double>(v) * v;
-            norms.push_back(std::sqrt(s));
-        }
-        guard = norm_clip_scales(norms, cfg_.guard_ratio, NormReference::kLowerMedianOfOthers, &guard_clipped_);
-    }
+    const std::vector<float> guard = sparse_payload_guard(dec, cfg_.guard_ratio, guard_clipped_);
     mean.clear();
     for (size_t i = 0; i < n; ++i) {
         std::vector<float> scale = guard;
