@@ -126,7 +126,9 @@ WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
             if (raw) raw->set_abort(std::move(f));
         };
         if (cfg.skippipe.enabled()) return make_skippipe_worker(cfg, role, std::move(mesh), set_abort);
-        if (cfg.cluster.stages > 1) return make_pipeline_worker(cfg, role, std::move(mesh), set_abort);
+        // A pipeline's stage node runs the stage executor; a full replica runs the replica loop, with
+        // per-stage rounds when the run has pipeline replicas.
+        if (role.kind == "pipeline") return make_pipeline_worker(cfg, role, std::move(mesh), set_abort);
         return make_replica_worker(cfg, role, std::move(mesh), set_abort, std::move(store));
     };
 }

@@ -17,12 +17,13 @@
 #include "engine/algo/outer.h"
 #include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
+#include "engine/data/loader.h"
 #include "engine/pipeline/hetero.h"
 #include "engine/pipeline/stage.h"
 #include "engine/pipeline/subspace.h"
 #include "engine/runtime/threads.h"
 #include "engine/train/inner_step.h"
-#include "engine/train/trainer.h"
+#include "engine/worker/stage_rounds.h"
 
 namespace tw {
 namespace {
@@ -36,25 +37,6 @@ std::vector<uint8_t> tensor_bytes(const torch::Tensor& t) {
     return std::vector<uint8_t>(p, p + c.numel() * c.element_size());
 }
 
-// One stage this node holds: a stage node holds one, a full replica all S.
-struct Slice {
-    int64_t stage = 0;
-    std::vector<torch::Tensor> params;
-    std::vector<std::string> names;
-    int64_t rank = 0;  // constraint rank of its residual writers; 0 = free
-    torch::Tensor u;   // [d, rank]
-    std::unique_ptr<GroupCollective> group;
-    std::unique_ptr<OuterAlgorithm> algo;
-    bool ad1_after_round = false;  // AD1 applied by the worker after each round (the algorithm has no hook for it)
-
-    void project_writers(std::vector<torch::Tensor>& tensors) const {
-        if (rank == 0) return;
-        torch::NoGradGuard no_grad;
-        for (size_t i = 0; i < names.size(); ++i)
-            if (is_residual_writer(names[i])) project_writer(names[i], tensors[i], u);
-    }
-};
-
 class PipelineWorker : public Worker {
 public:
     PipelineWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh,
@@ -64,15 +46,14 @@ public:
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
 
 private:
-    bool full() const { return role_.kind != "pipeline"; }
     int64_t S() const { return cfg_.cluster.stages; }
     int peer(int replica, int64_t stage) const { return pipeline_mesh_rank(cfg_, replica, static_cast<int>(stage)); }
     Status setup(WorkerControl& ctl, MetricSink& sink);
-    Status build_slices();
+    Status build_rounds();
     Status broadcast_frozen_embedding(int64_t step);
     Status build_embedding_shadow(const torch::Tensor& u0);
     bool ad2_active() const {
-        return !full() && t_fixed_.defined() && cfg_.pipeline.has("ad2") && run_constraint_rank(cfg_, 0) > 0;
+        return t_fixed_.defined() && cfg_.pipeline.has("ad2") && run_constraint_rank(cfg_, 0) > 0;
     }
     // One iteration of this stage node (`iteration` 0-based), as core/pipeline_program.h lists it.
     Status stage_step(int64_t iteration, double& loss, double& compute_s, double& grad_norm, double& lr);
@@ -82,15 +63,7 @@ private:
     double optimizer_step(int64_t iteration, double grad_norm);  // returns the learning rate used
     Status outer_rounds(int64_t step);
     Status evaluate(double& val);
-    Status check_weights();
-    Slice* slice_of(int64_t stage) {
-        for (auto& x : slices_)
-            if (x.stage == stage) return &x;
-        return nullptr;
-    }
-    // A node holding no slice of a stage joins that stage's mesh round alone (nothing is sent), so
-    // every member's round count stays aligned.
-    Status sit_out_round() { return mesh_->exchange({mesh_->rank()}, {}, LinkClass::kOuterSync).status(); }
+    StageSlice& slice() { return rounds_->slices().front(); }  // the one stage this node holds
     WindowLoader& loader_of(int replica);
     int origin_replica(int64_t step, int mb) const;
     // Point to point on the stage link with this node's clock: the message's size is recorded
@@ -117,11 +90,10 @@ private:
     std::shared_ptr<PreparedData> data_;
     std::map<int, std::unique_ptr<WindowLoader>> loaders_;  // training data of a replica, by replica
     std::unique_ptr<WindowLoader> val_;
-    std::unique_ptr<Trainer> trainer_;        // full replica
-    std::unique_ptr<PipelineStage> stage_;    // stage node
-    std::unique_ptr<InnerOptimizer> optim_;  // stage node: the shared inner step (reparam's Z added)
+    std::unique_ptr<PipelineStage> stage_;
+    std::unique_ptr<InnerOptimizer> optim_;  // the shared inner step (reparam's Z added)
     torch::Tensor t_fixed_;                   // [V, d] when the run compresses anything
-    std::vector<Slice> slices_;
+    std::unique_ptr<StageRounds> rounds_;     // this stage's slice and its outer rounds
     // AD2 on a pipeline's later stages under SparseLoCo: a copy of θ_global's trainable embedding,
     // kept bit-identical by replaying stage 0's round payloads, so T_fixed follows without sending it.
     torch::Tensor shadow_emb_;
@@ -171,36 +143,27 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         t_fixed_ = frozen_embedding(cfg_.model.vocab_size, cfg_.model.d_model, seed).mul_(cfg_.pipeline.frozen_std);
     val_ = std::make_unique<WindowLoader>(data_->val, select_spans(*data_, true, cfg_.data.genres), cfg_.model.seq_len,
                                           cfg_.train.batch_size, seed);
-    if (full()) {
-        // Data part = replica: a pipeline replica reads the same part through its first stage.
-        trainer_ = std::make_unique<Trainer>(cfg_, std::move(loader_of(role_.replica)),
-                                             WindowLoader(*val_));
-        loaders_.erase(role_.replica);
-        if (t_fixed_.defined()) trainer_->model()->set_frozen_embedding(t_fixed_);
-    } else {
-        configure_compute_threads(static_cast<int>(cfg_.run.threads));
-        // The codec of boundary b (between stage b and b + 1) of this replica; dense outside the pipeline.
-        auto codec = [&](int64_t b) {
-            const int64_t k = b < 0 || b >= S() - 1 ? 0 : cfg_.boundary_rank(role_.replica, b);
-            if (k == 0) return make_dense_codec(cfg_.model.d_model);
-            return make_subspace_codec(subspace_basis(cfg_.model.d_model, k, seed),
-                                       parse_coord_dtype(cfg_.pipeline.coord_dtype).value(), t_fixed_,
-                                       cfg_.model.vocab_size);
-        };
-        stage_ = std::make_unique<PipelineStage>(cfg_.model, seed, role_.stage, S(), codec(role_.stage - 1),
-                                                 codec(role_.stage), t_fixed_);
-        optim_ = std::make_unique<InnerOptimizer>(stage_->model()->parameters(), cfg_.train);
-        // The schedule's op order is core/pipeline_program.h's stage_iteration (pipeline.schedule
-        // was checked against its choices when the config was parsed).
-        if (!parse_pipe_schedule(cfg_.pipeline.schedule)) return parse_pipe_schedule(cfg_.pipeline.schedule).status();
-    }
-    if (Status st = build_slices(); !st) return st;
+    configure_compute_threads(static_cast<int>(cfg_.run.threads));
+    // The codec of boundary b (between stage b and b + 1) of this replica; dense outside the pipeline.
+    auto codec = [&](int64_t b) {
+        const int64_t k = b < 0 || b >= S() - 1 ? 0 : cfg_.boundary_rank(role_.replica, b);
+        if (k == 0) return make_dense_codec(cfg_.model.d_model);
+        return make_subspace_codec(subspace_basis(cfg_.model.d_model, k, seed),
+                                   parse_coord_dtype(cfg_.pipeline.coord_dtype).value(), t_fixed_,
+                                   cfg_.model.vocab_size);
+    };
+    stage_ = std::make_unique<PipelineStage>(cfg_.model, seed, role_.stage, S(), codec(role_.stage - 1),
+                                             codec(role_.stage), t_fixed_);
+    optim_ = std::make_unique<InnerOptimizer>(stage_->model()->parameters(), cfg_.train);
+    // The schedule's op order is core/pipeline_program.h's stage_iteration (pipeline.schedule
+    // was checked against its choices when the config was parsed).
+    if (!parse_pipe_schedule(cfg_.pipeline.schedule)) return parse_pipe_schedule(cfg_.pipeline.schedule).status();
+    if (Status st = build_rounds(); !st) return st;
     build_reparam();
-    if (Status st = check_weights(); !st) return st;
+    if (Status st = rounds_->check_weights(role_.name); !st) return st;
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
-                role_.name + " starts: " + (full() ? std::string("full replica") :
-                                                    "stage " + std::to_string(role_.stage) + " of " + std::to_string(S())) +
-                    ", " + std::to_string(slices_.empty() ? 0 : slices_[0].params.size()) + " tensors in its first slice"});
+                role_.name + " starts: stage " + std::to_string(role_.stage) + " of " + std::to_string(S()) + ", " +
+                    std::to_string(slice().params.size()) + " tensors"});
     return Status::ok();
 }
 
@@ -213,66 +176,20 @@ WindowLoader& PipelineWorker::loader_of(int replica) {
     return *l;
 }
 
-// The slices this node holds, their constraint, their stage group and outer algorithm (with the
-// AD switches); then the writers are put into their subspace and, with AD2, the embedding's
-// out-of-span part moved into T_fixed on every holder of stage 0 (all do the same from the same
-// initial weights, so they stay identical).
-Status PipelineWorker::build_slices() {
-    const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
-    Llama& model = full() ? trainer_->model() : stage_->model();
-    const int64_t first = full() ? 0 : role_.stage, last = full() ? S() - 1 : role_.stage;
-    for (int64_t s = first; s <= last; ++s) {
-        Slice sl;
-        sl.stage = s;
-        for (auto& p : model->named_parameters())
-            if (full() ? stage_of_param(cfg_.model, p.key(), S()) == s : true)
-                sl.names.push_back(p.key()), sl.params.push_back(p.value());
-        sl.rank = constraint_rank(cfg_, role_.replica, s);
-        if (sl.rank > 0) sl.u = subspace_basis(cfg_.model.d_model, sl.rank, seed);
-        std::vector<int> members;
-        for (int r = 0; r < cfg_.outer.replicas; ++r) members.push_back(peer(r, s));
-        sl.group = std::make_unique<GroupCollective>(*mesh_, members);
-        slices_.push_back(std::move(sl));
-    }
+// This stage's slice with its constraint, stage group and outer algorithm (stage_rounds.h); the
+// later stages of a pipeline replica then follow stage 0's AD2 moves by replaying its rounds when
+// the algorithm's rounds can be replayed (core/pipeline_program.h: no table before the first
+// round), or receive the table itself.
+Status PipelineWorker::build_rounds() {
+    std::vector<torch::Tensor> params;
+    std::vector<std::string> names;
+    for (auto& p : stage_->model()->named_parameters()) names.push_back(p.key()), params.push_back(p.value());
+    auto rounds = StageRounds::create(cfg_, role_.replica, role_.stage, role_.stage, params, names, *mesh_, t_fixed_);
+    if (!rounds) return rounds.status();
+    rounds_ = std::move(*rounds);
     const int64_t k0 = run_constraint_rank(cfg_, 0);
-    const bool ad2 = cfg_.pipeline.has("ad2") && k0 > 0;
-    torch::Tensor u0 = ad2 ? subspace_basis(cfg_.model.d_model, k0, seed) : torch::Tensor();
-    for (auto& sl : slices_) {
-        if (sl.stage == 0 && ad2) {
-            torch::NoGradGuard no_grad;
-            for (size_t i = 0; i < sl.names.size(); ++i)
-                if (sl.names[i] == "tok_emb") move_out_of_span_into_frozen(sl.params[i], t_fixed_, u0);
-        }
-        if (!algorithm_traits(cfg_).outer_rounds) continue;
-        auto algo = make_outer_algorithm(cfg_, sl.params, sl.names, sl.group->rank(), sl.group->size());
-        if (!algo) return algo.status();
-        sl.algo = std::move(*algo);
-        sl.project_writers(sl.params);  // the constraint holds from the first step
-        RoundHooks h;
-        const bool compressed = sl.rank > 0;
-        Slice* self = &sl;
-        if (compressed && cfg_.pipeline.has("ad3"))
-            h.before_encode = [self](size_t i, torch::Tensor& e) {
-                if (is_residual_writer(self->names[i])) project_writer(self->names[i], e, self->u);
-            };
-        const bool ad1 = compressed && cfg_.pipeline.has("ad1");
-        if ((ad2 && sl.stage == 0) || ad1)
-            h.after_round = [this, self, ad1, ad2, u0](std::vector<torch::Tensor>& global, std::vector<torch::Tensor>& live) {
-                for (size_t i = 0; i < self->names.size(); ++i)
-                    if (ad2 && self->names[i] == "tok_emb") {
-                        move_out_of_span_into_frozen(global[i], t_fixed_, u0);
-                        live[i].copy_(global[i]);
-                    }
-                if (ad1) self->project_writers(live);
-            };
-        h.delta_from_start = compressed && cfg_.pipeline.has("ad6");
-        // AD1 where the algorithm has no after-round hook (DiLoCo, NoLoCo) is the worker's, after
-        // every round; AD2 then needs no move after a round, and AD3 / AD6 have no place.
-        sl.ad1_after_round = !sl.algo->set_round_hooks(std::move(h)).after_round && cfg_.pipeline.has("ad1");
-    }
-    // The later stages of a pipeline replica follow stage 0's AD2 moves by replaying its rounds when
-    // the algorithm's rounds can be replayed (core/pipeline_program.h: no table before the first round).
-    if (ad2 && !full() && role_.stage > 0 && !frozen_table_at_start(cfg_)) return build_embedding_shadow(u0);
+    if (cfg_.pipeline.has("ad2") && k0 > 0 && role_.stage > 0 && !frozen_table_at_start(cfg_))
+        return build_embedding_shadow(subspace_basis(cfg_.model.d_model, k0, static_cast<uint64_t>(cfg_.run.seed)));
     return broadcast_frozen_embedding(0);
 }
 
@@ -310,14 +227,13 @@ Status PipelineWorker::build_embedding_shadow(const torch::Tensor& u0) {
 // algorithms it sends the new table itself (bit-exact copies, not deltas).
 // The messages are core/pipeline_program.h's frozen_table_events, which re-timing replays.
 Status PipelineWorker::broadcast_frozen_embedding(int64_t step) {
-    if (full()) return Status::ok();
     const auto events = frozen_table_events(cfg_, role_.replica, static_cast<int>(role_.stage));
     if (events.empty() || (outer_step_ < 0 && !frozen_table_at_start(cfg_))) return Status::ok();
     if (role_.stage == 0) {
         std::vector<uint8_t> bytes;
         // tok_emb leads stage 0's slice: its part of every member's payload, when the algorithm's
         // payloads have one, lets the later stages replay the round; otherwise the table itself.
-        auto lead = slices_[0].algo ? slices_[0].algo->leading_tensor_payloads() : std::nullopt;
+        auto lead = slice().algo ? slice().algo->leading_tensor_payloads() : std::nullopt;
         bytes = lead ? std::move(*lead) : tensor_bytes(t_fixed_);
         for (const StageEvent& e : events)
             if (Status st = send(step, peer(e.peer_replica, e.peer_stage), bytes); !st) return st;
@@ -337,17 +253,10 @@ Status PipelineWorker::broadcast_frozen_embedding(int64_t step) {
     return Status::ok();
 }
 
-// 52 bits of the state hash of a slice's global weights: exact as a metric value (a double).
-double slice_hash(const Slice& sl) {
-    // The global weights: a compressed replica's live ones are already projected.
-    return static_cast<double>(state_hash(sl.algo ? sl.algo->eval_params() : sl.params) >> 12);
-}
-
 void PipelineWorker::build_reparam() {
-    if (full() || cfg_.pipeline.constraint != "reparam") return;
+    if (cfg_.pipeline.constraint != "reparam") return;
     std::vector<torch::Tensor> zs;
-    for (auto& sl : slices_) {
-        if (sl.rank == 0) continue;
+    if (const StageSlice& sl = slice(); sl.rank > 0) {
         for (size_t i = 0; i < sl.names.size(); ++i) {
             if (!is_residual_writer(sl.names[i])) continue;
             Reparam r{sl.names[i], sl.params[i], torch::Tensor(), sl.u};
@@ -359,28 +268,6 @@ void PipelineWorker::build_reparam() {
         }
     }
     optim_->add_params(zs);  // Z steps with the stage; W, whose gradient moves to Z, does not
-}
-
-// Same seed → same weights; each stage's holders compare checksums of their slice's global
-// weights, S rounds.
-Status PipelineWorker::check_weights() {
-    for (int64_t s = 0; s < S(); ++s) {
-        Slice* sl = slice_of(s);
-        if (!sl) {
-            if (Status st = sit_out_round(); !st) return st;
-            continue;
-        }
-        const double h = slice_hash(*sl);
-        std::vector<uint8_t> mine(8);
-        std::memcpy(mine.data(), &h, 8);
-        auto all = sl->group->all_gather(mine, LinkClass::kOuterSync);
-        if (!all) return all.status();
-        for (size_t i = 0; i < all->size(); ++i)
-            if ((*all)[i] != mine)
-                return Status::error("stage " + std::to_string(s) + ": replica " + std::to_string(i) +
-                                     " starts from other weights than " + role_.name);
-    }
-    return Status::ok();
 }
 
 Status PipelineWorker::send(int64_t step, int to, const std::vector<uint8_t>& payload) {
@@ -498,7 +385,7 @@ double PipelineWorker::optimizer_step(int64_t iteration, double grad_norm) {
     if (!reparam_.empty()) {
         for (auto& r : reparam_) r.from_coordinates();
     } else {
-        for (auto& sl : slices_) sl.project_writers(sl.params);
+        rounds_->project_writers();
     }
     return lr;
 }
@@ -506,59 +393,23 @@ double PipelineWorker::optimizer_step(int64_t iteration, double grad_norm) {
 // Every H steps: S rounds, one per stage, each among that stage's holders (a node holding no slice
 // of the stage still takes part in the mesh's round, alone, so rounds stay aligned).
 Status PipelineWorker::outer_rounds(int64_t step) {
-    if (!algorithm_traits(cfg_).outer_rounds || step % cfg_.outer.inner_steps != 0) return Status::ok();
-    ++outer_step_;
-    uint64_t bytes = 0;
-    int64_t hops = 1, guard_clipped = 0;  // contributions the guard scaled, over this node's slices
     const double real_before = mesh_->real_exchange_s();
-    const double start = clock_.now_s();
-    double latest = start;
-    std::vector<uint64_t> masks;  // per slice held: the replicas its round exchanged with
-    bool grouped = false;         // some round exchanged with a group only (NoLoCo)
-    for (int64_t s = 0; s < S(); ++s) {
-        Slice* sl = slice_of(s);
-        // Two mesh rounds per stage: the exchange, then the round agreement among its holders (a node
-        // holding no slice of the stage sits both out alone).
-        if (!sl) {
-            if (Status st = sit_out_round(); !st) return st;
-            if (Status st = mesh_->agree({mesh_->rank()}, 0); !st) return st;
-            continue;
-        }
-        auto rep = sl->algo->after_step(step, *sl->group, start);
-        if (!rep) return rep.status();
-        bytes += rep->bytes_sent;
-        // Every holder of stage s must now hold the same state (θ_s; NoLoCo: its group's mean).
-        auto agreed = agree_on_round(*sl->algo, *sl->group);
-        if (!agreed) return Status::error("stage " + std::to_string(s) + ": " + agreed.message());
-        record(step, metric::round_stage_hash(s), static_cast<double>(*agreed >> 12));
-        guard_clipped += rep->guard_clipped;
-        hops = std::max(hops, rep->hops);
-        for (double c : rep->clocks) latest = std::max(latest, c);
-        uint64_t mask = 0;
-        for (int r = 0; r < std::min<int>(64, static_cast<int>(cfg_.outer.replicas)); ++r)
-            if (rep->members.empty() || std::count(rep->members.begin(), rep->members.end(), r)) mask |= uint64_t{1} << r;
-        grouped = grouped || !rep->members.empty();
-        masks.push_back(mask);
-        // Without SparseLoCo's hooks, AD1 is applied here (DiLoCo, NoLoCo).
-        if (sl->ad1_after_round) sl->project_writers(sl->params);
-    }
+    auto rep = rounds_->round(step, clock_.now_s());
+    if (!rep) return rep.status();
+    if (!rep->synced) return Status::ok();
+    ++outer_step_;
     // This node's uplink carries its payloads of every slice back to back after the slowest holder.
-    const double exposed = clock_.wait_for_round(round_end_s({latest}, net_.outer, bytes, hops));
+    const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, net_.outer, rep->bytes, rep->hops));
     if (Status st = broadcast_frozen_embedding(step); !st) return st;
     for (auto& r : reparam_) r.to_coordinates();  // W = U·Z again (reparam implies AD1)
     if (t_fixed_.defined()) {
-        // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike): one more
-        // mesh round, over every node.
-        const uint64_t h = state_hash({t_fixed_});
-        std::vector<int> everyone;
-        for (int r = 0; r < mesh_->size(); ++r) everyone.push_back(r);
-        if (Status st = mesh_->agree(everyone, h); !st) return Status::error("T_fixed: " + st.message());
-        record(step, metric::kRoundTFixedHash, static_cast<double>(h >> 12));
+        auto h = rounds_->agree_t_fixed(t_fixed_);
+        if (!h) return h.status();
+        record(step, metric::kRoundTFixedHash, static_cast<double>(*h));
     }
-    if (guard_clipped > 0) record(step, metric::kRoundGuardClipped, static_cast<double>(guard_clipped));
-    if (grouped)
-        for (uint64_t mask : masks) record(step, metric::kRoundGroupMask, static_cast<double>(mask));
-    for (auto& [name, v] : round_metrics(bytes, hops, round_compute_s_, round_comm_s(net_.outer, bytes, hops), exposed,
+    for (auto& [name, v] : stage_round_rows(*rep)) record(step, name, v);
+    for (auto& [name, v] : round_metrics(rep->bytes, rep->hops, round_compute_s_,
+                                         round_comm_s(net_.outer, rep->bytes, rep->hops), exposed,
                                          mesh_->real_exchange_s() - real_before))
         record(step, name, v);
     round_compute_s_ = 0;
@@ -570,35 +421,30 @@ Status PipelineWorker::outer_rounds(int64_t step) {
 // and not counted.
 Status PipelineWorker::evaluate(double& val) {
     GlobalWeightsSwap swap;
-    for (auto& sl : slices_)
-        if (sl.algo) swap.add(sl.params, sl.algo->eval_params());
+    rounds_->swap_in_global(swap);
     Status result;
-    if (full()) {
-        val = trainer_->evaluate();
-    } else {
-        const int64_t B = cfg_.train.batch_size, T = cfg_.model.seq_len;
-        double sum = 0;
-        for (int64_t i = 0; i < cfg_.train.eval_batches && result.is_ok(); ++i) {
-            auto win = val_->sequential_batch(i);
-            std::vector<uint8_t> in;
-            if (!stage_->first()) {
-                auto r = mesh_->recv(peer(role_.replica, role_.stage - 1));
-                if (!r) { result = r.status(); break; }
-                in = std::move(*r);
-            }
-            torch::Tensor ids = win.narrow(1, 0, T);
-            if (stage_->last()) {
-                auto l = stage_->eval_loss(ids, in, win.narrow(1, 1, T), B);
-                if (!l) result = l.status();
-                else sum += *l;
-            } else {
-                auto o = stage_->eval_forward(ids, in, B);
-                if (!o) result = o.status();
-                else result = mesh_->send(peer(role_.replica, role_.stage + 1), *o, LinkClass::kInterStage, 0, false);
-            }
+    const int64_t B = cfg_.train.batch_size, T = cfg_.model.seq_len;
+    double sum = 0;
+    for (int64_t i = 0; i < cfg_.train.eval_batches && result.is_ok(); ++i) {
+        auto win = val_->sequential_batch(i);
+        std::vector<uint8_t> in;
+        if (!stage_->first()) {
+            auto r = mesh_->recv(peer(role_.replica, role_.stage - 1));
+            if (!r) { result = r.status(); break; }
+            in = std::move(*r);
         }
-        val = sum / static_cast<double>(cfg_.train.eval_batches);
+        torch::Tensor ids = win.narrow(1, 0, T);
+        if (stage_->last()) {
+            auto l = stage_->eval_loss(ids, in, win.narrow(1, 1, T), B);
+            if (!l) result = l.status();
+            else sum += *l;
+        } else {
+            auto o = stage_->eval_forward(ids, in, B);
+            if (!o) result = o.status();
+            else result = mesh_->send(peer(role_.replica, role_.stage + 1), *o, LinkClass::kInterStage, 0, false);
+        }
     }
+    val = sum / static_cast<double>(cfg_.train.eval_batches);
     return result;
 }
 
@@ -610,7 +456,7 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
     if (Status st = setup(ctl, sink); !st) return st;
     const int64_t steps = cfg_.train.steps, tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
     const bool evaluator = role_.replica == 0;
-    const bool reports_loss = full() || stage_->last();
+    const bool reports_loss = stage_->last();
     Status failure;
     bool stopped = false;
     while (step_ < steps) {
@@ -620,15 +466,8 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         }
         double loss = NAN, compute = 0, grad_norm = NAN, lr = NAN;
         const double before = clock_.now_s();
-        if (full()) {
-            const StepReport s = trainer_->step();
-            for (auto& sl : slices_) sl.project_writers(sl.params);  // AD5
-            loss = s.loss, compute = s.compute_s, grad_norm = s.grad_norm, lr = s.lr;
-            clock_.compute(compute);  // one segment: re-timing takes it from train.compute_s
-        } else {
-            failure = stage_step(step_, loss, compute, grad_norm, lr);
-            if (!failure.is_ok()) break;
-        }
+        failure = stage_step(step_, loss, compute, grad_norm, lr);
+        if (!failure.is_ok()) break;
         ++step_;
         round_compute_s_ += compute;
         if (reports_loss) last_loss_ = loss, record(step_, metric::kTrainLoss, loss);
@@ -636,7 +475,6 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         record(step_, metric::kTrainGradNorm, grad_norm);
         record(step_, metric::kTrainTokens, static_cast<double>(step_ * tokens_per_step));
         record(step_, metric::kTrainComputeS, compute);
-        if (full()) record(step_, metric::kTrainTokensPerS, tokens_per_step / compute);
         record(step_, metric::kPipeIdleS, clock_.now_s() - before - compute);
         if (Status st = outer_rounds(step_); !st) {
             failure = st;

@@ -1,10 +1,9 @@
-// The worker of one node of a run with pipeline replicas (METHODS.md §5–§7, §10): a stage node of
-// a pipeline replica runs its stage of every micro-batch in the schedule's order (GPipe or 1F1B),
-// receiving activations from the previous stage and gradients from the next over the data plane
-// (compressed into a subspace where the layout says so, routed to a random replica's next stage
-// under NoLoCo routing); a full replica trains the whole model on the whole batch. Every H steps the
-// holders of each stage (every full replica's slice s and every pipeline's stage-s node) sync that
-// stage with the outer algorithm, S groups one after the other, with the AD switches of §7.
+// The worker of one stage node of a pipeline replica (METHODS.md §5–§7, §10): it runs its stage of
+// every micro-batch in the schedule's order (GPipe or 1F1B), receiving activations from the
+// previous stage and gradients from the next over the data plane (compressed into a subspace where
+// the layout says so, routed to a random replica's next stage under NoLoCo routing). Every H steps
+// the holders of each stage sync it with the outer algorithm (engine/worker/stage_rounds.h, which
+// the full replicas of the same run share through the replica worker's loop).
 //
 // Simulated time: compute advances a node's clock by its measured seconds; a message leaves when
 // the sender's uplink is free, arrives latency + 8·bytes/bandwidth later, and the receiver's clock

@@ -8,6 +8,7 @@
 
 #include "core/algorithm.h"
 #include "core/hash.h"
+#include "core/layout.h"
 #include "core/metric_names.h"
 #include "core/network.h"
 #include "core/sim_clock.h"
@@ -16,7 +17,9 @@
 #include "engine/algo/outer.h"
 #include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
+#include "engine/pipeline/subspace.h"
 #include "engine/train/trainer.h"
+#include "engine/worker/stage_rounds.h"
 
 namespace tw {
 namespace {
@@ -46,6 +49,9 @@ private:
     Status setup(WorkerControl& ctl, MetricSink& sink);
     Status ddp_round(int64_t step, double step_compute_s);
     Status outer_round(int64_t step);
+    // A full replica of a run with pipeline replicas: S per-stage rounds (stage_rounds.h).
+    Status stage_round(int64_t step);
+    bool in_pipeline_run() const { return cfg_.cluster.stages > 1; }
     void record(int64_t step, const std::string& name, double v) {
         rows_.push_back({role_.name, step, outer_step_, since_s(t0_), clock_.now_s(), name, v});
     }
@@ -72,6 +78,8 @@ private:
     std::unique_ptr<Trainer> trainer_;
     std::unique_ptr<GradAllReduce> grads_;
     std::unique_ptr<OuterAlgorithm> outer_;  // replica leaders of the non-DDP algorithms
+    std::unique_ptr<StageRounds> stage_rounds_;  // instead of outer_ in a run with pipeline replicas
+    torch::Tensor t_fixed_;                      // [V, d] when that run compresses anything
     LinkClass grad_link_ = LinkClass::kIntraReplica;
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
@@ -92,11 +100,14 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     if (!prepared) return prepared.status();
     const PreparedData* data = prepared->get();
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
-    // Every node reads its own disjoint part of the training stream; validation is shared.
+    // Every node reads its own disjoint part of the training stream; validation is shared. In a run
+    // with pipeline replicas the parts are the replicas' (a pipeline reads its part through its first stage).
+    const int part = in_pipeline_run() ? role_.replica : role_.global_rank();
+    const int parts = in_pipeline_run() ? static_cast<int>(cfg_.outer.replicas) : role_.world();
     trainer_ = std::make_unique<Trainer>(
         cfg_,
         WindowLoader(data->train, select_spans(*data, false, cfg_.data.genres), cfg_.model.seq_len,
-                     cfg_.train.batch_size, seed, role_.global_rank(), role_.world()),
+                     cfg_.train.batch_size, seed, part, parts),
         WindowLoader(data->val, select_spans(*data, true, cfg_.data.genres), cfg_.model.seq_len,
                      cfg_.train.batch_size, seed));
     // A one-node run resumes from its checkpoint when asked (other runs refuse train.ckpt_path).
@@ -131,8 +142,22 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
             return st;
         });
     }
+    if (in_pipeline_run()) {
+        if (!mesh_) return Status::error(role_.name + ": a pipeline run needs the data-plane mesh");
+        if (run_has_compression(cfg_)) {
+            t_fixed_ = frozen_embedding(cfg_.model.vocab_size, cfg_.model.d_model, seed).mul_(cfg_.pipeline.frozen_std);
+            trainer_->model()->set_frozen_embedding(t_fixed_);
+        }
+        std::vector<std::string> names;
+        for (auto& item : trainer_->model()->named_parameters()) names.push_back(item.key());
+        auto rounds = StageRounds::create(cfg_, role_.replica, 0, cfg_.cluster.stages - 1, params, names, *mesh_, t_fixed_);
+        if (!rounds) return rounds.status();
+        stage_rounds_ = std::move(*rounds);
+        // Same seed → same weights, stage by stage among each stage's holders.
+        if (Status st = stage_rounds_->check_weights(role_.name); !st) return st;
+    }
     // Same seed → same weights; verified, since a silent mismatch would poison every round.
-    if (mesh_) {
+    if (mesh_ && !in_pipeline_run()) {
         const uint64_t mine = weights_checksum(params);
         std::vector<uint8_t> bytes(8);
         std::memcpy(bytes.data(), &mine, 8);
@@ -143,7 +168,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
                 return Status::error("mesh member " + std::to_string(i) + " starts from other weights than " +
                                      role_.name + " (different seed, model or data?)");
     }
-    if (algorithm_traits(cfg_).outer_rounds && mesh_) {
+    if (algorithm_traits(cfg_).outer_rounds && mesh_ && !in_pipeline_run()) {
         std::vector<std::string> names;
         for (auto& item : trainer_->model()->named_parameters()) names.push_back(item.key());
         auto algo = make_outer_algorithm(cfg_, params, names, role_.replica, role_.replicas);
@@ -239,12 +264,35 @@ Status ReplicaWorker::outer_round(int64_t step) {
     return Status::ok();
 }
 
+// The same clock rule as outer_round's: the uplink carries this node's payloads of every slice
+// back to back after the slowest holder. The rows are the stage node's (pipeline_worker.cpp).
+Status ReplicaWorker::stage_round(int64_t step) {
+    auto rep = stage_rounds_->round(step, clock_.now_s());
+    if (!rep) return rep.status();
+    if (!rep->synced) return Status::ok();
+    ++outer_step_;
+    const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, net_.outer, rep->bytes, rep->hops));
+    if (t_fixed_.defined()) {
+        auto h = stage_rounds_->agree_t_fixed(t_fixed_);
+        if (!h) return h.status();
+        record(step, metric::kRoundTFixedHash, static_cast<double>(*h));
+    }
+    for (auto& [name, v] : stage_round_rows(*rep)) record(step, name, v);
+    if (rep->guard_clipped > 0)
+        guard_events_.push_back(std::to_string(rep->guard_clipped) +
+                                " contribution(s) scaled down by the aggregation guard at step " + std::to_string(step));
+    record_round(step, rep->bytes, rep->hops, round_compute_s_, round_comm_s(net_.outer, rep->bytes, rep->hops), exposed);
+    round_compute_s_ = 0;
+    return Status::ok();
+}
+
 // Validation loss of the global (outer) model: the algorithm's global copy swapped in for the
 // evaluation (Streaming DiLoCo and NoLoCo keep local weights that differ from it), then swapped back.
 double ReplicaWorker::evaluate_global() {
-    if (!outer_) return trainer_->evaluate();
+    if (!outer_ && !stage_rounds_) return trainer_->evaluate();
     GlobalWeightsSwap swap;
-    swap.add(trainer_->model()->parameters(), outer_->eval_params());
+    if (stage_rounds_) stage_rounds_->swap_in_global(swap);
+    else swap.add(trainer_->model()->parameters(), outer_->eval_params());
     return trainer_->evaluate();
 }
 
@@ -292,6 +340,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
             failure = trainer_->sync_status();
             break;
         }
+        if (stage_rounds_) stage_rounds_->project_writers();  // the `project` constraint (AD5)
         clock_.compute(s.compute_s);  // compute advances the simulated clock by its measured time
         round_compute_s_ += s.compute_s;
         last_loss_ = s.loss;
@@ -302,7 +351,9 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         record(s.step, metric::kTrainComputeS, s.compute_s);
         record(s.step, metric::kTrainTokensPerS, tokens_per_step / s.compute_s);
         clock_.settle_due(s.step);  // results of overlapped exchanges due now: the clock waits for them
-        Status st = algorithm_of(cfg_) == Algorithm::kDdp ? ddp_round(s.step, s.compute_s) : outer_round(s.step);
+        Status st = algorithm_of(cfg_) == Algorithm::kDdp ? ddp_round(s.step, s.compute_s)
+                    : stage_rounds_                     ? stage_round(s.step)
+                                                        : outer_round(s.step);
         if (!st) {
             failure = st;
             break;
@@ -351,6 +402,8 @@ WorkerSummary ReplicaWorker::summarise() const {
                       {summary::kExposedCommS, exposed_s},
                       {summary::kUtilisation, compute_s / (compute_s + exposed_s)},
                       {summary::kWallS, since_s(t0_)}};
+    // Beside stage nodes, whose utilisation also counts bubbles, the share lost to outer syncs alone.
+    if (stage_rounds_) out[summary::kSyncUtilisation] = compute_s / std::max(1e-12, compute_s + clock_.sync_exposed_s());
     for (auto& [name, v] : byte_metrics(total_bytes(), false)) out[name] = v;
     return out;
 }

@@ -1,0 +1,106 @@
+// The per-stage outer rounds of a run with pipeline replicas (METHODS.md §7): the model is cut
+// into S stage slices, and every H steps the holders of each slice (every full replica's slice s
+// and every pipeline's stage-s node) sync it with the outer algorithm, S groups one after the
+// other over the data-plane mesh, with the AD switches' hooks. A full replica holds all S slices
+// and runs the replica worker's loop with these rounds in place of its whole-model round; a stage
+// node holds one slice and sits out the other stages' rounds alone, so every member's sequence of
+// mesh rounds stays aligned.
+//
+// Ownership: keeps handles to the node's live parameters (changes their values in place) and to
+// T_fixed (AD2 moves the embedding's out-of-span part into it; same storage as the model's).
+// The mesh is borrowed and must outlive this object; the config is copied. Not thread-safe: one worker thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "core/collective.h"
+#include "core/config.h"
+#include "core/status.h"
+#include "engine/algo/outer.h"
+#include "engine/pipeline/hetero.h"
+
+namespace tw {
+
+// One stage slice this node holds.
+struct StageSlice {
+    int64_t stage = 0;
+    std::vector<torch::Tensor> params;  // the live tensors of the stage, in the model's order
+    std::vector<std::string> names;
+    int64_t rank = 0;  // constraint rank of its residual writers; 0 = free
+    torch::Tensor u;   // [d, rank] subspace basis (rank > 0)
+    std::unique_ptr<GroupCollective> group;  // the stage's holders, one per replica
+    std::unique_ptr<OuterAlgorithm> algo;    // null when the run's algorithm has no outer rounds
+    bool ad1_after_round = false;  // AD1 applied after each round here (the algorithm has no hook for it)
+
+    // Puts `tensors` (this slice's params or a copy of them) back into the writers' subspace.
+    void project_writers(std::vector<torch::Tensor>& tensors) const;
+    // 52 bits of the state hash of the slice's global weights: exact as a metric value (a double).
+    double global_hash() const;
+};
+
+// What one step's rounds did on this node, summed over the slices it holds.
+struct StageRoundsReport {
+    bool synced = false;     // false: not a round step (nothing else is set)
+    uint64_t bytes = 0;      // payload bytes this node sent, every slice's
+    int64_t hops = 1;        // the most sequential transfers of any slice's round
+    int64_t guard_clipped = 0;
+    double latest_s = 0;     // the latest member clock of any slice's round (at least the start)
+    std::vector<std::pair<int64_t, uint64_t>> stage_hashes;  // (stage, 52-bit agreed hash) per slice held
+    std::vector<uint64_t> member_masks;  // per slice held: the replicas its round exchanged with
+    bool grouped = false;                // some round exchanged with a group only (NoLoCo)
+};
+
+// The metric rows a synced round adds beside round_metrics (core/metrics.h): each stage's agreed
+// hash, the guard's count when it scaled anything, and the member masks when a round was grouped.
+std::vector<std::pair<std::string, double>> stage_round_rows(const StageRoundsReport& r);
+
+class StageRounds {
+public:
+    // Slices for stages [first, last] of `replica` out of `params`/`names` (a full replica passes
+    // the whole model and 0..S−1; a stage node its stage's parameters and that stage). Builds each
+    // slice's stage group and outer algorithm with the AD switches' hooks, moves the embedding's
+    // out-of-span part into `t_fixed` under AD2 (every holder of stage 0 alike), and projects the
+    // writers into their subspace so the constraint holds from the first step.
+    static Result<std::unique_ptr<StageRounds>> create(const RunConfig& cfg, int replica, int64_t first, int64_t last,
+                                                       const std::vector<torch::Tensor>& params,
+                                                       const std::vector<std::string>& names, Collective& mesh,
+                                                       torch::Tensor t_fixed);
+    ~StageRounds();
+
+    // Same seed → same weights: each stage's holders compare their slice's global hash (S rounds).
+    Status check_weights(const std::string& who);
+    // Every H steps (step % H == 0): S rounds, each among the stage's holders, each followed by the
+    // round agreement; a stage this node holds no slice of is sat out alone. `start_s` is this
+    // node's clock when the round starts.
+    Result<StageRoundsReport> round(int64_t step, double start_s);
+    // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike): one mesh
+    // round over every node. Returns the 52-bit hash agreed on.
+    Result<uint64_t> agree_t_fixed(const torch::Tensor& t_fixed);
+
+    // The writers of every slice back into their subspace (the `project` constraint, AD5).
+    void project_writers();
+    // The global weights of every slice swapped in for an evaluation.
+    void swap_in_global(GlobalWeightsSwap& swap) const;
+
+    std::vector<StageSlice>& slices() { return slices_; }
+    const StageSlice* slice_of(int64_t stage) const;
+
+private:
+    StageRounds(const RunConfig& cfg, Collective& mesh) : cfg_(cfg), mesh_(mesh) {}
+    Status build(int replica, int64_t first, int64_t last, const std::vector<torch::Tensor>& params,
+                 const std::vector<std::string>& names, torch::Tensor t_fixed);
+    // A node holding no slice of a stage joins that stage's mesh round alone (nothing is sent).
+    Status sit_out_round() { return mesh_.exchange({mesh_.rank()}, {}, LinkClass::kOuterSync).status(); }
+
+    const RunConfig cfg_;
+    Collective& mesh_;
+    std::vector<StageSlice> slices_;
+    torch::Tensor t_fixed_;
+};
+
+}  // namespace tw
