@@ -23,6 +23,8 @@
 #include "engine/pipeline/subspace.h"
 #include "engine/runtime/threads.h"
 #include "engine/train/inner_step.h"
+#include "engine/pipeline/reparam.h"
+#include "engine/worker/stage_executor.h"
 #include "engine/worker/stage_rounds.h"
 
 namespace tw {
@@ -55,17 +57,9 @@ private:
     bool ad2_active() const {
         return t_fixed_.defined() && cfg_.pipeline.has("ad2") && run_constraint_rank(cfg_, 0) > 0;
     }
-    // One iteration of this stage node (`iteration` 0-based), as core/pipeline_program.h lists it.
-    Status stage_step(int64_t iteration, double& loss, double& compute_s, double& grad_norm, double& lr);
-    Result<std::vector<uint8_t>> run_op(int64_t iteration, const PipeOp& op, std::vector<uint8_t>& in,
-                                        torch::Tensor& own, std::map<int, torch::Tensor>& targets, double& loss);
-    double grad_norm_sq();  // this stage's squared gradient norm (reparam: of Z), before clipping
-    double optimizer_step(int64_t iteration, double grad_norm);  // returns the learning rate used
     Status outer_rounds(int64_t step);
     Status evaluate(double& val);
     StageSlice& slice() { return rounds_->slices().front(); }  // the one stage this node holds
-    WindowLoader& loader_of(int replica);
-    int origin_replica(int64_t step, int mb) const;
     // Point to point on the stage link with this node's clock: the message's size is recorded
     // at `step` (clock.send_bytes) so re-timing can replay it.
     Status send(int64_t step, int to, const std::vector<uint8_t>& payload);
@@ -88,7 +82,6 @@ private:
 
     NetworkProfile net_;
     std::shared_ptr<PreparedData> data_;
-    std::map<int, std::unique_ptr<WindowLoader>> loaders_;  // training data of a replica, by replica
     std::unique_ptr<WindowLoader> val_;
     std::unique_ptr<PipelineStage> stage_;
     std::unique_ptr<InnerOptimizer> optim_;  // the shared inner step (reparam's Z added)
@@ -98,29 +91,9 @@ private:
     // kept bit-identical by replaying stage 0's round payloads, so T_fixed follows without sending it.
     torch::Tensor shadow_emb_;
     std::unique_ptr<OuterAlgorithm> shadow_;
-    // `reparam` (METHODS.md §6): a constrained writer W is U·Z (the embedding Z·Uᵀ) with Z trained
-    // by its own AdamW; W stays the tensor the model uses and the outer algorithm syncs.
-    struct Reparam {
-        std::string name;
-        torch::Tensor w, z, u;  // W [d, in] or [V, d]; Z [k, in] or [V, k]; U [d, k]
-        bool embedding() const { return name == "tok_emb"; }
-        void to_coordinates() {  // Z ← coordinates of W in span(U), then W ← U·Z
-            torch::NoGradGuard no_grad;
-            z.copy_(embedding() ? torch::mm(w, u) : torch::mm(u.t(), w));
-            from_coordinates();
-        }
-        void from_coordinates() {
-            torch::NoGradGuard no_grad;
-            w.copy_(embedding() ? torch::mm(z, u.t()) : torch::mm(u, z));
-        }
-        void move_grad() {  // dL/dZ from dL/dW; W itself is not stepped
-            if (!w.grad().defined()) return;
-            z.mutable_grad() = embedding() ? torch::mm(w.grad(), u) : torch::mm(u.t(), w.grad());
-            w.mutable_grad() = torch::Tensor();
-        }
-    };
-    std::vector<Reparam> reparam_;
-    void build_reparam();
+    // `reparam` (METHODS.md §6): the constrained writers held as U·Z, Z stepped by the inner optimizer.
+    std::vector<ReparamWriter> reparam_;
+    std::unique_ptr<StageExecutor> exec_;  // the schedule's iteration (GPipe / 1F1B)
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
     SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
@@ -159,21 +132,17 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     // was checked against its choices when the config was parsed).
     if (!parse_pipe_schedule(cfg_.pipeline.schedule)) return parse_pipe_schedule(cfg_.pipeline.schedule).status();
     if (Status st = build_rounds(); !st) return st;
-    build_reparam();
+    if (cfg_.pipeline.constraint == "reparam") reparam_ = make_reparam_writers(slice().names, slice().params, slice().u, slice().rank);
+    std::vector<torch::Tensor> zs;
+    for (auto& r : reparam_) zs.push_back(r.z);
+    optim_->add_params(zs);  // Z steps with the stage; W, whose gradient moves to Z, does not
+    exec_ = std::make_unique<StageExecutor>(cfg_, role_.replica, role_.stage, data_, *stage_, *optim_, reparam_,
+                                            [this] { rounds_->project_writers(); });
     if (Status st = rounds_->check_weights(role_.name); !st) return st;
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                 role_.name + " starts: stage " + std::to_string(role_.stage) + " of " + std::to_string(S()) + ", " +
                     std::to_string(slice().params.size()) + " tensors"});
     return Status::ok();
-}
-
-WindowLoader& PipelineWorker::loader_of(int replica) {
-    auto& l = loaders_[replica];
-    if (!l)
-        l = std::make_unique<WindowLoader>(data_->train, select_spans(*data_, false, cfg_.data.genres),
-                                           cfg_.model.seq_len, cfg_.train.batch_size,
-                                           static_cast<uint64_t>(cfg_.run.seed), replica, cfg_.outer.replicas);
-    return *l;
 }
 
 // This stage's slice with its constraint, stage group and outer algorithm (stage_rounds.h); the
@@ -253,23 +222,6 @@ Status PipelineWorker::broadcast_frozen_embedding(int64_t step) {
     return Status::ok();
 }
 
-void PipelineWorker::build_reparam() {
-    if (cfg_.pipeline.constraint != "reparam") return;
-    std::vector<torch::Tensor> zs;
-    if (const StageSlice& sl = slice(); sl.rank > 0) {
-        for (size_t i = 0; i < sl.names.size(); ++i) {
-            if (!is_residual_writer(sl.names[i])) continue;
-            Reparam r{sl.names[i], sl.params[i], torch::Tensor(), sl.u};
-            r.z = (r.embedding() ? torch::zeros({r.w.size(0), sl.rank}) : torch::zeros({sl.rank, r.w.size(1)}))
-                      .requires_grad_(true);
-            r.to_coordinates();
-            zs.push_back(r.z);
-            reparam_.push_back(std::move(r));
-        }
-    }
-    optim_->add_params(zs);  // Z steps with the stage; W, whose gradient moves to Z, does not
-}
-
 Status PipelineWorker::send(int64_t step, int to, const std::vector<uint8_t>& payload) {
     // The uplink serialises messages; the sender's compute goes on meanwhile.
     const double arrival = clock_.send(net_.stage, payload.size());
@@ -282,112 +234,6 @@ Result<std::vector<uint8_t>> PipelineWorker::recv(int from) {
     auto m = mesh_->recv(from, &arrival);
     if (m) clock_.receive(arrival);
     return m;
-}
-
-// Whose data a micro-batch that reached this node came from: follow the routes back to stage 0.
-int PipelineWorker::origin_replica(int64_t step, int mb) const {
-    int r = role_.replica;
-    if (cfg_.pipeline.routing != "random") return r;
-    for (int64_t s = role_.stage - 1; s >= 0; --s)
-        r = routing_source(static_cast<uint64_t>(cfg_.run.seed), step, mb, static_cast<int>(s),
-                           static_cast<int>(cfg_.outer.replicas), r);
-    return r;
-}
-
-// One iteration of this stage: the schedule's forwards and backwards of m micro-batches with their
-// messages, then global gradient-norm clipping over the replica's stages (each sends its squared
-// norm to the others: 8 bytes) and the optimizer step, in the order core/pipeline_program.h lists
-// them, which is the order re-timing replays.
-Status PipelineWorker::stage_step(int64_t iteration, double& loss, double& compute_s, double& grad_norm, double& lr) {
-    const int64_t step = iteration + 1;  // the metrics' step
-    for (auto& p : stage_->model()->parameters()) p.mutable_grad() = torch::Tensor();
-    torch::Tensor own = stage_->first() ? loader_of(role_.replica).batch(iteration) : torch::Tensor();
-    std::map<int, torch::Tensor> targets;  // origin replica → its batch (last stage)
-    std::vector<uint8_t> in, out, norm_sq;
-    double total_sq = 0;
-    loss = 0;
-    for (const StageEvent& e : stage_iteration(cfg_, role_.replica, static_cast<int>(role_.stage), iteration)) {
-        const int peer_rank = e.kind == StageEventKind::kCompute ? -1 : peer(e.peer_replica, e.peer_stage);
-        if (e.kind == StageEventKind::kRecv) {
-            auto r = recv(peer_rank);
-            if (!r) return r.status();
-            if (e.payload != StagePayload::kGradNormSq) {
-                in = std::move(*r);
-                continue;
-            }
-            if (r->size() != 8) return Status::error(role_.name + ": gradient norm message of " + std::to_string(r->size()) + " bytes");
-            double v;
-            std::memcpy(&v, r->data(), 8);
-            total_sq += v;
-        } else if (e.kind == StageEventKind::kSend) {
-            if (e.payload == StagePayload::kGradNormSq && norm_sq.empty()) {
-                total_sq = grad_norm_sq();
-                norm_sq.resize(8);
-                std::memcpy(norm_sq.data(), &total_sq, 8);
-            }
-            if (Status st = send(step, peer_rank, e.payload == StagePayload::kGradNormSq ? norm_sq : out); !st) return st;
-        } else if (e.optimizer) {
-            if (norm_sq.empty()) total_sq = grad_norm_sq();  // a one-stage replica exchanges no norms
-            const auto t = Clock::now();
-            grad_norm = std::sqrt(total_sq);
-            lr = optimizer_step(iteration, grad_norm);
-            const double c = since_s(t);
-            compute_s += c;
-            clock_compute(step, c);
-        } else {
-            const auto t = Clock::now();
-            auto o = run_op(iteration, e.op, in, own, targets, loss);
-            if (!o) return o.status();
-            out = std::move(*o);
-            const double c = since_s(t);
-            compute_s += c;
-            clock_compute(step, c);
-        }
-    }
-    return Status::ok();
-}
-
-// A forward (its output: the boundary payload, or nothing on the last stage, which adds the
-// micro-batch's loss) or a backward (its output: the gradient payload for the previous stage).
-Result<std::vector<uint8_t>> PipelineWorker::run_op(int64_t iteration, const PipeOp& op, std::vector<uint8_t>& in,
-                                                    torch::Tensor& own, std::map<int, torch::Tensor>& targets,
-                                                    double& loss) {
-    const int m = static_cast<int>(cfg_.pipeline.micro_batches);
-    const int64_t b = cfg_.train.batch_size / m, T = cfg_.model.seq_len;
-    const int j = op.micro_batch;
-    if (op.kind == PipeOpKind::kBackward) return stage_->backward(j, in, b);
-    torch::Tensor ids = stage_->first() ? own.narrow(0, j * b, b).narrow(1, 0, T) : torch::Tensor();
-    if (!stage_->last()) return stage_->forward(j, ids, in, b);
-    auto& win = targets[origin_replica(iteration, j)];
-    if (!win.defined()) win = loader_of(origin_replica(iteration, j)).batch(iteration);
-    auto l = stage_->forward_loss(j, ids, in, win.narrow(0, j * b, b).narrow(1, 1, T), b, 1.0 / m);
-    if (!l) return l.status();
-    loss += *l / m;
-    return std::vector<uint8_t>{};
-}
-
-double PipelineWorker::grad_norm_sq() {
-    for (auto& r : reparam_) r.move_grad();
-    double sq = 0;
-    for (auto& p : stage_->model()->parameters())
-        if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
-    for (auto& r : reparam_)
-        if (r.z.grad().defined()) sq += r.z.grad().pow(2).sum().item<double>();
-    return sq;
-}
-
-// Clipping by the replica's global norm, AdamW (the shared inner step), then the writers back into
-// their subspace: W = U·Z again (`reparam`) or projected (`project`).
-double PipelineWorker::optimizer_step(int64_t iteration, double grad_norm) {
-    const double lr = optim_->set_lr(iteration);
-    optim_->clip_to(grad_norm);
-    optim_->step();
-    if (!reparam_.empty()) {
-        for (auto& r : reparam_) r.from_coordinates();
-    } else {
-        rounds_->project_writers();
-    }
-    return lr;
 }
 
 // Every H steps: S rounds, one per stage, each among that stage's holders (a node holding no slice
@@ -459,6 +305,9 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
     const bool reports_loss = stage_->last();
     Status failure;
     bool stopped = false;
+    const StageIo io{[this](int64_t step, int to, const std::vector<uint8_t>& p) { return send(step, to, p); },
+                     [this](int from) { return recv(from); },
+                     [this](int64_t step, double s) { clock_compute(step, s); }};
     while (step_ < steps) {
         if (!ctl.wait_while_paused()) {
             stopped = true;
@@ -466,8 +315,12 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         }
         double loss = NAN, compute = 0, grad_norm = NAN, lr = NAN;
         const double before = clock_.now_s();
-        failure = stage_step(step_, loss, compute, grad_norm, lr);
-        if (!failure.is_ok()) break;
+        auto it = exec_->step(step_, io);
+        if (!it) {
+            failure = Status::error(role_.name + ": " + it.message());
+            break;
+        }
+        loss = it->loss, compute = it->compute_s, grad_norm = it->grad_norm, lr = it->lr;
         ++step_;
         round_compute_s_ += compute;
         if (reports_loss) last_loss_ = loss, record(step_, metric::kTrainLoss, loss);
