@@ -99,6 +99,10 @@ struct NetworkConfig {
     double intra_latency_s = 0;      // override for the link inside a full replica
     double stage_bandwidth_bps = 0;  // override for the link between pipeline stages
     double stage_latency_s = 0;      // override for the link between pipeline stages
+    // Per replica (a participant on its own site), its access link for traffic between replicas:
+    // uplink and downlink bandwidth (bits/s) and one-way latency (s). Each list is empty (every
+    // replica on the outer link) or has one entry per replica; a missing list takes the outer link's.
+    std::vector<double> replica_up_bps, replica_down_bps, replica_latency_s;
     // Make the data plane as slow in wall time as these links (remote/link_shaper.h): a live demo of
     // the network on one machine. Simulated time, losses and bytes do not change.
     bool shape = false;

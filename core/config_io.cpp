@@ -111,6 +111,9 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"network.intra_latency_s", &c.network.intra_latency_s, 0, 100},
         {"network.stage_bandwidth_bps", &c.network.stage_bandwidth_bps, 0, 1e15},
         {"network.stage_latency_s", &c.network.stage_latency_s, 0, 100},
+        {"network.replica_up_bps", &c.network.replica_up_bps, 1, 1e15, {}, "per replica: uplink between replicas (bits/s)"},
+        {"network.replica_down_bps", &c.network.replica_down_bps, 1, 1e15, {}, "per replica: downlink between replicas (bits/s)"},
+        {"network.replica_latency_s", &c.network.replica_latency_s, 0, 100, {}, "per replica: one-way latency between replicas (s)"},
         {"network.shape", &c.network.shape},
 
         {"cluster.mode", &c.cluster.mode, -inf, inf, {"threads", "local", "remote"}},
@@ -680,6 +683,12 @@ Status validate_config(const RunConfig& c) {
     validate_pipeline(c, p);
     validate_skippipe(c, p);
     validate_hdee(c, p);
+    for (auto [key, list] : {std::pair{"network.replica_up_bps", &c.network.replica_up_bps},
+                             std::pair{"network.replica_down_bps", &c.network.replica_down_bps},
+                             std::pair{"network.replica_latency_s", &c.network.replica_latency_s}})
+        if (!list->empty() && static_cast<int64_t>(list->size()) != c.outer.replicas)
+            p.push_back(std::string(key) + ": " + std::to_string(list->size()) + " entries for " +
+                        std::to_string(c.outer.replicas) + " replicas (one per replica, or none)");
     if (c.cluster.heartbeat_timeout_s <= 2 * c.cluster.heartbeat_s)
         p.push_back("cluster.heartbeat_timeout_s must exceed twice cluster.heartbeat_s");
     if (c.cluster.mode == "remote" && c.cluster.endpoints.empty())

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/algorithm.h"
 #include "core/collective.h"
@@ -17,11 +18,20 @@ struct LinkSpec {
     double latency_s = 0.02;     // one-way
 };
 
+// A replica's access link for traffic between replicas (a participant on its own site, e.g. a home
+// line with 500 Mb/s down and 110 Mb/s up). Its nodes share it; links inside a replica (intra,
+// stage) are not affected.
+struct AccessLink {
+    double up_bps = 1e9, down_bps = 1e9;  // bits per second
+    double latency_s = 0.02;               // one-way
+};
+
 struct NetworkProfile {
     std::string name;
     LinkSpec intra;  // inside a full replica
     LinkSpec stage;  // between pipeline stages
     LinkSpec outer;  // between replicas (outer sync)
+    std::vector<AccessLink> replicas;  // per replica; empty = every replica on `outer` both ways
 };
 
 // Named profiles: datacenter (100 Gb/s, 10 µs), wan-1g (1 Gb/s, 20 ms), wan-100m (100 Mb/s, 30 ms),
@@ -43,6 +53,17 @@ inline LinkClass round_link_class(const RunConfig& c) {
 inline const LinkSpec& link_of(const NetworkProfile& p, LinkClass c) {
     return c == LinkClass::kIntraReplica ? p.intra : c == LinkClass::kInterStage ? p.stage : p.outer;
 }
+
+// The link one synchronisation round among `members` (replica indices, ascending; empty = every
+// replica) costs replica `self`, for round_end_s / round_comm_s. Without per-replica links: `outer`,
+// unchanged. With them, every payload of a round having the same size (true of every algorithm
+// here: dense tensors, fixed top-k counts):
+//   an all-gather over the mesh (hops = 1): each member's uplink carries its copies to the others
+//   while `self`'s downlink takes in as many bytes from them, so the round moves at
+//   min(self's downlink, every member's uplink);
+//   a ring (hops > 1): every step waits for its slowest edge, min over j of min(up_j, down_{j+1});
+// and a transfer pays the largest latency among the members.
+LinkSpec round_link(const NetworkProfile& p, int self, const std::vector<int>& members, int64_t hops);
 
 // Seconds for `bytes` sent back to back over one link: latency + 8·bytes/bandwidth.
 inline double transfer_s(const LinkSpec& l, uint64_t bytes) {

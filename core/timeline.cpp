@@ -115,7 +115,14 @@ Result<Timeline> retime_replicas(const RunConfig& cfg, const std::vector<TraceNo
             for (size_t q = 0; q < N; ++q)
                 if (algo == Algorithm::kDdp || in_mask(masks, 0, nodes[q].replica)) group.push_back(arrivals[q]);
             if (group.empty()) group.push_back(arrivals[i]);
-            const double end = round_end_s(group, link, *bytes, hops_at(n.trace, step));
+            // Between replicas, the members' access links (core/network.h round_link).
+            std::vector<int> members;
+            if (algo != Algorithm::kDdp)
+                for (int r = 0; r < cfg.outer.replicas; ++r)
+                    if (in_mask(masks, 0, r)) members.push_back(r);
+            const int64_t hops = hops_at(n.trace, step);
+            const LinkSpec rl = round_link_class(cfg) == LinkClass::kOuterSync ? round_link(net, n.replica, members, hops) : link;
+            const double end = round_end_s(group, rl, *bytes, hops);
             const int64_t* overlap = find_at(n.trace.round_overlap, step);
             if (algo == Algorithm::kDdp) clocks[i].finish_round_at(end);
             else if (overlap && *overlap > 0) clocks[i].defer(step + *overlap, end);
@@ -226,13 +233,18 @@ Status PipelineReplay::outer_rounds(int64_t step, std::vector<bool>& had_round) 
         const auto* masks = find_at(tr.round_group, step);
         double latest = arrivals[i];
         size_t slice = 0;
+        std::vector<bool> member(static_cast<size_t>(cfg_.outer.replicas), false);
         for (int s = 0; s < S(); ++s) {
             if (!whole(i) && nodes_[i].stage != s) continue;
             for (int r = 0; r < cfg_.outer.replicas; ++r)
-                if (in_mask(masks, slice, r)) latest = std::max(latest, arrivals[holder_.at({r, s})]);
+                if (in_mask(masks, slice, r)) latest = std::max(latest, arrivals[holder_.at({r, s})]), member[r] = true;
             ++slice;
         }
-        clocks_[i].wait_for_round(round_end_s({latest}, net_.outer, *bytes, hops_at(tr, step)));
+        std::vector<int> members;
+        for (int r = 0; r < cfg_.outer.replicas; ++r)
+            if (member[r]) members.push_back(r);
+        const int64_t hops = hops_at(tr, step);
+        clocks_[i].wait_for_round(round_end_s({latest}, round_link(net_, nodes_[i].replica, members, hops), *bytes, hops));
     }
     return Status::ok();
 }

@@ -245,7 +245,8 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     if (!rep->synced) return Status::ok();
     ++outer_step_;
     // This node's uplink carries its payloads of every slice back to back after the slowest holder.
-    const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, net_.outer, rep->bytes, rep->hops));
+    const LinkSpec link = round_link(net_, role_.replica, rep->members(cfg_.outer.replicas), rep->hops);
+    const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, link, rep->bytes, rep->hops));
     if (Status st = broadcast_frozen_embedding(step); !st) return st;
     for (auto& r : reparam_) r.to_coordinates();  // W = U·Z again (reparam implies AD1)
     if (t_fixed_.defined()) {
@@ -255,7 +256,7 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     }
     for (auto& [name, v] : stage_round_rows(*rep)) record(step, name, v);
     for (auto& [name, v] : round_metrics(rep->bytes, rep->hops, round_compute_s_,
-                                         round_comm_s(net_.outer, rep->bytes, rep->hops), exposed,
+                                         round_comm_s(link, rep->bytes, rep->hops), exposed,
                                          mesh_->real_exchange_s() - real_before))
         record(step, name, v);
     round_compute_s_ = 0;

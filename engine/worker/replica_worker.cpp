@@ -190,7 +190,8 @@ Status ReplicaWorker::ddp_round(int64_t step, double step_compute_s) {
     const uint64_t bytes =
         GradAllReduce::ring_allreduce_bytes(n_params_, 4, W, grads_->rank());
     const int64_t hops = 2 * (W - 1);
-    const LinkSpec& link = link_of(net_, grad_link_);
+    // Across replicas the ring runs over their access links (core/network.h round_link).
+    const LinkSpec link = grad_link_ == LinkClass::kOuterSync ? round_link(net_, role_.replica, {}, hops) : link_of(net_, grad_link_);
     std::vector<double> clocks{clock_.now_s()};
     if (mesh_) {
         auto all = mesh_->all_gather({}, grad_link_, clock_.now_s(), &clocks);
@@ -229,9 +230,10 @@ Status ReplicaWorker::outer_round(int64_t step) {
     }
     ++outer_step_;
     double end_s = clock_.now_s();
+    const LinkSpec link = round_link(net_, role_.replica, rep.members, rep.hops);  // the members' access links
     if (outer_) {
         if (rep.clocks.empty()) rep.clocks.push_back(clock_.now_s());
-        end_s = round_end_s(rep.clocks, net_.outer, rep.bytes_sent, rep.hops);
+        end_s = round_end_s(rep.clocks, link, rep.bytes_sent, rep.hops);
     }
     if (grads_) {
         // The leader's weights and clock reach the replica's other nodes.
@@ -246,7 +248,7 @@ Status ReplicaWorker::outer_round(int64_t step) {
     double exposed = 0;
     if (rep.overlap_steps > 0) clock_.defer(step + rep.overlap_steps, end_s);  // training goes on; the clock waits then
     else exposed = clock_.wait_for_round(end_s);
-    record_round(step, rep.bytes_sent, rep.hops, round_compute_s_, round_comm_s(net_.outer, rep.bytes_sent, rep.hops),
+    record_round(step, rep.bytes_sent, rep.hops, round_compute_s_, round_comm_s(link, rep.bytes_sent, rep.hops),
                  exposed);
     if (rep.overlap_steps > 0) record(step, metric::kRoundOverlapSteps, static_cast<double>(rep.overlap_steps));
     if (rep.guard_clipped > 0) {
@@ -271,7 +273,8 @@ Status ReplicaWorker::stage_round(int64_t step) {
     if (!rep) return rep.status();
     if (!rep->synced) return Status::ok();
     ++outer_step_;
-    const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, net_.outer, rep->bytes, rep->hops));
+    const LinkSpec link = round_link(net_, role_.replica, rep->members(cfg_.outer.replicas), rep->hops);
+    const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, link, rep->bytes, rep->hops));
     if (t_fixed_.defined()) {
         auto h = stage_rounds_->agree_t_fixed(t_fixed_);
         if (!h) return h.status();
@@ -281,7 +284,7 @@ Status ReplicaWorker::stage_round(int64_t step) {
     if (rep->guard_clipped > 0)
         guard_events_.push_back(std::to_string(rep->guard_clipped) +
                                 " contribution(s) scaled down by the aggregation guard at step " + std::to_string(step));
-    record_round(step, rep->bytes, rep->hops, round_compute_s_, round_comm_s(net_.outer, rep->bytes, rep->hops), exposed);
+    record_round(step, rep->bytes, rep->hops, round_compute_s_, round_comm_s(link, rep->bytes, rep->hops), exposed);
     round_compute_s_ = 0;
     return Status::ok();
 }

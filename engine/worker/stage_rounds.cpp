@@ -166,6 +166,16 @@ Result<uint64_t> StageRounds::agree_t_fixed(const torch::Tensor& t_fixed) {
     return h >> 12;
 }
 
+std::vector<int> StageRoundsReport::members(int64_t replicas) const {
+    std::vector<int> out;
+    for (int r = 0; r < replicas; ++r) {
+        bool in = member_masks.empty();
+        for (uint64_t m : member_masks) in = in || r >= 64 || ((m >> r) & 1);
+        if (in) out.push_back(r);
+    }
+    return out;
+}
+
 std::vector<std::pair<std::string, double>> stage_round_rows(const StageRoundsReport& r) {
     std::vector<std::pair<std::string, double>> rows;
     for (auto& [stage, h] : r.stage_hashes) rows.emplace_back(metric::round_stage_hash(stage), static_cast<double>(h));

@@ -53,6 +53,9 @@ struct StageRoundsReport {
     std::vector<std::pair<int64_t, uint64_t>> stage_hashes;  // (stage, 52-bit agreed hash) per slice held
     std::vector<uint64_t> member_masks;  // per slice held: the replicas its round exchanged with
     bool grouped = false;                // some round exchanged with a group only (NoLoCo)
+
+    // The replicas any of this node's rounds exchanged with, ascending (core/network.h round_link).
+    std::vector<int> members(int64_t replicas) const;
 };
 
 // The metric rows a synced round adds beside round_metrics (core/metrics.h): each stage's agreed

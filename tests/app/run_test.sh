@@ -56,6 +56,16 @@ id="$("$tw" --db "$db" runs list | awk '$2 == "diloco-threads" {print $1}')"
 [ "$(awk -F, '$7 == "round.comm_s"' "$work/d.csv" | wc -l)" -eq 4 ] || fail "expected 2 rounds x 2 replicas of round.comm_s"
 awk -F, '$7 == "round.comm_s" && ($8 - 0.0930944)^2 > 1e-18 {bad = 1} END {exit bad}' "$work/d.csv" \
   || fail "round.comm_s is not latency + 8*bytes/bandwidth"
+
+# Per-replica access links: replica 0 on a 5 Mb/s downlink with 50 ms. Its rounds move at its own
+# downlink, 0.05 + 8·P·4 / 5e6 = 0.2623776 s; replica 1 receives at 20 Mb/s from both uplinks but
+# pays the larger latency, 0.05 + 8·P·4 / 20e6 = 0.1030944 s. Re-timing reproduces the clocks.
+run --set outer.algorithm=diloco --set 'network.replica_down_bps=[5e6, 20e6]' \
+    --set 'network.replica_latency_s=[0.05, 0.04]' --set run.name=diloco-links >/dev/null
+id="$("$tw" --db "$db" runs list | awk '$2 == "diloco-links" {print $1}')"
+"$tw" --db "$db" runs export "$id" --format csv > "$work/l.csv"
+awk -F, '$7 == "round.comm_s" {n++; want = ($2 == "replica-0") ? 0.2623776 : 0.1030944; if (($8 - want)^2 > 1e-18) bad = 1}
+         END {exit (bad || n != 4)}' "$work/l.csv" || fail "access links: round.comm_s per replica: $(grep round.comm_s "$work/l.csv")"
 # Re-timing on the recorded network reproduces every node's recorded clock after every round and at
 # the end bit for bit (printed with %.17g, which round-trips a double); faster is shorter.
 exact_retime() {  # run id, least number of clocks compared
@@ -83,7 +93,7 @@ run --set outer.algorithm=streaming_diloco --set outer.fragments=2 --set outer.o
     --set outer.mix_alpha=0.5 --set run.name=streaming >/dev/null
 run --set outer.algorithm=noloco --set outer.replicas=4 --set outer.group_size=2 --set outer.momentum=0.5 \
     --set run.name=noloco >/dev/null
-for name in streaming noloco; do
+for name in streaming noloco diloco-links; do
   id="$("$tw" --db "$db" runs list | awk -v n="$name" '$2 == n {print $1}')"
   show="$("$tw" --db "$db" runs show "$id")"  # whole (grep -q on a pipe would cut it off: SIGPIPE under pipefail)
   grep -q "finished" <<<"$show" || fail "$name did not finish"

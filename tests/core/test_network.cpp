@@ -1,0 +1,70 @@
+// Per-replica access links (core/network.h round_link): a round costs the slower of the senders'
+// uplinks and the receiver's downlink, checked by hand; the lists are checked against the replicas.
+#include <gtest/gtest.h>
+
+#include "core/config_io.h"
+#include "core/network.h"
+#include "core/sim_clock.h"
+
+namespace tw {
+namespace {
+
+NetworkProfile home_and_cloud() {
+    // Replica 0 a home line (500 Mb/s down, 110 Mb/s up, 30 ms), replicas 1 and 2 in a cloud (1 Gb/s both ways, 10 ms).
+    auto c = parse_config(
+        "[outer]\nalgorithm = \"diloco\"\nreplicas = 3\n[network]\nprofile = \"wan-1g\"\n"
+        "replica_up_bps = [110e6, 1e9, 1e9]\nreplica_down_bps = [500e6, 1e9, 1e9]\nreplica_latency_s = [0.03, 0.01, 0.01]\n",
+        "links.toml");
+    EXPECT_TRUE(c) << c.message();
+    return network_profile(c->network).value();
+}
+
+TEST(AccessLinks, AMeshRoundMovesAtTheSlowestUplinkOrTheOwnDownlink) {
+    const NetworkProfile p = home_and_cloud();
+    ASSERT_EQ(p.replicas.size(), 3u);
+    // All three: every member waits for replica 0's 110 Mb/s uplink; the latency is the largest, 30 ms.
+    for (int self = 0; self < 3; ++self) {
+        const LinkSpec l = round_link(p, self, {}, 1);
+        EXPECT_EQ(l.bandwidth_bps, 110e6) << self;
+        EXPECT_EQ(l.latency_s, 0.03) << self;
+    }
+    // Replicas 1 and 2 alone (a NoLoCo group): the cloud's 1 Gb/s and 10 ms.
+    EXPECT_EQ(round_link(p, 1, {1, 2}, 1).bandwidth_bps, 1e9);
+    EXPECT_EQ(round_link(p, 1, {1, 2}, 1).latency_s, 0.01);
+    // 11 MB each: 0.03 + 8·11e6 / 110e6 = 0.83 s after the slowest arrival (5 s).
+    EXPECT_DOUBLE_EQ(round_end_s({4.0, 5.0, 4.5}, round_link(p, 2, {}, 1), 11'000'000), 5.0 + 0.03 + 0.8);
+}
+
+TEST(AccessLinks, TheReceiversDownlinkLimitsOnlyItsOwnRound) {
+    auto c = parse_config(
+        "[outer]\nalgorithm = \"diloco\"\nreplicas = 2\n[network]\nprofile = \"wan-1g\"\nreplica_down_bps = [50e6, 1e9]\n",
+        "down.toml");
+    ASSERT_TRUE(c) << c.message();
+    const NetworkProfile p = network_profile(c->network).value();
+    // Uplinks and latencies default to the outer link (wan-1g: 1 Gb/s, 20 ms).
+    EXPECT_EQ(round_link(p, 0, {}, 1).bandwidth_bps, 50e6);  // its own 50 Mb/s downlink
+    EXPECT_EQ(round_link(p, 1, {}, 1).bandwidth_bps, 1e9);   // receives at 1 Gb/s
+    EXPECT_EQ(round_link(p, 1, {}, 1).latency_s, 0.020);
+    // A ring: every step waits for the slowest edge, here 1 → 0 at min(up 1 Gb/s, down 50 Mb/s), for everyone.
+    EXPECT_EQ(round_link(p, 1, {}, 2).bandwidth_bps, 50e6);
+}
+
+TEST(AccessLinks, WithoutPerReplicaListsARoundUsesTheOuterLinkUnchanged) {
+    const NetworkProfile p = network_profile("home-20m").value();
+    EXPECT_TRUE(p.replicas.empty());
+    const LinkSpec l = round_link(p, 1, {0, 1}, 1);
+    EXPECT_EQ(l.bandwidth_bps, p.outer.bandwidth_bps);
+    EXPECT_EQ(l.latency_s, p.outer.latency_s);
+}
+
+TEST(AccessLinks, ListsOfTheWrongLengthAreRefusedByName) {
+    auto c = parse_config("[outer]\nalgorithm = \"diloco\"\nreplicas = 3\n[network]\nreplica_up_bps = [1e8, 1e8]\n", "bad.toml");
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.message().find("network.replica_up_bps: 2 entries for 3 replicas"), std::string::npos) << c.message();
+    c = parse_config("[outer]\nalgorithm = \"diloco\"\nreplicas = 2\n[network]\nreplica_down_bps = [0, 1e8]\n", "bad.toml");
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.message().find("network.replica_down_bps"), std::string::npos) << c.message();
+}
+
+}  // namespace
+}  // namespace tw
