@@ -3,6 +3,29 @@
 
 namespace tw {
 
+int64_t TensorShape::numel() const {
+    int64_t n = 1;
+    for (int64_t x : shape) n *= x;
+    return n;
+}
+
+std::vector<TensorShape> model_tensors(const ModelConfig& c) {
+    const int64_t V = c.vocab_size, d = c.d_model, f = c.ff_width();
+    std::vector<TensorShape> out{{"tok_emb", {V, d}}};
+    for (int64_t l = 0; l < c.n_layer; ++l) {
+        const std::string p = "block_" + std::to_string(l) + ".";
+        out.push_back({p + "attn_norm", {d}});
+        out.push_back({p + "wqkv", {3 * d, d}});
+        out.push_back({p + "wo", {d, d}});
+        out.push_back({p + "mlp_norm", {d}});
+        out.push_back({p + "w13", {2 * f, d}});
+        out.push_back({p + "w2", {d, f}});
+    }
+    out.push_back({"norm_f", {d}});
+    if (!c.tie_embeddings) out.push_back({"head", {V, d}});
+    return out;
+}
+
 int64_t count_parameters(const ModelConfig& c) {
     const int64_t d = c.d_model, f = c.ff_width();
     const int64_t per_block = 2 * d + 3 * d * d + d * d + 2 * f * d + f * d;

@@ -4,10 +4,24 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/config.h"
 
 namespace tw {
+
+// One trainable tensor of the model: its name (as the engine's named_parameters() gives it) and shape.
+struct TensorShape {
+    std::string name;
+    std::vector<int64_t> shape;
+    int64_t numel() const;
+};
+
+// Every trainable tensor of the whole model in the engine's order (tok_emb, block_l.{attn_norm,
+// wqkv, wo, mlp_norm, w13, w2} per layer, norm_f, head unless tied), without building it: what
+// the planner sizes payloads over at any scale.
+std::vector<TensorShape> model_tensors(const ModelConfig& cfg);
 
 // Parameter count (tied head counted once).
 int64_t count_parameters(const ModelConfig& cfg);

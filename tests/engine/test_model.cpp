@@ -95,6 +95,25 @@ TEST(Model, ParameterCountMatchesTheFormulaAndTinyIsAboutOneMillion) {
     EXPECT_LT(count_parameters(tiny), 1'600'000);
 }
 
+// The planner sizes payloads over model_tensors (core/model_size.h) without building the model:
+// the same names, order and shapes as the built model's parameters.
+TEST(Model, TensorShapesWithoutTorchAreTheBuiltModels) {
+    for (bool tied : {true, false}) {
+        ModelConfig cfg = micro(tied);
+        Llama m(cfg, 1);
+        const auto shapes = model_tensors(cfg);
+        const auto params = m->named_parameters();
+        ASSERT_EQ(shapes.size(), params.size());
+        int64_t total = 0;
+        for (size_t i = 0; i < shapes.size(); ++i) {
+            EXPECT_EQ(shapes[i].name, params[i].key());
+            EXPECT_EQ(shapes[i].shape, params[i].value().sizes().vec()) << shapes[i].name;
+            total += shapes[i].numel();
+        }
+        EXPECT_EQ(total, count_parameters(cfg));
+    }
+}
+
 TEST(Model, SameSeedSameWeightsDifferentSeedDifferentWeights) {
     ModelConfig cfg = micro();
     Llama a(cfg, 5), b(cfg, 5), c(cfg, 6);
