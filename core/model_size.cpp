@@ -11,7 +11,9 @@ int64_t TensorShape::numel() const {
 
 std::vector<TensorShape> model_tensors(const ModelConfig& c) {
     const int64_t V = c.vocab_size, d = c.d_model, f = c.ff_width();
-    std::vector<TensorShape> out{{"tok_emb", {V, d}}};
+    // The module's own tensors come first, then its blocks' (LibTorch's named_parameters order).
+    std::vector<TensorShape> out{{"tok_emb", {V, d}}, {"norm_f", {d}}};
+    if (!c.tie_embeddings) out.push_back({"head", {V, d}});
     for (int64_t l = 0; l < c.n_layer; ++l) {
         const std::string p = "block_" + std::to_string(l) + ".";
         out.push_back({p + "attn_norm", {d}});
@@ -21,8 +23,6 @@ std::vector<TensorShape> model_tensors(const ModelConfig& c) {
         out.push_back({p + "w13", {2 * f, d}});
         out.push_back({p + "w2", {d, f}});
     }
-    out.push_back({"norm_f", {d}});
-    if (!c.tie_embeddings) out.push_back({"head", {V, d}});
     return out;
 }
 

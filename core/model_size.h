@@ -18,8 +18,8 @@ struct TensorShape {
     int64_t numel() const;
 };
 
-// Every trainable tensor of the whole model in the engine's order (tok_emb, block_l.{attn_norm,
-// wqkv, wo, mlp_norm, w13, w2} per layer, norm_f, head unless tied), without building it: what
+// Every trainable tensor of the whole model in the engine's order (tok_emb, norm_f, head unless
+// tied, then block_l.{attn_norm, wqkv, wo, mlp_norm, w13, w2} per layer), without building it: what
 // the planner sizes payloads over at any scale.
 std::vector<TensorShape> model_tensors(const ModelConfig& cfg);
 
