@@ -152,8 +152,8 @@ std::string topology_problem(const RunConfig& cfg) {
         why = *a == Algorithm::kDdp ? "ddp all-reduces its gradients through Gloo's ring every step"
                                     : std::string(t.name) + " exchanges nothing";
     else if (*topo == Topology::kRing)
-        why = std::string(t.name) + "'s payloads are sparse (positions and values), which a ring cannot sum hop by hop, "
-                                    "so they are all-gathered";
+        why = "its payloads are sparse (positions and values), which a ring cannot sum hop by hop, so they are "
+              "all-gathered";
     else
         why = std::string(t.name) + " exchanges over " + runs + " only";
     return head + " does not apply to " + t.name + ": " + why + " (outer.topology = " + runs + ")";
