@@ -51,28 +51,36 @@ void check_demo(const RunConfig& c, Problems& p) {
 const std::vector<AlgorithmTraits>& algorithm_table() {
     // clang-format off
     //                                                      rounds pipelines multi-node dense dtypes
+    // Topologies: a ring sums payloads hop by hop, so the dense exchanges take it (DiLoCo and
+    // Streaming DiLoCo by default, issue 15); NoLoCo's groups are pairs by default, where a ring
+    // sends the mesh's bytes in two hops instead of one, so it keeps the mesh unless asked; sparse
+    // payloads all-gather. DDP's ring is Gloo's; none exchanges nothing.
+    constexpr auto kRing = Topology::kRing, kMesh = Topology::kMesh;
     static const std::vector<AlgorithmTraits> table = {
-        {Algorithm::kNone, "none", "one node, no synchronisation", false, true, false, false, {}, nullptr},
-        {Algorithm::kDdp, "ddp", "gradients all-reduced every step", false, false, true, false, {}, nullptr},
+        {Algorithm::kNone, "none", "one node, no synchronisation", false, true, false, false, {}, nullptr,
+         {kRing, kMesh}},
+        {Algorithm::kDdp, "ddp", "gradients all-reduced every step", false, false, true, false, {}, nullptr, {kRing}},
         {Algorithm::kDiLoCo, "diloco", "dense pseudo-gradients every H steps, outer Nesterov", true, true, true, true,
-         {"outer.inner_steps", "outer.lr", "outer.momentum", "outer.dtype", "outer.guard_ratio"}, nullptr},
+         {"outer.inner_steps", "outer.lr", "outer.momentum", "outer.dtype", "outer.topology", "outer.guard_ratio"},
+         nullptr, {kRing, kMesh}},
         {Algorithm::kSparseLoCo, "sparseloco", "Top-k 2-bit pseudo-gradients with error feedback", true, true, false,
          false,
          {"outer.inner_steps", "outer.lr", "outer.topk_chunk", "outer.topk_k", "outer.ef_beta", "outer.aggregation",
           "outer.clip_median", "outer.guard_ratio"},
-         check_sparseloco},
+         check_sparseloco, {kMesh}},
         {Algorithm::kStreamingDiLoCo, "streaming_diloco", "fragments synced in turn, overlapped, quantised", true,
          false, false, true,
-         {"outer.inner_steps", "outer.lr", "outer.momentum", "outer.dtype", "outer.fragments", "outer.fragment_order",
-          "outer.overlap_steps", "outer.mix_alpha", "outer.guard_ratio"},
-         check_streaming_diloco},
+         {"outer.inner_steps", "outer.lr", "outer.momentum", "outer.dtype", "outer.topology", "outer.fragments",
+          "outer.fragment_order", "outer.overlap_steps", "outer.mix_alpha", "outer.guard_ratio"},
+         check_streaming_diloco, {kRing, kMesh}},
         {Algorithm::kNoLoCo, "noloco", "random groups average weights, no collective", true, true, false, false,
-         {"outer.inner_steps", "outer.lr", "outer.momentum", "outer.group_size", "outer.guard_ratio"}, check_noloco},
+         {"outer.inner_steps", "outer.lr", "outer.momentum", "outer.topology", "outer.group_size", "outer.guard_ratio"},
+         check_noloco, {kMesh, kRing}},
         {Algorithm::kDeMo, "demo", "momentum, DCT per chunk, Top-k coefficients, sign update", true, false, false,
          false,
          {"outer.inner_steps", "outer.lr", "outer.demo_chunk", "outer.demo_topk", "outer.demo_beta",
           "outer.demo_values", "outer.demo_sign_update", "outer.guard_ratio"},
-         check_demo},
+         check_demo, {kMesh}},
     };
     // clang-format on
     return table;
@@ -114,6 +122,41 @@ std::vector<Algorithm> algorithms_using(std::string_view key) {
     for (auto& t : algorithm_table())
         if (std::any_of(t.keys.begin(), t.keys.end(), [&](const char* k) { return key == k; })) out.push_back(t.id);
     return out;
+}
+
+Topology topology_of(const RunConfig& cfg) {
+    if (cfg.outer.topology.empty()) return traits_of(algorithm_of(cfg)).topologies.front();
+    auto t = parse_topology(cfg.outer.topology);
+    TW_ASSERT(t.has_value());  // the field table's choices
+    return *t;
+}
+
+void resolve_topology(RunConfig& cfg) {
+    if (!cfg.outer.topology.empty()) return;
+    if (auto a = parse_algorithm(cfg.outer.algorithm)) cfg.outer.topology = to_string(traits_of(*a).topologies.front());
+}
+
+std::string topology_problem(const RunConfig& cfg) {
+    const auto a = parse_algorithm(cfg.outer.algorithm);
+    if (!a || cfg.outer.topology.empty()) return "";
+    const AlgorithmTraits& t = traits_of(*a);
+    std::string runs;
+    for (size_t i = 0; i < t.topologies.size(); ++i)
+        runs += std::string(i == 0 ? "" : i + 1 == t.topologies.size() ? " or " : ", ") + to_string(t.topologies[i]);
+    const std::string head = "outer.topology \"" + cfg.outer.topology + "\"";
+    const auto topo = parse_topology(cfg.outer.topology);
+    if (!topo) return head + " is unknown (expected ring or mesh)";
+    if (std::find(t.topologies.begin(), t.topologies.end(), *topo) != t.topologies.end()) return "";
+    std::string why;
+    if (!t.outer_rounds)
+        why = *a == Algorithm::kDdp ? "ddp all-reduces its gradients through Gloo's ring every step"
+                                    : std::string(t.name) + " exchanges nothing";
+    else if (*topo == Topology::kRing)
+        why = "its payloads are sparse (positions and values), which a ring cannot sum hop by hop, so they are "
+              "all-gathered";
+    else
+        why = std::string(t.name) + " exchanges over " + runs + " only";
+    return head + " does not apply to " + t.name + ": " + why + " (outer.topology = " + runs + ")";
 }
 
 Algorithm algorithm_of(const RunConfig& cfg) {

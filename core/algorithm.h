@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/topology.h"
 
 namespace tw {
 
@@ -43,6 +44,9 @@ struct AlgorithmTraits {
     // draws for it and what config_field_info's `algorithms` is derived from.
     std::vector<const char*> keys;
     SettingsCheck check;  // its cross-field checks; nullptr = none
+    // The outer.topology values its exchange can run over (core/topology.h), its default first: the
+    // value an empty outer.topology resolves to when a config is parsed.
+    std::vector<Topology> topologies;
 };
 
 // Every algorithm, in enum order.
@@ -58,6 +62,17 @@ std::string algorithm_names_where(bool (*pred)(const AlgorithmTraits&));
 // The algorithms whose settings include dotted key `key` (e.g. "outer.topk_k"), in enum order;
 // empty for a key no algorithm lists (a general key such as outer.replicas).
 std::vector<Algorithm> algorithms_using(std::string_view key);
+
+// The topology a config's outer rounds use: outer.topology, or the algorithm's default when it is
+// empty (a config built in code; parse_config fills it in). Asserts on an unknown algorithm or
+// topology name, as algorithm_of does (parse_config checked both).
+Topology topology_of(const RunConfig& cfg);
+// Fills an empty outer.topology with the algorithm's default (a config naming an unknown algorithm
+// is left as it is, for validate_config to report).
+void resolve_topology(RunConfig& cfg);
+// The problem with cfg's outer.topology for its algorithm ("" = none): a name that is not a
+// topology, or one the algorithm does not run, saying which it does and why.
+std::string topology_problem(const RunConfig& cfg);
 
 // The algorithm a config names. cfg.outer.algorithm is checked against the table when a config is
 // parsed (core/config_io.h), so this asserts on an unknown name.

@@ -90,6 +90,10 @@ public:
     // moment the last of its members began sending until this member held every payload: the real
     // counterpart of the simulated communication time, waiting for late members left out.
     virtual double real_exchange_s() const = 0;
+    // Adds `s` measured wall seconds to real_exchange_s(): a round made of point-to-point messages
+    // (the ring all-reduce, engine/algo/ring_allreduce.h) counts its message phase here, after its
+    // opening all-gather counted the wait for the last member. Default: ignored (not measured).
+    virtual void add_real_exchange_s(double s) { (void)s; }
 };
 
 }  // namespace tw

@@ -65,6 +65,10 @@ struct OuterConfig {
     double lr = 0.7;                 // η, outer learning rate
     double momentum = 0.9;           // μ, outer Nesterov momentum (0 = plain outer SGD)
     std::string dtype = "fp32";      // fp32 | bf16 | int8 | fp4: dense outer gradients on the wire
+    // ring | mesh (core/topology.h): how a round's payloads travel. Empty = the algorithm's default
+    // (core/algorithm.h), filled in when the config is parsed: ring for diloco and streaming_diloco,
+    // mesh for noloco (which takes ring too), mesh only for sparseloco and demo (sparse payloads).
+    std::string topology;
     // SparseLoCo (METHODS.md §3)
     int64_t topk_chunk = 64;         // chunk side: 64×64 blocks for matrices, runs of 64² for vectors
     int64_t topk_k = 64;             // kept entries per full chunk (even); density = topk_k / topk_chunk²

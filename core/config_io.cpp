@@ -86,6 +86,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"outer.lr", &c.outer.lr, 0, 100, {}, "outer lr (eta)"},
         {"outer.momentum", &c.outer.momentum, 0, 0.999999, {}, "outer momentum (mu)"},
         {"outer.dtype", &c.outer.dtype, -inf, inf, {"fp32", "bf16", "int8", "fp4"}, "wire dtype"},
+        {"outer.topology", &c.outer.topology, -inf, inf, {"ring", "mesh"}, "exchange topology"},
         {"outer.topk_chunk", &c.outer.topk_chunk, 2, 64, {}, "top-k chunk side"},
         {"outer.topk_k", &c.outer.topk_k, 2, 4096, {}, "top-k per chunk"},
         {"outer.ef_beta", &c.outer.ef_beta, 0, 1, {}, "error feedback beta"},
@@ -392,6 +393,7 @@ Result<RunConfig> parse_config(const std::string& text, const std::string& sourc
     }
     if (problems.empty()) {
         resolve_skippipe_defaults(cfg.skippipe);
+        resolve_topology(cfg);  // after the overrides: the default depends on the algorithm
         if (Status s = validate_config(cfg); !s) return Result<RunConfig>::error(source + ": " + s.message());
         return cfg;
     }
@@ -674,6 +676,7 @@ Status validate_config(const RunConfig& c) {
         p.push_back("outer.dtype \"" + c.outer.dtype + "\" does not apply to " + c.outer.algorithm +
                     " (its wire format is its own); leave it at fp32");
     if (algo && traits_of(*algo).check) traits_of(*algo).check(c, p);
+    if (std::string t = topology_problem(c); !t.empty()) p.push_back(t);
     if (c.outer.guard_ratio > 0 && c.outer.guard_ratio < 1)
         p.push_back("outer.guard_ratio " + fmt_num(c.outer.guard_ratio) +
                     " must be 0 (off) or at least 1 (below 1 it scales healthy replicas down every round)");
@@ -731,6 +734,9 @@ FieldPtr config_field_ptr(RunConfig& cfg, std::string_view key) {
 
 std::string to_toml(const RunConfig& cfg_in) {
     RunConfig cfg = cfg_in;
+    // A config built in code may leave outer.topology empty: written as the value it resolves to, so
+    // the text parses back to the same run (and hashes like the parsed config).
+    resolve_topology(cfg);
     std::map<std::string, toml::table> sections;
     for (auto& f : fields_of(cfg)) {
         auto dot = f.key.find('.');

@@ -81,6 +81,7 @@ public:
     Result<std::vector<uint8_t>> recv(int peer, double* sender_clock_s = nullptr) override;
     const ByteCounters& counters() const override { return counters_; }
     double real_exchange_s() const override { return real_exchange_s_; }
+    void add_real_exchange_s(double s) override { real_exchange_s_ += s; }
     uint64_t header_bytes() const { return header_bytes_; }
     uint64_t dropped_frames() const { return dropped_; }
     // Checked every 100 ms while waiting for peers: a true result ends the wait with an error, so

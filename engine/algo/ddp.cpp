@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "core/assert.h"
+#include "core/ring_schedule.h"
 #include "engine/algo/c10d_store.h"
 
 namespace tw {
@@ -194,12 +195,8 @@ bool GradAllReduce::nccl_compiled() {
 
 uint64_t GradAllReduce::ring_allreduce_bytes(int64_t numel, int elem_bytes, int size, int rank) {
     TW_ASSERT(numel >= 0 && elem_bytes > 0 && size >= 1 && rank >= 0 && rank < size);
-    auto chunk = [&](int c) { return numel / size + (c < numel % size ? 1 : 0); };  // earlier chunks larger
-    auto mod = [&](int x) { return ((x % size) + size) % size; };
-    int64_t elems = 0;
-    for (int s = 0; s + 1 < size; ++s) elems += chunk(mod(rank - s))       // reduce-scatter step s
-                                               + chunk(mod(rank + 1 - s));  // all-gather step s
-    return static_cast<uint64_t>(elems) * static_cast<uint64_t>(elem_bytes);
+    // The schedule and chunk split of core/ring_schedule.h, which the outer rounds' ring runs for real.
+    return ring_sent_bytes_dense(numel, static_cast<uint64_t>(elem_bytes), size, rank);
 }
 
 }  // namespace tw

@@ -77,9 +77,9 @@ public:
     double last_comm_s() const { return last_comm_s_; }  // wall seconds of the last collective
 
     // Payload bytes `rank` sends in one ring all-reduce of `numel` elements of `elem_bytes` each over
-    // `size` ranks. The vector is cut into `size` chunks (sizes differ by at most one element, earlier
-    // chunks larger); in reduce-scatter step s (0..size−2) rank r sends chunk (r − s) mod size, in
-    // all-gather step s chunk (r + 1 − s) mod size. Summed over ranks this is exactly
+    // `size` ranks: core/ring_schedule.h's split and schedule (sizes differ by at most one element,
+    // earlier chunks larger; in reduce-scatter step s (0..size−2) rank r sends chunk (r − s) mod size,
+    // in all-gather step s chunk (r + 1 − s) mod size). Summed over ranks this is exactly
     // 2·(size−1)·numel·elem_bytes, i.e. METHODS.md's 2·(R−1)/R·P·b per replica on average.
     static uint64_t ring_allreduce_bytes(int64_t numel, int elem_bytes, int size, int rank);
 

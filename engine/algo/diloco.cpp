@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "engine/algo/aggregation_guard.h"
+#include "engine/algo/ring_allreduce.h"
+#include "engine/codec/codec.h"
 
 namespace tw {
 namespace {
@@ -29,6 +31,27 @@ Status DiLoCo::sync(Collective& c, double sim_clock_s, std::vector<double>* cloc
     std::vector<torch::Tensor> parts;
     for (size_t i = 0; i < params_.size(); ++i) parts.push_back((global_[i] - params_[i]).reshape({-1}));
     auto delta = torch::cat(parts);
+    if (cfg_.topology == Topology::kRing) {
+        const auto t_comm = Clock::now();
+        // The ring reduces the fp32 Δ itself, with the wire dtype's codec on every hop.
+        auto codec = make_dense_codec(cfg_.dtype == WireDtype::kBf16);
+        RingSpec spec;
+        for (int r = 0; r < c.size(); ++r) spec.members.push_back(r);
+        spec.segments = {n_params_};
+        spec.codec = codec.get();
+        spec.tag = "diloco";
+        auto ring = ring_allreduce_mean(c, spec, delta, sim_clock_s, RingGuard{cfg_.guard_ratio});
+        if (!ring) return ring.status();
+        if (clocks) *clocks = ring->clocks;
+        guard_clipped_ = ring->guard_clipped;
+        bytes_sent_ = ring->bytes_sent;
+        hops_ = ring->hops;
+        const auto t_apply = Clock::now();
+        apply_mean(delta);
+        timings_ = {seconds_between(t_encode, t_comm), seconds_between(t_comm, t_apply),
+                    seconds_between(t_apply, Clock::now())};
+        return Status::ok();
+    }
     auto wire = cfg_.dtype == WireDtype::kFp32 ? delta : delta.to(torch::kBFloat16);
     std::vector<uint8_t> mine(static_cast<size_t>(wire.numel() * wire.element_size()));
     std::memcpy(mine.data(), wire.data_ptr(), mine.size());
@@ -67,6 +90,25 @@ Status DiLoCo::sync(Collective& c, double sim_clock_s, std::vector<double>* cloc
     }
     avg /= static_cast<double>(all->size());
 
+    apply_mean(avg);
+    bytes_sent_ = static_cast<uint64_t>(all->size() - 1) * mine.size();
+    hops_ = 1;
+    timings_ = {seconds_between(t_encode, t_comm), seconds_between(t_comm, t_apply),
+                seconds_between(t_apply, Clock::now())};
+    return Status::ok();
+}
+
+void DiLoCo::refuse_round(Collective& c, double sim_clock_s) const {
+    if (cfg_.topology == Topology::kMesh) {
+        (void)c.all_gather({}, LinkClass::kOuterSync, sim_clock_s, nullptr);
+        return;
+    }
+    RingSpec spec;
+    for (int r = 0; r < c.size(); ++r) spec.members.push_back(r);
+    ring_refuse(c, spec, sim_clock_s);
+}
+
+void DiLoCo::apply_mean(const torch::Tensor& avg) {
     // Outer Nesterov, PyTorch SGD semantics: the buffer starts at zero, so after the first round it
     // holds Δ̄ exactly, as PyTorch's clone of the first gradient does.
     int64_t off = 0;
@@ -81,9 +123,6 @@ Status DiLoCo::sync(Collective& c, double sim_clock_s, std::vector<double>* cloc
         }
         params_[i].copy_(global_[i]);
     }
-    timings_ = {seconds_between(t_encode, t_comm), seconds_between(t_comm, t_apply),
-                seconds_between(t_apply, Clock::now())};
-    return Status::ok();
 }
 
 }  // namespace tw

@@ -16,13 +16,12 @@ std::string rank_mismatch(const char* algo, int replica, int replicas, const Col
            ", collective has rank " + std::to_string(c.rank()) + " of " + std::to_string(c.size());
 }
 
-// DiLoCo with fp32 or bf16 on the wire: the DiLoCo class every H steps.
+// DiLoCo with fp32 or bf16 on the wire: the DiLoCo class every H steps, over the mesh or the ring.
 class DiLoCoOuter : public OuterAlgorithm {
 public:
     DiLoCoOuter(std::vector<torch::Tensor> params, DiLoCoConfig cfg, int64_t inner_steps, int replica, int replicas)
         : params_(params),
           diloco_(std::move(params), cfg),
-          dtype_(cfg.dtype),
           inner_steps_(inner_steps),
           replica_(replica),
           replicas_(replicas) {}
@@ -37,15 +36,15 @@ public:
         // and send an empty payload instead, which the peers' sync() refuses at once.
         for (auto& p : params_) {
             if (torch::isfinite(p).all().item<bool>()) continue;
-            (void)c.all_gather({}, LinkClass::kOuterSync, sim_clock_s, nullptr);
+            diloco_.refuse_round(c, sim_clock_s);
             return Result<RoundReport>::error(std::string(to_string(Algorithm::kDiLoCo)) + ": replica " + std::to_string(replica_) +
                                               "'s parameters hold NaN or Inf at step " + std::to_string(step));
         }
         RoundReport rep;
         if (Status s = diloco_.sync(c, sim_clock_s, &rep.clocks); !s) return s;
         rep.synced = true;
-        rep.bytes_sent = static_cast<uint64_t>(replicas_ - 1) * DiLoCo::payload_bytes(diloco_.num_params(), dtype_);
-        rep.hops = 1;
+        rep.bytes_sent = diloco_.last_bytes_sent();  // mesh: (R−1)·P·b; ring: ring_allreduce.h
+        rep.hops = diloco_.last_hops();
         rep.what = "round " + std::to_string(step / inner_steps_);
         rep.guard_clipped = diloco_.last_guard_clipped();
         return rep;
@@ -58,7 +57,6 @@ public:
 private:
     std::vector<torch::Tensor> params_;
     DiLoCo diloco_;
-    WireDtype dtype_;
     int64_t inner_steps_;
     int replica_, replicas_;
 };
@@ -95,12 +93,12 @@ Result<std::unique_ptr<OuterAlgorithm>> make_diloco(OuterBuild b) {
     const OuterConfig& o = b.cfg.outer;
     const WireDtype wire = parse_wire_dtype(o.dtype).value();  // checked by diloco_problems
     if (wire == WireDtype::kFp32 || wire == WireDtype::kBf16) {  // DiLoCo's own dense path
-        DiLoCoConfig dc{o.lr, o.momentum, wire, o.guard_ratio};
+        DiLoCoConfig dc{o.lr, o.momentum, wire, o.guard_ratio, topology_of(b.cfg)};
         return std::unique_ptr<OuterAlgorithm>(
             std::make_unique<DiLoCoOuter>(std::move(b.params), dc, o.inner_steps, b.replica, b.replicas));
     }
     StreamingDiLoCoConfig sc{o.inner_steps, 1,    FragmentOrder::kSequential, 0, 0.0, o.lr, o.momentum, o.dtype,
-                             o.guard_ratio};
+                             o.guard_ratio, topology_of(b.cfg)};
     if (b.names.empty()) b.names.assign(b.params.size(), "");
     auto s = StreamingDiLoCo::create(std::move(b.params), b.names, sc, b.replica, b.replicas);
     if (!s) return s.status();

@@ -9,6 +9,8 @@
 
 #include "core/assert.h"
 #include "engine/algo/aggregation_guard.h"
+#include "engine/algo/ring_allreduce.h"
+#include "engine/codec/codec.h"
 
 namespace tw {
 namespace {
@@ -82,20 +84,38 @@ Result<RoundReport> NoLoCo::after_step(int64_t step, Collective& c, double sim_c
     std::vector<torch::Tensor> parts;
     for (auto& s : slow_) parts.push_back(s.reshape({-1}));
     for (size_t i = 0; i < params_.size(); ++i) parts.push_back((params_[i] - slow_[i]).reshape({-1}));
-    const auto flat = torch::cat(parts);
-    if (!torch::isfinite(flat).all().item<bool>()) {
-        (void)c.exchange(group, {}, LinkClass::kOuterSync, sim_clock_s, nullptr);  // the group fails at once
-        return R::error("noloco: replica " + std::to_string(replica_) + "'s weights hold NaN or Inf at step " +
-                        std::to_string(step));
-    }
-    std::vector<uint8_t> mine(static_cast<size_t>(flat.numel()) * 4);
-    std::memcpy(mine.data(), flat.data_ptr<float>(), mine.size());
-
+    auto flat = torch::cat(parts);
     RoundReport rep;
     rep.synced = true;
     rep.hops = 1;
     rep.what = "group " + std::to_string(index + 1) + " of " + std::to_string(count);
     rep.members = group;  // for the timeline: this round waits only for these replicas
+    RingSpec ring;        // the group in ascending rank order, when the ring carries the round
+    const auto fp32 = make_dense_codec(false);
+    ring.members = group;
+    ring.segments = {2 * n_params_};
+    ring.codec = fp32.get();
+    ring.tag = "noloco";
+    if (!torch::isfinite(flat).all().item<bool>()) {
+        // The group fails at once.
+        if (cfg_.topology == Topology::kRing) ring_refuse(c, ring, sim_clock_s);
+        else (void)c.exchange(group, {}, LinkClass::kOuterSync, sim_clock_s, nullptr);
+        return R::error("noloco: replica " + std::to_string(replica_) + "'s weights hold NaN or Inf at step " +
+                        std::to_string(step));
+    }
+    if (cfg_.topology == Topology::kRing) {
+        // The group's mean of [φ | θ − φ], the guard on the second half as in the mesh.
+        auto done = ring_allreduce_mean(c, ring, flat, sim_clock_s, RingGuard{cfg_.guard_ratio, n_params_, n_params_});
+        if (!done) return done.status();
+        rep.bytes_sent = done->bytes_sent;
+        rep.hops = done->hops;
+        rep.clocks = std::move(done->clocks);
+        rep.guard_clipped = done->guard_clipped;
+        return finish_round(flat, group, std::move(rep));
+    }
+    std::vector<uint8_t> mine(static_cast<size_t>(flat.numel()) * 4);
+    std::memcpy(mine.data(), flat.data_ptr<float>(), mine.size());
+
     auto got = c.exchange(group, mine, LinkClass::kOuterSync, sim_clock_s, &rep.clocks);
     if (!got) return got.status();
 
@@ -129,8 +149,14 @@ Result<RoundReport> NoLoCo::after_step(int64_t step, Collective& c, double sim_c
         }
     }
     sum /= static_cast<double>(got->size());
-    if (!torch::isfinite(sum).all().item<bool>()) return R::error("noloco: non-finite values in the group's payloads");
+    rep.bytes_sent = static_cast<uint64_t>(group.size() - 1) * mine.size();
+    return finish_round(sum, group, std::move(rep));
+}
 
+// The update from the group's mean payload [φ̄ | d̄] (2·P), whichever topology averaged it.
+Result<RoundReport> NoLoCo::finish_round(const torch::Tensor& sum, const std::vector<int>& group, RoundReport rep) {
+    if (!torch::isfinite(sum).all().item<bool>())
+        return Result<RoundReport>::error("noloco: non-finite values in the group's payloads");
     int64_t off = 0;
     for (size_t i = 0; i < params_.size(); ++i) {
         const int64_t n = params_[i].numel();
@@ -141,7 +167,6 @@ Result<RoundReport> NoLoCo::after_step(int64_t step, Collective& c, double sim_c
         slow_[i].add_(delta_[i]);
         params_[i].copy_(slow_[i]);
     }
-    rep.bytes_sent = static_cast<uint64_t>(group.size() - 1) * mine.size();
     last_group_ = group;
     last_mean_ = sum;
     return rep;
@@ -159,7 +184,7 @@ void noloco_problems(const OuterBuild& b, std::vector<std::string>& p) {
 
 Result<std::unique_ptr<OuterAlgorithm>> make_noloco(OuterBuild b) {
     const OuterConfig& o = b.cfg.outer;
-    NoLoCoConfig nc{o.inner_steps, o.lr, o.momentum, o.group_size, o.guard_ratio};
+    NoLoCoConfig nc{o.inner_steps, o.lr, o.momentum, o.group_size, o.guard_ratio, topology_of(b.cfg)};
     return std::unique_ptr<OuterAlgorithm>(std::make_unique<NoLoCo>(std::move(b.params), nc, b.replica, b.replicas));
 }
 }  // namespace tw

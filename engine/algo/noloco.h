@@ -39,6 +39,11 @@ struct NoLoCoConfig {
     double momentum = 0.5;     // μ
     int64_t group_size = 2;    // g: replicas per group (the last group takes the remainder)
     double guard_ratio = 0;    // aggregation guard on the θ_j − φ_j halves (aggregation_guard.h); 0 = off
+    // How a group averages (core/topology.h): the mesh exchanges whole payloads within the group;
+    // the ring all-reduces them around the group in ascending rank order (fp32 on every hop, so only
+    // the summation order differs). With g = 2 a ring sends the mesh's bytes in two hops instead of
+    // one, hence the mesh default; from g = 3 on it sends fewer.
+    Topology topology = Topology::kMesh;
 };
 
 // The groups of round `step`: a permutation of 0..replicas−1 (std::mt19937_64 seeded with `step`,
@@ -53,7 +58,8 @@ public:
 
     std::string name() const override { return to_string(Algorithm::kNoLoCo); }
     // Every H steps: one exchange within this replica's group (Collective::exchange), bytes_sent =
-    // (|group| − 1)·2·P·4. A replica whose θ − φ holds NaN or Inf sends an empty payload and fails;
+    // (|group| − 1)·2·P·4 over the mesh; over the ring, its opening and chunks within the group
+    // (engine/algo/ring_allreduce.h: 2·(g − 1)/g·2·P·4 when g divides 2·P), 2·(g − 1) hops. A replica whose θ − φ holds NaN or Inf sends an empty payload and fails;
     // its group fails on receiving it.
     Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override;
     std::vector<torch::Tensor> eval_params() const override { return slow_; }  // φ_i
@@ -66,6 +72,8 @@ public:
     const std::vector<torch::Tensor>& momentum() const { return delta_; }
 
 private:
+    Result<RoundReport> finish_round(const torch::Tensor& sum, const std::vector<int>& group, RoundReport rep);
+
     std::vector<torch::Tensor> params_, slow_, delta_;
     NoLoCoConfig cfg_;
     int replica_ = 0, replicas_ = 1;

@@ -11,7 +11,7 @@
 namespace tw {
 namespace {
 
-// Checks every algorithm shares: the replica's place, the names, H and the guard.
+// Checks every algorithm shares: the replica's place, the names, H, the guard and the topology.
 std::vector<std::string> common_problems(const OuterBuild& b) {
     std::vector<std::string> p;
     const OuterConfig& o = b.cfg.outer;
@@ -23,6 +23,9 @@ std::vector<std::string> common_problems(const OuterBuild& b) {
     if (o.inner_steps < 1) p.push_back("outer.inner_steps must be at least 1");
     if (o.guard_ratio != 0 && !(o.guard_ratio >= 1))
         p.push_back("outer.guard_ratio must be 0 (off) or at least 1 (below 1 it scales healthy replicas down)");
+    // A config built in code skips parse_config's checks: a topology the algorithm does not run
+    // must not be ignored silently.
+    if (std::string t = topology_problem(b.cfg); !t.empty()) p.push_back(t);
     return p;
 }
 

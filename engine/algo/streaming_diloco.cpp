@@ -7,6 +7,7 @@
 
 #include "core/wire_dtype.h"
 #include "engine/algo/aggregation_guard.h"
+#include "engine/algo/ring_allreduce.h"
 
 namespace tw {
 namespace {
@@ -118,6 +119,13 @@ uint64_t StreamingDiLoCo::payload_bytes(int fragment) const {
     return n;
 }
 
+std::vector<int64_t> StreamingDiLoCo::fragment_segments(int fragment) const {
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < params_.size(); ++i)
+        if (fragment_of_[i] == fragment) out.push_back(params_[i].numel());
+    return out;
+}
+
 Result<RoundReport> StreamingDiLoCo::after_step(int64_t step, Collective& c, double sim_clock_s) {
     torch::NoGradGuard no_grad;
     while (!pending_.empty() && pending_.front().apply_step <= step) {
@@ -145,6 +153,7 @@ Result<RoundReport> StreamingDiLoCo::start(int fragment, int64_t step, Collectiv
     std::vector<size_t> members;
     for (size_t i = 0; i < params_.size(); ++i)
         if (fragment_of_[i] == fragment) members.push_back(i);
+    if (cfg_.topology == Topology::kRing) return start_ring(fragment, members, step, c, sim_clock_s);
     std::vector<uint8_t> mine;
     for (size_t i : members) {
         if (Status s = codec_->encode(global_[i] - params_[i], mine); !s) {
@@ -206,6 +215,40 @@ Result<RoundReport> StreamingDiLoCo::start(int fragment, int64_t step, Collectiv
     return rep;
 }
 
+// The ring's form of start(): the fragment's Δ flattened in parameter order, all-reduced to its mean.
+Result<RoundReport> StreamingDiLoCo::start_ring(int fragment, const std::vector<size_t>& members, int64_t step,
+                                                Collective& c, double sim_clock_s) {
+    std::vector<torch::Tensor> parts;
+    for (size_t i : members) parts.push_back((global_[i] - params_[i]).reshape({-1}));
+    auto flat = torch::cat(parts);
+    RingSpec spec;
+    for (int r = 0; r < c.size(); ++r) spec.members.push_back(r);
+    spec.segments = fragment_segments(fragment);
+    spec.codec = codec_.get();
+    spec.tag = "streaming_diloco: fragment " + std::to_string(fragment);
+    auto ring = ring_allreduce_mean(c, spec, flat, sim_clock_s, RingGuard{cfg_.guard_ratio});
+    if (!ring) return ring.status();
+    RoundReport rep;
+    rep.synced = true;
+    rep.bytes_sent = ring->bytes_sent;
+    rep.hops = ring->hops;
+    rep.clocks = std::move(ring->clocks);
+    rep.guard_clipped = ring->guard_clipped;
+    rep.overlap_steps = cfg_.overlap_steps;
+    rep.what = "fragment " + std::to_string(fragment);
+    Pending p;
+    p.fragment = fragment;
+    p.apply_step = step + cfg_.overlap_steps;
+    int64_t off = 0;
+    for (size_t i : members) {
+        const int64_t n = params_[i].numel();
+        p.mean.push_back(flat.narrow(0, off, n).view(params_[i].sizes()).clone());
+        off += n;
+    }
+    pending_.push_back(std::move(p));
+    return rep;
+}
+
 AgreedState StreamingDiLoCo::agreed_state() const {
     AgreedState st{{}, global_};
     for (const auto& p : pending_)
@@ -254,7 +297,8 @@ Result<std::unique_ptr<OuterAlgorithm>> make_streaming_diloco(OuterBuild b) {
                              o.lr,
                              o.momentum,
                              o.dtype,
-                             o.guard_ratio};
+                             o.guard_ratio,
+                             topology_of(b.cfg)};
     auto s = StreamingDiLoCo::create(std::move(b.params), b.names, sc, b.replica, b.replicas);
     if (!s) return s.status();
     return std::unique_ptr<OuterAlgorithm>(std::move(s).value());

@@ -7,7 +7,10 @@
 // last layer. Every H/F inner steps one fragment (round robin, fragment 0 first) starts its sync:
 //   Δ_f,r = θ_global,f − θ_r,f encoded per tensor with the wire codec (fp32 | bf16 | int8 | fp4),
 //   all-gathered (one buffer per replica: the fragment's tensors in parameter order), decoded and
-//   averaged in fp32 in replica order (bit-identical on every replica).
+//   averaged in fp32 in replica order (bit-identical on every replica) — over the mesh; over the
+//   ring (outer.topology = "ring") the fragment's Δ, flattened in parameter order, is all-reduced
+//   with the codec applied to each chunk's piece of each tensor and re-applied at every hop, and
+//   every replica holds the same decoded mean (engine/algo/ring_allreduce.h).
 // τ inner steps later (at once for τ = 0) the fragment's outer Nesterov step runs from its global
 // copy (untouched since the start), PyTorch semantics as DiLoCo with a momentum buffer per tensor:
 //   b ← μ·b + Δ̄;  θ_global,f ← θ_global,f − η·(Δ̄ + μ·b);  θ_r,f ← (1−α)·θ_global,f + α·θ_r,f(now).
@@ -45,6 +48,11 @@ struct StreamingDiLoCoConfig {
     double momentum = 0.9;      // μ (0 = plain outer SGD)
     std::string dtype = "fp4";  // wire codec: fp32 | bf16 | int8 | fp4 (E3M0)
     double guard_ratio = 0;     // aggregation guard over each replica's decoded fragment; 0 = off
+    // How a fragment's Δ travels (core/topology.h). The mesh all-gathers the encoded payloads; the
+    // ring all-reduces the fragment's flattened Δ, each chunk encoded per tensor piece and re-encoded
+    // at every hop (engine/algo/ring_allreduce.h). The struct defaults to the mesh; runs get
+    // outer.topology through the registry, whose default is the ring.
+    Topology topology = Topology::kMesh;
 };
 
 // Fragment index (0..F−1) of every parameter, from the names (`block_<layer>.*`, `tok_emb`, `norm_f`,
@@ -74,8 +82,11 @@ public:
     AgreedState agreed_state() const override;
 
     const std::vector<int>& fragment_of() const { return fragment_of_; }  // per parameter
-    // Exact bytes one replica sends to each peer when fragment f syncs (Σ of the codec's wire_bytes).
+    // Exact bytes one replica sends to each peer when fragment f syncs over the mesh (Σ of the
+    // codec's wire_bytes).
     uint64_t payload_bytes(int fragment) const;
+    // The fragment's tensors (their element counts, in parameter order): the ring's segments.
+    std::vector<int64_t> fragment_segments(int fragment) const;
     const std::vector<torch::Tensor>& global() const { return global_; }
     int64_t pending() const { return static_cast<int64_t>(pending_.size()); }  // exchanges not yet applied
 
@@ -87,6 +98,8 @@ private:
         std::vector<torch::Tensor> mean;  // Δ̄ per parameter of the fragment (in parameter order)
     };
     Result<RoundReport> start(int fragment, int64_t step, Collective& c, double sim_clock_s);
+    Result<RoundReport> start_ring(int fragment, const std::vector<size_t>& members, int64_t step, Collective& c,
+                                   double sim_clock_s);
     void apply(const Pending& p);
 
     std::vector<torch::Tensor> params_, global_, momentum_;

@@ -51,12 +51,18 @@ Status GroupCollective::agree(const std::vector<int>& group, uint64_t state_hash
     return mesh_.agree(ranks, state_hash);
 }
 
-Status GroupCollective::send(int, const std::vector<uint8_t>&, LinkClass, double, bool) {
-    return Status::error("group collective: point-to-point messages go over the mesh itself");
+Status GroupCollective::send(int peer, const std::vector<uint8_t>& payload, LinkClass link, double sim_clock_s,
+                             bool count) {
+    if (peer < 0 || peer >= size())
+        return Status::error("group collective: member " + std::to_string(peer) + " outside 0.." + std::to_string(size() - 1));
+    return mesh_.send(members_[static_cast<size_t>(peer)], payload, link, sim_clock_s, count);
 }
 
-Result<std::vector<uint8_t>> GroupCollective::recv(int, double*) {
-    return Result<std::vector<uint8_t>>::error("group collective: point-to-point messages go over the mesh itself");
+Result<std::vector<uint8_t>> GroupCollective::recv(int peer, double* sender_clock_s) {
+    if (peer < 0 || peer >= size())
+        return Result<std::vector<uint8_t>>::error("group collective: member " + std::to_string(peer) + " outside 0.." +
+                                                   std::to_string(size() - 1));
+    return mesh_.recv(members_[static_cast<size_t>(peer)], sender_clock_s);
 }
 
 }  // namespace tw

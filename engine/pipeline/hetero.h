@@ -19,7 +19,10 @@ int64_t stage_of_param(const ModelConfig& cfg, const std::string& name, int64_t 
 // constraint_rank, run_constraint_rank and run_has_compression are config rules: core/layout.h.
 
 // The mesh seen by one group (the holders of a stage): ranks are positions in `members` (mesh
-// ranks, ascending). all_gather and exchange map onto the mesh's exchange; point-to-point is refused.
+// ranks, ascending). all_gather and exchange map onto the mesh's exchange, send and recv onto the
+// mesh's point-to-point messages to and from the member at that position (a stage round's ring
+// all-reduce runs over them; stage holders exchange no other point-to-point messages, so they
+// cannot interleave with a pipeline's activations). Not thread-safe, as the mesh it wraps.
 class GroupCollective : public Collective {
 public:
     GroupCollective(Collective& mesh, std::vector<int> members);
@@ -32,10 +35,12 @@ public:
                                                        LinkClass link, double sim_clock_s = 0,
                                                        std::vector<double>* clocks = nullptr) override;
     Status agree(const std::vector<int>& group, uint64_t state_hash) override;
-    Status send(int, const std::vector<uint8_t>&, LinkClass, double, bool) override;
-    Result<std::vector<uint8_t>> recv(int, double*) override;
+    Status send(int peer, const std::vector<uint8_t>& payload, LinkClass link, double sim_clock_s,
+                bool count = true) override;
+    Result<std::vector<uint8_t>> recv(int peer, double* sender_clock_s = nullptr) override;
     const ByteCounters& counters() const override { return mesh_.counters(); }
     double real_exchange_s() const override { return mesh_.real_exchange_s(); }
+    void add_real_exchange_s(double s) override { mesh_.add_real_exchange_s(s); }
 
 private:
     Collective& mesh_;

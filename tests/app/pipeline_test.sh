@@ -103,12 +103,29 @@ bad="$(sqlite3 "$db" "select name, step from metrics where run_id = $id and name
 out="$(run --set outer.algorithm=noloco --set outer.replicas=4 --set outer.group_size=2 --set outer.momentum=0.5 \
            --set pipeline.replicas=2 --set pipeline.rank=8 --set run.name=noloco-groups)"
 grep -q "finished" <<<"$out" || fail "noloco pipelines did not finish: $out"
+# The per-stage rounds over the ring (issue 15): DiLoCo (its default) with two full replicas and a
+# compressed pipeline, each stage's three holders in a ring over the GroupCollective; NoLoCo's
+# groups as rings. Every holder of a DiLoCo stage holds the same θ_s after every round.
+out="$(run --set outer.algorithm=diloco --set outer.replicas=3 --set pipeline.rank=8 --set run.name=diloco-ring-stages)"
+grep -q "finished" <<<"$out" || fail "diloco ring per stage did not finish: $out"
+out="$(run --set outer.algorithm=noloco --set outer.replicas=4 --set outer.group_size=2 --set outer.momentum=0.5 \
+           --set pipeline.replicas=2 --set pipeline.rank=8 --set outer.topology=ring --set run.name=noloco-ring-groups)"
+grep -q "finished" <<<"$out" || fail "noloco ring groups did not finish: $out"
+# (NoLoCo's groups hold different means by design; each group's agreement runs inside the round.)
+id="$(sqlite3 "$db" "select id from runs where name = 'diloco-ring-stages'")"
+bad="$(sqlite3 "$db" "select name, step from metrics where run_id = $id and name like 'round.%hash' group by name, step having count(distinct value) != 1")"
+[ -z "$bad" ] || fail "diloco-ring-stages: holders disagree after a round: $bad"
+for name in diloco-ring-stages noloco-ring-groups; do
+  id="$(sqlite3 "$db" "select id from runs where name = '$name'")"
+  hops="$(sqlite3 "$db" "select distinct cast(value as integer) from metrics where run_id = $id and name = 'round.hops'")"
+  [ "$hops" = "$([ "$name" = diloco-ring-stages ] && echo 4 || echo 2)" ] || fail "$name: round.hops is $hops"
+done
 
 # Re-timing pipeline runs replays every stage node's segments and messages (and the full replicas'
 # steps, the per-stage rounds, NoLoCo's groups, AD2's table): on the recorded network every node's
 # clock after every round and at the end equals the recorded one bit for bit (%.17g round-trips a
 # double); a faster network never gives a later clock, a slower one never an earlier one.
-for name in dense-pipe rank8 rank8-local routed reparam noloco-groups; do
+for name in dense-pipe rank8 rank8-local routed reparam noloco-groups diloco-ring-stages noloco-ring-groups; do
   id="$(sqlite3 "$db" "select id from runs where name = '$name'")"
   rt="$("$tw" --db "$db" runs retime "$id" --network home-20m --rounds)"
   awk 'NF == 4 && $1 ~ /^replica-/ && $4 !~ /%/ {n++; if ($3 != $4) bad = 1} END {exit (bad || n < 6)}' <<<"$rt" \

@@ -44,28 +44,46 @@ grep -q "finished" <<<"$out" || fail "ddp on threads did not finish: $out"
 [ "$(sent_of replica-0 "$out")" = "$((20 * P * 4 + 8))" ] || fail "ddp bytes are not 20·P·4+8: $out"
 [ "$(sent_of replica-1 "$out")" = "$((20 * P * 4 + 8))" ] || fail "ddp bytes (replica 1): $out"
 
-# DiLoCo, 2 replicas as threads: P·b per peer per round, 2 rounds, fp32 then bf16.
-out="$(run --set outer.algorithm=diloco --set run.name=diloco-threads)"
+# DiLoCo over the mesh, 2 replicas as threads: P·b per peer per round, 2 rounds, fp32 then bf16.
+out="$(run --set outer.algorithm=diloco --set outer.topology=mesh --set run.name=diloco-threads)"
 [ "$(sent_of replica-0 "$out")" = "$((2 * P * 4 + 8))" ] || fail "diloco fp32 bytes are not 2·P·4+8: $out"
-out="$(run --set outer.algorithm=diloco --set outer.dtype=bf16)"
+out="$(run --set outer.algorithm=diloco --set outer.topology=mesh --set outer.dtype=bf16)"
 [ "$(sent_of replica-1 "$out")" = "$((2 * P * 2 + 8))" ] || fail "diloco bf16 bytes are not 2·P·2+8: $out"
+# Over the ring (DiLoCo's default): with 2 replicas each sends both chunks once, P·4 per round, plus
+# the opening's 8-byte norm (the guard is on by default) — the mesh's bytes and 8 more, in 2 hops.
+out="$(run --set outer.algorithm=diloco --set run.name=diloco-ring)"
+[ "$(sent_of replica-0 "$out")" = "$((2 * (P * 4 + 8) + 8))" ] || fail "diloco ring bytes are not 2·(P·4+8)+8: $out"
 
-# Simulated comm per DiLoCo round on home-20m: 40 ms + 8·P·4 B / 20 Mb/s = 0.0930944 s.
-id="$("$tw" --db "$db" runs list | awk '$2 == "diloco-threads" {print $1}')"
-"$tw" --db "$db" runs export "$id" --format csv > "$work/d.csv"
-[ "$(awk -F, '$7 == "round.comm_s"' "$work/d.csv" | wc -l)" -eq 4 ] || fail "expected 2 rounds x 2 replicas of round.comm_s"
-awk -F, '$7 == "round.comm_s" && ($8 - 0.0930944)^2 > 1e-18 {bad = 1} END {exit bad}' "$work/d.csv" \
-  || fail "round.comm_s is not latency + 8*bytes/bandwidth"
+# Simulated comm per DiLoCo round on home-20m: mesh 40 ms + 8·P·4 B / 20 Mb/s = 0.0930944 s; ring
+# 2 hops of 40 ms + 8·(P·4 + 8) B / 20 Mb/s = 0.1330976 s.
+comm_s_is() {  # run name, value
+  local id
+  id="$("$tw" --db "$db" runs list | awk -v n="$1" '$2 == n {print $1}')"
+  "$tw" --db "$db" runs export "$id" --format csv > "$work/d.csv"
+  [ "$(awk -F, '$7 == "round.comm_s"' "$work/d.csv" | wc -l)" -eq 4 ] || fail "$1: expected 2 rounds x 2 replicas of round.comm_s"
+  awk -F, -v want="$2" '$7 == "round.comm_s" && ($8 - want)^2 > 1e-18 {bad = 1} END {exit bad}' "$work/d.csv" \
+    || fail "$1: round.comm_s is not latency·hops + 8*bytes/bandwidth ($2)"
+}
+comm_s_is diloco-threads 0.0930944
+comm_s_is diloco-ring 0.1330976
 
-# Per-replica access links: replica 0 on a 5 Mb/s downlink with 50 ms. Its rounds move at its own
+# Per-replica access links: replica 0 on a 5 Mb/s downlink with 50 ms. Over the mesh its rounds move at its own
 # downlink, 0.05 + 8·P·4 / 5e6 = 0.2623776 s; replica 1 receives at 20 Mb/s from both uplinks but
 # pays the larger latency, 0.05 + 8·P·4 / 20e6 = 0.1030944 s. Re-timing reproduces the clocks.
-run --set outer.algorithm=diloco --set 'network.replica_down_bps=[5e6, 20e6]' \
+run --set outer.algorithm=diloco --set outer.topology=mesh --set 'network.replica_down_bps=[5e6, 20e6]' \
     --set 'network.replica_latency_s=[0.05, 0.04]' --set run.name=diloco-links >/dev/null
 id="$("$tw" --db "$db" runs list | awk '$2 == "diloco-links" {print $1}')"
 "$tw" --db "$db" runs export "$id" --format csv > "$work/l.csv"
 awk -F, '$7 == "round.comm_s" {n++; want = ($2 == "replica-0") ? 0.2623776 : 0.1030944; if (($8 - want)^2 > 1e-18) bad = 1}
          END {exit (bad || n != 4)}' "$work/l.csv" || fail "access links: round.comm_s per replica: $(grep round.comm_s "$work/l.csv")"
+# Over the ring every step waits for the slowest edge, 1 → 0 at 5 Mb/s, for both replicas:
+# 2 hops of 50 ms + 8·(P·4 + 8) / 5e6 = 0.3123904 s.
+run --set outer.algorithm=diloco --set 'network.replica_down_bps=[5e6, 20e6]' \
+    --set 'network.replica_latency_s=[0.05, 0.04]' --set run.name=diloco-links-ring >/dev/null
+id="$("$tw" --db "$db" runs list | awk '$2 == "diloco-links-ring" {print $1}')"
+"$tw" --db "$db" runs export "$id" --format csv > "$work/l.csv"
+awk -F, '$7 == "round.comm_s" {n++; if (($8 - 0.3123904)^2 > 1e-18) bad = 1} END {exit (bad || n != 4)}' "$work/l.csv" \
+  || fail "access links over the ring: round.comm_s: $(grep round.comm_s "$work/l.csv")"
 # Re-timing on the recorded network reproduces every node's recorded clock after every round and at
 # the end bit for bit (printed with %.17g, which round-trips a double); faster is shorter.
 exact_retime() {  # run id, least number of clocks compared
@@ -74,7 +92,7 @@ exact_retime() {  # run id, least number of clocks compared
   awk -v min="$2" 'NF == 4 && $1 ~ /^replica-/ && $4 !~ /%/ {n++; if ($3 != $4) bad = 1} END {exit (bad || n < min)}' <<<"$rt" \
     || fail "run $1: retime on the same network differs from the recorded clocks: $rt"
 }
-for name in diloco-threads ddp-threads; do
+for name in diloco-threads diloco-ring ddp-threads; do
   id="$("$tw" --db "$db" runs list | awk -v n="$name" '$2 == n {print $1}')"
   exact_retime "$id" 4
   rt="$("$tw" --db "$db" runs retime "$id" --network datacenter)"
@@ -87,13 +105,16 @@ err="$("$tw" --db "$db" runs retime "$id" --network home-20m 2>&1 || true)"
 grep -q "run $id (diloco, 2 replicas × 2 nodes): runs whose replicas span several nodes under diloco cannot be re-timed" <<<"$err" \
   || fail "multi-node DiLoCo retime not refused by name: $err"
 
-# Streaming DiLoCo (overlapped exchanges, FP4) and NoLoCo (groups of 2 among 4 replicas): re-timing
-# on the recorded network reproduces the live clocks, which follow the same overlap and group rules.
+# Streaming DiLoCo (overlapped exchanges, FP4; over the ring, its default) and NoLoCo (groups of 2
+# among 4 replicas, over the mesh and over the ring): re-timing on the recorded network reproduces
+# the live clocks, which follow the same overlap, group and hop rules.
 run --set outer.algorithm=streaming_diloco --set outer.fragments=2 --set outer.overlap_steps=2 --set outer.dtype=fp4 \
     --set outer.mix_alpha=0.5 --set run.name=streaming >/dev/null
 run --set outer.algorithm=noloco --set outer.replicas=4 --set outer.group_size=2 --set outer.momentum=0.5 \
     --set run.name=noloco >/dev/null
-for name in streaming noloco diloco-links; do
+run --set outer.algorithm=noloco --set outer.replicas=4 --set outer.group_size=2 --set outer.momentum=0.5 \
+    --set outer.topology=ring --set run.name=noloco-ring >/dev/null
+for name in streaming noloco noloco-ring diloco-links diloco-links-ring; do
   id="$("$tw" --db "$db" runs list | awk -v n="$name" '$2 == n {print $1}')"
   show="$("$tw" --db "$db" runs show "$id")"  # whole (grep -q on a pipe would cut it off: SIGPIPE under pipefail)
   grep -q "finished" <<<"$show" || fail "$name did not finish"
@@ -113,6 +134,24 @@ a="$(awk '$1 == "last" && $2 == "val" {print $4, $5}' <<<"$cmp_out")"
 [ -n "$a" ] || fail "runs compare printed no last val loss: $cmp_out"
 awk '{exit !(NF == 2 && $1 == $2)}' <<<"$a" || fail "local processes and threads give different losses: $cmp_out"
 
+# A ring of 3 replicas (chunks of 11062, 11061, 11061 values) on threads and on child processes:
+# the same losses, value for value, and the ring's bytes per replica: position 0 sends every chunk
+# twice but chunks 1 and 2 once, (2·P − 2·11061)·4, the others (2·P − 11062 − 11061)·4, plus the
+# guard's 8-byte opening to each peer, per round; 2 rounds and the 16-byte start-up checksum.
+for mode in threads local; do
+  out="$(run --set outer.algorithm=diloco --set outer.replicas=3 --set cluster.mode=$mode --set run.name=ring3-$mode)"
+  [ "$(sent_of replica-0 "$out")" = "$((2 * ((2 * P - 2 * 11061) * 4 + 16) + 16))" ] || fail "ring of 3 ($mode): replica-0 bytes: $out"
+  for r in 1 2; do
+    [ "$(sent_of replica-$r "$out")" = "$((2 * ((2 * P - 11062 - 11061) * 4 + 16) + 16))" ] || fail "ring of 3 ($mode): replica-$r bytes: $out"
+  done
+  id="$("$tw" --db "$db" runs list | awk -v n="ring3-$mode" '$2 == n {print $1}')"
+  "$tw" --db "$db" runs export "$id" --format csv | awk -F, '$7 == "train.loss" || $7 == "val.loss" || $7 == "round.bytes" {print $2, $3, $7, $8}' \
+    | sort > "$work/ring3-$mode.txt"
+done
+[ "$(wc -l < "$work/ring3-threads.txt")" -ge 60 ] || fail "ring of 3: too few values stored"
+cmp -s "$work/ring3-threads.txt" "$work/ring3-local.txt" || fail "ring of 3: threads and processes differ: $(diff "$work/ring3-threads.txt" "$work/ring3-local.txt" | head -5)"
+exact_retime "$("$tw" --db "$db" runs list | awk '$2 == "ring3-local" {print $1}')" 6
+
 # Layout errors name the problem and exit 1.
 set +e
 err="$(run --set outer.algorithm=ddp --set cluster.mode=local --set cluster.nodes=1 2>&1)"; rc=$?
@@ -121,6 +160,9 @@ err="$(run --set cluster.stages=3 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] && grep -q "cluster.stages 3 exceeds model.n_layer 2" <<<"$err" || fail "stages > layers not reported: $err"
 err="$(run --set outer.algorithm=gossip 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] && grep -q "outer.algorithm: unknown value \"gossip\"" <<<"$err" || fail "unknown algorithm not reported: $err"
+err="$(run --set outer.algorithm=sparseloco --set outer.topology=ring 2>&1)"; rc=$?
+[ "$rc" -eq 1 ] && grep -q "outer.topology \"ring\" does not apply to sparseloco: its payloads are sparse" <<<"$err" \
+  || fail "a ring for sparse payloads not refused by name: $err"
 set -e
 
 # Wait until run NAME has at least N train.loss rows stored.

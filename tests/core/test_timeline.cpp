@@ -76,6 +76,27 @@ TEST(Timeline, RoundsWaitForTheSlowestReplicaThenPayTheTransfer) {
     EXPECT_DOUBLE_EQ(t->clock_at[0].at(2), 9.0);
 }
 
+// A ring round (outer.topology = "ring"): each node replays its own recorded bytes — which differ
+// with an uneven chunk split — in its recorded 2·(R−1) hops, after the slowest member.
+TEST(Timeline, RingRoundsPayTheirHopsAndEachNodesOwnBytes) {
+    std::vector<TraceNode> n(3);
+    const uint64_t bytes[] = {14, 13, 13};  // core/ring_schedule.h: P = 10 over 3, 1 byte per element
+    for (int i = 0; i < 3; ++i) {
+        n[i].replica = i;
+        n[i].trace.compute_s = {{1, 1.0 + i}, {2, 1.0}};
+        n[i].trace.round_bytes[1] = bytes[i];
+        n[i].trace.round_hops[1] = 4;
+    }
+    auto t = retime(replicas_cfg("diloco", 3), n, slow_net());
+    ASSERT_TRUE(t) << t.message();
+    // Start at the slowest (3), 4 latencies of 1 s, then 1 s per byte: 21 s and 20 s; 1 s more compute.
+    EXPECT_DOUBLE_EQ(t->clock_at[0].at(1), 3.0 + 4.0 + 14.0);
+    EXPECT_DOUBLE_EQ(t->clock_at[1].at(1), 3.0 + 4.0 + 13.0);
+    EXPECT_DOUBLE_EQ(t->sim_s[2], 3.0 + 4.0 + 13.0 + 1.0);
+    // The live rule gives the same clock (one copy of the arithmetic).
+    EXPECT_DOUBLE_EQ(round_end_s({1.0, 2.0, 3.0}, slow_net().outer, 14, 4), t->clock_at[0].at(1));
+}
+
 TEST(Timeline, AnOverlappedRoundIsSettledTauStepsLater) {
     // One replica, a round after step 1 costing 1 + 8·4/8 = 5 s, overlapped with τ = 2 steps of 1 s.
     std::vector<TraceNode> n(1);

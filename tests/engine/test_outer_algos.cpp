@@ -15,6 +15,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "core/ring_schedule.h"
 #include "engine/algo/diloco.h"
 #include "engine/algo/noloco.h"
 #include "engine/algo/outer.h"
@@ -390,23 +391,37 @@ TEST(StreamingDiLoCo, OverlapAppliesTheOuterStepTauStepsLater) {
     ASSERT_TRUE(rep && rep->synced && rep->what == "fragment 0");
 }
 
-// FP4 on the wire: 4 + ceil(n/2) bytes per tensor of the fragment; replicas agree after every step.
+// FP4 on the wire: 4 + ceil(n/2) bytes per tensor of the fragment over the mesh; over the ring
+// (R = 3) each member's chunks of the fragment, 4 + ceil(n/2) per piece of a tensor in a chunk,
+// plus the guard's 8-byte opening per peer; replicas agree after every step either way.
 TEST(StreamingDiLoCo, Fp4FragmentsSendTheCodecBytesAndReplicasAgree) {
-    const int R = 2, H = 4;
+  for (const std::string topology : {"mesh", "ring"}) {
+    SCOPED_TRACE(topology);
+    const int R = topology == "mesh" ? 2 : 3, H = 4;
     auto c = outer_cfg("streaming_diloco", R, H);
     c.outer.fragments = 2;
     c.outer.overlap_steps = 1;
     c.outer.mix_alpha = 0.5;
     c.outer.dtype = "fp4";
-    Mesh mesh("sd-fp4", R);
+    c.outer.topology = topology;
+    Mesh mesh("sd-fp4-" + topology, R);
     std::vector<std::vector<torch::Tensor>> globals(R);
     std::vector<std::vector<uint64_t>> bytes(R);
-    std::vector<uint64_t> expected(2, 0);
+    std::vector<std::vector<uint64_t>> expected(R, std::vector<uint64_t>(2, 0));  // [replica][fragment]
     {
         auto t = make(c, 0, 1);
         auto frag = assign_fragments(names_of(t), 2, FragmentOrder::kSequential).value();
         auto ps = t.model()->parameters();
-        for (size_t i = 0; i < ps.size(); ++i) expected[frag[i]] += 4 + (ps[i].numel() + 1) / 2;
+        std::vector<std::vector<int64_t>> segments(2);
+        for (size_t i = 0; i < ps.size(); ++i) {
+            for (int r = 0; r < R; ++r) expected[r][frag[i]] += 4 + (ps[i].numel() + 1) / 2;
+            segments[frag[i]].push_back(ps[i].numel());
+        }
+        if (topology == "ring")
+            for (int f = 0; f < 2; ++f) {
+                const auto chunks = ring_chunk_wire_bytes(segments[f], R, [](int64_t n) { return 4 + (n + 1) / 2; });
+                for (int r = 0; r < R; ++r) expected[r][f] = ring_sent_bytes(chunks, r) + 8 * (R - 1);
+            }
     }
     expect_no_errors(on_threads(R, [&](int r) -> std::string {
         auto coll = mesh.member(r);
@@ -423,11 +438,13 @@ TEST(StreamingDiLoCo, Fp4FragmentsSendTheCodecBytesAndReplicasAgree) {
         return "";
     }));
     for (int r = 0; r < R; ++r) {
-        EXPECT_EQ(bytes[r], (std::vector<uint64_t>{expected[0], expected[1], expected[0], expected[1]})) << r;
+        const auto& e = expected[r];
+        EXPECT_EQ(bytes[r], (std::vector<uint64_t>{e[0], e[1], e[0], e[1]})) << r;
         for (size_t k = 0; k < globals[0].size(); ++k) EXPECT_TRUE(torch::equal(globals[r][k], globals[0][k])) << k;
     }
     EXPECT_TRUE(torch::equal(globals[0][0], globals[0][1]));   // fragment 0 in flight at step 2
     EXPECT_FALSE(torch::equal(globals[0][1], globals[0][2]));  // applied at step 3
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -673,22 +690,52 @@ TEST(OuterFactory, RefusesBadConfigsNamingEveryProblem) {
     r = build(c, names_of(t));
     ASSERT_FALSE(r);
     EXPECT_TRUE(has(r.message(), "outer.dtype \"fp8\"")) << r.message();
+
+    // A topology the algorithm does not run is refused even in a config built in code.
+    for (const char* sparse : {"sparseloco", "demo"}) {
+        c = outer_cfg(sparse, 2, 4);
+        c.outer.topology = "ring";
+        r = build(c, names_of(t));
+        ASSERT_FALSE(r) << sparse;
+        EXPECT_TRUE(has(r.message(), std::string("outer.topology \"ring\" does not apply to ") + sparse)) << r.message();
+    }
+    c = outer_cfg("diloco", 2, 4);
+    c.outer.topology = "hub";
+    r = build(c, names_of(t));
+    ASSERT_FALSE(r);
+    EXPECT_TRUE(has(r.message(), "outer.topology \"hub\" is unknown")) << r.message();
 }
 
-// The adapter syncs every H steps, reports (R−1)·P·b bytes and the clocks of every replica, and
-// evaluates the global copy; int8 on the wire goes through the codec (4 + n bytes per tensor).
+// The adapter syncs every H steps, reports the bytes and the clocks of every replica, and evaluates
+// the global copy; int8 on the wire goes through the codec (4 + n bytes per tensor). Over the mesh
+// (R−1)·P·b; over the ring (R = 2: each member sends both chunks once) P·b for fp32/bf16 and, for
+// int8, 4 + n per piece of a tensor in a chunk (the tensor the chunk boundary cuts pays two scales),
+// plus the guard's 8-byte opening.
 TEST(OuterFactory, DiLoCoReportsBytesAndClocksForEveryWireType) {
     const int R = 2, H = 2;
+    for (const std::string topology : {"mesh", "ring"})
     for (const char* d : {"fp32", "bf16", "int8"}) {
+        SCOPED_TRACE(topology);
         auto c = outer_cfg("diloco", R, H);
         c.outer.dtype = d;
-        Mesh mesh(std::string("factory-diloco-") + d, R);
+        c.outer.topology = topology;
+        Mesh mesh(std::string("factory-diloco-") + d + topology, R);
         std::vector<torch::Tensor> global(R);
         uint64_t expected = 0;
         {
             auto t = make(c, 0, 1);
-            for (auto& p : t.model()->parameters())
+            std::vector<int64_t> segments;
+            for (auto& p : t.model()->parameters()) {
                 expected += std::string(d) == "int8" ? 4 + p.numel() : p.numel() * (std::string(d) == "bf16" ? 2 : 4);
+                segments.push_back(p.numel());
+            }
+            if (topology == "ring" && std::string(d) == "int8") {
+                const auto chunks = ring_chunk_wire_bytes(segments, R, [](int64_t n) { return 4 + static_cast<uint64_t>(n); });
+                expected = chunks[0] + chunks[1];
+                EXPECT_EQ(expected, ring_sent_bytes(chunks, 0));
+                EXPECT_EQ(expected, ring_sent_bytes(chunks, 1));
+            }
+            if (topology == "ring") expected += 8;
         }
         expect_no_errors(on_threads(R, [&](int r) -> std::string {
             auto coll = mesh.member(r);
@@ -702,6 +749,7 @@ TEST(OuterFactory, DiLoCoReportsBytesAndClocksForEveryWireType) {
                 if (rep->synced != (s == H)) return "synced at step " + std::to_string(s);
                 if (!rep->synced) continue;
                 if (rep->bytes_sent != (R - 1) * expected) return "bytes_sent " + std::to_string(rep->bytes_sent);
+                if (rep->hops != (topology == "mesh" ? 1 : 2)) return "hops " + std::to_string(rep->hops);
                 if (rep->clocks != std::vector<double>{10.0, 20.0}) return "clocks";
                 if (coll->counters().sent_bytes[kOuter] != rep->bytes_sent) return "transport counted otherwise";
             }
@@ -725,9 +773,13 @@ TEST(OuterFactory, NonFiniteOuterGradientIsAnErrorOnEveryReplica) {
                                      {"streaming_diloco", "fp4", NAN}, {"streaming_diloco", "int8", INFINITY},
                                      {"noloco", "fp32", NAN}};
     int n = 0;
+    for (const std::string topology : {"mesh", "ring"})
     for (const auto& cs : cases) {
+        if (topology == "ring" && cs.algo == "sparseloco") continue;  // sparse payloads: mesh only
+        SCOPED_TRACE(topology);
         auto c = outer_cfg(cs.algo, R, 2);
         c.outer.dtype = cs.dtype;
+        c.outer.topology = topology;
         c.outer.fragments = 2;  // streaming: fragment 0 (tok_emb, block_0) syncs at step 1
         const int64_t step = cs.algo == "streaming_diloco" ? 1 : 2;
         Mesh mesh("nan-" + std::to_string(n++), R);

@@ -45,8 +45,12 @@ Trainer make(const RunConfig& c, int replica, int n) { return testing_support::s
 std::vector<std::string> names_of(Trainer& t) { return testing_support::param_names(t); }
 torch::Tensor flat(const std::vector<torch::Tensor>& ts) { return testing_support::flatten_copy(ts); }
 
-RunConfig outer_cfg(const std::string& algo, int R, int64_t H) {
+// `algo` may name a topology after a dash ("diloco-mesh"); otherwise the algorithm's default.
+RunConfig outer_cfg(const std::string& algo_topology, int R, int64_t H) {
     auto c = testing_support::micro_run(56, 100);
+    const size_t dash = algo_topology.find('-');
+    const std::string algo = algo_topology.substr(0, dash);
+    if (dash != std::string::npos) c.outer.topology = algo_topology.substr(dash + 1);
     c.outer.algorithm = algo;
     c.outer.replicas = R;
     c.outer.inner_steps = H;
@@ -234,8 +238,11 @@ TEST_P(Guard, ScaledOrSignFlippedReplicaIsBoundedAndHealthyRunsAreUntouched) {
     }
 }
 
+// Each algorithm with its default topology (DiLoCo and Streaming DiLoCo: the ring, where the norms
+// are self-reported; the attacker here reports its true norm), and the other one where it has two.
 INSTANTIATE_TEST_SUITE_P(EveryOuterAlgorithm, Guard,
-                         ::testing::Values("diloco", "sparseloco", "streaming_diloco", "noloco"));
+                         ::testing::Values("diloco", "sparseloco", "streaming_diloco", "noloco", "diloco-mesh",
+                                           "streaming_diloco-mesh", "noloco-ring"));
 
 // DiLoCo fp32, round 1, by hand: the outer step is η·(1+μ)·Δ̄ (the momentum buffer starts at Δ̄), so
 // the guarded global differs from the clean one by exactly η·(1+μ)·(s·k − 1)·Δ_a/R, s = the guard's
@@ -304,8 +311,10 @@ private:
 
 // One DiLoCo round among R members where `victim` averages a forged copy of member 2's payload;
 // returns every member's error of agree_on_round ("" = agreed) and the byte counters before/after.
+// Over the mesh, whose all-gather hands every member every payload (the forgery's way in).
 std::vector<std::string> forged_round(int R, int victim, const std::string& name) {
     auto c = outer_cfg("diloco", R, 2);
+    c.outer.topology = "mesh";
     Mesh mesh(name, R);
     return on_threads(R, [&](int r) -> std::string {
         auto coll = mesh.member(r);

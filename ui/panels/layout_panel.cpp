@@ -7,6 +7,7 @@
 #include <cstring>
 #include <variant>
 
+#include "core/algorithm.h"
 #include "core/config_io.h"
 
 namespace tw::ui {
@@ -209,7 +210,11 @@ void LayoutPanel::draw(ViewState& v) {
         draw_pipeline(model, c);
     }
     section("algorithm");
+    const std::string algorithm_before = c.outer.algorithm;
     choice_field(model, "outer algorithm", "outer.algorithm", c.outer.algorithm, config_field("outer.algorithm")->choices);
+    // outer.topology was resolved for the previous algorithm: take the new one's default instead
+    // (a sparse method refuses the dense methods' ring).
+    if (c.outer.algorithm != algorithm_before) c.outer.topology.clear(), resolve_topology(c);
     // Each algorithm's knobs come from the field table (which keys it reads, their labels, types and
     // choices), so a new algorithm's settings appear here without code of its own.
     for (const FieldInfo* f : algorithm_fields(c)) draw_field(model, *f, c);

@@ -1,0 +1,34 @@
+// outer.topology: how the payloads of an outer round travel among its members.
+//   ring — a ring all-reduce (core/ring_schedule.h, engine/algo/ring_allreduce.h): reduce-scatter
+//          then all-gather, 2·(R−1) hops, each member sending ≈ 2·(R−1)/R of the payload; the
+//          payloads are summed hop by hop, so only dense ones can take it.
+//   mesh — an all-gather: every member sends its whole payload to every other member in one hop,
+//          (R−1)·payload bytes, and every member aggregates all of them itself.
+// Which algorithm accepts which, and its default, is its row of core/algorithm.h. Values are stable
+// (they reach stored configs as these names).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace tw {
+
+enum class Topology : uint8_t { kRing = 0, kMesh = 1 };
+
+inline const char* to_string(Topology t) {
+    switch (t) {
+        case Topology::kRing: return "ring";
+        case Topology::kMesh: return "mesh";
+    }
+    return "unknown";
+}
+
+// nullopt for a name no topology has.
+inline std::optional<Topology> parse_topology(std::string_view s) {
+    for (Topology t : {Topology::kRing, Topology::kMesh})
+        if (s == to_string(t)) return t;
+    return std::nullopt;
+}
+
+}  // namespace tw
