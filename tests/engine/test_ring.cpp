@@ -373,6 +373,62 @@ TEST(Ring, ANonFiniteMemberIsNamedByEveryoneAtOnce) {
     }
 }
 
+// The mesh as one member sees it, with the n-th point-to-point message it receives cut short by a
+// byte: a truncated or forged chunk from its predecessor.
+class TruncatedChunk : public Collective {
+public:
+    TruncatedChunk(Collective& real, int nth) : real_(real), nth_(nth) {}
+    int rank() const override { return real_.rank(); }
+    int size() const override { return real_.size(); }
+    Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine, LinkClass link, double clock,
+                                                         std::vector<double>* clocks) override {
+        return real_.all_gather(mine, link, clock, clocks);
+    }
+    Result<std::vector<std::vector<uint8_t>>> exchange(const std::vector<int>& g, const std::vector<uint8_t>& mine,
+                                                       LinkClass link, double clock,
+                                                       std::vector<double>* clocks) override {
+        return real_.exchange(g, mine, link, clock, clocks);
+    }
+    Status agree(const std::vector<int>& group, uint64_t h) override { return real_.agree(group, h); }
+    Status send(int p, const std::vector<uint8_t>& b, LinkClass l, double c, bool n) override {
+        return real_.send(p, b, l, c, n);
+    }
+    Result<std::vector<uint8_t>> recv(int p, double* c) override {
+        auto got = real_.recv(p, c);
+        if (got && ++received_ == nth_ && !got->empty()) got->pop_back();
+        return got;
+    }
+    const ByteCounters& counters() const override { return real_.counters(); }
+    double real_exchange_s() const override { return real_.real_exchange_s(); }
+
+private:
+    Collective& real_;
+    int nth_, received_ = 0;
+};
+
+// A chunk of the wrong size is refused naming the member that sent it (the receiver's predecessor).
+// Cut at member 1's last receive (its all-gather's last step), after its last send, so the others
+// finish the round.
+TEST(Ring, AMalformedChunkIsRefusedNamingItsSender) {
+    const int R = 3;
+    Mesh mesh("cut", R);
+    const auto xs = member_vectors(R, 90, 61);
+    const auto errors = on_threads(R, [&](int r) -> std::string {
+        auto coll = mesh.member(r);
+        TruncatedChunk cut(*coll, 2 * (R - 1));
+        Collective& use = r == 1 ? static_cast<Collective&>(cut) : static_cast<Collective&>(*coll);
+        auto codec = make_wire_codec("int8").value();
+        RingSpec spec{iota_members(R), {90}, codec.get(), LinkClass::kOuterSync, "test"};
+        auto x = xs[static_cast<size_t>(r)].clone();
+        auto rep = ring_allreduce_mean(use, spec, x, 0.0);
+        return rep ? "" : rep.message();
+    });
+    EXPECT_EQ(errors[0], "");
+    EXPECT_EQ(errors[2], "");
+    EXPECT_NE(errors[1].find("test: replica 0, chunk"), std::string::npos) << errors[1];
+    EXPECT_NE(errors[1].find("int8"), std::string::npos) << errors[1];  // the codec says what is wrong
+}
+
 // ---------------------------------------------------------------------------------------------
 // The algorithms over the ring
 // ---------------------------------------------------------------------------------------------
