@@ -1,7 +1,9 @@
 // The compute model; see compute_model.h for the counting conventions.
 #include "core/compute_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "core/assert.h"
 #include "core/model_size.h"
@@ -89,6 +91,14 @@ const HardwareProfile* find_hardware(std::string_view name) {
     return nullptr;
 }
 
+namespace {
+std::string fmt_rate(double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+}
+}  // namespace
+
 void validate_compute(const RunConfig& c, std::vector<std::string>& out) {
     const ComputeConfig& k = c.compute;
     const HardwareProfile* hw = find_hardware(k.hardware);
@@ -120,6 +130,18 @@ void validate_compute(const RunConfig& c, std::vector<std::string>& out) {
         for (size_t i = 0; i < k.node_speed.size(); ++i)
             if (!(k.node_speed[i] > 0))
                 out.push_back("compute.node_speed[" + std::to_string(i) + "] must be above 0 (a multiplier of the rate)");
+    }
+    // A rate that rounds to nothing would turn every segment into infinite time.
+    const double peak = k.peak_flops > 0 ? k.peak_flops : hw ? hw->peak_flops : 0;
+    const double eff = k.efficiency > 0 ? k.efficiency : hw ? hw->efficiency : 0;
+    for (size_t i = 0; i < std::max<size_t>(1, k.node_speed.size()); ++i) {
+        const double speed = k.node_speed.empty() ? 1.0 : k.node_speed[i];
+        if (peak > 0 && speed > 0 && peak * eff * speed < 1.0) {
+            out.push_back("compute: the rate peak_flops × efficiency × node_speed" +
+                          (k.node_speed.empty() ? std::string() : "[" + std::to_string(i) + "]") + " is " +
+                          fmt_rate(peak * eff * speed) + " FLOP/s; it must be at least 1 FLOP/s");
+            break;
+        }
     }
     if (c.skippipe.enabled() && (!c.skippipe.block_s.empty() || !c.skippipe.head_s.empty()))
         out.push_back("skippipe.block_s / skippipe.head_s pin the stage times; under compute.model = \"flops\" "

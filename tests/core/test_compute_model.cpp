@@ -235,6 +235,12 @@ TEST(ComputeModel, ConfigChecks) {
     EXPECT_TRUE(contains(with({"compute.node_speed=[1.0, 0]"}), "compute.node_speed[1] must be above 0"));
     EXPECT_TRUE(contains(with({"compute.node_speed=[1.0, -1]"}), "compute.node_speed: value -1 is out of range"));
     EXPECT_TRUE(contains(with({"compute.node_speed=[1.0, \"x\"]"}), "compute.node_speed: expected an array of numbers"));
+    const std::vector<std::string> crawl{"compute.hardware=\"h100\"", "compute.efficiency=0.5", "compute.node_speed=[1.0, 1e-300]"};
+    EXPECT_TRUE(contains(with(crawl), "compute: the rate peak_flops × efficiency × node_speed[1] is 4.947e-286 FLOP/s; "
+                                      "it must be at least 1 FLOP/s"))
+        << with(crawl);
+    EXPECT_TRUE(contains(problems({"compute.model=\"flops\"", "compute.hardware=\"custom\"", "compute.peak_flops=0.5"}),
+                         "compute: the rate peak_flops × efficiency × node_speed is 0.5 FLOP/s"));
     // Under measured they would do nothing: refused, naming each.
     const std::string measured =
         problems({"compute.hardware=\"h100\"", "compute.efficiency=0.5", "compute.peak_flops=1e9",
