@@ -105,8 +105,8 @@ public:
     // A node of replica `replica` (index into compute.node_speed) holding the whole model (stage −1)
     // or stage `stage` of a pipeline replica of cluster.stages stages. cfg is the worker's checked
     // config with model.vocab_size resolved; the role comes from a coordinator, so a replica or stage
-    // outside the config is an error naming it, not an abort. SkipPipe nodes pass −1 (skip_op takes
-    // the stage).
+    // outside the config is an error naming it, not an abort. SkipPipe nodes and HDEE experts, which
+    // have no node speeds, pass replica 0 and stage −1 (skip_op takes a SkipPipe op's stage).
     static Result<ComputeTime> create(const RunConfig& cfg, int64_t replica, int64_t stage = -1);
 
     bool modelled() const { return rate_ > 0; }
