@@ -72,10 +72,12 @@ const std::vector<HardwareProfile>& hardware_profiles() {
     // utilisation of well-tuned large-model training on them (reports range from 30% to 50%);
     // small models reach less: set compute.efficiency for a measured figure.
     static const std::vector<HardwareProfile> kProfiles = {
-        // This machine (2 cores of an AMD EPYC, AVX-512, OpenBLAS through LibTorch 1.13): the best
-        // 1024² fp32 sgemm of `thinwire bench compute` at 2 threads (run.threads' default), and as
-        // efficiency the tiny preset's measured training rate over it (its MFU); docs/compute_model.md.
-        {"cpu-here", 185.0e9, 0.35,
+        // This machine (2 cores of an AMD EPYC, AVX-512, OpenBLAS through LibTorch 1.13), measured
+        // 2026-11-24 with `thinwire bench compute` while nothing else ran: the best 1024² fp32 sgemm
+        // at 2 threads (run.threads' default) was 208.7–212.0 GFLOP/s over five runs of 5–10 rounds,
+        // pinned as 210; the tiny preset's training step (batch 16, median of 30) reached 32.6–33.7%
+        // of it, pinned as efficiency 0.33 (the small preset reaches 58%). docs/compute_model.md.
+        {"cpu-here", 210.0e9, 0.33,
          "this machine's 1024^2 sgemm at 2 threads and the tiny preset's MFU (thinwire bench compute)"},
         {"rtx4090", 165.2e12, 0.4, "GeForce RTX 4090, dense BF16 tensor cores, FP32 accumulate (Ada whitepaper)"},
         {"a100", 312.0e12, 0.4, "A100 SXM4, dense BF16 tensor cores (NVIDIA datasheet)"},
