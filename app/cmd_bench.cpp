@@ -59,6 +59,7 @@ Command add_bench(CLI::App& app, const Globals& g) {
     more.push_back(add_bench_pipeline(*sub));
     more.push_back(add_bench_transport(*sub));
     more.push_back(add_bench_outer(*sub));
+    more.push_back(add_bench_compute(*sub));
     return {sub, [args, more] {
                 for (auto& [cmd, action] : more)
                     if (cmd->parsed()) return action();

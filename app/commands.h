@@ -41,5 +41,6 @@ Command add_bench_outer(CLI::App& bench);             // `bench outer`
 Command add_bench_codec(CLI::App& bench);             // `bench codec`
 Command add_bench_subspace(CLI::App& bench);          // `bench subspace`
 Command add_bench_pipeline(CLI::App& bench);          // `bench pipeline`
+Command add_bench_compute(CLI::App& bench);           // `bench compute` (app/cmd_bench_compute.cpp)
 
 }  // namespace tw::cli

@@ -112,6 +112,18 @@ struct NetworkConfig {
     bool shape = false;
 };
 
+// [compute] — how a compute segment advances the simulated clock (core/compute_model.h,
+// docs/compute_model.md). "measured": by its wall seconds on this machine (every run before issue
+// 15); "flops": by its FLOPs divided by the node's effective rate, peak_flops × efficiency ×
+// node_speed[replica], so the clock no longer depends on machine load. The other keys apply to flops.
+struct ComputeConfig {
+    std::string model = "measured";     // measured | flops
+    std::string hardware = "cpu-here";  // a profile of core/compute_model.cpp: cpu-here | rtx4090 | a100 | h100 | custom
+    double peak_flops = 0;              // FLOP/s; 0 = the profile's (custom: required)
+    double efficiency = 0;              // share of the peak a training step reaches, (0, 1]; 0 = the profile's
+    std::vector<double> node_speed;     // per replica (outer.replicas entries): rate multiplier, > 0; empty = all 1
+};
+
 // [cluster] — where the nodes run and how they form replicas (ARCHITECTURE.md "Processes").
 struct ClusterConfig {
     std::string mode = "threads";        // threads (inproc://) | local (child processes, tcp loopback) | remote
@@ -210,6 +222,7 @@ struct RunConfig {
     TrainConfig train;
     OuterConfig outer;
     NetworkConfig network;
+    ComputeConfig compute;
     ClusterConfig cluster;
     PipelineConfig pipeline;
     SkipPipeConfig skippipe;

@@ -4,6 +4,7 @@
 
 #include "core/algorithm.h"
 #include "core/assert.h"
+#include "core/compute_model.h"
 #include "core/hash.h"
 #include "core/skippipe.h"
 
@@ -23,6 +24,12 @@ namespace {
 std::vector<std::string> algorithm_choices() {
     std::vector<std::string> v;
     for (auto& t : algorithm_table()) v.push_back(t.name);
+    return v;
+}
+
+std::vector<std::string> hardware_choices() {
+    std::vector<std::string> v;
+    for (auto& p : hardware_profiles()) v.push_back(p.name);
     return v;
 }
 
@@ -116,6 +123,12 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"network.replica_down_bps", &c.network.replica_down_bps, 1, 1e15, {}, "per replica: downlink between replicas (bits/s)"},
         {"network.replica_latency_s", &c.network.replica_latency_s, 0, 100, {}, "per replica: one-way latency between replicas (s)"},
         {"network.shape", &c.network.shape},
+
+        {"compute.model", &c.compute.model, -inf, inf, {"measured", "flops"}, "compute model"},
+        {"compute.hardware", &c.compute.hardware, -inf, inf, hardware_choices(), "hardware"},
+        {"compute.peak_flops", &c.compute.peak_flops, 0, 1e21, {}, "peak FLOP/s (0 = the hardware's)"},
+        {"compute.efficiency", &c.compute.efficiency, 0, 1, {}, "efficiency (0 = the hardware's)"},
+        {"compute.node_speed", &c.compute.node_speed, 0, 1e6, {}, "speed per replica"},
 
         {"cluster.mode", &c.cluster.mode, -inf, inf, {"threads", "local", "remote"}},
         {"cluster.endpoints", &c.cluster.endpoints},
@@ -692,6 +705,7 @@ Status validate_config(const RunConfig& c) {
         if (!list->empty() && static_cast<int64_t>(list->size()) != c.outer.replicas)
             p.push_back(std::string(key) + ": " + std::to_string(list->size()) + " entries for " +
                         std::to_string(c.outer.replicas) + " replicas (one per replica, or none)");
+    validate_compute(c, p);
     if (c.cluster.heartbeat_timeout_s <= 2 * c.cluster.heartbeat_s)
         p.push_back("cluster.heartbeat_timeout_s must exceed twice cluster.heartbeat_s");
     if (c.cluster.mode == "remote" && c.cluster.endpoints.empty())
@@ -764,7 +778,8 @@ std::string to_toml(const RunConfig& cfg_in) {
             f.ptr);
     }
     std::ostringstream os;
-    for (const char* sec : {"run", "model", "data", "train", "outer", "network", "cluster", "pipeline", "skippipe"}) {
+    for (const char* sec : {"run", "model", "data", "train", "outer", "network", "compute", "cluster", "pipeline",
+                            "skippipe"}) {
         os << "[" << sec << "]\n" << sections[sec] << "\n\n";
     }
     // Written (and so hashed) only when set: every run without it keeps its resolved text and hash.

@@ -67,7 +67,7 @@ struct FieldInfo {
     std::vector<Algorithm> algorithms;
 };
 
-// Every key of the field table, in its order (sections run, model, data, train, outer, network,
+// Every key of the field table, in its order (sections run, model, data, train, outer, network, compute,
 // cluster, pipeline). Built once; thread-safe.
 const std::vector<FieldInfo>& config_fields();
 // One key's metadata; nullptr for a key the table does not have.

@@ -16,8 +16,11 @@ inline constexpr const char* kTrainLoss = "train.loss";              // mean cro
 inline constexpr const char* kTrainLr = "train.lr";                  // inner learning rate used by the step
 inline constexpr const char* kTrainGradNorm = "train.grad_norm";      // global gradient norm before clipping
 inline constexpr const char* kTrainTokens = "train.tokens";          // cumulative tokens this node's replica trained on
-inline constexpr const char* kTrainComputeS = "train.compute_s";     // measured compute seconds of the step
-inline constexpr const char* kTrainTokensPerS = "train.tokens_per_s";  // tokens / compute second
+// The step's compute seconds as the clock counts them: measured, or modelled under compute.model =
+// "flops" (core/compute_model.h), and then also the measured ones, which only such runs store.
+inline constexpr const char* kTrainComputeS = "train.compute_s";
+inline constexpr const char* kTrainRealComputeS = "train.real_compute_s";
+inline constexpr const char* kTrainTokensPerS = "train.tokens_per_s";  // tokens / train.compute_s
 inline constexpr const char* kValLoss = "val.loss";                  // validation loss of the global model
 inline constexpr const char* kPipeIdleS = "pipe.idle_s";             // a stage node's simulated idle time in the step
 

@@ -8,8 +8,10 @@
 #include <utility>
 
 #include "core/assert.h"
+#include "core/compute_model.h"
 #include "core/data_fingerprint.h"
 #include "core/hdee_mixture.h"
+#include "core/metric_names.h"
 #include "engine/worker/node_data.h"
 #include "engine/data/dataset.h"
 #include "engine/data/loader.h"
@@ -159,6 +161,8 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
                     " parameters, " + std::to_string(c.train.steps) + " steps"});
 
     const int64_t steps = c.train.steps, tokens_per_step = c.train.batch_size * c.model.seq_len;
+    auto compute_time = ComputeTime::create(c, 0);  // this expert's own width counts
+    if (!compute_time) return Status::error(role_.name + ": " + compute_time.message());
     double compute_s = 0, last_loss = NAN, last_val = NAN;
     bool stopped = false;
     while (trainer.step_index() < steps) {
@@ -167,15 +171,17 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
             break;
         }
         const StepReport s = trainer.step();
-        sim_s_ += s.compute_s;  // no communication: the simulated clock is the compute
-        compute_s += s.compute_s;
+        const double step_s = compute_time->train_step(s.compute_s);  // measured, or modelled (flops)
+        sim_s_ += step_s;  // no communication: the simulated clock is the compute
+        compute_s += step_s;
         last_loss = s.loss;
         record(s.step, "train.loss", s.loss);
         record(s.step, "train.lr", s.lr);
         record(s.step, "train.grad_norm", s.grad_norm);
         record(s.step, "train.tokens", static_cast<double>(s.step * tokens_per_step));
-        record(s.step, "train.compute_s", s.compute_s);
-        record(s.step, "train.tokens_per_s", static_cast<double>(tokens_per_step) / s.compute_s);
+        record(s.step, "train.compute_s", step_s);
+        if (compute_time->modelled()) record(s.step, metric::kTrainRealComputeS, compute_time->take_measured_s());
+        record(s.step, "train.tokens_per_s", static_cast<double>(tokens_per_step) / step_s);
         // On its own domain's validation documents, as a one-node run: every eval_every steps and at the end.
         if ((c.train.eval_every > 0 && s.step % c.train.eval_every == 0) || s.step == steps) {
             last_val = trainer.evaluate();

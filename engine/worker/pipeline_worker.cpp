@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/algorithm.h"
+#include "core/compute_model.h"
 #include "core/layout.h"
 #include "core/metric_names.h"
 #include "core/network.h"
@@ -97,6 +98,7 @@ private:
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
     SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
+    ComputeTime compute_;  // measured or modelled seconds of each segment (core/compute_model.h)
     double round_compute_s_ = 0;
     int64_t outer_step_ = -1, step_ = 0;
     double last_loss_ = NAN, last_val_ = NAN;
@@ -110,6 +112,9 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     auto data = prepare_node_data(cfg_, role_, sink, since_s(t0_));
     if (!data) return data.status();
     data_ = std::move(*data);
+    auto compute = ComputeTime::create(cfg_, role_.replica, role_.stage);  // vocabulary known now
+    if (!compute) return Status::error(role_.name + ": " + compute.message());
+    compute_ = *compute;
     if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
     if (run_has_compression(cfg_))
@@ -308,7 +313,11 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
     bool stopped = false;
     const StageIo io{[this](int64_t step, int to, const std::vector<uint8_t>& p) { return send(step, to, p); },
                      [this](int from) { return recv(from); },
-                     [this](int64_t step, double s) { clock_compute(step, s); }};
+                     [this](int64_t step, const StageEvent& e, double measured_s) {
+                         const double s = compute_.stage_segment(e, measured_s);  // measured, or modelled (flops)
+                         clock_compute(step, s);
+                         return s;
+                     }};
     while (step_ < steps) {
         if (!ctl.wait_while_paused()) {
             stopped = true;
@@ -329,6 +338,7 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         record(step_, metric::kTrainGradNorm, grad_norm);
         record(step_, metric::kTrainTokens, static_cast<double>(step_ * tokens_per_step));
         record(step_, metric::kTrainComputeS, compute);
+        if (compute_.modelled()) record(step_, metric::kTrainRealComputeS, compute_.take_measured_s());
         record(step_, metric::kPipeIdleS, clock_.now_s() - before - compute);
         if (Status st = outer_rounds(step_); !st) {
             failure = st;

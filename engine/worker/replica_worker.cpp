@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/algorithm.h"
+#include "core/compute_model.h"
 #include "core/hash.h"
 #include "core/layout.h"
 #include "core/metric_names.h"
@@ -84,6 +85,7 @@ private:
     Clock::time_point t0_ = Clock::now();
     std::vector<MetricRecord> rows_;
     SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
+    ComputeTime compute_;  // measured or modelled seconds of a step (core/compute_model.h)
     double round_compute_s_ = 0;
     double gloo_real_s_ = 0, real_at_last_round_ = 0;
     int64_t outer_step_ = -1;
@@ -98,6 +100,9 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     net_ = *net;
     auto prepared = prepare_node_data(cfg_, role_, sink, since_s(t0_));
     if (!prepared) return prepared.status();
+    auto compute = ComputeTime::create(cfg_, role_.replica);  // after the vocabulary is known
+    if (!compute) return Status::error(role_.name + ": " + compute.message());
+    compute_ = *compute;
     const PreparedData* data = prepared->get();
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
     // Every node reads its own disjoint part of the training stream; validation is shared. In a run
@@ -344,17 +349,19 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
             break;
         }
         if (stage_rounds_) stage_rounds_->project_writers();  // the `project` constraint (AD5)
-        clock_.compute(s.compute_s);  // compute advances the simulated clock by its measured time
-        round_compute_s_ += s.compute_s;
+        const double compute_s = compute_.train_step(s.compute_s);  // measured, or modelled (flops)
+        clock_.compute(compute_s);
+        round_compute_s_ += compute_s;
         last_loss_ = s.loss;
         record(s.step, metric::kTrainLoss, s.loss);
         record(s.step, metric::kTrainLr, s.lr);
         record(s.step, metric::kTrainGradNorm, s.grad_norm);
         record(s.step, metric::kTrainTokens, static_cast<double>(s.step * tokens_per_step));
-        record(s.step, metric::kTrainComputeS, s.compute_s);
-        record(s.step, metric::kTrainTokensPerS, tokens_per_step / s.compute_s);
+        record(s.step, metric::kTrainComputeS, compute_s);
+        if (compute_.modelled()) record(s.step, metric::kTrainRealComputeS, compute_.take_measured_s());
+        record(s.step, metric::kTrainTokensPerS, tokens_per_step / compute_s);
         clock_.settle_due(s.step);  // results of overlapped exchanges due now: the clock waits for them
-        Status st = algorithm_of(cfg_) == Algorithm::kDdp ? ddp_round(s.step, s.compute_s)
+        Status st = algorithm_of(cfg_) == Algorithm::kDdp ? ddp_round(s.step, compute_s)
                     : stage_rounds_                     ? stage_round(s.step)
                                                         : outer_round(s.step);
         if (!st) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <tuple>
 
+#include "core/compute_model.h"
 #include "core/network.h"
 #include "core/metric_names.h"
 #include "core/skippipe.h"
@@ -113,6 +114,7 @@ private:
     Llama model_{nullptr};
     std::unique_ptr<torch::optim::AdamW> optim_;
     std::unique_ptr<SkipPipeTiming> timing_;
+    ComputeTime compute_;  // measured or modelled op seconds and stage times (core/compute_model.h)
     // Per step: the keys each peer sends this node, in its send order, and what already arrived.
     std::map<int, std::vector<int>> expected_;
     std::map<int, size_t> next_;
@@ -137,6 +139,9 @@ Status SkipPipeWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     auto data = prepare_node_data(cfg_, role_, sink, since_s(t0_));
     if (!data) return data.status();
     data_ = std::move(*data);
+    auto compute = ComputeTime::create(cfg_, 0);  // every node alike: SkipPipe has no node speeds
+    if (!compute) return Status::error(role_.name + ": " + compute.message());
+    compute_ = *compute;
     if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
     configure_compute_threads(static_cast<int>(cfg_.run.threads));
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
@@ -170,7 +175,8 @@ Status SkipPipeWorker::setup(WorkerControl& ctl, MetricSink& sink) {
                       "share %.2f; hop %.2f ms",
                       (long long)b(), (long long)cfg_.model.seq_len, 1e3 * block.fwd_s, 1e3 * block.bwd_s,
                       1e3 * head.fwd_s, 1e3 * head.bwd_s,
-                      cfg_.skippipe.block_s.empty() || cfg_.skippipe.head_s.empty() ? "measured by this node" : "given",
+                      compute_.modelled() ? "compute model"
+                      : cfg_.skippipe.block_s.empty() || cfg_.skippipe.head_s.empty() ? "measured by this node" : "given",
                       p.head_fraction, 1e3 * p.transfer_s);
         sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "skippipe.times", text});
     }
@@ -181,11 +187,15 @@ Status SkipPipeWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     return Status::ok();
 }
 
-// The two compute times the schedules are built from: pinned by the section, or measured by node
-// (0, 0) on its stage-0 module and sent to every other node (32 bytes, uncounted: set-up), so every
-// node schedules with the very same numbers.
+// The two compute times the schedules are built from: the compute model's (compute.model = "flops"),
+// pinned by the section, or measured by node (0, 0) on its stage-0 module and sent to every other node
+// (32 bytes, uncounted: set-up), so every node schedules with the very same numbers.
 Status SkipPipeWorker::stage_times(FwdBwd& block, FwdBwd& head) {
     const auto& k = cfg_.skippipe;
+    if (compute_.modelled()) {  // every node computes the same times: nothing to send
+        block = compute_.skip_block(), head = compute_.skip_head();
+        return Status::ok();
+    }
     std::optional<FwdBwd> block_given, head_given;
     if (!k.block_s.empty()) block_given = FwdBwd{k.block_s[0], k.block_s[1]};
     if (!k.head_s.empty()) head_given = FwdBwd{k.head_s[0], k.head_s[1]};
@@ -324,7 +334,7 @@ Status SkipPipeWorker::train_step(int64_t step, const SkipStepTiming& st, double
             if (o.visit > 0) out = hd.x.grad();
             held.erase(o.path);
         }
-        const double c = since_s(t);
+        const double c = compute_.skip_op(o.kind, o.stage, since_s(t));  // measured, or modelled (flops)
         compute_s += c;
         busy_s_ += o.end - o.start;
         if (observer_) observer_({step, o.path, o.visit, o.stage, o.node, o.kind});  // before its output leaves
@@ -495,6 +505,7 @@ Result<WorkerSummary> SkipPipeWorker::run(WorkerControl& ctl, MetricSink& sink) 
         iter_sum_s_ += st->iter_s, skip_iter_sum_s_ += st->skip.makespan_s;
         compute_s_ += compute;
         record(step_, metric::kTrainComputeS, compute);
+        if (compute_.modelled()) record(step_, metric::kTrainRealComputeS, compute_.take_measured_s());
         if (role_.stage == 0) {
             record(step_, metric::kTrainLoss, last_loss_);
             record(step_, metric::kTrainGradNorm, grad_norm);

@@ -82,17 +82,13 @@ Result<StageStepReport> StageExecutor::step(int64_t iteration, const StageIo& io
             const auto t = Clock::now();
             rep.grad_norm = std::sqrt(total_sq);
             rep.lr = optimizer_step(iteration, rep.grad_norm);
-            const double c = since_s(t);
-            rep.compute_s += c;
-            io.compute(step, c);
+            rep.compute_s += io.compute(step, e, since_s(t));
         } else {
             const auto t = Clock::now();
             auto o = run_op(iteration, e.op, in, own, targets, rep.loss);
             if (!o) return o.status();
             out = std::move(*o);
-            const double c = since_s(t);
-            rep.compute_s += c;
-            io.compute(step, c);
+            rep.compute_s += io.compute(step, e, since_s(t));
         }
     }
     return rep;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/pipeline_program.h"
 #include "core/pipeline_schedule.h"
 #include "core/status.h"
 #include "engine/data/dataset.h"
@@ -27,16 +28,18 @@
 namespace tw {
 
 // The node's side of an iteration: point-to-point messages on the stage link (mesh ranks) and
-// compute segments (seconds measured around each op), each at a metrics step.
+// compute segments, each at a metrics step. A segment is its compute event (a micro-batch's forward
+// or backward, or the optimizer step) with the seconds measured around it; the node returns the
+// seconds its clock advanced by (measured or modelled: core/compute_model.h), which the report sums.
 struct StageIo {
     std::function<Status(int64_t step, int to, const std::vector<uint8_t>& payload)> send;
     std::function<Result<std::vector<uint8_t>>(int from)> recv;
-    std::function<void(int64_t step, double seconds)> compute;
+    std::function<double(int64_t step, const StageEvent& e, double measured_s)> compute;
 };
 
 struct StageStepReport {
     double loss = 0;       // mean over micro-batches (last stage; 0 elsewhere)
-    double compute_s = 0;  // the iteration's compute segments, summed
+    double compute_s = 0;  // the iteration's compute segments as the clock counted them, summed
     double grad_norm = 0;  // the replica's global norm before clipping
     double lr = 0;         // the learning rate used
 };

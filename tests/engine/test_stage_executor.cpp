@@ -55,7 +55,10 @@ TEST(StageExecutor, TwoStagesStepLikeOneTrainerAndSendTheirBoundaries) {
                              return mesh->send(to, p, LinkClass::kInterStage, 0);
                          },
                          [&](int from) { return mesh->recv(from); },
-                         [&](int64_t, double sec) { compute[s] += sec; }};
+                         [&](int64_t, const StageEvent&, double sec) {
+                             compute[s] += sec;
+                             return sec;
+                         }};
         auto r = exec.step(0, io);
         if (!r) return r.message();
         got[s] = *r;
