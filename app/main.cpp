@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
                                          tw::cli::add_runs(app, g), tw::cli::add_bench(app, g),
                                          tw::cli::add_run(app, g), tw::cli::add_sweep(app, g), tw::cli::add_node(app, g), tw::cli::add_keys(app, g),
                                          tw::cli::add_skippipe(app, g),
-                                         tw::cli::add_report(app, g),
+                                         tw::cli::add_report(app, g), tw::cli::add_plan(app, g),
                                          tw::cli::add_hdee(app, g)};
     CLI11_PARSE(app, argc, argv);
     try {

@@ -10,7 +10,7 @@ namespace tw {
 
 // [model] — LLaMA-style decoder, METHODS.md §0. `preset` fills the shape; explicit keys override it.
 struct ModelConfig {
-    std::string preset = "tiny";  // tiny | small | base | paper178m
+    std::string preset = "tiny";  // tiny | small | base | paper178m | paper1b | llama8b
     int64_t vocab_size = 0;       // 0 = take it from the tokenizer / shards
     int64_t d_model = 128;        // residual width
     int64_t n_layer = 4;          // decoder blocks

@@ -51,7 +51,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"run.seed", &c.run.seed, 0, 9.0e15},
         {"run.threads", &c.run.threads, 1, 256},
 
-        {"model.preset", &c.model.preset, -inf, inf, {"tiny", "small", "base", "paper178m"}},
+        {"model.preset", &c.model.preset, -inf, inf, {"tiny", "small", "base", "paper178m", "paper1b", "llama8b"}},
         {"model.vocab_size", &c.model.vocab_size, 0, 1 << 20},
         {"model.d_model", &c.model.d_model, 8, 65536},
         {"model.n_layer", &c.model.n_layer, 1, 1024},
@@ -331,6 +331,8 @@ Status apply_model_preset(const std::string& preset, ModelConfig& m) {
         {"small", {256, 6, 8, 0, 256}},         // ~6M
         {"base", {512, 8, 8, 0, 512}},          // ~27M
         {"paper178m", {1024, 12, 16, 2048, 1024}},  // ~178M with a GPT-2 (50257) tied vocabulary
+        {"paper1b", {2048, 18, 16, 5632, 2048}},    // ~1.03B with the same vocabulary, tied
+        {"llama8b", {4096, 32, 32, 14336, 2048}},   // Llama-3-8B's shape: ~8.0B with its 128,256 vocabulary, untied
     };
     auto it = kPresets.find(preset);
     if (it == kPresets.end()) return Status::error("unknown model preset \"" + preset + "\"");

@@ -1,0 +1,99 @@
+// `thinwire plan [FILE] [--set k=v]... [--compare]`: a layout's bytes, compute, exposed
+// communication, utilisation and simulated wall-clock, instantly and without data, from
+// engine/plan/planner.h (the flops compute model, the codecs' byte formulas, the timeline replay).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "app/commands.h"
+#include "app/toml_file.h"
+#include "core/config_io.h"
+#include "core/network.h"
+#include "engine/plan/planner.h"
+
+namespace tw::cli {
+namespace {
+
+struct PlanArgs {
+    std::string file;
+    std::vector<std::string> sets;
+    bool compare = false;
+};
+
+// The algorithms --compare puts side by side (the layout's other settings kept).
+const std::vector<std::pair<std::string, std::vector<std::string>>>& compared() {
+    static const std::vector<std::pair<std::string, std::vector<std::string>>> rows = {
+        {"DDP", {"outer.algorithm=\"ddp\""}},
+        {"DiLoCo", {"outer.algorithm=\"diloco\""}},
+        {"Streaming DiLoCo FP4", {"outer.algorithm=\"streaming_diloco\"", "outer.dtype=\"fp4\""}},
+        {"SparseLoCo 1.56%", {"outer.algorithm=\"sparseloco\"", "outer.topk_chunk=64", "outer.topk_k=64"}},
+        {"SparseLoCo 3.1%", {"outer.algorithm=\"sparseloco\"", "outer.topk_chunk=64", "outer.topk_k=128"}},
+        {"NoLoCo", {"outer.algorithm=\"noloco\""}},
+        {"DeMo", {"outer.algorithm=\"demo\""}},
+    };
+    return rows;
+}
+
+Result<RunConfig> load(const PlanArgs& a, const std::vector<std::string>& extra) {
+    std::vector<std::string> sets = a.sets;
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    auto cfg = a.file.empty() ? parse_config("", "<plan>", sets) : load_config(a.file, sets);
+    if (cfg && cfg->model.vocab_size <= 0) cfg->model.vocab_size = cfg->data.vocab_size;  // the tokenizer's target size
+    return cfg;
+}
+
+void print_plan(const RunConfig& cfg, const Plan& p) {
+    const NetworkProfile net = unwrap(network_profile(cfg.network));
+    std::printf("plan: %s, %lld replicas, %lld parameters, %s on %s (%.4g TFLOP/s effective), network %s (outer %.4g Mb/s, %.4g ms)\n",
+                cfg.outer.algorithm.c_str(), (long long)cfg.outer.replicas, (long long)p.params,
+                cfg.model.preset.c_str(), cfg.compute.hardware.c_str(), p.effective_flops / 1e12, cfg.network.profile.c_str(),
+                net.outer.bandwidth_bps / 1e6, net.outer.latency_s * 1e3);
+    std::printf("  %lld steps of %lld tokens per replica: %lld tokens in all\n", (long long)p.steps,
+                (long long)(cfg.train.batch_size * cfg.model.seq_len), (long long)p.tokens);
+    std::printf("  %-12s %12s %8s %16s %18s %14s %12s %24s\n", "node", "step (s)", "rounds", "round bytes", "bytes sent",
+                "exposed (s)", "utilisation", "simulated time (s)");
+    for (const PlannedNode& n : p.nodes)
+        std::printf("  %-12s %12.6g %8lld %16llu %18llu %14.6g %11.1f%% %24.17g\n", n.name.c_str(), n.step_s,
+                    (long long)n.rounds, (unsigned long long)n.round_bytes, (unsigned long long)n.total_bytes, n.exposed_s,
+                    100 * n.compute_s / std::max(1e-300, n.compute_s + n.exposed_s), n.sim_s);
+    const double h = p.sim_s() / 3600;
+    std::printf("  simulated wall-clock %.6g s (%.3g h, %.3g days), utilisation %.1f%%\n", p.sim_s(), h, h / 24,
+                100 * p.utilisation());
+}
+
+int run_plan(const PlanArgs& a) {
+    if (!a.compare) {
+        const RunConfig cfg = unwrap(load(a, {}));
+        print_plan(cfg, unwrap(plan_run(cfg)));
+        return 0;
+    }
+    std::printf("  %-22s %16s %18s %14s %12s %20s\n", "algorithm", "round bytes", "bytes per replica", "exposed (s)",
+                "utilisation", "simulated time (s)");
+    for (auto& [label, sets] : compared()) {
+        // A row the layout cannot take (e.g. H not a multiple of Streaming DiLoCo's fragments) says why.
+        auto cfg = load(a, sets);
+        auto planned = cfg ? plan_run(*cfg) : Result<Plan>(cfg.status());
+        if (!planned) {
+            std::printf("  %-22s %s\n", label.c_str(), planned.message().c_str());
+            continue;
+        }
+        const Plan& p = *planned;
+        const PlannedNode& n = p.nodes.front();
+        std::printf("  %-22s %16llu %18llu %14.6g %11.1f%% %20.6g\n", label.c_str(), (unsigned long long)n.round_bytes,
+                    (unsigned long long)n.total_bytes, n.exposed_s, 100 * p.utilisation(), p.sim_s());
+    }
+    return 0;
+}
+
+}  // namespace
+
+Command add_plan(CLI::App& app, const Globals&) {
+    auto args = std::make_shared<PlanArgs>();
+    CLI::App* c = app.add_subcommand("plan", "bytes, compute, exposed communication and wall-clock of a layout, without data");
+    c->add_option("file", args->file, "layout file (default: the built-in defaults)");
+    c->add_option("--set", args->sets, "override a key, e.g. --set model.preset=paper178m --set outer.replicas=8");
+    c->add_flag("--compare", args->compare, "one row per algorithm (DDP, DiLoCo, Streaming DiLoCo FP4, SparseLoCo, NoLoCo, DeMo)");
+    return {c, [args] { return run_plan(*args); }};
+}
+
+}  // namespace tw::cli
