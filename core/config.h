@@ -92,6 +92,10 @@ struct OuterConfig {
     // contribution with an L2 norm above guard_ratio × the lower median of the others' is scaled
     // down to that bound (metric round.guard_clipped). 0 = off; healthy replicas never reach 4×.
     double guard_ratio = 4.0;
+    // Time-budgeted rounds (core/time_budget.h, docs/time_budget.md): simulated seconds of compute per
+    // round; each replica runs as many inner steps as fit (slow nodes fewer), the aggregate weights
+    // replicas by their tokens. 0 = off (every replica runs inner_steps). Needs compute.model = "flops".
+    double round_time_s = 0;
 };
 
 // [network] — simulated links (METHODS.md §10); overrides of 0 keep the profile's value.

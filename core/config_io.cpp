@@ -5,6 +5,7 @@
 #include "core/algorithm.h"
 #include "core/assert.h"
 #include "core/compute_model.h"
+#include "core/time_budget.h"
 #include "core/hash.h"
 #include "core/skippipe.h"
 
@@ -111,6 +112,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"outer.demo_values", &c.outer.demo_values, -inf, inf, {"fp32", "sign"}, "values on the wire"},
         {"outer.demo_sign_update", &c.outer.demo_sign_update, -inf, inf, {}, "sign update"},
         {"outer.guard_ratio", &c.outer.guard_ratio, 0, 1e6, {}, "aggregation guard ratio (0 = off)"},
+        {"outer.round_time_s", &c.outer.round_time_s, 0, 1e12, {}, "simulated seconds per round (0 = off)"},
 
         {"network.profile", &c.network.profile, -inf, inf, {"datacenter", "wan-1g", "wan-100m", "home-20m"}},
         {"network.outer_bandwidth_bps", &c.network.outer_bandwidth_bps, 0, 1e15},
@@ -708,6 +710,7 @@ Status validate_config(const RunConfig& c) {
             p.push_back(std::string(key) + ": " + std::to_string(list->size()) + " entries for " +
                         std::to_string(c.outer.replicas) + " replicas (one per replica, or none)");
     validate_compute(c, p);
+    validate_time_budget(c, p);
     if (c.cluster.heartbeat_timeout_s <= 2 * c.cluster.heartbeat_s)
         p.push_back("cluster.heartbeat_timeout_s must exceed twice cluster.heartbeat_s");
     if (c.cluster.mode == "remote" && c.cluster.endpoints.empty())

@@ -3,6 +3,8 @@
 // what follows a round (AD2's frozen table), so every SimClock call happens as it did live.
 #include "core/timeline.h"
 
+#include <limits>
+
 #include <algorithm>
 #include <deque>
 #include <set>
@@ -88,7 +90,54 @@ void finish(Timeline& t, const std::vector<SimClock>& clocks) {
 
 // ---- full replicas: DDP and the outer algorithms (engine/worker/replica_worker.cpp) ------------------
 
+// Time-budgeted rounds (core/time_budget.h): replicas reach round k after different numbers of
+// steps, so the replay walks rounds, not steps: each node computes up to its k-th round's step,
+// then the round's members meet as the worker's clock rule says (DiLoCo and SparseLoCo: every
+// replica, no overlap).
+Result<Timeline> retime_budgeted(const std::vector<TraceNode>& nodes, const NetworkProfile& net) {
+    const size_t N = nodes.size();
+    Timeline t = empty_timeline(N);
+    std::vector<SimClock> clocks(N);
+    std::vector<std::vector<int64_t>> rounds(N);
+    std::vector<std::map<int64_t, double>::const_iterator> next(N);
+    size_t most = 0;
+    for (size_t i = 0; i < N; ++i) {
+        for (auto& kv : nodes[i].trace.round_bytes) rounds[i].push_back(kv.first);
+        most = std::max(most, rounds[i].size());
+        next[i] = nodes[i].trace.compute_s.begin();
+    }
+    auto advance_to = [&](size_t i, int64_t last) {
+        for (; next[i] != nodes[i].trace.compute_s.end() && next[i]->first <= last; ++next[i]) {
+            clocks[i].compute(next[i]->second);
+            t.clock_at[i][next[i]->first] = clocks[i].now_s();
+        }
+    };
+    for (size_t k = 0; k < most; ++k) {
+        std::vector<double> group;
+        for (size_t i = 0; i < N; ++i)
+            if (k < rounds[i].size()) {
+                advance_to(i, rounds[i][k]);
+                group.push_back(clocks[i].now_s());
+            }
+        for (size_t i = 0; i < N; ++i) {
+            if (k >= rounds[i].size()) continue;
+            const int64_t step = rounds[i][k];
+            std::vector<int> members;
+            for (size_t q = 0; q < N; ++q)
+                if (k < rounds[q].size()) members.push_back(nodes[q].replica);
+            const int64_t hops = hops_at(nodes[i].trace, step);
+            const LinkSpec rl = round_link(net, nodes[i].replica, members, hops);
+            clocks[i].wait_for_round(round_end_s(group, rl, *find_at(nodes[i].trace.round_bytes, step), hops));
+            t.clock_at[i][step] = clocks[i].now_s();
+        }
+    }
+    for (size_t i = 0; i < N; ++i) advance_to(i, std::numeric_limits<int64_t>::max());
+    finish(t, clocks);
+    return t;
+}
+
 Result<Timeline> retime_replicas(const RunConfig& cfg, const std::vector<TraceNode>& nodes, const NetworkProfile& net) {
+    if (cfg.outer.round_time_s > 0 && cfg.cluster.nodes_per_replica == 1) return retime_budgeted(nodes, net);
     const Algorithm algo = algorithm_of(cfg);
     if (algo != Algorithm::kDdp && cfg.cluster.nodes_per_replica > 1)
         return Result<Timeline>::error(std::string("runs whose replicas span several nodes under ") + to_string(algo) +

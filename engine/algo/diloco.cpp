@@ -31,6 +31,7 @@ Status DiLoCo::sync(Collective& c, double sim_clock_s, std::vector<double>* cloc
     std::vector<torch::Tensor> parts;
     for (size_t i = 0; i < params_.size(); ++i) parts.push_back((global_[i] - params_[i]).reshape({-1}));
     auto delta = torch::cat(parts);
+    if (cfg_.contribution_scale != 1.0) delta.mul_(cfg_.contribution_scale);  // time-budgeted rounds
     if (cfg_.topology == Topology::kRing) {
         const auto t_comm = Clock::now();
         // The ring reduces the fp32 Δ itself, with the wire dtype's codec on every hop.

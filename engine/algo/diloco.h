@@ -30,6 +30,10 @@ struct DiLoCoConfig {
     // How Δ travels. The class defaults to the mesh (its direct users, tests and `bench outer`);
     // runs get outer.topology through the registry (diloco_outer.cpp), whose default is the ring.
     Topology topology = Topology::kMesh;
+    // Time-budgeted rounds (core/time_budget.h): this replica's Δ is multiplied by it before the
+    // exchange (R·w_r/Σw), so the plain mean of the mesh or the ring is the token-weighted mean.
+    // 1 = unweighted (and then no multiplication at all, bit for bit as before).
+    double contribution_scale = 1.0;
 };
 
 // Wall-clock seconds (steady clock) of the phases of one sync(), to separate the outer step's own

@@ -2,6 +2,7 @@
 #include "engine/algo/diloco_outer.h"
 
 #include "core/algorithm.h"
+#include "core/time_budget.h"
 #include "core/wire_dtype.h"
 #include "engine/algo/diloco.h"
 #include "engine/algo/streaming_diloco.h"
@@ -94,6 +95,11 @@ Result<std::unique_ptr<OuterAlgorithm>> make_diloco(OuterBuild b) {
     const WireDtype wire = parse_wire_dtype(o.dtype).value();  // checked by diloco_problems
     if (wire == WireDtype::kFp32 || wire == WireDtype::kBf16) {  // DiLoCo's own dense path
         DiLoCoConfig dc{o.lr, o.momentum, wire, o.guard_ratio, topology_of(b.cfg)};
+        if (o.round_time_s > 0) {  // time-budgeted rounds: the token-weighted mean
+            auto plan = time_budget(b.cfg);
+            if (!plan) return plan.status();
+            dc.contribution_scale = plan->mean_scale.at(static_cast<size_t>(b.replica));
+        }
         return std::unique_ptr<OuterAlgorithm>(
             std::make_unique<DiLoCoOuter>(std::move(b.params), dc, o.inner_steps, b.replica, b.replicas));
     }

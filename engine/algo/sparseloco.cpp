@@ -1,6 +1,7 @@
 // SparseLoCo, arXiv 2508.15706: error feedback + chunked Top-k + 2-bit values, aggregated in replica order.
 #include "engine/algo/sparseloco.h"
 
+#include "core/time_budget.h"
 #include "engine/algo/aggregation_guard.h"
 #include "engine/algo/sparse_gather_round.h"
 
@@ -156,14 +157,22 @@ Status SparseLoCo::aggregate(const std::vector<std::vector<uint8_t>>& all, std::
         float* sp = sum.data_ptr<float>();
         std::vector<int32_t> selected(cfg_.aggregation == Aggregation::kMeanOverSelectors ? static_cast<size_t>(numel)
                                                                                           : 0);
+        const bool weighted = !cfg_.replica_weights.empty();
+        std::vector<float> selected_w(weighted && !selected.empty() ? static_cast<size_t>(numel) : 0);
         for (int r = 0; r < R; ++r) {
             const auto& d = dec[static_cast<size_t>(r)][i];
-            const float s = scale[static_cast<size_t>(r)];
+            const float w = weighted ? static_cast<float>(cfg_.replica_weights.at(static_cast<size_t>(r))) : 1.0f;
+            const float s = weighted ? scale[static_cast<size_t>(r)] * w : scale[static_cast<size_t>(r)];
             for (size_t k = 0; k < d.index.size(); ++k) sp[d.index[k]] += d.value[k] * s;
             if (!selected.empty())
                 for (int64_t j : d.index) ++selected[static_cast<size_t>(j)];
+            if (!selected_w.empty())
+                for (int64_t j : d.index) selected_w[static_cast<size_t>(j)] += w;
         }
-        if (selected.empty()) {
+        if (!selected_w.empty()) {  // weighted mean over the selectors
+            for (int64_t j = 0; j < numel; ++j)
+                sp[j] = selected_w[static_cast<size_t>(j)] > 0 ? sp[j] / selected_w[static_cast<size_t>(j)] : 0.0f;
+        } else if (selected.empty()) {
             const float fr = static_cast<float>(R);
             for (int64_t j = 0; j < numel; ++j) sp[j] /= fr;
         } else {
@@ -214,6 +223,14 @@ Result<std::unique_ptr<OuterAlgorithm>> make_sparseloco(OuterBuild b) {
         o.aggregation == "mean_over_selectors" ? Aggregation::kMeanOverSelectors : Aggregation::kMeanOverReplicas;
     sc.clip_median = o.clip_median;
     sc.guard_ratio = o.guard_ratio;
+    if (o.round_time_s > 0) {  // time-budgeted rounds: the token-weighted aggregate
+        auto plan = time_budget(b.cfg);
+        if (!plan) return plan.status();
+        if (static_cast<int64_t>(plan->mean_scale.size()) != b.replicas)
+            return Status::error("sparseloco: outer.round_time_s plans " + std::to_string(plan->mean_scale.size()) +
+                                 " replicas, the run has " + std::to_string(b.replicas));
+        sc.replica_weights = plan->mean_scale;
+    }
     return std::unique_ptr<OuterAlgorithm>(std::make_unique<SparseLoCo>(std::move(b.params), sc, b.replica, b.replicas));
 }
 }  // namespace tw

@@ -38,6 +38,10 @@ struct SparseLoCoConfig {
     Aggregation aggregation = Aggregation::kMeanOverReplicas;
     bool clip_median = false;  // scale each replica's values to at most the median L2 norm (per tensor)
     double guard_ratio = 0;    // aggregation guard over each replica's whole payload (aggregation_guard.h); 0 = off
+    // Time-budgeted rounds (core/time_budget.h): replica r's decoded values are weighted by
+    // replica_weights[r] = R·w_r/Σw in the aggregate (mean over replicas: Σ w_r v_r / Σ w; mean over
+    // selectors: Σ w_r v_r / Σ of the selectors' w). Error feedback is not weighted. Empty = unweighted.
+    std::vector<double> replica_weights;
 };
 
 // Heterogeneous SparseLoCo's hooks (METHODS.md §7) are the outer-algorithm interface's RoundHooks

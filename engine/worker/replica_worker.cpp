@@ -13,6 +13,7 @@
 #include "core/metric_names.h"
 #include "core/network.h"
 #include "core/sim_clock.h"
+#include "core/time_budget.h"
 #include "engine/worker/node_data.h"
 #include "engine/algo/ddp.h"
 #include "engine/algo/outer.h"
@@ -103,6 +104,19 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     auto compute = ComputeTime::create(cfg_, role_.replica);  // after the vocabulary is known
     if (!compute) return Status::error(role_.name + ": " + compute.message());
     compute_ = *compute;
+    if (cfg_.outer.round_time_s > 0) {
+        // Time-budgeted rounds (core/time_budget.h): this replica's H and step total, before the
+        // Trainer (its schedule spans them) and the outer algorithm (its weights) are built.
+        auto plan = time_budget(cfg_);
+        if (!plan) return Status::error(role_.name + ": " + plan.message());
+        cfg_ = budgeted_config(cfg_, *plan, role_.replica);
+        const auto r = static_cast<size_t>(role_.replica);
+        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "time budget",
+                    role_.name + ": " + std::to_string(cfg_.outer.inner_steps) + " inner steps per round of " +
+                        std::to_string(cfg_.outer.round_time_s) + " simulated s (step " +
+                        std::to_string(plan->step_s[r]) + " s), " + std::to_string(cfg_.train.steps) +
+                        " steps in all, weight " + std::to_string(plan->mean_scale[r]) + " of a plain mean"});
+    }
     const PreparedData* data = prepared->get();
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
     // Every node reads its own disjoint part of the training stream; validation is shared. In a run

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Time-budgeted rounds through the CLI (issue 15 item 4, docs/time_budget.md): DiLoCo, 2 replicas on
+# threads, replica 1 at node_speed 0.5, outer.round_time_s = four fast steps' modelled time. The slow
+# replica runs 2 steps per round (half the train.loss rows), both replicas' clocks are equal at every
+# round's end, the fast one no longer waits; with equal speeds and a budget of H steps the run is the
+# plain run to the last bit (losses and clocks); bad settings are refused naming the key.
+# Usage: time_budget_test.sh PATH_TO_THINWIRE
+set -euo pipefail
+tw="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+db="$work/runs.db"
+
+source "$(dirname "$0")/micro_corpus.sh"
+micro_corpus "$work/corpus"
+# The micro model of compute_model_test.sh: 29,374,272 FLOPs per step, 0.029374272 s at 1e9 FLOP/s.
+cat > "$work/micro.toml" <<TOML
+[data]
+corpus = "corpus"
+cache_dir = "cache"
+vocab_size = 200
+[model]
+d_model = 32
+n_layer = 2
+n_head = 2
+seq_len = 32
+tie_embeddings = false
+[train]
+batch_size = 4
+warmup_steps = 2
+eval_every = 10
+steps = 20
+[outer]
+algorithm = "diloco"
+replicas = 2
+inner_steps = 4
+[network]
+profile = "home-20m"
+[compute]
+model = "flops"
+hardware = "custom"
+peak_flops = 1e9
+TOML
+run() {
+  local o rc=0
+  o="$(cd "$work" && "$tw" --db "$db" run micro.toml "$@" 2>&1)" || rc=$?
+  printf '%s\n' "$o"
+  return "$rc"
+}
+id_of() { "$tw" --db "$db" runs list | awk -v n="$1" '$2 == n {print $1}'; }
+csv() { "$tw" --db "$db" runs export "$(id_of "$1")" --format csv; }
+four=0.117497088  # 4 × 0.029374272: exactly four fast steps (×4 is exact in binary)
+
+out="$(run --set run.name=budget --set 'compute.node_speed=[1.0, 0.5]' --set outer.round_time_s=$four)" \
+  || fail "budgeted run failed: $out"
+grep -q "finished" <<<"$out" || fail "budgeted run did not finish: $out"
+c="$(csv budget)"
+n0="$(awk -F, '$7 == "train.loss" && $2 == "replica-0"' <<<"$c" | wc -l)"
+n1="$(awk -F, '$7 == "train.loss" && $2 == "replica-1"' <<<"$c" | wc -l)"
+[ "$n0" -eq 20 ] && [ "$n1" -eq 10 ] || fail "train.loss rows: replica-0 $n0 (want 20), replica-1 $n1 (want 10)"
+# Five rounds each; at every round the two clocks (the records' simulated time) are equal.
+awk -F, '$7 == "round.exposed_comm_s" {t[$2 "," $4] = $6; n[$2]++}
+         END {for (k = 0; k < 5; k++) if (t["replica-0," k] == "" || t["replica-0," k] != t["replica-1," k]) bad = 1
+              exit (bad || n["replica-0"] != 5 || n["replica-1"] != 5)}' <<<"$c" \
+  || fail "round-end clocks differ or rounds missing: $(awk -F, '$7 == "round.exposed_comm_s"' <<<"$c")"
+# Both replicas compute the round's budget: four fast or two slow steps, equal to rounding.
+awk -F, '$7 == "round.compute_s" {v[$2 "," $4] = $8}
+         END {for (k = 0; k < 5; k++) {d = v["replica-0," k] - v["replica-1," k]; if (d * d > 1e-24 || v["replica-0," k] - 0.117497088 > 1e-12 || 0.117497088 - v["replica-0," k] > 1e-12) bad = 1}
+              exit bad}' <<<"$c" \
+  || fail "round.compute_s is not the budget on both: $(awk -F, '$7 == "round.compute_s"' <<<"$c")"
+# The slow replica's steps take exactly twice the fast one's.
+awk -F, '$7 == "train.compute_s" && $2 == "replica-1" && $8 != 0.058748544 {bad = 1} END {exit bad}' <<<"$c" \
+  || fail "replica-1's step is not 0.058748544 s"
+
+# Re-timing on the recorded network reproduces every recorded clock (rounds at different steps).
+rt="$("$tw" --db "$db" runs retime "$(id_of budget)" --network home-20m --rounds)"
+awk 'NF == 4 && $1 ~ /^replica-/ && $4 !~ /%/ {n++; if ($3 != $4) bad = 1} END {exit (bad || n < 4)}' <<<"$rt" \
+  || fail "retime of a budgeted run differs from its recorded clocks: $rt"
+
+# Fixed H = 4 with the same slow node: every round the fast replica waits four fast steps longer than
+# the slow one (which only waits for the exchange); with the budget both wait the same (the exchange).
+out="$(run --set run.name=fixed --set 'compute.node_speed=[1.0, 0.5]')" || fail "fixed-H run failed: $out"
+waits() {  # per round: replica-0's exposed time minus replica-1's
+  awk -F, '$7 == "round.exposed_comm_s" {v[$2 "," $4] = $8}
+           END {for (k = 0; k < 5; k++) printf "%.9f\n", v["replica-0," k] - v["replica-1," k]}'
+}
+[ "$(csv fixed | waits | sort -u)" = "0.117497088" ] || fail "fixed H: the fast replica should wait 4 fast steps more: $(csv fixed | waits)"
+[ "$(waits <<<"$c" | sed 's/^-//' | sort -u)" = "0.000000000" ] || fail "budget: both should wait alike: $(waits <<<"$c")"
+
+# Equal speeds, a budget of exactly H steps: the plain run to the last bit (weights are exactly 1).
+rows() { csv "$1" | awk -F, 'NR > 1 && $7 !~ /real|wall/ {print $2, $3, $4, $6, $7, $8}' | sort; }
+out="$(run --set run.name=plain)" || fail "plain run failed: $out"
+out="$(run --set run.name=budget-equal --set outer.round_time_s=$four)" || fail "equal budget run failed: $out"
+a="$(rows plain)"; b="$(rows budget-equal)"
+[ "$(wc -l <<<"$a")" -gt 100 ] || fail "too few rows: $a"
+[ "$a" = "$b" ] || fail "equal speeds with a budget of H steps differ from the plain run: $(diff <(echo "$a") <(echo "$b") | head)"
+
+# Refusals, each naming the key.
+for bad in "compute.model=measured" "outer.algorithm=noloco" "outer.algorithm=streaming_diloco" "train.steps=18"; do
+  rc=0; o="$(run --set outer.round_time_s=$four --set "$bad" 2>&1)" || rc=$?
+  [ "$rc" -ne 0 ] && grep -q "outer.round_time_s" <<<"$o" || fail "--set $bad with a budget was not refused by key: $o"
+done
+rc=0; o="$(run --set outer.round_time_s=0.01 2>&1)" || rc=$?
+[ "$rc" -ne 0 ] && grep -q "outer.round_time_s .* is shorter than replica 0's step" <<<"$o" \
+  || fail "a budget below one step was not refused: $o"
+echo "time budget: ok"
