@@ -281,7 +281,7 @@ TEST(LayoutModel, AlgorithmKnobsComeFromTheFieldTable) {
     EXPECT_EQ(keys("sparseloco"),
               (std::vector<std::string>{"outer.inner_steps", "outer.lr", "outer.topk_chunk", "outer.topk_k",
                                         "outer.ef_beta", "outer.aggregation", "outer.clip_median",
-                                        "outer.guard_ratio"}));
+                                        "outer.guard_ratio", "outer.round_time_s"}));
     EXPECT_TRUE(keys("none").empty());
     EXPECT_TRUE(keys("ddp").empty());
     EXPECT_TRUE(keys("gossip").empty());
