@@ -35,7 +35,10 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& compared() 
 }
 
 Result<RunConfig> load(const PlanArgs& a, const std::vector<std::string>& extra) {
-    std::vector<std::string> sets = a.sets;
+    // A plan is of the flops model (a measured one has nothing to measure): first, so the layout's
+    // [compute] keys (hardware, node_speed) apply.
+    std::vector<std::string> sets{"compute.model=\"flops\""};
+    sets.insert(sets.end(), a.sets.begin(), a.sets.end());
     sets.insert(sets.end(), extra.begin(), extra.end());
     auto cfg = a.file.empty() ? parse_config("", "<plan>", sets) : load_config(a.file, sets);
     if (cfg && cfg->model.vocab_size <= 0) cfg->model.vocab_size = cfg->data.vocab_size;  // the tokenizer's target size
