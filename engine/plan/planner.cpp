@@ -114,6 +114,10 @@ Result<Plan> plan_run(RunConfig cfg) {
         fragment_of = std::move(*f);
     }
     auto sparse = make_sparseloco_codec(TopkConfig{o.topk_chunk, o.topk_k});
+    // NoLoCo's payload: φ and θ − φ, 2·P fp32 values, to each other member (or around the group's ring).
+    const auto fp32 = make_dense_codec(false);
+    const std::vector<TensorShape> noloco_payload{{"phi", {plan.params}}, {"delta", {plan.params}}};
+    const std::vector<int> everyone = all_replicas(R);
     DctTopkCodec dct(DctTopkConfig{o.demo_chunk, o.demo_topk, o.demo_values == "sign" ? DctValues::kSign : DctValues::kFp32});
 
     std::vector<TraceNode> nodes;
@@ -148,7 +152,7 @@ Result<Plan> plan_run(RunConfig cfg) {
                         // fp32/bf16 run DiLoCo's own path (one segment); int8/fp4 a one-fragment Streaming DiLoCo.
                         const bool own = o.dtype == "fp32" || o.dtype == "bf16";
                         cost = dense_exchange(cfg, *dense, shapes, own ? std::vector<int64_t>{plan.params} : numels(shapes),
-                                              all_replicas(R), r);
+                                              everyone, r);
                     } else {
                         cost = {static_cast<uint64_t>(R - 1) *
                                     sum_wire_bytes(algo == Algorithm::kDeMo ? static_cast<const Codec&>(dct) : *sparse, shapes),
@@ -163,7 +167,7 @@ Result<Plan> plan_run(RunConfig cfg) {
                     std::vector<TensorShape> part;
                     for (size_t i = 0; i < shapes.size(); ++i)
                         if (fragment_of[i] == f) part.push_back(shapes[i]);
-                    cost = dense_exchange(cfg, *dense, part, numels(part), all_replicas(R), r);
+                    cost = dense_exchange(cfg, *dense, part, numels(part), everyone, r);
                     if (o.overlap_steps > 0) tn.trace.round_overlap[step] = o.overlap_steps;
                     break;
                 }
@@ -176,10 +180,7 @@ Result<Plan> plan_run(RunConfig cfg) {
                         for (int m : g)
                             if (m < 64) mask |= uint64_t{1} << m;
                         group.push_back(mask);
-                        // φ and θ − φ, 2·P fp32 values, to each other member (or around the group's ring).
-                        auto fp32 = make_dense_codec(false);
-                        std::vector<TensorShape> two{{"phi", {plan.params}}, {"delta", {plan.params}}};
-                        cost = dense_exchange(cfg, *fp32, two, {2 * plan.params}, g, r);
+                        cost = dense_exchange(cfg, *fp32, noloco_payload, {2 * plan.params}, g, r);
                     }
                     break;
                 }
