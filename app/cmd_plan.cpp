@@ -51,17 +51,24 @@ void print_plan(const RunConfig& cfg, const Plan& p) {
                 cfg.outer.algorithm.c_str(), (long long)cfg.outer.replicas, (long long)p.params,
                 cfg.model.preset.c_str(), cfg.compute.hardware.c_str(), p.effective_flops / 1e12, cfg.network.profile.c_str(),
                 net.outer.bandwidth_bps / 1e6, net.outer.latency_s * 1e3);
+    if (cfg.cluster.stages > 1)
+        std::printf("  %lld full + %lld pipeline replicas of %lld stages (%s, %lld micro-batches, rank %lld %s; stage link %.4g Mb/s, %.4g ms)\n",
+                    (long long)(cfg.outer.replicas - cfg.pipeline_replicas()), (long long)cfg.pipeline_replicas(),
+                    (long long)cfg.cluster.stages, cfg.pipeline.schedule.c_str(), (long long)cfg.pipeline.micro_batches,
+                    (long long)cfg.boundary_rank(cfg.outer.replicas - 1, 0), cfg.pipeline.coord_dtype.c_str(),
+                    net.stage.bandwidth_bps / 1e6, net.stage.latency_s * 1e3);
     std::printf("  %lld steps of %lld tokens per replica: %lld tokens in all\n", (long long)p.steps,
                 (long long)(cfg.train.batch_size * cfg.model.seq_len), (long long)p.tokens);
-    std::printf("  %-12s %12s %8s %16s %18s %14s %12s %24s\n", "node", "step (s)", "rounds", "round bytes", "bytes sent",
-                "exposed (s)", "utilisation", "simulated time (s)");
+    std::printf("  %-14s %12s %8s %16s %18s %18s %14s %12s %24s\n", "node", "step (s)", "rounds", "round bytes",
+                "inter-stage bytes", "bytes sent", "exposed (s)", "utilisation", "simulated time (s)");
     for (const PlannedNode& n : p.nodes)
-        std::printf("  %-12s %12.6g %8lld %16llu %18llu %14.6g %11.1f%% %24.17g\n", n.name.c_str(), n.step_s,
-                    (long long)n.rounds, (unsigned long long)n.round_bytes, (unsigned long long)n.total_bytes, n.exposed_s,
+        std::printf("  %-14s %12.6g %8lld %16llu %18llu %18llu %14.6g %11.1f%% %24.17g\n", n.name.c_str(), n.step_s,
+                    (long long)n.rounds, (unsigned long long)n.round_bytes, (unsigned long long)n.inter_stage_bytes,
+                    (unsigned long long)n.total_bytes, n.exposed_s,
                     100 * n.compute_s / std::max(1e-300, n.compute_s + n.exposed_s), n.sim_s);
     const double h = p.sim_s() / 3600;
-    std::printf("  simulated wall-clock %.6g s (%.3g h, %.3g days), utilisation %.1f%%\n", p.sim_s(), h, h / 24,
-                100 * p.utilisation());
+    std::printf("  simulated wall-clock %.6g s (%.3g h, %.3g days), utilisation %.1f%% (outer sync only: %.1f%%)\n",
+                p.sim_s(), h, h / 24, 100 * p.utilisation(), 100 * p.sync_utilisation());
 }
 
 int run_plan(const PlanArgs& a) {
@@ -70,8 +77,8 @@ int run_plan(const PlanArgs& a) {
         print_plan(cfg, unwrap(plan_run(cfg)));
         return 0;
     }
-    std::printf("  %-22s %16s %18s %14s %12s %20s\n", "algorithm", "round bytes", "bytes per replica", "exposed (s)",
-                "utilisation", "simulated time (s)");
+    std::printf("  %-22s %16s %18s %14s %12s %12s %20s\n", "algorithm", "round bytes", "bytes per replica", "exposed (s)",
+                "utilisation", "sync util.", "simulated time (s)");
     for (auto& [label, sets] : compared()) {
         // A row the layout cannot take (e.g. H not a multiple of Streaming DiLoCo's fragments) says why.
         auto cfg = load(a, sets);
@@ -82,8 +89,8 @@ int run_plan(const PlanArgs& a) {
         }
         const Plan& p = *planned;
         const PlannedNode& n = p.nodes.front();
-        std::printf("  %-22s %16llu %18llu %14.6g %11.1f%% %20.6g\n", label.c_str(), (unsigned long long)n.round_bytes,
-                    (unsigned long long)n.total_bytes, n.exposed_s, 100 * p.utilisation(), p.sim_s());
+        std::printf("  %-22s %16llu %18llu %14.6g %11.1f%% %11.1f%% %20.6g\n", label.c_str(), (unsigned long long)n.round_bytes,
+                    (unsigned long long)n.total_bytes, n.exposed_s, 100 * p.utilisation(), 100 * p.sync_utilisation(), p.sim_s());
     }
     return 0;
 }

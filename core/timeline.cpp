@@ -70,7 +70,7 @@ bool in_mask(const std::vector<uint64_t>* masks, size_t slice, int replica) {
 
 Timeline empty_timeline(size_t n) {
     return Timeline{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), std::vector<double>(n, 0.0),
-                    std::vector<std::map<int64_t, double>>(n)};
+                    std::vector<double>(n, 0.0), std::vector<std::map<int64_t, double>>(n)};
 }
 
 std::set<int64_t> all_steps(const std::vector<TraceNode>& nodes) {
@@ -85,6 +85,7 @@ void finish(Timeline& t, const std::vector<SimClock>& clocks) {
         t.sim_s[i] = clocks[i].now_s();
         t.compute_s[i] = clocks[i].compute_s();
         t.exposed_s[i] = clocks[i].exposed_s();
+        t.sync_exposed_s[i] = clocks[i].sync_exposed_s();
     }
 }
 

@@ -56,6 +56,7 @@ struct Timeline {
     std::vector<double> sim_s;      // per node (in the order given): final clock
     std::vector<double> compute_s;  // total compute
     std::vector<double> exposed_s;  // total waiting: messages, rounds, due results
+    std::vector<double> sync_exposed_s;  // the part of exposed_s spent in outer rounds (SimClock's)
     std::vector<std::map<int64_t, double>> clock_at;  // step → clock at the end of that step (after its round)
 };
 

@@ -51,9 +51,9 @@ same() {  # label, replicas, --set arguments...
   while read -r node clock; do
     nodes=$((nodes + 1))
     local planned bytes sent
-    planned="$(awk -v n="$node" '$1 == n && NF == 8 {print $8}' <<<"$plan")"
+    planned="$(awk -v n="$node" '$1 == n && NF == 9 {print $9}' <<<"$plan")"
     [ "$planned" = "$clock" ] || fail "$label: $node's clock: run $clock, plan $planned"$'\n'"$plan"$'\n'"$rt"
-    bytes="$(awk -v n="$node" '$1 == n && NF == 8 {print $5}' <<<"$plan")"
+    bytes="$(awk -v n="$node" '$1 == n && NF == 9 {print $6}' <<<"$plan")"
     sent="$(awk -v n="$node" '$1 == n && NF == 10 {print $5 + $7}' <<<"$out")"
     [ "$((bytes + 8 * (replicas - 1)))" = "$sent" ] || fail "$label: $node's bytes: run $sent, plan $bytes + checks"$'\n'"$plan"$'\n'"$out"
   done < <(awk '$2 == "final" {print $1, $3}' <<<"$rt")

@@ -1,0 +1,171 @@
+// The planner's runs with pipeline replicas; see pipeline_plan.h.
+#include "engine/plan/pipeline_plan.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "core/compute_model.h"
+#include "core/model_size.h"
+#include "core/pipeline_program.h"
+#include "engine/codec/codec.h"
+#include "engine/pipeline/activation_codec.h"
+#include "engine/pipeline/hetero.h"
+#include "engine/pipeline/subspace.h"
+
+namespace tw {
+namespace {
+
+// Message sizes a pipeline replica's stage nodes send, from the codecs' own byte functions.
+class MessageSizes {
+public:
+    static Result<MessageSizes> create(const RunConfig& cfg) {
+        MessageSizes m;
+        m.cfg_ = &cfg;
+        auto c = parse_coord_dtype(cfg.pipeline.coord_dtype);
+        if (!c) return c.status();
+        m.coord_ = *c;
+        m.dense_ = make_dense_codec(cfg.model.d_model);
+        m.b_ = cfg.train.batch_size / cfg.pipeline.micro_batches;
+        // AD2's table: under SparseLoCo stage 0 forwards tok_emb's part of every member's round
+        // payload (engine/algo/sparseloco.cpp leading_tensor_payloads), else T_fixed in fp32.
+        const int64_t V = cfg.model.vocab_size, d = cfg.model.d_model;
+        if (algorithm_of(cfg) == Algorithm::kSparseLoCo)
+            m.table_ = static_cast<uint64_t>(cfg.outer.replicas) *
+                       make_sparseloco_codec(TopkConfig{cfg.outer.topk_chunk, cfg.outer.topk_k})->wire_bytes({V, d});
+        else
+            m.table_ = static_cast<uint64_t>(V * d) * 4;
+        return m;
+    }
+
+    // What stage `stage` of pipeline replica `replica` sends in event `e` (a kSend).
+    uint64_t of(const StageEvent& e, int replica, int stage) const {
+        const int64_t T = cfg_->model.seq_len;
+        switch (e.payload) {
+            case StagePayload::kActivation: {  // the stage's output codec: boundary `stage`
+                const int64_t k = cfg_->boundary_rank(replica, stage);
+                return k == 0 ? dense_->forward_bytes(b_, T)
+                              : forward_wire_bytes(b_, T, cfg_->model.d_model, k, coord_, cfg_->model.vocab_size);
+            }
+            case StagePayload::kGradient: {  // the stage's input codec: boundary `stage` − 1
+                const int64_t k = cfg_->boundary_rank(replica, stage - 1);
+                return k == 0 ? dense_->backward_bytes(b_, T) : backward_wire_bytes(b_, T, cfg_->model.d_model, k, coord_);
+            }
+            case StagePayload::kGradNormSq:
+                return 8;  // one double (engine/worker/stage_executor.cpp)
+            case StagePayload::kFrozenTable:
+                return table_;
+            default:
+                return 0;
+        }
+    }
+
+private:
+    MessageSizes() = default;
+    const RunConfig* cfg_ = nullptr;
+    WireDtype coord_{};
+    std::unique_ptr<ActivationCodec> dense_;
+    int64_t b_ = 1;       // sequences per micro-batch
+    uint64_t table_ = 0;  // one AD2 frozen-table message
+};
+
+// Sends of `events` into `out` (clock.send_bytes rows, in order); returns their sum.
+uint64_t record_sends(const std::vector<StageEvent>& events, const MessageSizes& sizes, int replica, int stage,
+                      std::vector<uint64_t>& out) {
+    uint64_t sum = 0;
+    for (const StageEvent& e : events)
+        if (e.kind == StageEventKind::kSend) out.push_back(sizes.of(e, replica, stage)), sum += out.back();
+    return sum;
+}
+
+void add_round(PlannedNode& pn, NodeTrace& t, int64_t step, uint64_t bytes, int64_t hops,
+               const std::vector<uint64_t>& groups) {
+    t.round_bytes[step] = bytes;
+    if (hops != 1) t.round_hops[step] = hops;
+    if (!groups.empty()) t.round_group[step] = groups;
+    if (pn.rounds++ == 0) pn.round_bytes = bytes;
+    pn.total_bytes += bytes;
+}
+
+}  // namespace
+
+Result<PlannedTraces> plan_pipeline_traces(const RunConfig& cfg, const RoundCosts& costs) {
+    const int R = static_cast<int>(cfg.outer.replicas), S = static_cast<int>(cfg.cluster.stages);
+    const int64_t steps = cfg.train.steps;
+    // Each stage's tensors in the stage module's order (the whole model's, filtered: LibTorch lists
+    // a module's own tensors before its blocks', engine/model/llama.cpp).
+    std::vector<std::vector<TensorShape>> stage_tensors(static_cast<size_t>(S));
+    for (auto& t : model_tensors(cfg.model)) stage_tensors[static_cast<size_t>(stage_of_param(cfg.model, t.name, S))].push_back(t);
+    auto sizes = MessageSizes::create(cfg);
+    if (!sizes) return sizes.status();
+
+    PlannedTraces out;
+    for (int r = 0; r < R; ++r) {
+        if (!cfg.is_pipeline_replica(r)) {
+            // A full replica: the whole model's step, and every H steps S stage rounds back to back.
+            auto ct = ComputeTime::create(cfg, r);
+            if (!ct) return ct.status();
+            PlannedNode pn;
+            pn.name = "replica-" + std::to_string(r);
+            pn.replica = r;
+            pn.step_s = ct->train_step(0.0);
+            TraceNode tn{pn.name, r, -1, -1, {}};
+            for (int64_t step = 1; step <= steps; ++step) {
+                tn.trace.compute_s[step] = pn.step_s;
+                uint64_t bytes = 0;
+                int64_t hops = 1;
+                bool synced = false;
+                std::vector<uint64_t> groups;
+                for (int s = 0; s < S; ++s) {
+                    const RoundCost c = costs.at(step, r, stage_tensors[static_cast<size_t>(s)]);
+                    if (!c.synced) continue;
+                    synced = true;
+                    bytes += c.bytes, hops = std::max(hops, c.hops);
+                    if (c.group) groups.push_back(c.group);
+                }
+                if (synced) add_round(pn, tn.trace, step, bytes, hops, groups);
+            }
+            out.nodes.push_back(pn);
+            out.traces.push_back(std::move(tn));
+            continue;
+        }
+        for (int s = 0; s < S; ++s) {
+            auto ct = ComputeTime::create(cfg, r, s);
+            if (!ct) return ct.status();
+            PlannedNode pn;
+            pn.name = "replica-" + std::to_string(r) + "." + std::to_string(s);
+            pn.replica = r;
+            pn.stage = s;
+            TraceNode tn{pn.name, r, s, -1, {}};
+            const std::vector<StageEvent> table = frozen_table_events(cfg, r, s);
+            if (frozen_table_at_start(cfg) && !table.empty()) {
+                std::vector<uint64_t> sent;
+                pn.inter_stage_bytes += record_sends(table, *sizes, r, s, sent);
+                if (!sent.empty()) tn.trace.sent_bytes[0] = std::move(sent);
+            }
+            for (int64_t step = 1; step <= steps; ++step) {
+                std::vector<double> segments;
+                std::vector<uint64_t> sent;
+                double compute = 0;
+                const std::vector<StageEvent> events = stage_iteration(cfg, r, s, step - 1);
+                for (const StageEvent& e : events)
+                    if (e.kind == StageEventKind::kCompute) segments.push_back(ct->stage_segment(e, 0.0)), compute += segments.back();
+                pn.inter_stage_bytes += record_sends(events, *sizes, r, s, sent);
+                if (step == 1) pn.step_s = compute;
+                tn.trace.compute_s[step] = compute;  // the iteration's segments summed, as the worker stores it
+                tn.trace.segments_s[step] = std::move(segments);
+                const RoundCost c = costs.at(step, r, stage_tensors[static_cast<size_t>(s)]);
+                if (c.synced) {
+                    add_round(pn, tn.trace, step, c.bytes, c.hops, c.group ? std::vector<uint64_t>{c.group} : std::vector<uint64_t>{});
+                    pn.inter_stage_bytes += record_sends(table, *sizes, r, s, sent);  // AD2 after the round
+                }
+                if (!sent.empty()) tn.trace.sent_bytes[step] = std::move(sent);
+            }
+            pn.total_bytes += pn.inter_stage_bytes;
+            out.nodes.push_back(pn);
+            out.traces.push_back(std::move(tn));
+        }
+    }
+    return out;
+}
+
+}  // namespace tw
