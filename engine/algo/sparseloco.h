@@ -17,6 +17,7 @@
 // bound (aggregation_guard.h). Then plain outer SGD, θ_global ← θ_global − η·Δ̄, and θ_r ← θ_global.
 #pragma once
 
+#include "core/topology.h"
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,6 +39,7 @@ struct SparseLoCoConfig {
     Aggregation aggregation = Aggregation::kMeanOverReplicas;
     bool clip_median = false;  // scale each replica's values to at most the median L2 norm (per tensor)
     double guard_ratio = 0;    // aggregation guard over each replica's whole payload (aggregation_guard.h); 0 = off
+    Topology topology = Topology::kMesh;  // mesh or hub (core/topology.h)
 };
 
 // Heterogeneous SparseLoCo's hooks (METHODS.md §7) are the outer-algorithm interface's RoundHooks
