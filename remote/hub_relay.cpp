@@ -7,6 +7,7 @@
 #include <optional>
 #include <zmq.hpp>
 
+#include "remote/little_endian.h"
 #include "remote/poll.h"
 
 namespace tw {
@@ -20,33 +21,12 @@ constexpr uint8_t kOk = 0, kRefused = 1;
 constexpr size_t kRequestHeader = 48, kReplyHeader = 16;
 constexpr int kOuter = static_cast<int>(LinkClass::kOuterSync);
 
-void put_u32(uint8_t* p, uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put_u64(uint8_t* p, uint64_t v) {
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint32_t get_u32(const uint8_t* p) {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p[i]) << (8 * i);
-    return v;
-}
-uint64_t get_u64(const uint8_t* p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-    return v;
-}
-void put_f64(uint8_t* p, double d) {
-    uint64_t v;
-    std::memcpy(&v, &d, 8);
-    put_u64(p, v);
-}
-double get_f64(const uint8_t* p) {
-    const uint64_t v = get_u64(p);
-    double d;
-    std::memcpy(&d, &v, 8);
-    return d;
-}
+using le::get_f64;
+using le::get_u32;
+using le::get_u64;
+using le::put_f64;
+using le::put_u32;
+using le::put_u64;
 
 void request_header(uint8_t* h, uint8_t op, uint32_t rank, uint32_t members, uint64_t round, uint64_t len,
                     double clock, uint64_t token) {
@@ -88,17 +68,11 @@ Result<std::unique_ptr<HubRelay>> HubRelay::start(std::shared_ptr<zmq::context_t
         s->zap_ = std::move(*zap);
         s->zap_->allow(kZapHub, s->opts_.member_keys);
     }
-    try {
-        s->sock_ = std::make_unique<zmq::socket_t>(*s->ctx_, zmq::socket_type::router);
-        s->sock_->set(zmq::sockopt::linger, 0);
-        if (curve) curve_server(*s->sock_, s->opts_.keys, kZapHub);
-        s->sock_->set(zmq::sockopt::maxmsgsize,
-                      static_cast<int64_t>(s->opts_.max_payload_bytes + (uint64_t{64} << 10)));
-        s->sock_->bind(endpoint);
-        s->endpoint_ = s->sock_->get(zmq::sockopt::last_endpoint);
-    } catch (const zmq::error_t& e) {
-        return R::error("hub: cannot bind " + endpoint + ": " + e.what());
-    }
+    // A frame more than 64 KiB over the payload limit drops its sender's connection unread.
+    auto bound = bind_router(*s->ctx_, endpoint, static_cast<int64_t>(s->opts_.max_payload_bytes + (uint64_t{64} << 10)),
+                             s->opts_.keys, kZapHub);
+    if (!bound) return R::error("hub: " + bound.message());
+    s->router_ = std::move(*bound);
     HubRelay* raw = s.get();
     s->thread_ = std::thread([raw] { raw->serve(); });
     return s;
@@ -107,13 +81,7 @@ Result<std::unique_ptr<HubRelay>> HubRelay::start(std::shared_ptr<zmq::context_t
 HubRelay::~HubRelay() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
-    if (sock_) {
-        try {
-            sock_->unbind(endpoint_);
-        } catch (const zmq::error_t&) {
-        }
-        sock_->close();
-    }
+    close_router(router_);
 }
 
 ByteCounters HubRelay::counters() const {
@@ -122,7 +90,7 @@ ByteCounters HubRelay::counters() const {
 }
 
 void HubRelay::serve() {
-    zmq::socket_t& sock = *sock_;
+    zmq::socket_t& sock = *router_.sock;
     const int R = opts_.members;
     struct Round {
         std::vector<std::optional<std::vector<uint8_t>>> payload;
@@ -175,12 +143,12 @@ void HubRelay::serve() {
             bytes += r.payload[i]->size();
             ++msgs;
         }
-        reply(p.peer, kDownload, kOk, p.round, std::move(frames));
-        {
+        {  // counted before the reply leaves, so a member that holds it sees the relay's count include it
             std::lock_guard<std::mutex> lock(counters_mu_);
             counters_.sent_bytes[kOuter] += bytes;
             counters_.sent_msgs[kOuter] += msgs;
         }
+        reply(p.peer, kDownload, kOk, p.round, std::move(frames));
         if (++r.downloaded == R) rounds.erase(p.round);
     };
 

@@ -40,6 +40,7 @@
 #include "core/collective.h"
 #include "core/status.h"
 #include "remote/curve.h"
+#include "remote/router_server.h"
 
 namespace zmq {
 class context_t;
@@ -77,7 +78,7 @@ public:
                                                    HubRelayOptions opts);
     ~HubRelay();
 
-    const std::string& endpoint() const { return endpoint_; }  // as bound (a real port)
+    const std::string& endpoint() const { return router_.endpoint; }  // as bound (a real port)
     uint64_t refused() const { return refused_.load(); }
     // Payload bytes received (uploads) and sent (downloads), counted on the outer-sync link.
     ByteCounters counters() const;
@@ -88,8 +89,7 @@ private:
 
     std::shared_ptr<zmq::context_t> ctx_;
     std::unique_ptr<ZapHandler> zap_;  // with keys: the relay's own context's ZAP handler
-    std::unique_ptr<zmq::socket_t> sock_;
-    std::string endpoint_;
+    BoundRouter router_;               // its socket is the serving thread's
     HubRelayOptions opts_;
     std::thread thread_;
     std::atomic<bool> stop_{false};

@@ -43,6 +43,18 @@ std::vector<uint8_t> payload_of(int rank, uint64_t round, size_t n) {
     return p;
 }
 
+// Members 0 and 1 complete round 0 together and each receives the other's payload.
+void honest_round(HubClient& a, HubClient& b) {
+    Result<std::vector<std::vector<uint8_t>>> ra = Status::error("not run");
+    std::thread t([&] { ra = a.round(0, payload_of(0, 0, 64), 1.0, nullptr, 20000); });
+    auto rb = b.round(0, payload_of(1, 0, 64), 2.0, nullptr, 20000);
+    t.join();
+    ASSERT_TRUE(ra) << ra.message();
+    ASSERT_TRUE(rb) << rb.message();
+    EXPECT_EQ((*ra)[1], payload_of(1, 0, 64));
+    EXPECT_EQ((*rb)[0], payload_of(0, 0, 64));
+}
+
 TEST(HubRelay, EveryMemberUploadsOnceAndReceivesTheOthersInRankOrderWithExactBytes) {
     auto ctx = std::make_shared<zmq::context_t>(1);
     constexpr int R = 3;
@@ -116,14 +128,7 @@ TEST(HubRelay, MalformedUploadsAreRefusedWithAClearMessageAndTheRelayKeepsServin
     auto a = client(ctx, (*relay)->endpoint(), 0, R);
     auto b = client(ctx, (*relay)->endpoint(), 1, R);
     ASSERT_TRUE(a && b);
-    Result<std::vector<std::vector<uint8_t>>> ra = Status::error("not run");
-    std::thread t([&] { ra = (*a)->round(0, payload_of(0, 0, 64), 1.0, nullptr, 20000); });
-    auto rb = (*b)->round(0, payload_of(1, 0, 64), 2.0, nullptr, 20000);
-    t.join();
-    ASSERT_TRUE(ra) << ra.message();
-    ASSERT_TRUE(rb) << rb.message();
-    EXPECT_EQ((*ra)[1], payload_of(1, 0, 64));
-    EXPECT_EQ((*rb)[0], payload_of(0, 0, 64));
+    honest_round(**a, **b);
 
     // A second upload of a round already uploaded is refused too.
     s = (*hostile)->raw_upload(0, R, 0, p.size(), p);
@@ -206,14 +211,7 @@ TEST(HubRelay, WithKeysEachRankIsBoundToItsMembersKey) {
     auto a = client(ctx, ep, 0, R, kToken, *k0, server->public_key);
     auto b = client(ctx, ep, 1, R, kToken, *k1, server->public_key);
     ASSERT_TRUE(a && b);
-    Result<std::vector<std::vector<uint8_t>>> ra = Status::error("not run");
-    std::thread t([&] { ra = (*a)->round(0, payload_of(0, 0, 64), 1.0, nullptr, 20000); });
-    auto rb = (*b)->round(0, payload_of(1, 0, 64), 2.0, nullptr, 20000);
-    t.join();
-    ASSERT_TRUE(ra) << ra.message();
-    ASSERT_TRUE(rb) << rb.message();
-    EXPECT_EQ((*ra)[1], payload_of(1, 0, 64));
-    EXPECT_EQ((*rb)[0], payload_of(0, 0, 64));
+    honest_round(**a, **b);
     EXPECT_EQ((*relay)->refused(), 1u);
 }
 
