@@ -20,6 +20,10 @@
 #include "core/layout.h"
 #include "core/data_fingerprint.h"
 #include "core/metric_names.h"
+#include "core/hub_endpoint.h"
+#include "core/model_size.h"
+#include "remote/hub_relay.h"
+#include "remote/protocol.h"
 #include "remote/cluster.h"
 #include "remote/coordinator.h"
 #include "storage/run_store.h"
@@ -109,6 +113,34 @@ void Session::body(RunConfig cfg) {
     const DataFingerprint fingerprint = unwrap(parse_data_fingerprint(reports.front().fingerprint));
     std::vector<NodeRole> roles = unwrap(assign_roles(cfg, endpoints, free_tcp_port));
     for (NodeRole& r : roles) r.data_fingerprint = to_wire(fingerprint);
+    // outer.topology = "hub": the relay runs here, in the coordinator, on cluster.hub_endpoint
+    // (loopback on a free port when unset: thread and child-process nodes reach it). It admits only
+    // requests with the run's token, and with keys only the members' keys, each for its own rank.
+    std::unique_ptr<HubRelay> hub;
+    if (uses_hub(cfg)) {
+        if (cfg.cluster.stages > 1)
+            throw Error("outer.topology = hub: pipeline replicas sync per stage, which the relay does not serve yet "
+                        "(use outer.topology = mesh)");
+        const uint64_t token = random_token();
+        HubRelayOptions ho;
+        ho.members = static_cast<int>(cfg.outer.replicas);
+        ho.token = token;
+        ho.max_payload_bytes = largest_data_frame_bytes(cfg);
+        ho.log = [](const std::string& line) { std::fprintf(stderr, "thinwire: %s\n", line.c_str()); };
+        if (!copts.keys.empty()) {
+            ho.keys = copts.keys;
+            ho.member_keys.assign(static_cast<size_t>(ho.members), "");
+            for (size_t i = 0; i < roles.size(); ++i)
+                if (roles[i].mesh_rank >= 0 && roles[i].mesh_rank < ho.members)
+                    ho.member_keys[static_cast<size_t>(roles[i].mesh_rank)] = copts.node_keys.at(i);
+        }
+        const std::string listen = cfg.cluster.hub_endpoint.empty() ? "tcp://127.0.0.1:*" : cfg.cluster.hub_endpoint;
+        hub = unwrap(HubRelay::start(ctx, listen, std::move(ho)));
+        for (NodeRole& r : roles) {
+            r.mesh_token = token;
+            if (r.mesh_rank >= 0) r.hub_endpoint = cfg.cluster.hub_endpoint.empty() ? hub->endpoint() : cfg.cluster.hub_endpoint;
+        }
+    }
 
     out.run_id = unwrap(store.create_run(cfg.run.name, "run", to_toml(cfg), config_hash(cfg), cfg.run.seed));
     check(store.set_run_group(out.run_id, group_, cfg.cluster.mode));
@@ -218,6 +250,19 @@ void Session::body(RunConfig cfg) {
                                        outcome->status == RunStatus::kFinished ? EventLevel::kInfo : EventLevel::kError,
                                        to_string(outcome->status), outcome->reason}); !st)
         std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
+    if (hub) {
+        // The relay's own byte counts (uploads received, downloads sent), beside the nodes' counters.
+        const ByteCounters hb = hub->counters();
+        const int k = static_cast<int>(LinkClass::kOuterSync);
+        if (Status st = store.add_event(out.run_id, {since_s(t0), "coordinator", EventLevel::kInfo, "hub",
+                                                     "hub relay: received " + std::to_string(hb.recv_bytes[k]) +
+                                                         " B in " + std::to_string(hb.recv_msgs[k]) + " uploads, sent " +
+                                                         std::to_string(hb.sent_bytes[k]) + " B in " +
+                                                         std::to_string(hb.sent_msgs[k]) + " payloads, refused " +
+                                                         std::to_string(hub->refused())});
+            !st)
+            std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
+    }
     check(store.finish_run(out.run_id, outcome->status, outcome->reason));
     for (size_t i = 0; i < roles.size(); ++i) out.summary[roles[i].name] = coord->nodes()[i].summary;
     publish(coord->nodes());

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 
+#include "core/algorithm.h"
 #include "core/compute_model.h"
 #include "core/model_size.h"
 #include "core/network.h"
+#include "core/topology.h"
 #include "engine/plan/pipeline_plan.h"
 #include "engine/plan/round_cost.h"
 
@@ -18,6 +20,10 @@ Status refuse_unplannable(const RunConfig& cfg) {
     if (cfg.cluster.nodes_per_replica > 1)
         return Status::error("plan: replicas of several nodes (cluster.nodes_per_replica " +
                              std::to_string(cfg.cluster.nodes_per_replica) + ") are not planned yet");
+    if (cfg.cluster.stages > 1 && algorithm_of(cfg) != Algorithm::kNone && cfg.outer.replicas >= 2 &&
+        topology_of(cfg) == Topology::kHub)
+        return Status::error("plan: outer.topology = hub with pipeline replicas is not planned (stage groups exchange "
+                             "over the mesh; the hub relays runs of full replicas)");
     if (cfg.model.vocab_size <= 0) return Status::error("plan: model.vocab_size must be set (there is no tokenizer to ask)");
     return Status::ok();
 }
@@ -46,8 +52,8 @@ Result<PlannedTraces> replica_traces(const RunConfig& cfg, const RoundCosts& cos
             if (cost.hops != 1) tn.trace.round_hops[step] = cost.hops;
             if (cost.overlap > 0) tn.trace.round_overlap[step] = cost.overlap;
             if (cost.group) tn.trace.round_group[step] = {cost.group};
-            if (pn.rounds++ == 0) pn.round_bytes = cost.bytes;
-            pn.total_bytes += cost.bytes;
+            if (pn.rounds++ == 0) pn.round_bytes = cost.sent_bytes();
+            pn.total_bytes += cost.sent_bytes();
         }
         out.nodes.push_back(pn);
         out.traces.push_back(std::move(tn));

@@ -95,7 +95,7 @@ RoundCost RoundCosts::at(int64_t step, int r, const std::vector<TensorShape>& te
     RoundCost cost;
     switch (algorithm_of(cfg_)) {
         case Algorithm::kDdp:
-            if (R_ > 1) cost = {true, ring_sent_bytes_dense(sum_numel(tensors), 4, R_, r), ring_hops(R_)};
+            if (R_ > 1) cost.synced = true, cost.bytes = ring_sent_bytes_dense(sum_numel(tensors), 4, R_, r), cost.hops = ring_hops(R_);
             return cost;
         case Algorithm::kDiLoCo: {
             if (step % o.inner_steps != 0) return cost;
@@ -108,7 +108,17 @@ RoundCost RoundCosts::at(int64_t step, int r, const std::vector<TensorShape>& te
         case Algorithm::kDeMo: {
             if (step % o.inner_steps != 0) return cost;
             const Codec& codec = algorithm_of(cfg_) == Algorithm::kDeMo ? static_cast<const Codec&>(*dct_) : *sparse_;
-            return {true, static_cast<uint64_t>(R_ - 1) * sum_wire_bytes(codec, tensors), 1};
+            // Sparse payloads: the mesh sends its payload to the R − 1 others in one hop; the hub
+            // uploads it once and downloads the R − 1 others' (recorded as R payloads in 2 hops, as
+            // sparse_gather_round reports them).
+            const uint64_t payload = sum_wire_bytes(codec, tensors);
+            cost.synced = true;
+            if (topology_of(cfg_) == Topology::kHub) {
+                cost.bytes = static_cast<uint64_t>(R_) * payload, cost.hops = 2, cost.sent = payload;
+            } else {
+                cost.bytes = static_cast<uint64_t>(R_ - 1) * payload;
+            }
+            return cost;
         }
         case Algorithm::kStreamingDiLoCo: {
             const int64_t every = o.inner_steps / o.fragments;

@@ -24,10 +24,13 @@ class DctTopkCodec;
 
 struct RoundCost {
     bool synced = false;  // false: this step has no round (nothing else is set)
-    uint64_t bytes = 0;   // payload bytes the replica sends in the round
+    uint64_t bytes = 0;   // what the round's trace records (round.bytes): what its clock pays for
+    uint64_t sent = 0;    // what the transport counts as sent when it differs from `bytes` (a hub's
+                          // upload); 0 = bytes
     int64_t hops = 1;     // sequential transfers (a ring's 2·(R−1)); 1 = one all-gather
     int64_t overlap = 0;  // Streaming DiLoCo's τ: steps until the result is applied; 0 = waited for
     uint64_t group = 0;   // NoLoCo: bitmask of the replicas of this replica's group; 0 = every replica
+    uint64_t sent_bytes() const { return sent ? sent : bytes; }
 };
 
 class RoundCosts {
