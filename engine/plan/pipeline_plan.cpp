@@ -48,7 +48,8 @@ public:
             }
             case StagePayload::kGradient: {  // the stage's input codec: boundary `stage` − 1
                 const int64_t k = cfg_->boundary_rank(replica, stage - 1);
-                return k == 0 ? dense_->backward_bytes(b_, T) : backward_wire_bytes(b_, T, cfg_->model.d_model, k, coord_);
+                return k == 0 ? dense_->backward_bytes(b_, T)
+                              : backward_wire_bytes(b_, T, cfg_->model.d_model, k, coord_);
             }
             case StagePayload::kGradNormSq:
                 return 8;  // one double (engine/worker/stage_executor.cpp)
@@ -94,7 +95,8 @@ Result<PlannedTraces> plan_pipeline_traces(const RunConfig& cfg, const RoundCost
     // Each stage's tensors in the stage module's order (the whole model's, filtered: LibTorch lists
     // a module's own tensors before its blocks', engine/model/llama.cpp).
     std::vector<std::vector<TensorShape>> stage_tensors(static_cast<size_t>(S));
-    for (auto& t : model_tensors(cfg.model)) stage_tensors[static_cast<size_t>(stage_of_param(cfg.model, t.name, S))].push_back(t);
+    for (auto& t : model_tensors(cfg.model))
+        stage_tensors[static_cast<size_t>(stage_of_param(cfg.model, t.name, S))].push_back(t);
     auto sizes = MessageSizes::create(cfg);
     if (!sizes) return sizes.status();
 
@@ -148,14 +150,16 @@ Result<PlannedTraces> plan_pipeline_traces(const RunConfig& cfg, const RoundCost
                 double compute = 0;
                 const std::vector<StageEvent> events = stage_iteration(cfg, r, s, step - 1);
                 for (const StageEvent& e : events)
-                    if (e.kind == StageEventKind::kCompute) segments.push_back(ct->stage_segment(e, 0.0)), compute += segments.back();
+                    if (e.kind == StageEventKind::kCompute)
+                        segments.push_back(ct->stage_segment(e, 0.0)), compute += segments.back();
                 pn.inter_stage_bytes += record_sends(events, *sizes, r, s, sent);
                 if (step == 1) pn.step_s = compute;
                 tn.trace.compute_s[step] = compute;  // the iteration's segments summed, as the worker stores it
                 tn.trace.segments_s[step] = std::move(segments);
                 const RoundCost c = costs.at(step, r, stage_tensors[static_cast<size_t>(s)]);
                 if (c.synced) {
-                    add_round(pn, tn.trace, step, c.bytes, c.hops, c.group ? std::vector<uint64_t>{c.group} : std::vector<uint64_t>{});
+                    add_round(pn, tn.trace, step, c.bytes, c.hops,
+                              c.group ? std::vector<uint64_t>{c.group} : std::vector<uint64_t>{});
                     pn.inter_stage_bytes += record_sends(table, *sizes, r, s, sent);  // AD2 after the round
                 }
                 if (!sent.empty()) tn.trace.sent_bytes[step] = std::move(sent);

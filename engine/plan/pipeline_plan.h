@@ -16,8 +16,9 @@
 //                  T_fixed itself (V·d fp32); per round its stage's bytes (round_cost.h).
 // planner.cpp replays these traces with core/timeline.h's retime, as `runs retime` does.
 //
-// Not planned here: the start-up weight checks (8 bytes per stage to each other holder) and the
-// evaluation's dense forwards (not counted by a run either).
+// Units: seconds, bytes; steps are 1-based inner steps (0: before the first). Not planned here: the
+// start-up weight checks (8 bytes per stage to each other holder) and the evaluation's dense
+// forwards (not counted by a run either).
 #pragma once
 
 #include <vector>
@@ -31,8 +32,8 @@
 namespace tw {
 
 struct PlannedTraces {
-    std::vector<PlannedNode> nodes;   // the run's nodes in mesh order (replica 0's, then replica 1's, ...)
-    std::vector<TraceNode> traces;    // the same nodes' traces, for retime
+    std::vector<PlannedNode> nodes;  // the run's nodes in mesh order (replica 0's, then replica 1's, ...)
+    std::vector<TraceNode> traces;   // the same nodes' traces, for retime
 };
 
 // The traces of every node of `cfg` (a checked config with cluster.stages > 1 and model.vocab_size

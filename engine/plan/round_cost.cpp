@@ -95,7 +95,9 @@ RoundCost RoundCosts::at(int64_t step, int r, const std::vector<TensorShape>& te
     RoundCost cost;
     switch (algorithm_of(cfg_)) {
         case Algorithm::kDdp:
-            if (R_ > 1) cost.synced = true, cost.bytes = ring_sent_bytes_dense(sum_numel(tensors), 4, R_, r), cost.hops = ring_hops(R_);
+            if (R_ > 1)
+                cost.synced = true, cost.bytes = ring_sent_bytes_dense(sum_numel(tensors), 4, R_, r),
+                cost.hops = ring_hops(R_);
             return cost;
         case Algorithm::kDiLoCo: {
             if (step % o.inner_steps != 0) return cost;

@@ -51,12 +51,12 @@ private:
 
     RunConfig cfg_;
     int R_ = 1;
-    std::unique_ptr<Codec> dense_;   // DiLoCo, Streaming DiLoCo: outer.dtype
-    std::unique_ptr<Codec> sparse_;  // SparseLoCo
-    std::unique_ptr<Codec> fp32_;    // NoLoCo's φ and θ − φ
+    std::unique_ptr<Codec> dense_;       // DiLoCo, Streaming DiLoCo: outer.dtype
+    std::unique_ptr<Codec> sparse_;      // SparseLoCo
+    std::unique_ptr<Codec> fp32_;        // NoLoCo's φ and θ − φ
     std::unique_ptr<DctTopkCodec> dct_;  // DeMo
-    std::vector<int> fragment_of_;   // Streaming DiLoCo: fragment of each whole-model tensor
-    std::vector<int> everyone_;      // 0..R−1
+    std::vector<int> fragment_of_;       // Streaming DiLoCo: fragment of each whole-model tensor
+    std::vector<int> everyone_;          // 0..R−1
 };
 
 }  // namespace tw
