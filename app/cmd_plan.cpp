@@ -52,7 +52,8 @@ void print_plan(const RunConfig& cfg, const Plan& p) {
                 cfg.model.preset.c_str(), cfg.compute.hardware.c_str(), p.effective_flops / 1e12, cfg.network.profile.c_str(),
                 net.outer.bandwidth_bps / 1e6, net.outer.latency_s * 1e3);
     if (cfg.cluster.stages > 1)
-        std::printf("  %lld full + %lld pipeline replicas of %lld stages (%s, %lld micro-batches, rank %lld %s; stage link %.4g Mb/s, %.4g ms)\n",
+        std::printf("  %lld full + %lld pipeline replicas of %lld stages (%s, %lld micro-batches, rank %lld %s; "
+                    "stage link %.4g Mb/s, %.4g ms)\n",
                     (long long)(cfg.outer.replicas - cfg.pipeline_replicas()), (long long)cfg.pipeline_replicas(),
                     (long long)cfg.cluster.stages, cfg.pipeline.schedule.c_str(), (long long)cfg.pipeline.micro_batches,
                     (long long)cfg.boundary_rank(cfg.outer.replicas - 1, 0), cfg.pipeline.coord_dtype.c_str(),
