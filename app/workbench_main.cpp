@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     app.add_option("--bench-frames", a.bench_frames, "time N frames of 10 runs × 100k points and exit");
     app.add_option("--width", a.width)->capture_default_str();
     app.add_option("--height", a.height)->capture_default_str();
-    app.add_option("--tab", a.tab, "first tab: Plots, \"Bytes and time\" or History")->capture_default_str();
+    app.add_option("--tab", a.tab, "first tab: Plots, \"Bytes and time\", Plan or History")->capture_default_str();
     app.add_option("--x-axis", a.x_axis, "plots' x-axis: step, tokens, bytes, sim or wall")
         ->check(CLI::IsMember({"step", "tokens", "bytes", "sim", "wall"}))->capture_default_str();
     app.add_flag("--log-x", a.log_x, "log x-axis");

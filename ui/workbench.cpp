@@ -72,6 +72,12 @@ void Workbench::frame() {
             ImGui::EndChild();
             ImGui::EndTabItem();
         }
+        if (ImGui::BeginTabItem("Plan", nullptr, flags("Plan"))) {
+            ImGui::BeginChild("plan");
+            plan_.draw(driver_, layout_.model);
+            ImGui::EndChild();
+            ImGui::EndTabItem();
+        }
         if (ImGui::BeginTabItem("History", nullptr, flags("History"))) {
             history_.draw(view_);
             ImGui::EndTabItem();

@@ -1,6 +1,7 @@
 // Bytes and time: cumulative bytes per link class and per node of the overlaid runs, per-round
-// compute against exposed communication (utilisation), and a network what-if that re-times a
-// finished run for another profile and redraws its simulated-time axis in the plots.
+// compute against exposed communication (utilisation), and a what-if that re-times a finished run
+// for another network profile and/or other hardware (ui/logic/hardware_retime.h) and redraws its
+// simulated-time axis in the plots.
 #pragma once
 
 #include <map>
@@ -22,8 +23,13 @@ private:
 
     std::map<int64_t, PlotView> rounds_views_;  // one per run's plot
     std::map<std::string, Series> rounds_;  // "RUN/node/compute|exposed" → per-round seconds
-    std::map<std::string, std::pair<std::string, double>> retimed_total_;  // run → (profile, final sim s; NaN: refused)
-    std::map<std::string, std::string> retime_error_;                      // run → why it cannot be re-timed
+    // A replay for one what-if, kept until the what-if changes (replays run in the frame, once per change).
+    struct Retimed {
+        const RunData* from = nullptr;  // the snapshot replayed (a running run is reloaded every second)
+        WhatIf what_if;
+        Result<RetimedRun> result = Result<RetimedRun>::error("not re-timed yet");
+    };
+    std::map<std::string, Retimed> retimed_;  // "RUN" → the what-if's replay, "RUN/recorded" → the recorded one
 };
 
 }  // namespace tw::ui

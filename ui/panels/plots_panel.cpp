@@ -31,8 +31,8 @@ void PlotsPanel::rebuild(const ViewState& v) {
         const RunData& d = *it->second;
         const ImU32 color = plot_palette(run_index++);
         auto wi = v.what_if.find(id);
-        const std::string what_if = wi == v.what_if.end() ? "" : wi->second;
-        std::map<std::string, std::map<int64_t, double>> retimed;
+        const WhatIf what_if = wi == v.what_if.end() ? WhatIf{} : wi->second;
+        std::map<std::string, RetimedRun::Node> retimed;
         size_t node_index = 0;
         for (auto& [node, nd] : d.nodes) {
             const std::string key = std::to_string(id) + "/" + node;
@@ -46,9 +46,9 @@ void PlotsPanel::rebuild(const ViewState& v) {
                 if (b.from != &d || b.axis != axis_ || b.what_if != what_if) {
                     if (!what_if.empty() && retimed.empty()) {
                         auto r = retime_run(d, what_if);  // a run that cannot be re-timed keeps its recorded axis
-                        if (r) retimed = std::move(*r);
+                        if (r) retimed = std::move(r->nodes);
                     }
-                    const auto* rt = what_if.empty() || !retimed.count(node) ? nullptr : &retimed.at(node);
+                    const auto* rt = what_if.empty() || !retimed.count(node) ? nullptr : &retimed.at(node).clock_at;
                     const auto& steps = val ? nd.val_step : nd.step;
                     const auto& ys = val ? nd.val : nd.loss;
                     b.data.x.clear();
@@ -69,7 +69,7 @@ void PlotsPanel::rebuild(const ViewState& v) {
                 s.data = &b.data;
                 s.color = val ? shade(color, 1.0f) : shade(color, 0.85f * fade);
                 s.visible = !hidden;
-                s.tooltip = d.key_settings + (what_if.empty() ? "" : " (re-timed for " + what_if + ")");
+                s.tooltip = d.key_settings + (what_if.empty() ? "" : " (re-timed for " + what_if.label() + ")");
                 series_.push_back(std::move(s));
                 series_keys_.push_back(curve);
             }

@@ -27,7 +27,7 @@ private:
     struct Built {
         const RunData* from = nullptr;
         int axis = -1;
-        std::string what_if;
+        WhatIf what_if;
         Series data;
     };
     void rebuild(const ViewState& v);
