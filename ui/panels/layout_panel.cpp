@@ -11,6 +11,7 @@
 #include "core/compute_model.h"
 #include "core/config_io.h"
 #include "ui/logic/replica_settings.h"
+#include "ui/logic/units.h"
 
 namespace tw::ui {
 namespace {
@@ -196,17 +197,21 @@ void draw_compute(LayoutModel& model, RunConfig& c) {
     }
     choice_field(model, "hardware", "compute.hardware", c.compute.hardware, config_field("compute.hardware")->choices);
     const HardwareProfile* hw = find_hardware(c.compute.hardware);
+    ImGui::PushTextWrapPos(0);
     if (hw && hw->peak_flops > 0)
-        ImGui::TextDisabled("  peak %.4g TFLOP/s, default efficiency %.2g: %s", hw->peak_flops / 1e12, hw->efficiency,
+        ImGui::TextDisabled("  peak %s, default efficiency %.2g: %s", rate_text(hw->peak_flops).c_str(), hw->efficiency,
                             hw->source.c_str());
+    ImGui::PopTextWrapPos();
     float_field(model, "efficiency (0 = the profile's)", "compute.efficiency", c.compute.efficiency);
     if (c.compute.hardware == "custom" || c.compute.peak_flops != 0)
         float_field(model, "peak FLOP/s (0 = the profile's)", "compute.peak_flops", c.compute.peak_flops, "%.4g");
+    ImGui::PushTextWrapPos(0);
     if (const double rate = replica_rate_flops(c, 0); rate > 0)
-        ImGui::TextDisabled("  replica 0: %.4g GFLOP/s effective, a step of %.4g s (node speeds in the replica table)",
-                            rate / 1e9, replica_step_s(c, 0));
+        ImGui::TextDisabled("  replica 0: %s effective, a step of %.4g s (node speeds: the per-replica table)",
+                            rate_text(rate).c_str(), replica_step_s(c, 0));
     if (c.outer.round_time_s > 0)
         ImGui::TextDisabled("  rounds are time-budgeted (outer.round_time_s %.4g s, under algorithm)", c.outer.round_time_s);
+    ImGui::PopTextWrapPos();
 }
 
 // One cell of a per-replica list: the replica's value (its entry, or the default in grey when the
@@ -261,14 +266,20 @@ void draw_replica_settings(LayoutModel& model, RunConfig& c) {
         }
         ImGui::EndTable();
     }
-    for (ReplicaSetting s : {ReplicaSetting::kNodeSpeed, ReplicaSetting::kUpBps, ReplicaSetting::kDownBps,
-                             ReplicaSetting::kLatencyS}) {
+    const ReplicaSetting all[] = {ReplicaSetting::kNodeSpeed, ReplicaSetting::kUpBps, ReplicaSetting::kDownBps,
+                                  ReplicaSetting::kLatencyS};
+    const char* names[] = {"node speed", "up", "down", "latency"};
+    bool any = false;
+    for (ReplicaSetting s : all) {
+        if (replica_setting_list(c, s).empty()) continue;
+        if (!any) ImGui::TextDisabled("back to the defaults (grey):"), any = true;
+        ImGui::SameLine();
+        const std::string label = std::string(names[static_cast<int>(s)]) + "##clear";
+        if (ImGui::SmallButton(label.c_str())) clear_replica_setting(c, s);
+    }
+    for (ReplicaSetting s : all) {
         if (s == ReplicaSetting::kNodeSpeed && !flops) continue;  // the compute section shows it under measured
         const char* key = replica_setting_key(s);
-        if (!replica_setting_list(c, s).empty()) {
-            const std::string label = std::string("clear ") + key;
-            if (ImGui::SmallButton(label.c_str())) clear_replica_setting(c, s);
-        }
         const std::string& e = model.error(key);
         if (!e.empty()) {
             ImGui::PushTextWrapPos(0);
@@ -300,7 +311,7 @@ void LayoutPanel::draw(ViewState& v) {
     ImGui::PopTextWrapPos();
 
     text_field(model, "run name", "run.name", c.run.name);
-    choice_field(model, "model preset", "model.preset", c.model.preset, {"tiny", "small", "base", "paper178m"});
+    choice_field(model, "model preset", "model.preset", c.model.preset, config_field("model.preset")->choices);
     ImGui::Checkbox("tied embeddings", &c.model.tie_embeddings);
     section("replicas");
     const int64_t replicas_before = c.outer.replicas;

@@ -4,6 +4,9 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cstdio>
+
+#include "ui/logic/units.h"
 
 namespace tw::ui {
 namespace {
@@ -12,23 +15,6 @@ namespace {
 // entry per pair (measured: 1M steps × 16 replicas took 18.5 s and 2.2 GB), so a typo such as
 // train.steps = 1e9 must not start a task that fills the memory. 1M pairs plan in about a second.
 constexpr double kAutoPlanStepReplicas = 1e6;
-
-std::string bytes_text(double b) {
-    char buf[48];
-    const char* units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
-    int u = 0;
-    while (b >= 1000 && u < 5) b /= 1000, ++u;
-    std::snprintf(buf, sizeof buf, u ? "%.3g %s" : "%.0f %s", b, units[u]);
-    return buf;
-}
-
-std::string seconds_text(double s) {
-    char buf[48];
-    if (s >= 2 * 86400) std::snprintf(buf, sizeof buf, "%.4g s (%.3g days)", s, s / 86400);
-    else if (s >= 2 * 3600) std::snprintf(buf, sizeof buf, "%.4g s (%.3g h)", s, s / 3600);
-    else std::snprintf(buf, sizeof buf, "%.4g s", s);
-    return buf;
-}
 
 }  // namespace
 
@@ -51,8 +37,10 @@ void PlanPanel::draw(const RunDriver& driver, const LayoutModel& layout) {
     const bool changed = toml != toml_ && (!pending_.valid() || toml != pending_toml_);
     if (changed && !pending_.valid() && pairs <= kAutoPlanStepReplicas) start(driver, cfg, toml);
 
+    ImGui::PushTextWrapPos(0);
     ImGui::TextDisabled("the layout in the editor, planned as `thinwire plan` plans it (the flops compute model, the "
                         "codecs' byte counts, the timeline replay); no data, no training");
+    ImGui::PopTextWrapPos();
     if (changed && pairs > kAutoPlanStepReplicas && !pending_.valid()) {
         ImGui::TextWrapped("%.3g steps x replicas: the planner keeps a trace entry for each (about 140 bytes; "
                            "1M steps x 16 replicas took 18 s and 2.2 GB here), so this layout is planned on request.",
@@ -76,9 +64,9 @@ void PlanPanel::draw(const RunDriver& driver, const LayoutModel& layout) {
 
 void PlanPanel::draw_plan(const LayoutPlan& p) const {
     ImGui::PushTextWrapPos(0);
-    ImGui::Text("%s, %lld replicas, %s (%.4g M parameters) on %s at %.4g GFLOP/s effective; network %s (outer %.4g Mb/s, %.4g ms)",
+    ImGui::Text("%s, %lld replicas, %s (%.4g M parameters) on %s at %s effective (replica 0); network %s (outer %.4g Mb/s, %.4g ms)",
                 p.algorithm.c_str(), (long long)p.replicas, p.preset.c_str(), p.params / 1e6, p.hardware.c_str(),
-                p.effective_flops / 1e9, p.network.c_str(), p.outer_bandwidth_bps / 1e6, p.outer_latency_s * 1e3);
+                rate_text(p.effective_flops).c_str(), p.network.c_str(), p.outer_bandwidth_bps / 1e6, p.outer_latency_s * 1e3);
     ImGui::Text("%lld steps of %lld tokens per replica, %lld tokens in all", (long long)p.steps,
                 (long long)p.tokens_per_step, (long long)p.tokens);
     if (p.measured_layout)
@@ -88,7 +76,9 @@ void PlanPanel::draw_plan(const LayoutPlan& p) const {
     ImGui::PopTextWrapPos();
     const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit |
                                   ImGuiTableFlags_ScrollY;
-    const float rows_h = ImGui::GetTextLineHeightWithSpacing() * float(std::min<size_t>(p.nodes.size(), 12) + 1.5f);
+    // Rows hold a progress bar (a frame's height); beyond 16 nodes the table scrolls.
+    const float row_h = ImGui::GetFrameHeight() + 2 * ImGui::GetStyle().CellPadding.y;
+    const float rows_h = row_h * (float(std::min<size_t>(p.nodes.size(), 16)) + 1.0f) + 4;
     if (ImGui::BeginTable("plan-nodes", 10, flags, ImVec2(0, rows_h))) {
         for (const char* h : {"node", "step (s)", "rounds", "bytes / round", "bytes in all", "compute / round (s)",
                               "exposed / round (s)", "exposed in all (s)", "utilisation", "simulated time"})
@@ -107,8 +97,11 @@ void PlanPanel::draw_plan(const LayoutPlan& p) const {
             ImGui::TableNextColumn(); ImGui::Text("%.4g", n.compute_s / per);
             ImGui::TableNextColumn(); ImGui::Text("%.4g", n.exposed_s / per);
             ImGui::TableNextColumn(); ImGui::Text("%.4g", n.exposed_s);
-            ImGui::TableNextColumn();
-            ImGui::Text("%.1f%%", 100 * n.compute_s / std::max(1e-300, n.compute_s + n.exposed_s));
+            ImGui::TableNextColumn();  // compute's share of the node's time, as a bar
+            const double u = n.compute_s / std::max(1e-300, n.compute_s + n.exposed_s);
+            char pct[16];
+            std::snprintf(pct, sizeof pct, "%.1f%%", 100 * u);
+            ImGui::ProgressBar(static_cast<float>(u), ImVec2(90, 0), pct);
             ImGui::TableNextColumn(); ImGui::TextUnformatted(seconds_text(n.sim_s).c_str());
         }
         ImGui::EndTable();
