@@ -30,6 +30,7 @@ struct WorkbenchOptions {
     bool log_x = false;
     bool show_train = true;       // training-loss curves (validation curves are always offered)
     float smoothing = 0.8f;       // debiased EMA weight of the plots
+    WhatIf what_if;               // a what-if (network, hardware) set on every --open run from the start
 };
 
 class Workbench {

@@ -5,6 +5,7 @@
 
 #include "core/compute_model.h"
 #include "core/pipeline_program.h"
+#include "ui/logic/units.h"
 
 namespace tw::ui {
 namespace {
@@ -121,15 +122,14 @@ std::string describe_compute_what_if(const RunConfig& cfg, const HardwareWhatIf&
     if (cfg.compute.model == "flops") {
         const double recorded = effective_flops(cfg.compute, 0);
         std::snprintf(buf, sizeof buf,
-                      "recorded under flops on %s at %.4g GFLOP/s (replica 0); every compute second x %.6g "
-                      "(recorded rate / %.4g GFLOP/s)",
-                      cfg.compute.hardware.c_str(), recorded / 1e9, recorded / rate, rate / 1e9);
+                      "recorded under flops on %s at %s (replica 0); every compute second x %.6g (recorded rate / %s)",
+                      cfg.compute.hardware.c_str(), rate_text(recorded).c_str(), recorded / rate, rate_text(rate).c_str());
     } else {
         const double step = train_step_flops(cfg.model, cfg.train.batch_size * cfg.model.seq_len);
         std::snprintf(buf, sizeof buf,
                       "recorded under measured (this machine's wall seconds); compute from the model's FLOPs: "
-                      "%.6g FLOP per whole-model step / %.4g GFLOP/s = %.6g s%s",
-                      step, rate / 1e9, step / rate, cfg.cluster.stages > 1 ? " (stage nodes: per segment)" : "");
+                      "%.6g FLOP per whole-model step / %s = %.6g s%s",
+                      step, rate_text(rate).c_str(), step / rate, cfg.cluster.stages > 1 ? " (stage nodes: per segment)" : "");
     }
     return buf;
 }

@@ -105,7 +105,8 @@ void combo(const char* label, float width, std::string& value, const std::vector
 
 }  // namespace
 
-void BytesPanel::draw_what_if(ViewState& v, const RunData& d, int64_t id) {
+void BytesPanel::draw_what_if(ViewState& v, const std::shared_ptr<const RunData>& data, int64_t id) {
+    const RunData& d = *data;
     static const std::vector<std::string> kNetworks(std::begin(kProfiles) + 1, std::end(kProfiles));
     static const std::vector<std::string> kHardware = [] {
         std::vector<std::string> names;
@@ -132,31 +133,35 @@ void BytesPanel::draw_what_if(ViewState& v, const RunData& d, int64_t id) {
     if (w.empty()) v.what_if.erase(id);
     else v.what_if[id] = w;
 
-    // The recorded replay (the run's own network and compute) and the what-if's, each once per change.
-    Retimed& base = retimed_[sid + "/recorded"];
-    if (base.from != &d) base = {&d, WhatIf{}, retime_run(d, WhatIf{})};
+    // The recorded replay (the run's own network and compute) and the what-if's, on background tasks.
+    const auto base = v.retimes.get(id, data, WhatIf{});
     if (w.empty()) {
-        if (base.result) {
-            const Totals t = totals_of(*base.result);
-            ImGui::TextDisabled("recorded: simulated %.2f s on %s, compute %.2f s, exposed communication %.2f s (%s compute)",
+        if (base && *base) {
+            const Totals t = totals_of(base->value());
+            ImGui::PushTextWrapPos(0);
+            ImGui::TextDisabled("recorded: simulated %.4g s on %s, compute %.4g s, exposed communication %.4g s (%s compute)",
                                 t.sim_s, d.cfg.network.profile.c_str(), t.compute_s, t.exposed_s,
                                 d.cfg.compute.model == "flops" ? d.cfg.compute.hardware.c_str() : "measured");
+            ImGui::PopTextWrapPos();
         }
         return;
     }
-    Retimed& cached = retimed_[sid];
-    if (cached.from != &d || cached.what_if != w) cached = {&d, w, retime_run(d, w)};
-    if (!cached.result || !base.result) {
+    const auto cached = v.retimes.get(id, data, w);
+    if (!base || !cached) {
+        ImGui::TextDisabled("re-timing ...");
+        return;
+    }
+    if (!*cached || !*base) {
         ImGui::PushTextWrapPos(0);
-        ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "not re-timed: %s",
-                           (cached.result ? base.result : cached.result).message().c_str());
+        ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "not re-timed: %s", (*cached ? *base : *cached).message().c_str());
         ImGui::PopTextWrapPos();
         return;
     }
-    const Totals r = totals_of(*base.result), t = totals_of(*cached.result);
+    const Totals r = totals_of(base->value()), t = totals_of(cached->value());
     ImGui::PushTextWrapPos(0);
-    ImGui::Text("simulated time %.2f s recorded → %.2f s (%s); compute %.2f → %.2f s, exposed communication %.2f → %.2f s, "
-                "utilisation %.1f%% → %.1f%%; the plots' sim-time axis follows",
+    // ImGui's default font has no arrow glyph: "->".
+    ImGui::Text("simulated time %.4g s recorded -> %.4g s (%s); compute %.4g -> %.4g s, exposed communication %.4g -> %.4g s, "
+                "utilisation %.3g%% -> %.3g%%; the plots' sim-time axis follows",
                 r.sim_s, t.sim_s, w.label().c_str(), r.compute_s, t.compute_s, r.exposed_s, t.exposed_s,
                 100 * r.compute_s / std::max(1e-300, r.compute_s + r.exposed_s),
                 100 * t.compute_s / std::max(1e-300, t.compute_s + t.exposed_s));
@@ -175,7 +180,7 @@ void BytesPanel::draw(ViewState& v) {
         const RunData& d = *it->second;
         const std::string title = "run " + std::to_string(id) + " " + d.summary.name + " (" + d.key_settings + ")";
         if (!ImGui::CollapsingHeader(title.c_str(), ImGuiTreeNodeFlags_DefaultOpen)) continue;
-        draw_what_if(v, d, id);
+        draw_what_if(v, it->second, id);
         draw_bytes_table(d, id);
         draw_rounds(d, id);
     }

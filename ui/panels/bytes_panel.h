@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "ui/plot/plot_widget.h"
@@ -19,17 +20,10 @@ public:
 private:
     void draw_bytes_table(const RunData& d, int64_t id);
     void draw_rounds(const RunData& d, int64_t id);
-    void draw_what_if(ViewState& v, const RunData& d, int64_t id);
+    void draw_what_if(ViewState& v, const std::shared_ptr<const RunData>& data, int64_t id);
 
     std::map<int64_t, PlotView> rounds_views_;  // one per run's plot
     std::map<std::string, Series> rounds_;  // "RUN/node/compute|exposed" → per-round seconds
-    // A replay for one what-if, kept until the what-if changes (replays run in the frame, once per change).
-    struct Retimed {
-        const RunData* from = nullptr;  // the snapshot replayed (a running run is reloaded every second)
-        WhatIf what_if;
-        Result<RetimedRun> result = Result<RetimedRun>::error("not re-timed yet");
-    };
-    std::map<std::string, Retimed> retimed_;  // "RUN" → the what-if's replay, "RUN/recorded" → the recorded one
 };
 
 }  // namespace tw::ui

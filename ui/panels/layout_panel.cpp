@@ -190,7 +190,9 @@ void draw_compute(LayoutModel& model, RunConfig& c) {
     choice_field(model, "compute model", "compute.model", m, config_field("compute.model")->choices);
     if (m != c.compute.model) set_compute_model(c, m);
     if (c.compute.model != "flops") {
+        ImGui::PushTextWrapPos(0);
         ImGui::TextDisabled("  each segment advances the clock by its wall seconds on the machine that runs it");
+        ImGui::PopTextWrapPos();
         for (const char* k : {"compute.hardware", "compute.peak_flops", "compute.efficiency", "compute.node_speed"})
             error_for(model, k);
         return;
