@@ -103,6 +103,7 @@ WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
             o.heartbeat_s = site.heartbeat_s;
             o.silence_timeout_s = site.heartbeat_timeout_s;
             o.max_frame_bytes = largest_data_frame_bytes(cfg);
+            o.hub_endpoint = role.hub_endpoint;
             if (cfg.network.shape) {
                 auto net = network_profile(cfg.network);
                 if (!net) return net.status();

@@ -20,6 +20,7 @@
 #include "core/layout.h"
 #include "core/data_fingerprint.h"
 #include "core/metric_names.h"
+#include "remote/hub_relay.h"
 #include "remote/cluster.h"
 #include "remote/coordinator.h"
 #include "storage/run_store.h"
@@ -109,6 +110,22 @@ void Session::body(RunConfig cfg) {
     const DataFingerprint fingerprint = unwrap(parse_data_fingerprint(reports.front().fingerprint));
     std::vector<NodeRole> roles = unwrap(assign_roles(cfg, endpoints, free_tcp_port));
     for (NodeRole& r : roles) r.data_fingerprint = to_wire(fingerprint);
+    // outer.topology = "hub": the relay runs here, in the coordinator, on loopback TCP (thread
+    // nodes and child processes reach it; remote nodes would need an address they can reach).
+    std::unique_ptr<HubRelay> hub;
+    if (algorithm_of(cfg) != Algorithm::kNone && cfg.outer.replicas >= 2 && topology_of(cfg) == Topology::kHub) {
+        if (cfg.cluster.mode == "remote")
+            throw Error("outer.topology = hub: the relay runs in the coordinator on loopback; remote nodes cannot "
+                        "reach it yet (use outer.topology = mesh)");
+        if (cfg.cluster.stages > 1)
+            throw Error("outer.topology = hub: pipeline replicas sync per stage, which the relay does not serve yet "
+                        "(use outer.topology = mesh)");
+        HubRelayOptions ho;
+        ho.members = static_cast<int>(cfg.outer.replicas);
+        hub = unwrap(HubRelay::start(ctx, "tcp://127.0.0.1:*", std::move(ho)));
+        for (NodeRole& r : roles)
+            if (r.mesh_rank >= 0) r.hub_endpoint = hub->endpoint();
+    }
 
     out.run_id = unwrap(store.create_run(cfg.run.name, "run", to_toml(cfg), config_hash(cfg), cfg.run.seed));
     check(store.set_run_group(out.run_id, group_, cfg.cluster.mode));
@@ -218,6 +235,19 @@ void Session::body(RunConfig cfg) {
                                        outcome->status == RunStatus::kFinished ? EventLevel::kInfo : EventLevel::kError,
                                        to_string(outcome->status), outcome->reason}); !st)
         std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
+    if (hub) {
+        // The relay's own byte counts (uploads received, downloads sent), beside the nodes' counters.
+        const ByteCounters hb = hub->counters();
+        const int k = static_cast<int>(LinkClass::kOuterSync);
+        if (Status st = store.add_event(out.run_id, {since_s(t0), "coordinator", EventLevel::kInfo, "hub",
+                                                     "hub relay: received " + std::to_string(hb.recv_bytes[k]) +
+                                                         " B in " + std::to_string(hb.recv_msgs[k]) + " uploads, sent " +
+                                                         std::to_string(hb.sent_bytes[k]) + " B in " +
+                                                         std::to_string(hb.sent_msgs[k]) + " payloads, refused " +
+                                                         std::to_string(hub->refused())});
+            !st)
+            std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
+    }
     check(store.finish_run(out.run_id, outcome->status, outcome->reason));
     for (size_t i = 0; i < roles.size(); ++i) out.summary[roles[i].name] = coord->nodes()[i].summary;
     publish(coord->nodes());

@@ -55,7 +55,7 @@ const std::vector<AlgorithmTraits>& algorithm_table() {
     // Streaming DiLoCo by default, issue 15); NoLoCo's groups are pairs by default, where a ring
     // sends the mesh's bytes in two hops instead of one, so it keeps the mesh unless asked; sparse
     // payloads all-gather. DDP's ring is Gloo's; none exchanges nothing.
-    constexpr auto kRing = Topology::kRing, kMesh = Topology::kMesh;
+    constexpr auto kRing = Topology::kRing, kMesh = Topology::kMesh, kHub = Topology::kHub;
     static const std::vector<AlgorithmTraits> table = {
         {Algorithm::kNone, "none", "one node, no synchronisation", false, true, false, false, {}, nullptr,
          {kRing, kMesh}},
@@ -67,8 +67,8 @@ const std::vector<AlgorithmTraits>& algorithm_table() {
         {Algorithm::kSparseLoCo, "sparseloco", "Top-k 2-bit pseudo-gradients with error feedback", true, true, false,
          false,
          {"outer.inner_steps", "outer.lr", "outer.topk_chunk", "outer.topk_k", "outer.ef_beta", "outer.aggregation",
-          "outer.clip_median", "outer.guard_ratio", "outer.round_time_s"},
-         check_sparseloco, {kMesh}},
+          "outer.clip_median", "outer.topology", "outer.guard_ratio", "outer.round_time_s"},
+         check_sparseloco, {kMesh, kHub}},
         {Algorithm::kStreamingDiLoCo, "streaming_diloco", "fragments synced in turn, overlapped, quantised", true,
          false, false, true,
          {"outer.inner_steps", "outer.lr", "outer.momentum", "outer.dtype", "outer.topology", "outer.fragments",
@@ -80,8 +80,8 @@ const std::vector<AlgorithmTraits>& algorithm_table() {
         {Algorithm::kDeMo, "demo", "momentum, DCT per chunk, Top-k coefficients, sign update", true, false, false,
          false,
          {"outer.inner_steps", "outer.lr", "outer.demo_chunk", "outer.demo_topk", "outer.demo_beta",
-          "outer.demo_values", "outer.demo_sign_update", "outer.guard_ratio"},
-         check_demo, {kMesh}},
+          "outer.demo_values", "outer.demo_sign_update", "outer.topology", "outer.guard_ratio"},
+         check_demo, {kMesh, kHub}},
     };
     // clang-format on
     return table;
@@ -146,7 +146,7 @@ std::string topology_problem(const RunConfig& cfg) {
         runs += std::string(i == 0 ? "" : i + 1 == t.topologies.size() ? " or " : ", ") + to_string(t.topologies[i]);
     const std::string head = "outer.topology \"" + cfg.outer.topology + "\"";
     const auto topo = parse_topology(cfg.outer.topology);
-    if (!topo) return head + " is unknown (expected ring or mesh)";
+    if (!topo) return head + " is unknown (expected ring, mesh or hub)";
     if (std::find(t.topologies.begin(), t.topologies.end(), *topo) != t.topologies.end()) return "";
     std::string why;
     if (!t.outer_rounds)
@@ -155,6 +155,9 @@ std::string topology_problem(const RunConfig& cfg) {
     else if (*topo == Topology::kRing)
         why = "its payloads are sparse (positions and values), which a ring cannot sum hop by hop, so they are "
               "all-gathered";
+    else if (*topo == Topology::kHub)
+        why = "a hub relays whole payloads, which only the sparse methods (sparseloco, demo) send as they are; "
+              "dense payloads are all-reduced";
     else
         why = std::string(t.name) + " exchanges over " + runs + " only";
     return head + " does not apply to " + t.name + ": " + why + " (outer.topology = " + runs + ")";

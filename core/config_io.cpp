@@ -94,7 +94,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"outer.lr", &c.outer.lr, 0, 100, {}, "outer lr (eta)"},
         {"outer.momentum", &c.outer.momentum, 0, 0.999999, {}, "outer momentum (mu)"},
         {"outer.dtype", &c.outer.dtype, -inf, inf, {"fp32", "bf16", "int8", "fp4"}, "wire dtype"},
-        {"outer.topology", &c.outer.topology, -inf, inf, {"ring", "mesh"}, "exchange topology"},
+        {"outer.topology", &c.outer.topology, -inf, inf, {"ring", "mesh", "hub"}, "exchange topology"},
         {"outer.topk_chunk", &c.outer.topk_chunk, 2, 64, {}, "top-k chunk side"},
         {"outer.topk_k", &c.outer.topk_k, 2, 4096, {}, "top-k per chunk"},
         {"outer.ef_beta", &c.outer.ef_beta, 0, 1, {}, "error feedback beta"},

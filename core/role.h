@@ -36,6 +36,9 @@ struct NodeRole {
     std::vector<std::string> mesh_keys;
     // The run's data-plane token (remote/wire_frame.h): frames without it are not from this run.
     uint64_t mesh_token = 0;
+    // outer.topology = "hub": the relay's endpoint (remote/hub_relay.h) for the mesh's members; ""
+    // for every other topology.
+    std::string hub_endpoint;
     // The coordinator's data fingerprint (core/data_fingerprint.h, wire form): the node's own
     // prepared data must match it before any step. "" = no check (roles built by hand in tests).
     std::string data_fingerprint;

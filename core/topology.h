@@ -4,6 +4,8 @@
 //          payloads are summed hop by hop, so only dense ones can take it.
 //   mesh — an all-gather: every member sends its whole payload to every other member in one hop,
 //          (R−1)·payload bytes, and every member aggregates all of them itself.
+//   hub  — every member uploads its payload once to a relay (remote/hub_relay.h) and downloads the
+//          others': payload sent, (R−1)·payload received, 2 hops; the aggregation is the mesh's.
 // Which algorithm accepts which, and its default, is its row of core/algorithm.h. Values are stable
 // (they reach stored configs as these names).
 #pragma once
@@ -14,19 +16,20 @@
 
 namespace tw {
 
-enum class Topology : uint8_t { kRing = 0, kMesh = 1 };
+enum class Topology : uint8_t { kRing = 0, kMesh = 1, kHub = 2 };
 
 inline const char* to_string(Topology t) {
     switch (t) {
         case Topology::kRing: return "ring";
         case Topology::kMesh: return "mesh";
+        case Topology::kHub: return "hub";
     }
     return "unknown";
 }
 
 // nullopt for a name no topology has.
 inline std::optional<Topology> parse_topology(std::string_view s) {
-    for (Topology t : {Topology::kRing, Topology::kMesh})
+    for (Topology t : {Topology::kRing, Topology::kMesh, Topology::kHub})
         if (s == to_string(t)) return t;
     return std::nullopt;
 }

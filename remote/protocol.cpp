@@ -149,6 +149,7 @@ nlohmann::json role_to_json(const NodeRole& r) {
             {"mesh_rank", r.mesh_rank},
             {"mesh_keys", r.mesh_keys},
             {"mesh_token", token_to_hex(r.mesh_token)},
+            {"hub_endpoint", r.hub_endpoint},
             {"data_fingerprint", r.data_fingerprint},
             {"expert",
              {{"ensemble", r.expert_ensemble}, {"domain", r.expert_domain}, {"d_ff", r.expert_d_ff},
@@ -290,6 +291,14 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
     auto token = token_from_hex(token_hex);
     if (!token) return R::error("role: \"mesh_token\": " + token.message());
     r.mesh_token = *token;
+    // Optional (absent = "" = no relay): the hub topology's relay.
+    if (j.contains("hub_endpoint")) {
+        TW_ROLE_FIELD(r.hub_endpoint, string_field(j, "hub_endpoint", "hub_endpoint", kMaxEndpointChars));
+        const auto& ep = r.hub_endpoint;
+        if (!ep.empty() && ep.rfind("inproc://", 0) != 0 && ep.rfind("ipc://", 0) != 0 && ep.rfind("tcp://", 0) != 0)
+            return R::error("role: \"hub_endpoint\" must start with inproc://, ipc:// or tcp://");
+        if (!ep.empty() && r.mesh_rank < 0) return R::error("role: \"hub_endpoint\" given to a node outside the mesh");
+    }
     // Optional (absent = "" = no check): "TOKENIZER:TRAIN:VAL" as core/data_fingerprint.h writes it.
     if (j.contains("data_fingerprint")) {
         TW_ROLE_FIELD(r.data_fingerprint,

@@ -15,6 +15,7 @@
 
 #include "remote/curve.h"
 #include "remote/disconnect_log.h"
+#include "remote/hub_relay.h"
 #include "remote/link_shaper.h"
 #include "remote/poll.h"
 #include "remote/wire_frame.h"
@@ -534,6 +535,29 @@ Result<std::vector<uint8_t>> ZmqCollective::recv(int peer, double* sender_clock_
     } catch (const zmq::error_t& e) {
         return R::error(std::string("collective: ") + e.what());
     }
+}
+
+Result<std::vector<std::vector<uint8_t>>> ZmqCollective::hub_round(const std::vector<uint8_t>& mine,
+                                                                    double sim_clock_s, std::vector<double>* clocks) {
+    using R = Result<std::vector<std::vector<uint8_t>>>;
+    if (opts_.hub_endpoint.empty()) return R::error("hub: this member's role names no relay");
+    if (!hub_) {
+        auto c = HubClient::connect(ctx_, opts_.hub_endpoint, rank_, size());
+        if (!c) return c.status();
+        hub_ = std::move(c).value();
+    }
+    const ByteCounters before = hub_->counters();
+    auto all = hub_->round(hub_rounds_, mine, sim_clock_s, clocks, opts_.timeout_ms, abort_);
+    if (!all) return all;
+    ++hub_rounds_;
+    const ByteCounters& after = hub_->counters();
+    for (int k = 0; k < 3; ++k) {
+        counters_.sent_bytes[k] += after.sent_bytes[k] - before.sent_bytes[k];
+        counters_.recv_bytes[k] += after.recv_bytes[k] - before.recv_bytes[k];
+        counters_.sent_msgs[k] += after.sent_msgs[k] - before.sent_msgs[k];
+        counters_.recv_msgs[k] += after.recv_msgs[k] - before.recv_msgs[k];
+    }
+    return all;
 }
 
 }  // namespace tw

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/collective.h"
+#include "core/hub_exchange.h"
 #include "core/network.h"
 
 namespace zmq { class context_t; }
@@ -38,6 +39,7 @@ namespace zmq { class context_t; }
 namespace tw {
 
 class LinkShaper;
+class HubClient;
 
 struct MeshOptions {
     int timeout_ms = 60000;          // backstop on one whole wait
@@ -52,9 +54,11 @@ struct MeshOptions {
     std::optional<std::array<LinkSpec, 3>> shape;
     // Dropped frames and lost members: (event kind, text). May be empty.
     std::function<void(const std::string& kind, const std::string& text)> on_event;
+    // outer.topology = "hub": the relay (remote/hub_relay.h) hub_round uploads to; "" = none.
+    std::string hub_endpoint;
 };
 
-class ZmqCollective : public Collective {
+class ZmqCollective : public Collective, public HubExchange {
 public:
     // endpoints[i] is member i's PULL endpoint; this member binds endpoints[rank]. For inproc://
     // all members must share `ctx`. Binds and connects here (heartbeats start at once).
@@ -82,6 +86,11 @@ public:
     const ByteCounters& counters() const override { return counters_; }
     double real_exchange_s() const override { return real_exchange_s_; }
     void add_real_exchange_s(double s) override { real_exchange_s_ += s; }
+    // The hub topology's round through the relay at MeshOptions::hub_endpoint (connected on first
+    // use, on this mesh's context); its payload bytes are counted here like the mesh's.
+    Result<std::vector<std::vector<uint8_t>>> hub_round(const std::vector<uint8_t>& mine, double sim_clock_s,
+                                                        std::vector<double>* clocks) override;
+    bool has_hub() const override { return !opts_.hub_endpoint.empty(); }
     uint64_t header_bytes() const { return header_bytes_; }
     uint64_t dropped_frames() const { return dropped_; }
     // Checked every 100 ms while waiting for peers: a true result ends the wait with an error, so
@@ -117,6 +126,8 @@ private:
     double real_exchange_s_ = 0;
     std::unique_ptr<LinkShaper> shaper_;
     std::function<bool()> abort_;
+    std::unique_ptr<HubClient> hub_;
+    uint64_t hub_rounds_ = 0;
 };
 
 }  // namespace tw

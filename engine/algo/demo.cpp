@@ -103,7 +103,7 @@ Status DeMo::apply(const std::vector<std::vector<uint8_t>>& all) {
 Result<RoundReport> DeMo::sync(Collective& c, double sim_clock_s) {
     torch::NoGradGuard no_grad;
     SparseGatherRound round{to_string(Algorithm::kDeMo), replica_, replicas_, [this](std::vector<uint8_t>& out) { return encode_own(out); },
-                            [this](const std::vector<std::vector<uint8_t>>& all) { return apply(all); }};
+                            [this](const std::vector<std::vector<uint8_t>>& all) { return apply(all); }, cfg_.topology};
     auto rep = sparse_gather_round(round, mine_, c, sim_clock_s);
     if (rep) rep->guard_clipped = guard_clipped_;
     return rep;
@@ -133,6 +133,7 @@ Result<std::unique_ptr<OuterAlgorithm>> make_demo(OuterBuild b) {
     dc.dct = DctTopkConfig{o.demo_chunk, o.demo_topk, o.demo_values == "sign" ? DctValues::kSign : DctValues::kFp32};
     dc.sign_update = o.demo_sign_update;
     dc.guard_ratio = o.guard_ratio;
+    dc.topology = topology_of(b.cfg);
     return std::unique_ptr<OuterAlgorithm>(std::make_unique<DeMo>(std::move(b.params), dc, b.replica, b.replicas));
 }
 

@@ -17,6 +17,7 @@
 // Not thread-safe: one object per replica, called from that replica's worker thread.
 #pragma once
 
+#include "core/topology.h"
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,6 +36,7 @@ struct DeMoConfig {
     DctTopkConfig dct;         // chunk side, kept coefficients per chunk, values or signs on the wire
     bool sign_update = true;   // θ ← θ − η·sign(U) (the paper) or θ ← θ − η·U
     double guard_ratio = 0;    // aggregation guard over each replica's decoded values (aggregation_guard.h); 0 = off
+    Topology topology = Topology::kMesh;  // mesh or hub (core/topology.h)
 };
 
 class DeMo : public OuterAlgorithm {

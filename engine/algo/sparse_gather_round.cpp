@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/hub_exchange.h"
 #include "engine/algo/aggregation_guard.h"
 
 namespace tw {
@@ -31,6 +32,23 @@ Result<RoundReport> sparse_gather_round(const SparseGatherRound& r, std::vector<
                                           std::to_string(c.size()));
     RoundReport rep;
     rep.synced = true;
+    if (r.topology == Topology::kHub) {
+        auto* hub = dynamic_cast<HubExchange*>(&c);
+        if (!hub || !hub->has_hub())
+            return Result<RoundReport>::error(std::string(r.algorithm) +
+                                              ": outer.topology = hub, but this transport reaches no hub relay");
+        if (Status s = r.encode(mine); !s) {
+            // An empty upload tells the peers at once; they fail naming this replica.
+            (void)hub->hub_round({}, sim_clock_s, nullptr);
+            return s;
+        }
+        auto all = hub->hub_round(mine, sim_clock_s, &rep.clocks);
+        if (!all) return all.status();
+        if (Status s = r.apply(*all); !s) return s;
+        rep.bytes_sent = static_cast<uint64_t>(r.replicas) * mine.size();  // upload + (R − 1) downloads
+        rep.hops = 2;
+        return rep;
+    }
     if (Status s = r.encode(mine); !s) {
         // An empty payload tells the peers at once; they fail with a message naming this replica.
         (void)c.all_gather({}, LinkClass::kOuterSync, sim_clock_s, nullptr);

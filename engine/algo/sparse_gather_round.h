@@ -1,8 +1,11 @@
 // One outer round of the methods whose replicas send sparse payloads to every peer (SparseLoCo,
 // DeMo): each replica encodes its own payload, all-gathers everyone's over the outer link and
 // applies them. A replica whose encoding fails sends an empty payload first, so its peers fail at
-// once naming it instead of waiting. Bytes: (R − 1) × its own payload; one hop. The caller adds
-// what only it knows (guard_clipped).
+// once naming it instead of waiting. Bytes: (R − 1) × its own payload; one hop. With
+// outer.topology = "hub" the payloads go through the run's relay instead (core/hub_exchange.h):
+// each replica uploads its own once and downloads the R − 1 others', and applies exactly the same
+// list in the same order; round.bytes = payload + (R − 1) × payload (what crosses its link), two
+// hops (upload, then download). The caller adds what only it knows (guard_clipped).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +14,7 @@
 
 #include "core/collective.h"
 #include "core/status.h"
+#include "core/topology.h"
 #include "engine/algo/outer.h"
 #include "engine/codec/codec.h"
 
@@ -21,6 +25,7 @@ struct SparseGatherRound {
     int replica = 0, replicas = 1;
     std::function<Status(std::vector<uint8_t>&)> encode;                       // fills this replica's payload
     std::function<Status(const std::vector<std::vector<uint8_t>>&)> apply;     // every replica's, in rank order
+    Topology topology = Topology::kMesh;                                       // mesh or hub
 };
 
 // The aggregation guard (engine/algo/aggregation_guard.h) over decoded payloads dec[replica][tensor]:

@@ -189,7 +189,7 @@ Status SparseLoCo::aggregate(const std::vector<std::vector<uint8_t>>& all, std::
 Result<RoundReport> SparseLoCo::sync(Collective& c, double sim_clock_s) {
     torch::NoGradGuard no_grad;
     SparseGatherRound round{to_string(Algorithm::kSparseLoCo), replica_, replicas_, [this](std::vector<uint8_t>& out) { return encode_own(out); },
-                            [this](const std::vector<std::vector<uint8_t>>& all) { return replay(all); }};
+                            [this](const std::vector<std::vector<uint8_t>>& all) { return replay(all); }, cfg_.topology};
     auto rep = sparse_gather_round(round, mine_, c, sim_clock_s);
     if (rep) rep->guard_clipped = guard_clipped_;
     return rep;
@@ -231,6 +231,7 @@ Result<std::unique_ptr<OuterAlgorithm>> make_sparseloco(OuterBuild b) {
                                  " replicas, the run has " + std::to_string(b.replicas));
         sc.replica_weights = plan->mean_scale;
     }
+    sc.topology = topology_of(b.cfg);
     return std::unique_ptr<OuterAlgorithm>(std::make_unique<SparseLoCo>(std::move(b.params), sc, b.replica, b.replicas));
 }
 }  // namespace tw

@@ -17,6 +17,7 @@
 // bound (aggregation_guard.h). Then plain outer SGD, θ_global ← θ_global − η·Δ̄, and θ_r ← θ_global.
 #pragma once
 
+#include "core/topology.h"
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -42,6 +43,7 @@ struct SparseLoCoConfig {
     // replica_weights[r] = R·w_r/Σw in the aggregate (mean over replicas: Σ w_r v_r / Σ w; mean over
     // selectors: Σ w_r v_r / Σ of the selectors' w). Error feedback is not weighted. Empty = unweighted.
     std::vector<double> replica_weights;
+    Topology topology = Topology::kMesh;  // mesh or hub (core/topology.h)
 };
 
 // Heterogeneous SparseLoCo's hooks (METHODS.md §7) are the outer-algorithm interface's RoundHooks

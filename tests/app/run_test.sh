@@ -152,6 +152,48 @@ done
 cmp -s "$work/ring3-threads.txt" "$work/ring3-local.txt" || fail "ring of 3: threads and processes differ: $(diff "$work/ring3-threads.txt" "$work/ring3-local.txt" | head -5)"
 exact_retime "$("$tw" --db "$db" runs list | awk '$2 == "ring3-local" {print $1}')" 6
 
+# The hub (outer.topology = "hub", docs/topologies.md): SparseLoCo over 3 replicas uploads each round's
+# payload once to the coordinator's relay and downloads the 2 others'. Per replica: sent = 2 rounds ×
+# p + the 16-byte start-up checksum (over the mesh), received = 2 × 2p + 16, where p is the payload the
+# mesh run sends to each of its 2 peers (its sent = 2 × 2p + 16); round.bytes = 3p (up + down) in 2
+# hops. The losses equal the mesh run's value for value (the same payloads applied in the same order),
+# on threads and on child processes; the relay's own counters are stored as an event; re-timing is exact.
+recv_of() { awk -v n="$1" '$1 == n && NF == 10 {print $6}' <<<"$2"; }
+for run_name in sparse-mesh sparse-hub sparse-hub-local; do
+  case "$run_name" in
+    sparse-mesh) opts=(--set outer.topology=mesh) ;;
+    sparse-hub) opts=(--set outer.topology=hub) ;;
+    sparse-hub-local) opts=(--set outer.topology=hub --set cluster.mode=local) ;;
+  esac
+  out="$(run --set outer.algorithm=sparseloco --set outer.replicas=3 "${opts[@]}" --set run.name=$run_name)"
+  grep -q "finished" <<<"$out" || fail "$run_name did not finish: $out"
+  printf '%s\n' "$out" > "$work/$run_name.out"
+  id="$("$tw" --db "$db" runs list | awk -v n="$run_name" '$2 == n {print $1}')"
+  "$tw" --db "$db" runs export "$id" --format csv | awk -F, '$7 == "train.loss" || $7 == "val.loss" {print $2, $3, $7, $8}' \
+    | sort > "$work/$run_name-loss.txt"
+done
+mesh_sent="$(sent_of replica-0 "$(cat "$work/sparse-mesh.out")")"
+p=$(( (mesh_sent - 16) / 4 ))
+[ "$p" -gt 0 ] && [ "$(( 4 * p + 16 ))" = "$mesh_sent" ] || fail "sparse mesh bytes are not 2·2p+16: $mesh_sent"
+for run_name in sparse-hub sparse-hub-local; do
+  out="$(cat "$work/$run_name.out")"
+  for r in 0 1 2; do
+    [ "$(sent_of replica-$r "$out")" = "$(( 2 * p + 16 ))" ] || fail "$run_name: replica-$r sent is not 2p+16 (p = $p): $out"
+    [ "$(recv_of replica-$r "$out")" = "$(( 4 * p + 16 ))" ] || fail "$run_name: replica-$r received is not 2·2p+16 (p = $p): $out"
+  done
+  id="$("$tw" --db "$db" runs list | awk -v n="$run_name" '$2 == n {print $1}')"
+  "$tw" --db "$db" runs export "$id" --format csv > "$work/h.csv"
+  awk -F, -v want=$(( 3 * p )) '$7 == "round.bytes" {n++; if ($8 != want) bad = 1} $7 == "round.hops" {m++; if ($8 != 2) bad = 1}
+       END {exit (bad || n != 6 || m != 6)}' "$work/h.csv" || fail "$run_name: round.bytes is not 3p / round.hops not 2: $(grep 'round\.' "$work/h.csv")"
+  events="$(sqlite3 "$db" "select text from events where run_id = $id and kind = 'hub'")"
+  [ "$events" = "hub relay: received $(( 6 * p )) B in 6 uploads, sent $(( 12 * p )) B in 12 payloads, refused 0" ] \
+    || fail "$run_name: the relay's counters are not stored (p = $p): $events"
+  exact_retime "$id" 6
+  [ "$(wc -l < "$work/$run_name-loss.txt")" -ge 60 ] || fail "$run_name: too few losses stored"
+  cmp -s "$work/sparse-mesh-loss.txt" "$work/$run_name-loss.txt" \
+    || fail "$run_name: losses differ from the mesh's: $(diff "$work/sparse-mesh-loss.txt" "$work/$run_name-loss.txt" | head -5)"
+done
+
 # Layout errors name the problem and exit 1.
 set +e
 err="$(run --set outer.algorithm=ddp --set cluster.mode=local --set cluster.nodes=1 2>&1)"; rc=$?
@@ -163,6 +205,9 @@ err="$(run --set outer.algorithm=gossip 2>&1)"; rc=$?
 err="$(run --set outer.algorithm=sparseloco --set outer.topology=ring 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] && grep -q "outer.topology \"ring\" does not apply to sparseloco: its payloads are sparse" <<<"$err" \
   || fail "a ring for sparse payloads not refused by name: $err"
+err="$(run --set outer.algorithm=diloco --set outer.topology=hub 2>&1)"; rc=$?
+[ "$rc" -eq 1 ] && grep -q "outer.topology \"hub\" does not apply to diloco: a hub relays whole payloads" <<<"$err" \
+  || fail "a hub for dense payloads not refused by name: $err"
 set -e
 
 # Wait until run NAME has at least N train.loss rows stored.

@@ -124,7 +124,18 @@ TEST(AlgorithmRegistry, TopologyDefaultsPerAlgorithmAndRefusalsNameTheKey) {
                                    ": its payloads are sparse"),
                   std::string::npos)
             << r.message();
-        EXPECT_NE(r.message().find("(outer.topology = mesh)"), std::string::npos) << r.message();
+        EXPECT_NE(r.message().find("(outer.topology = mesh or hub)"), std::string::npos) << r.message();
+        r = parsed(algo, "topology = \"hub\"\n");  // the relay: sparse methods only
+        ASSERT_TRUE(r) << algo << ": " << r.message();
+        EXPECT_EQ(r->outer.topology, "hub");
+    }
+    for (const char* algo : {"diloco", "streaming_diloco", "noloco"}) {
+        auto r = parsed(algo, "topology = \"hub\"\n");
+        ASSERT_FALSE(r) << algo;
+        EXPECT_NE(r.message().find(std::string("outer.topology \"hub\" does not apply to ") + algo +
+                                   ": a hub relays whole payloads"),
+                  std::string::npos)
+            << r.message();
     }
     auto r = parsed("ddp", "topology = \"mesh\"\n");
     ASSERT_FALSE(r);
@@ -132,10 +143,10 @@ TEST(AlgorithmRegistry, TopologyDefaultsPerAlgorithmAndRefusalsNameTheKey) {
                                "Gloo's ring"),
               std::string::npos)
         << r.message();
-    // Not a topology at all (the hub is a later issue's): the field table names the key and the choices.
-    r = parsed("sparseloco", "topology = \"hub\"\n");
+    // Not a topology at all: the field table names the key and the choices.
+    r = parsed("sparseloco", "topology = \"star\"\n");
     ASSERT_FALSE(r);
-    EXPECT_NE(r.message().find("t.toml: outer.topology: unknown value \"hub\" (expected one of: ring, mesh)"),
+    EXPECT_NE(r.message().find("t.toml: outer.topology: unknown value \"star\" (expected one of: ring, mesh, hub)"),
               std::string::npos)
         << r.message();
     // The default follows the algorithm an override picks, whatever the file said.
@@ -144,7 +155,8 @@ TEST(AlgorithmRegistry, TopologyDefaultsPerAlgorithmAndRefusalsNameTheKey) {
     EXPECT_EQ(r->outer.topology, "mesh");
     // The layout editor draws the key for the algorithms that have a choice.
     EXPECT_EQ(config_field("outer.topology")->algorithms,
-              (std::vector<Algorithm>{Algorithm::kDiLoCo, Algorithm::kStreamingDiLoCo, Algorithm::kNoLoCo}));
+              (std::vector<Algorithm>{Algorithm::kDiLoCo, Algorithm::kSparseLoCo, Algorithm::kStreamingDiLoCo,
+                                     Algorithm::kNoLoCo, Algorithm::kDeMo}));
 }
 
 }  // namespace

@@ -97,6 +97,27 @@ TEST(Timeline, RingRoundsPayTheirHopsAndEachNodesOwnBytes) {
     EXPECT_DOUBLE_EQ(round_end_s({1.0, 2.0, 3.0}, slow_net().outer, 14, 4), t->clock_at[0].at(1));
 }
 
+// A hub round (outer.topology = "hub", docs/topologies.md): upload the payload p, then download the
+// R − 1 others' — recorded as round.bytes = R·p in 2 hops — after the slowest member's upload.
+TEST(Timeline, HubRoundsPayUploadThenDownloadAfterTheSlowestMember) {
+    std::vector<TraceNode> n(3);
+    const uint64_t p = 2;
+    for (int i = 0; i < 3; ++i) {
+        n[i].replica = i;
+        n[i].trace.compute_s = {{1, 1.0 + i}, {2, 1.0}};
+        n[i].trace.round_bytes[1] = 3 * p;
+        n[i].trace.round_hops[1] = 2;
+    }
+    auto t = retime(replicas_cfg("sparseloco", 3), n, slow_net());
+    ASSERT_TRUE(t) << t.message();
+    // By hand (8 bit/s, 1 s latency): the last upload starts at 3 and is in at 3 + 1 + 2 = 6; the
+    // download of 2·p = 4 bytes then takes 1 + 4 s: every member at 11, then 1 s more compute.
+    for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(t->clock_at[i].at(1), (3.0 + 1.0 + p) + (1.0 + 2.0 * p)) << i;
+    EXPECT_DOUBLE_EQ(t->sim_s[0], 12.0);
+    EXPECT_DOUBLE_EQ(round_end_s({1.0, 2.0, 3.0}, slow_net().outer, 3 * p, 2), 11.0);
+    EXPECT_DOUBLE_EQ(round_comm_s(slow_net().outer, 3 * p, 2), 8.0);
+}
+
 TEST(Timeline, AnOverlappedRoundIsSettledTauStepsLater) {
     // One replica, a round after step 1 costing 1 + 8·4/8 = 5 s, overlapped with τ = 2 steps of 1 s.
     std::vector<TraceNode> n(1);

@@ -703,7 +703,11 @@ TEST(OuterFactory, RefusesBadConfigsNamingEveryProblem) {
     c.outer.topology = "hub";
     r = build(c, names_of(t));
     ASSERT_FALSE(r);
-    EXPECT_TRUE(has(r.message(), "outer.topology \"hub\" is unknown")) << r.message();
+    EXPECT_TRUE(has(r.message(), "outer.topology \"hub\" does not apply to diloco")) << r.message();
+    c.outer.topology = "star";
+    r = build(c, names_of(t));
+    ASSERT_FALSE(r);
+    EXPECT_TRUE(has(r.message(), "outer.topology \"star\" is unknown")) << r.message();
 }
 
 // The adapter syncs every H steps, reports the bytes and the clocks of every replica, and evaluates
