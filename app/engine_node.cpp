@@ -12,6 +12,7 @@
 #include "engine/model/llama.h"
 #include "engine/worker/pipeline_worker.h"
 #include "engine/worker/replica_worker.h"
+#include "core/model_size.h"
 #include "engine/worker/skippipe_worker.h"
 #include "remote/kv_store.h"
 #include "remote/zmq_collective.h"
@@ -19,19 +20,6 @@
 namespace tw::cli {
 
 const char* thinwire_version() { return TW_VERSION; }
-
-size_t largest_data_frame_bytes(const RunConfig& cfg) {
-    ModelConfig m = cfg.model;
-    if (m.vocab_size <= 0) m.vocab_size = cfg.data.vocab_size;
-    // Dense fp32 outer gradients of the whole model, or one step's dense fp32 activations: every
-    // codec and boundary of the run sends no more than the larger of the two.
-    const auto params = static_cast<size_t>(std::max<int64_t>(count_parameters(m), 1));
-    const auto acts = static_cast<size_t>(std::max<int64_t>(cfg.train.batch_size, 1)) *
-                      static_cast<size_t>(std::max<int64_t>(m.seq_len, 1)) *
-                      static_cast<size_t>(std::max<int64_t>(m.d_model, 1));
-    const size_t payload = 4 * std::max(params, acts);
-    return payload + payload / 4 + (1u << 20);  // 25% + 1 MiB margin for codec headers and index arrays
-}
 
 EngineHooks engine_hooks(std::string exe) {
     EngineHooks h;
@@ -104,6 +92,7 @@ WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
             o.silence_timeout_s = site.heartbeat_timeout_s;
             o.max_frame_bytes = largest_data_frame_bytes(cfg);
             o.hub_endpoint = role.hub_endpoint;
+            o.hub_key = role.hub_key;
             if (cfg.network.shape) {
                 auto net = network_profile(cfg.network);
                 if (!net) return net.status();

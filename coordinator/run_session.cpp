@@ -20,7 +20,10 @@
 #include "core/layout.h"
 #include "core/data_fingerprint.h"
 #include "core/metric_names.h"
+#include "core/hub_endpoint.h"
+#include "core/model_size.h"
 #include "remote/hub_relay.h"
+#include "remote/protocol.h"
 #include "remote/cluster.h"
 #include "remote/coordinator.h"
 #include "storage/run_store.h"
@@ -110,21 +113,33 @@ void Session::body(RunConfig cfg) {
     const DataFingerprint fingerprint = unwrap(parse_data_fingerprint(reports.front().fingerprint));
     std::vector<NodeRole> roles = unwrap(assign_roles(cfg, endpoints, free_tcp_port));
     for (NodeRole& r : roles) r.data_fingerprint = to_wire(fingerprint);
-    // outer.topology = "hub": the relay runs here, in the coordinator, on loopback TCP (thread
-    // nodes and child processes reach it; remote nodes would need an address they can reach).
+    // outer.topology = "hub": the relay runs here, in the coordinator, on cluster.hub_endpoint
+    // (loopback on a free port when unset: thread and child-process nodes reach it). It admits only
+    // requests with the run's token, and with keys only the members' keys, each for its own rank.
     std::unique_ptr<HubRelay> hub;
-    if (algorithm_of(cfg) != Algorithm::kNone && cfg.outer.replicas >= 2 && topology_of(cfg) == Topology::kHub) {
-        if (cfg.cluster.mode == "remote")
-            throw Error("outer.topology = hub: the relay runs in the coordinator on loopback; remote nodes cannot "
-                        "reach it yet (use outer.topology = mesh)");
+    if (uses_hub(cfg)) {
         if (cfg.cluster.stages > 1)
             throw Error("outer.topology = hub: pipeline replicas sync per stage, which the relay does not serve yet "
                         "(use outer.topology = mesh)");
+        const uint64_t token = random_token();
         HubRelayOptions ho;
         ho.members = static_cast<int>(cfg.outer.replicas);
-        hub = unwrap(HubRelay::start(ctx, "tcp://127.0.0.1:*", std::move(ho)));
-        for (NodeRole& r : roles)
-            if (r.mesh_rank >= 0) r.hub_endpoint = hub->endpoint();
+        ho.token = token;
+        ho.max_payload_bytes = largest_data_frame_bytes(cfg);
+        ho.log = [](const std::string& line) { std::fprintf(stderr, "thinwire: %s\n", line.c_str()); };
+        if (!copts.keys.empty()) {
+            ho.keys = copts.keys;
+            ho.member_keys.assign(static_cast<size_t>(ho.members), "");
+            for (size_t i = 0; i < roles.size(); ++i)
+                if (roles[i].mesh_rank >= 0 && roles[i].mesh_rank < ho.members)
+                    ho.member_keys[static_cast<size_t>(roles[i].mesh_rank)] = copts.node_keys.at(i);
+        }
+        const std::string listen = cfg.cluster.hub_endpoint.empty() ? "tcp://127.0.0.1:*" : cfg.cluster.hub_endpoint;
+        hub = unwrap(HubRelay::start(ctx, listen, std::move(ho)));
+        for (NodeRole& r : roles) {
+            r.mesh_token = token;
+            if (r.mesh_rank >= 0) r.hub_endpoint = cfg.cluster.hub_endpoint.empty() ? hub->endpoint() : cfg.cluster.hub_endpoint;
+        }
     }
 
     out.run_id = unwrap(store.create_run(cfg.run.name, "run", to_toml(cfg), config_hash(cfg), cfg.run.seed));

@@ -141,6 +141,10 @@ struct ClusterConfig {
     int64_t stages = 1;                  // stages of a pipeline replica ([pipeline]); 1 = full replicas only
     double heartbeat_s = 0.5;            // heartbeat interval, both ways
     double heartbeat_timeout_s = 5;      // a node (or the coordinator) silent this long fails the run
+    // outer.topology = "hub": where the coordinator's relay listens and the replicas connect,
+    // tcp://HOST:PORT (an address of the coordinator's machine the nodes reach). "" = loopback on a
+    // free port, which thread and child-process nodes reach; a remote cluster must name one.
+    std::string hub_endpoint;
 };
 
 // [pipeline] — pipeline replicas and their compressed boundaries (METHODS.md §5–§7); read when

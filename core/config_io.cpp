@@ -6,6 +6,7 @@
 #include "core/assert.h"
 #include "core/compute_model.h"
 #include "core/time_budget.h"
+#include "core/hub_endpoint.h"
 #include "core/hash.h"
 #include "core/skippipe.h"
 
@@ -141,6 +142,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"cluster.stages", &c.cluster.stages, 1, 1024},
         {"cluster.heartbeat_s", &c.cluster.heartbeat_s, 0.01, 60},
         {"cluster.heartbeat_timeout_s", &c.cluster.heartbeat_timeout_s, 0.05, 3600},
+        {"cluster.hub_endpoint", &c.cluster.hub_endpoint, -inf, inf, {}, "hub relay endpoint"},
 
         {"pipeline.replicas", &c.pipeline.replicas, -1, 1024},
         {"pipeline.schedule", &c.pipeline.schedule, -inf, inf, {"gpipe", "1f1b"}},
@@ -720,6 +722,7 @@ Status validate_config(const RunConfig& c) {
                     std::to_string(c.cluster.endpoints.size()) + " endpoints (one public key per node)");
     if (c.cluster.node_keys.empty() != c.cluster.coordinator_key.empty())
         p.push_back("cluster.node_keys and cluster.coordinator_key go together: keyed nodes need both");
+    validate_hub_endpoint(c, p);
     if (p.empty()) return Status::ok();
     std::string msg = p[0];
     for (size_t i = 1; i < p.size(); ++i) msg += "\n  " + p[i];

@@ -1,6 +1,8 @@
 // Parameter and FLOPs counts; see model_size.h.
 #include "core/model_size.h"
 
+#include <algorithm>
+
 namespace tw {
 
 int64_t TensorShape::numel() const {
@@ -36,6 +38,18 @@ double train_flops_per_token(const ModelConfig& c) {
     const double d = c.d_model, f = c.ff_width();
     const double matmul_params = c.n_layer * (4 * d * d + 3 * f * d) + c.vocab_size * d;  // incl. the head
     return 6.0 * matmul_params + 12.0 * c.n_layer * c.seq_len * d;
+}
+
+size_t largest_data_frame_bytes(const RunConfig& cfg) {
+    ModelConfig m = cfg.model;
+    if (m.vocab_size <= 0) m.vocab_size = cfg.data.vocab_size;
+    // Every codec and boundary of the run sends no more than the larger of the two.
+    const auto params = static_cast<size_t>(std::max<int64_t>(count_parameters(m), 1));
+    const auto acts = static_cast<size_t>(std::max<int64_t>(cfg.train.batch_size, 1)) *
+                      static_cast<size_t>(std::max<int64_t>(m.seq_len, 1)) *
+                      static_cast<size_t>(std::max<int64_t>(m.d_model, 1));
+    const size_t payload = 4 * std::max(params, acts);
+    return payload + payload / 4 + (1u << 20);
 }
 
 }  // namespace tw

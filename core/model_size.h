@@ -30,4 +30,10 @@ int64_t count_parameters(const ModelConfig& cfg);
 // N_matmul = L·(4·d² + 3·d_ff·d) + V·d counts the weights of every matrix product, the head included.
 double train_flops_per_token(const ModelConfig& cfg);
 
+// The largest data-plane message a run's nodes exchange, in bytes: dense fp32 outer gradients of
+// the whole model or one step's dense fp32 activations, whichever is larger, plus 25% and 1 MiB
+// for codec headers and index arrays. Receivers drop anything longer (the mesh's frames, the hub
+// relay's uploads). The model's vocabulary is the data's when the layout leaves it to the tokenizer.
+size_t largest_data_frame_bytes(const RunConfig& cfg);
+
 }  // namespace tw

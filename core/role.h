@@ -39,6 +39,9 @@ struct NodeRole {
     // outer.topology = "hub": the relay's endpoint (remote/hub_relay.h) for the mesh's members; ""
     // for every other topology.
     std::string hub_endpoint;
+    // With CurveZMQ: the relay's public key (the coordinator's; Z85), which this node's hub client
+    // checks the relay against; "" without keys.
+    std::string hub_key;
     // The coordinator's data fingerprint (core/data_fingerprint.h, wire form): the node's own
     // prepared data must match it before any step. "" = no check (roles built by hand in tests).
     std::string data_fingerprint;

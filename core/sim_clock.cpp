@@ -14,6 +14,25 @@ double round_end_s(const std::vector<double>& clocks, const LinkSpec& link, uint
            transfer_s(link, bytes);
 }
 
+double outer_round_end_s(const NetworkProfile& p, Topology topology, int self, const std::vector<int>& members,
+                         const std::vector<double>& clocks, uint64_t bytes, int64_t hops) {
+    if (topology != Topology::kHub || p.replicas.empty() || clocks.empty())
+        return round_end_s(clocks, round_link(p, self, members, hops), bytes, hops);
+    const int R = static_cast<int>(p.replicas.size());
+    std::vector<int> m = members;
+    if (m.empty())
+        for (int r = 0; r < R; ++r) m.push_back(r);
+    auto access = [&](int r) { return p.replicas[static_cast<size_t>(std::clamp(r, 0, R - 1))]; };
+    const double payload = static_cast<double>(bytes) / static_cast<double>(m.size());
+    double in_s = 0;  // the last upload's arrival at the relay
+    for (size_t j = 0; j < m.size(); ++j) {
+        const double c = j < clocks.size() ? clocks[j] : *std::max_element(clocks.begin(), clocks.end());
+        in_s = std::max(in_s, c + access(m[j]).latency_s + 8.0 * payload / access(m[j]).up_bps);
+    }
+    const AccessLink& own = access(self);
+    return in_s + own.latency_s + 8.0 * (static_cast<double>(m.size()) - 1.0) * payload / own.down_bps;
+}
+
 double SimClock::send(const LinkSpec& link, uint64_t bytes) {
     const double depart = std::max(now_s_, uplink_free_s_);
     const double wire_s = 8.0 * static_cast<double>(bytes) / link.bandwidth_bps;

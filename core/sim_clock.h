@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/network.h"
+#include "core/topology.h"
 
 namespace tw {
 
@@ -20,6 +21,18 @@ namespace tw {
 // `hops` sequential steps, each paying the link's latency (an all-gather over a mesh is one hop; a
 // ring all-reduce over R members is 2·(R−1)). Returns this member's clock after the round.
 double round_end_s(const std::vector<double>& clocks, const LinkSpec& link, uint64_t bytes, int64_t hops = 1);
+
+// The end of one outer round between replicas for replica `self`: round_end_s over the members'
+// round link (round_link), except a hub round (outer.topology = "hub") when replicas have access
+// links of their own, which is costed by phase: every member's upload of its payload (bytes / R,
+// every payload of a round having the same size) leaves at its own clock over its own uplink, and
+// `self` downloads the R − 1 others' over its downlink once the last upload is in:
+//   max_j(clocks[j] + latency_j + 8·payload/up_j) + latency_self + 8·(R − 1)·payload/down_self.
+// The relay's own link is not modelled (object storage or a datacenter host). `clocks` are the
+// members' clocks in the order of `members` (empty members = every replica, clocks in replica
+// order); `bytes` is what `self` recorded for the round (upload + downloads for a hub).
+double outer_round_end_s(const NetworkProfile& p, Topology topology, int self, const std::vector<int>& members,
+                         const std::vector<double>& clocks, uint64_t bytes, int64_t hops);
 
 // The cost a round reports as its communication time: latency·hops + 8·bytes/bandwidth.
 inline double round_comm_s(const LinkSpec& link, uint64_t bytes, int64_t hops) {

@@ -94,7 +94,7 @@ void finish(Timeline& t, const std::vector<SimClock>& clocks) {
 // steps, so the replay walks rounds, not steps: each node computes up to its k-th round's step,
 // then the round's members meet as the worker's clock rule says (DiLoCo and SparseLoCo: every
 // replica, no overlap).
-Result<Timeline> retime_budgeted(const std::vector<TraceNode>& nodes, const NetworkProfile& net) {
+Result<Timeline> retime_budgeted(const std::vector<TraceNode>& nodes, const NetworkProfile& net, Topology topology) {
     const size_t N = nodes.size();
     Timeline t = empty_timeline(N);
     std::vector<SimClock> clocks(N);
@@ -126,8 +126,8 @@ Result<Timeline> retime_budgeted(const std::vector<TraceNode>& nodes, const Netw
             for (size_t q = 0; q < N; ++q)
                 if (k < rounds[q].size()) members.push_back(nodes[q].replica);
             const int64_t hops = hops_at(nodes[i].trace, step);
-            const LinkSpec rl = round_link(net, nodes[i].replica, members, hops);
-            clocks[i].wait_for_round(round_end_s(group, rl, *find_at(nodes[i].trace.round_bytes, step), hops));
+            clocks[i].wait_for_round(outer_round_end_s(net, topology, nodes[i].replica, members, group,
+                                                       *find_at(nodes[i].trace.round_bytes, step), hops));
             t.clock_at[i][step] = clocks[i].now_s();
         }
     }
@@ -137,7 +137,7 @@ Result<Timeline> retime_budgeted(const std::vector<TraceNode>& nodes, const Netw
 }
 
 Result<Timeline> retime_replicas(const RunConfig& cfg, const std::vector<TraceNode>& nodes, const NetworkProfile& net) {
-    if (cfg.outer.round_time_s > 0 && cfg.cluster.nodes_per_replica == 1) return retime_budgeted(nodes, net);
+    if (cfg.outer.round_time_s > 0 && cfg.cluster.nodes_per_replica == 1) return retime_budgeted(nodes, net, topology_of(cfg));
     const Algorithm algo = algorithm_of(cfg);
     if (algo != Algorithm::kDdp && cfg.cluster.nodes_per_replica > 1)
         return Result<Timeline>::error(std::string("runs whose replicas span several nodes under ") + to_string(algo) +
@@ -170,8 +170,9 @@ Result<Timeline> retime_replicas(const RunConfig& cfg, const std::vector<TraceNo
                 for (int r = 0; r < cfg.outer.replicas; ++r)
                     if (in_mask(masks, 0, r)) members.push_back(r);
             const int64_t hops = hops_at(n.trace, step);
-            const LinkSpec rl = round_link_class(cfg) == LinkClass::kOuterSync ? round_link(net, n.replica, members, hops) : link;
-            const double end = round_end_s(group, rl, *bytes, hops);
+            const double end = round_link_class(cfg) == LinkClass::kOuterSync
+                                   ? outer_round_end_s(net, topology_of(cfg), n.replica, members, group, *bytes, hops)
+                                   : round_end_s(group, link, *bytes, hops);
             const int64_t* overlap = find_at(n.trace.round_overlap, step);
             if (algo == Algorithm::kDdp) clocks[i].finish_round_at(end);
             else if (overlap && *overlap > 0) clocks[i].defer(step + *overlap, end);

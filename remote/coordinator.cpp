@@ -184,8 +184,9 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
         }
         s.sub.connect(eps->metrics);
     }
-    // The run's data-plane token, and every member's key for the mesh and the gradient groups.
-    const uint64_t mesh_token = random_token();
+    // The run's data-plane token (the caller's when it set one on the roles: the hub relay it
+    // started checks it), and every member's key for the mesh and the gradient groups.
+    const uint64_t mesh_token = !roles.empty() && roles.front().mesh_token != 0 ? roles.front().mesh_token : random_token();
     std::vector<NodeRole> run_roles = roles;
     std::map<std::pair<std::string, int>, std::map<int, std::string>> group_keys;  // (host, port) → rank → key
     for (size_t i = 0; i < roles.size(); ++i)
@@ -195,6 +196,7 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
     for (auto& r : run_roles) {
         r.mesh_token = mesh_token;
         if (!curve) continue;
+        if (!r.hub_endpoint.empty()) r.hub_key = s.opts.keys.public_key;  // the relay serves with this coordinator's keys
         r.mesh_keys.clear();
         for (auto& ep : r.mesh_endpoints) {
             auto it = key_of_data_ep.find(ep);

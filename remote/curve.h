@@ -8,7 +8,8 @@
 // Domains. Each listening (server) socket names a ZAP domain; the handler accepts a client only if
 // its public key is in that domain's allowed set: "control" (the node's ROUTER and PUB: the
 // coordinators the operator allowed with --allow), "data" (the data-plane PULL and the c10d store:
-// the run's peer nodes, handed over at configure). A refused key is logged through the callback.
+// the run's peer nodes, handed over at configure), "hub" (the hub relay's ROUTER, on a context of
+// its own: the run's replicas, remote/hub_relay.h). A refused key is logged through the callback.
 // The ZAP reply's user id is the client's Z85 public key, so every received message carries its
 // sender's key as the "User-Id" property (peer_key()).
 //
@@ -40,6 +41,7 @@ namespace tw {
 inline constexpr size_t kZ85KeyChars = 40;
 inline constexpr const char* kZapControl = "control";
 inline constexpr const char* kZapData = "data";
+inline constexpr const char* kZapHub = "hub";
 
 struct CurveKeyPair {
     std::string public_key;  // Z85, 40 characters

@@ -7,6 +7,7 @@
 #include <optional>
 #include <zmq.hpp>
 
+#include "remote/little_endian.h"
 #include "remote/poll.h"
 
 namespace tw {
@@ -14,42 +15,21 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr char kMagic[4] = {'T', 'W', 'H', 'B'};
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;
 constexpr uint8_t kUpload = 1, kDownload = 2;
 constexpr uint8_t kOk = 0, kRefused = 1;
-constexpr size_t kRequestHeader = 40, kReplyHeader = 16;
+constexpr size_t kRequestHeader = 48, kReplyHeader = 16;
 constexpr int kOuter = static_cast<int>(LinkClass::kOuterSync);
 
-void put_u32(uint8_t* p, uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void put_u64(uint8_t* p, uint64_t v) {
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint32_t get_u32(const uint8_t* p) {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p[i]) << (8 * i);
-    return v;
-}
-uint64_t get_u64(const uint8_t* p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-    return v;
-}
-void put_f64(uint8_t* p, double d) {
-    uint64_t v;
-    std::memcpy(&v, &d, 8);
-    put_u64(p, v);
-}
-double get_f64(const uint8_t* p) {
-    const uint64_t v = get_u64(p);
-    double d;
-    std::memcpy(&d, &v, 8);
-    return d;
-}
+using le::get_f64;
+using le::get_u32;
+using le::get_u64;
+using le::put_f64;
+using le::put_u32;
+using le::put_u64;
 
 void request_header(uint8_t* h, uint8_t op, uint32_t rank, uint32_t members, uint64_t round, uint64_t len,
-                    double clock) {
+                    double clock, uint64_t token) {
     std::memset(h, 0, kRequestHeader);
     std::memcpy(h, kMagic, 4);
     h[4] = kVersion;
@@ -59,6 +39,7 @@ void request_header(uint8_t* h, uint8_t op, uint32_t rank, uint32_t members, uin
     put_u64(h + 16, round);
     put_u64(h + 24, len);
     put_f64(h + 32, clock);
+    put_u64(h + 40, token);
 }
 
 int64_t ms_until(Clock::time_point t) {
@@ -74,19 +55,24 @@ Result<std::unique_ptr<HubRelay>> HubRelay::start(std::shared_ptr<zmq::context_t
                                                   HubRelayOptions opts) {
     using R = Result<std::unique_ptr<HubRelay>>;
     if (opts.members < 2) return R::error("hub: a relay serves at least 2 members, got " + std::to_string(opts.members));
+    const bool curve = !opts.keys.empty();
+    if (curve && opts.member_keys.size() != static_cast<size_t>(opts.members))
+        return R::error("hub: " + std::to_string(opts.member_keys.size()) + " member keys for " +
+                        std::to_string(opts.members) + " members");
     std::unique_ptr<HubRelay> s(new HubRelay());
-    s->ctx_ = std::move(ctx);
     s->opts_ = std::move(opts);
-    try {
-        s->sock_ = std::make_unique<zmq::socket_t>(*s->ctx_, zmq::socket_type::router);
-        s->sock_->set(zmq::sockopt::linger, 0);
-        s->sock_->set(zmq::sockopt::maxmsgsize,
-                      static_cast<int64_t>(s->opts_.max_payload_bytes + (uint64_t{64} << 10)));
-        s->sock_->bind(endpoint);
-        s->endpoint_ = s->sock_->get(zmq::sockopt::last_endpoint);
-    } catch (const zmq::error_t& e) {
-        return R::error("hub: cannot bind " + endpoint + ": " + e.what());
+    s->ctx_ = curve ? std::make_shared<zmq::context_t>() : std::move(ctx);
+    if (curve) {
+        auto zap = ZapHandler::start(s->ctx_, s->opts_.log);
+        if (!zap) return zap.status();
+        s->zap_ = std::move(*zap);
+        s->zap_->allow(kZapHub, s->opts_.member_keys);
     }
+    // A frame more than 64 KiB over the payload limit drops its sender's connection unread.
+    auto bound = bind_router(*s->ctx_, endpoint, static_cast<int64_t>(s->opts_.max_payload_bytes + (uint64_t{64} << 10)),
+                             s->opts_.keys, kZapHub);
+    if (!bound) return R::error("hub: " + bound.message());
+    s->router_ = std::move(*bound);
     HubRelay* raw = s.get();
     s->thread_ = std::thread([raw] { raw->serve(); });
     return s;
@@ -95,13 +81,7 @@ Result<std::unique_ptr<HubRelay>> HubRelay::start(std::shared_ptr<zmq::context_t
 HubRelay::~HubRelay() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
-    if (sock_) {
-        try {
-            sock_->unbind(endpoint_);
-        } catch (const zmq::error_t&) {
-        }
-        sock_->close();
-    }
+    close_router(router_);
 }
 
 ByteCounters HubRelay::counters() const {
@@ -110,7 +90,7 @@ ByteCounters HubRelay::counters() const {
 }
 
 void HubRelay::serve() {
-    zmq::socket_t& sock = *sock_;
+    zmq::socket_t& sock = *router_.sock;
     const int R = opts_.members;
     struct Round {
         std::vector<std::optional<std::vector<uint8_t>>> payload;
@@ -163,12 +143,12 @@ void HubRelay::serve() {
             bytes += r.payload[i]->size();
             ++msgs;
         }
-        reply(p.peer, kDownload, kOk, p.round, std::move(frames));
-        {
+        {  // counted before the reply leaves, so a member that holds it sees the relay's count include it
             std::lock_guard<std::mutex> lock(counters_mu_);
             counters_.sent_bytes[kOuter] += bytes;
             counters_.sent_msgs[kOuter] += msgs;
         }
+        reply(p.peer, kDownload, kOk, p.round, std::move(frames));
         if (++r.downloaded == R) rounds.erase(p.round);
     };
 
@@ -206,6 +186,7 @@ void HubRelay::serve() {
         const uint32_t rank = get_u32(hb + 8), members = get_u32(hb + 12);
         const uint64_t round = get_u64(hb + 16), len = get_u64(hb + 24);
         const double clock = get_f64(hb + 32);
+        const uint64_t token = get_u64(hb + 40);
         if (hb[4] != kVersion) {
             refuse(peer, op, round, "version " + std::to_string(hb[4]) + " (this relay speaks " +
                                         std::to_string(kVersion) + ")");
@@ -224,6 +205,15 @@ void HubRelay::serve() {
                                         " members; this relay serves " + std::to_string(R));
             continue;
         }
+        if (token != opts_.token) {
+            refuse(peer, op, round, "replica " + std::to_string(rank) + ": the request does not carry this run's token");
+            continue;
+        }
+        if (!opts_.member_keys.empty() && peer_key(parts[1]) != opts_.member_keys[rank]) {
+            refuse(peer, op, round, "a request for replica " + std::to_string(rank) + " came with key " +
+                                        key_tag(peer_key(parts[1])) + "…, not that replica's");
+            continue;
+        }
         const std::string who = "replica " + std::to_string(rank);
         if (op == kUpload) {
             if (parts.size() != 3) {
@@ -234,6 +224,11 @@ void HubRelay::serve() {
             if (round != next_upload[rank]) {
                 refuse(peer, op, round, who + " uploaded round " + std::to_string(round) + "; its next round is " +
                                             std::to_string(next_upload[rank]));
+                continue;
+            }
+            if (next_download[rank] != next_upload[rank]) {  // bounds what one member can make the relay hold
+                refuse(peer, op, round, who + " uploaded round " + std::to_string(round) + " before downloading round " +
+                                            std::to_string(next_download[rank]));
                 continue;
             }
             if (len > opts_.max_payload_bytes) {
@@ -293,22 +288,22 @@ void HubRelay::serve() {
 // ---------------------------------------------------------------------------------------------
 // Client
 
-Result<std::unique_ptr<HubClient>> HubClient::connect(std::shared_ptr<zmq::context_t> ctx,
-                                                      const std::string& endpoint, int rank, int members) {
+Result<std::unique_ptr<HubClient>> HubClient::connect(std::shared_ptr<zmq::context_t> ctx, HubClientOptions o) {
     using R = Result<std::unique_ptr<HubClient>>;
-    if (members < 2 || rank < 0 || rank >= members)
-        return R::error("hub client: rank " + std::to_string(rank) + " of " + std::to_string(members));
+    if (o.members < 2 || o.rank < 0 || o.rank >= o.members)
+        return R::error("hub client: rank " + std::to_string(o.rank) + " of " + std::to_string(o.members));
+    if (!o.own.empty() && !is_z85_key(o.relay_key))
+        return R::error("hub client: this node has CurveZMQ keys but its role names no relay key");
     std::unique_ptr<HubClient> c(new HubClient());
     c->ctx_ = std::move(ctx);
-    c->endpoint_ = endpoint;
-    c->rank_ = rank;
-    c->members_ = members;
+    c->o_ = std::move(o);
     try {
         c->sock_ = std::make_unique<zmq::socket_t>(*c->ctx_, zmq::socket_type::dealer);
         c->sock_->set(zmq::sockopt::linger, 0);
-        c->sock_->connect(endpoint);
+        if (!c->o_.own.empty()) curve_client(*c->sock_, c->o_.own, c->o_.relay_key);
+        c->sock_->connect(c->o_.endpoint);
     } catch (const zmq::error_t& e) {
-        return R::error("hub client: cannot connect " + endpoint + ": " + e.what());
+        return R::error("hub client: cannot connect " + c->o_.endpoint + ": " + e.what());
     }
     return c;
 }
@@ -355,11 +350,24 @@ Result<std::vector<zmq::message_t>> await_reply(zmq::socket_t& s, uint8_t op, ui
 Status HubClient::raw_upload(uint32_t rank, uint32_t members, uint64_t round, uint64_t declared_len,
                              const std::vector<uint8_t>& payload, int64_t timeout_ms) {
     uint8_t h[kRequestHeader];
-    request_header(h, kUpload, rank, members, round, declared_len, 0.0);
+    request_header(h, kUpload, rank, members, round, declared_len, 0.0, o_.token);
     try {
         sock_->send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore);
         sock_->send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::none);
-        auto r = await_reply(*sock_, kUpload, round, timeout_ms, endpoint_);
+        auto r = await_reply(*sock_, kUpload, round, timeout_ms, o_.endpoint);
+        if (!r) return r.status();
+    } catch (const zmq::error_t& e) {
+        return Status::error(std::string("hub: ") + e.what());
+    }
+    return Status::ok();
+}
+
+Status HubClient::raw_download(uint32_t rank, uint32_t members, uint64_t round, int64_t timeout_ms) {
+    uint8_t h[kRequestHeader];
+    request_header(h, kDownload, rank, members, round, 0, 0.0, o_.token);
+    try {
+        sock_->send(zmq::const_buffer(h, sizeof h), zmq::send_flags::none);
+        auto r = await_reply(*sock_, kDownload, round, timeout_ms, o_.endpoint);
         if (!r) return r.status();
     } catch (const zmq::error_t& e) {
         return Status::error(std::string("hub: ") + e.what());
@@ -370,11 +378,11 @@ Status HubClient::raw_upload(uint32_t rank, uint32_t members, uint64_t round, ui
 Status HubClient::upload(uint64_t round, const std::vector<uint8_t>& mine, double clock, int64_t timeout_ms,
                          const std::function<bool()>& abort) {
     uint8_t h[kRequestHeader];
-    request_header(h, kUpload, static_cast<uint32_t>(rank_), static_cast<uint32_t>(members_), round, mine.size(),
-                   clock);
+    request_header(h, kUpload, static_cast<uint32_t>(o_.rank), static_cast<uint32_t>(o_.members), round, mine.size(),
+                   clock, o_.token);
     sock_->send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore);
     sock_->send(zmq::const_buffer(mine.data(), mine.size()), zmq::send_flags::none);
-    auto r = await_reply(*sock_, kUpload, round, timeout_ms, endpoint_, abort);
+    auto r = await_reply(*sock_, kUpload, round, timeout_ms, o_.endpoint, abort);
     if (!r) return r.status();
     counters_.sent_bytes[kOuter] += mine.size();
     counters_.sent_msgs[kOuter] += 1;
@@ -388,11 +396,12 @@ Result<std::vector<std::vector<uint8_t>>> HubClient::round(uint64_t round, const
     try {
         if (Status s = upload(round, mine, sim_clock_s, timeout_ms, abort); !s) return s;
         uint8_t h[kRequestHeader];
-        request_header(h, kDownload, static_cast<uint32_t>(rank_), static_cast<uint32_t>(members_), round, 0, 0.0);
+        request_header(h, kDownload, static_cast<uint32_t>(o_.rank), static_cast<uint32_t>(o_.members), round, 0, 0.0,
+                       o_.token);
         sock_->send(zmq::const_buffer(h, sizeof h), zmq::send_flags::none);
-        auto parts = await_reply(*sock_, kDownload, round, timeout_ms, endpoint_, abort);
+        auto parts = await_reply(*sock_, kDownload, round, timeout_ms, o_.endpoint, abort);
         if (!parts) return parts.status();
-        const size_t R_ = static_cast<size_t>(members_);
+        const size_t R_ = static_cast<size_t>(o_.members);
         if (parts->size() != R_ + 1 || (*parts)[1].size() != 8 * R_)
             return R::error("hub: the relay's download for round " + std::to_string(round) + " has " +
                             std::to_string(parts->size()) + " frames, expected " + std::to_string(R_ + 1));
@@ -404,7 +413,7 @@ Result<std::vector<std::vector<uint8_t>>> HubClient::round(uint64_t round, const
         std::vector<std::vector<uint8_t>> all(R_);
         size_t f = 2;
         for (size_t i = 0; i < R_; ++i) {
-            if (static_cast<int>(i) == rank_) {
+            if (static_cast<int>(i) == o_.rank) {
                 all[i] = mine;
                 continue;
             }

@@ -8,7 +8,9 @@
 #include <map>
 #include <zmq.hpp>
 
+#include "remote/little_endian.h"
 #include "remote/poll.h"
+#include "remote/router_server.h"
 
 namespace tw {
 namespace {
@@ -37,14 +39,8 @@ const char* op_name(uint8_t op) {
     }
 }
 
-void put_u64(uint8_t* p, uint64_t v) {
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint64_t get_u64(const uint8_t* p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-    return v;
-}
+using le::get_u64;
+using le::put_u64;
 std::string i64_bytes(int64_t v) {
     std::string s(8, '\0');
     put_u64(reinterpret_cast<uint8_t*>(s.data()), static_cast<uint64_t>(v));
@@ -97,28 +93,11 @@ Result<std::unique_ptr<KvStoreServer>> KvStoreServer::start(std::shared_ptr<zmq:
     s->log_ = std::move(opts.log);
     s->state_ = std::make_unique<State>();
     s->state_->limits = opts.limits;
-    try {
-        s->sock_ = std::make_unique<zmq::socket_t>(*s->ctx_, zmq::socket_type::router);
-        s->sock_->set(zmq::sockopt::linger, 0);
-        // A frame larger than any legal one drops the connection before libzmq allocates it.
-        const size_t biggest = std::max({opts.limits.max_value_bytes, opts.limits.max_key_bytes, kRequestHeader});
-        s->sock_->set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(biggest));
-        if (!opts.keys.empty()) curve_server(*s->sock_, opts.keys, kZapData);
-        // The previous run's store on this port may still be closing in the I/O thread.
-        const auto give_up = Clock::now() + std::chrono::seconds(2);
-        for (;;) {
-            try {
-                s->sock_->bind(endpoint);
-                break;
-            } catch (const zmq::error_t& e) {
-                if (e.num() != EADDRINUSE || Clock::now() >= give_up) throw;
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            }
-        }
-        s->endpoint_ = s->sock_->get(zmq::sockopt::last_endpoint);
-    } catch (const zmq::error_t& e) {
-        return R::error("store: cannot bind " + endpoint + ": " + e.what());
-    }
+    // A frame larger than any legal one drops the connection before libzmq allocates it.
+    const size_t biggest = std::max({opts.limits.max_value_bytes, opts.limits.max_key_bytes, kRequestHeader});
+    auto bound = bind_router(*s->ctx_, endpoint, static_cast<int64_t>(biggest), opts.keys, kZapData);
+    if (!bound) return R::error("store: " + bound.message());
+    s->router_ = std::move(*bound);
     // The socket moves to the serving thread; std::thread's start is the memory barrier ZeroMQ asks for.
     KvStoreServer* raw = s.get();
     s->thread_ = std::thread([raw] { raw->serve(); });
@@ -128,19 +107,12 @@ Result<std::unique_ptr<KvStoreServer>> KvStoreServer::start(std::shared_ptr<zmq:
 KvStoreServer::~KvStoreServer() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
-    if (sock_) {
-        // Unbind before close so the port is free by the time the next run binds it.
-        try {
-            sock_->unbind(endpoint_);
-        } catch (const zmq::error_t&) {
-        }
-        sock_->close();
-    }
+    close_router(router_);  // unbinds first, so the port is free by the time the next run binds it
 }
 
 void KvStoreServer::serve() {
     State& st = *state_;
-    zmq::socket_t& sock = *sock_;
+    zmq::socket_t& sock = *router_.sock;
     const KvStoreLimits& lim = st.limits;
 
     auto send_reply = [&](const std::string& peer, uint8_t op, uint64_t id, uint8_t code, const std::string& payload) {

@@ -32,6 +32,7 @@
 #include "core/kv_store.h"
 #include "core/status.h"
 #include "remote/curve.h"
+#include "remote/router_server.h"
 
 namespace zmq {
 class context_t;
@@ -64,7 +65,7 @@ public:
                                                        const std::string& endpoint, KvServerOptions opts);
     ~KvStoreServer() override;
 
-    const std::string& endpoint() const override { return endpoint_; }  // as bound (a real port)
+    const std::string& endpoint() const override { return router_.endpoint; }  // as bound (a real port)
     uint64_t bad_requests() const { return bad_requests_.load(); }
 
 private:
@@ -73,9 +74,8 @@ private:
     void serve();
 
     std::shared_ptr<zmq::context_t> ctx_;
-    std::unique_ptr<zmq::socket_t> sock_;
+    BoundRouter router_;  // its socket is the serving thread's
     std::unique_ptr<State> state_;  // touched only by the serving thread
-    std::string endpoint_;
     std::function<void(const std::string&)> log_;
     std::thread thread_;
     std::atomic<bool> stop_{false};

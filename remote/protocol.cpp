@@ -150,6 +150,7 @@ nlohmann::json role_to_json(const NodeRole& r) {
             {"mesh_keys", r.mesh_keys},
             {"mesh_token", token_to_hex(r.mesh_token)},
             {"hub_endpoint", r.hub_endpoint},
+            {"hub_key", r.hub_key},
             {"data_fingerprint", r.data_fingerprint},
             {"expert",
              {{"ensemble", r.expert_ensemble}, {"domain", r.expert_domain}, {"d_ff", r.expert_d_ff},
@@ -298,6 +299,14 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
         if (!ep.empty() && ep.rfind("inproc://", 0) != 0 && ep.rfind("ipc://", 0) != 0 && ep.rfind("tcp://", 0) != 0)
             return R::error("role: \"hub_endpoint\" must start with inproc://, ipc:// or tcp://");
         if (!ep.empty() && r.mesh_rank < 0) return R::error("role: \"hub_endpoint\" given to a node outside the mesh");
+    }
+    // Optional (absent = "" = no CURVE on the relay): the relay's public key.
+    if (j.contains("hub_key")) {
+        TW_ROLE_FIELD(r.hub_key, string_field(j, "hub_key", "hub_key", kZ85KeyChars));
+        if (!r.hub_key.empty() && !is_z85_key(r.hub_key))
+            return R::error("role: \"hub_key\" is not a 40-character Z85 key");
+        if (!r.hub_key.empty() && r.hub_endpoint.empty())
+            return R::error("role: \"hub_key\" given without a \"hub_endpoint\"");
     }
     // Optional (absent = "" = no check): "TOKENIZER:TRAIN:VAL" as core/data_fingerprint.h writes it.
     if (j.contains("data_fingerprint")) {

@@ -542,7 +542,14 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::hub_round(const std::ve
     using R = Result<std::vector<std::vector<uint8_t>>>;
     if (opts_.hub_endpoint.empty()) return R::error("hub: this member's role names no relay");
     if (!hub_) {
-        auto c = HubClient::connect(ctx_, opts_.hub_endpoint, rank_, size());
+        HubClientOptions ho;
+        ho.endpoint = opts_.hub_endpoint;
+        ho.rank = rank_;
+        ho.members = size();
+        ho.token = opts_.token;
+        if (!opts_.public_key.empty()) ho.own = {opts_.public_key, opts_.secret_key};
+        ho.relay_key = opts_.hub_key;
+        auto c = HubClient::connect(ctx_, std::move(ho));
         if (!c) return c.status();
         hub_ = std::move(c).value();
     }

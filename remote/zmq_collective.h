@@ -56,6 +56,7 @@ struct MeshOptions {
     std::function<void(const std::string& kind, const std::string& text)> on_event;
     // outer.topology = "hub": the relay (remote/hub_relay.h) hub_round uploads to; "" = none.
     std::string hub_endpoint;
+    std::string hub_key;  // with keys: the relay's public key (Z85)
 };
 
 class ZmqCollective : public Collective, public HubExchange {

@@ -2,7 +2,8 @@
 # The network model against a real slow link (issue 13). Prints, per round and node, the simulated
 # exchange time (round.comm_s: latency + 8·bytes/bandwidth on the layout's outer link), the
 # measured one (round.real_comm_s: from the last member's start to this node holding every
-# payload) and their ratio, for DiLoCo (fp32 and int8 payloads) and SparseLoCo:
+# payload) and their ratio, for DiLoCo (fp32 and int8 payloads; over the ring all-reduce, the
+# default, and over the mesh all-gather) and SparseLoCo:
 #   1. across two network-namespace hosts, one uplink (then both) shaped by `tc tbf` to RATE
 #      (default 20 Mb/s), the layout's outer link set to that bandwidth and the latency ping
 #      measures between them; beside each, plain TCP's time for the same bytes on the same link;
@@ -48,6 +49,15 @@ outer_sparse='[outer]
 algorithm = "sparseloco"
 replicas = 2
 inner_steps = 10'
+
+# DiLoCo over its default ring (2 members: 2 hops of half the payload each) and over the mesh (one
+# hop of the whole payload), fp32 and int8 (the ring decodes, sums and re-encodes per hop); SparseLoCo
+# all-gathers over the mesh.
+variants=("diloco-fp32:$outer_diloco" "diloco-fp32-mesh:$outer_diloco
+topology = \"mesh\"" "diloco-int8:$outer_diloco
+dtype = \"int8\"" "diloco-int8-mesh:$outer_diloco
+dtype = \"int8\"
+topology = \"mesh\"" "sparseloco:$outer_sparse")
 
 # Per round: bytes each node sent, the simulated exchange time, each node's measured one, and the
 # round's measured time — the last node to hold every payload (the member that started first waits
@@ -142,8 +152,7 @@ coordinator_key = \"$work/keys/coord/secret.key\""
     if [ "$mode" = both ]; then shape_uplink 2 "${rate_mbit}mbit" "${TBF_QUEUE:-latency 50ms}"
     else tc -n "$(host_ns 2)" qdisc del dev eth0 root 2> /dev/null || true; fi
     names=()
-    for v in "diloco-fp32:$outer_diloco" "diloco-int8:$outer_diloco
-dtype = \"int8\"" "sparseloco:$outer_sparse"; do
+    for v in "${variants[@]}"; do
       name="tbf-$mode-${v%%:*}"
       { layout "outer_latency_s = $lat_s
 ${v#*:}"; echo "$cluster"; } > "$work/$name.toml"
@@ -164,8 +173,7 @@ else
 fi
 
 # The in-process shaper: threads of this process, no tc; latency = the home-20m profile's 40 ms.
-[ "${SKIP_SHAPER:-0}" = 1 ] || for v in "diloco-fp32:$outer_diloco" "diloco-int8:$outer_diloco
-dtype = \"int8\"" "sparseloco:$outer_sparse"; do
+[ "${SKIP_SHAPER:-0}" = 1 ] || for v in "${variants[@]}"; do
   name="shaper-${v%%:*}"
   { layout "shape = true
 ${v#*:}"; printf '[cluster]\nmode = "threads"\n'; } > "$work/$name.toml"

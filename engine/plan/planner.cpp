@@ -20,8 +20,10 @@ namespace {
 
 // What one round sends from one replica.
 struct RoundCost {
-    uint64_t bytes = 0;
+    uint64_t bytes = 0;  // what the round's trace records (round.bytes): what its clock pays for
     int64_t hops = 1;
+    uint64_t sent = 0;   // what the transport counts as sent when it differs from `bytes` (a hub's upload); 0 = bytes
+    uint64_t sent_bytes() const { return sent ? sent : bytes; }
 };
 
 uint64_t sum_wire_bytes(const Codec& codec, const std::vector<TensorShape>& shapes) {
@@ -154,9 +156,13 @@ Result<Plan> plan_run(RunConfig cfg) {
                         cost = dense_exchange(cfg, *dense, shapes, own ? std::vector<int64_t>{plan.params} : numels(shapes),
                                               everyone, r);
                     } else {
-                        cost = {static_cast<uint64_t>(R - 1) *
-                                    sum_wire_bytes(algo == Algorithm::kDeMo ? static_cast<const Codec&>(dct) : *sparse, shapes),
-                                1};
+                        // Sparse payloads: the mesh sends its payload to the R − 1 others in one hop; the
+                        // hub uploads it once and downloads the R − 1 others' (recorded as R payloads in
+                        // 2 hops, as sparse_gather_round reports them).
+                        const uint64_t payload =
+                            sum_wire_bytes(algo == Algorithm::kDeMo ? static_cast<const Codec&>(dct) : *sparse, shapes);
+                        cost = topology_of(cfg) == Topology::kHub ? RoundCost{static_cast<uint64_t>(R) * payload, 2, payload}
+                                                                  : RoundCost{static_cast<uint64_t>(R - 1) * payload, 1};
                     }
                     break;
                 case Algorithm::kStreamingDiLoCo: {
@@ -191,8 +197,8 @@ Result<Plan> plan_run(RunConfig cfg) {
             tn.trace.round_bytes[step] = cost.bytes;
             if (cost.hops != 1) tn.trace.round_hops[step] = cost.hops;
             if (!group.empty()) tn.trace.round_group[step] = group;
-            if (pn.rounds++ == 0) pn.round_bytes = cost.bytes;
-            pn.total_bytes += cost.bytes;
+            if (pn.rounds++ == 0) pn.round_bytes = cost.sent_bytes();
+            pn.total_bytes += cost.sent_bytes();
         }
         plan.nodes.push_back(pn);
         nodes.push_back(std::move(tn));

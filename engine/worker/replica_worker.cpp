@@ -250,9 +250,16 @@ Status ReplicaWorker::outer_round(int64_t step) {
     ++outer_step_;
     double end_s = clock_.now_s();
     const LinkSpec link = round_link(net_, role_.replica, rep.members, rep.hops);  // the members' access links
-    if (outer_) {
+    // The round's own cost, were every member to arrive at once (a hub round over access links is
+    // costed by phase: core/sim_clock.h outer_round_end_s).
+    const double comm_s = outer_ && topology_of(cfg_) == Topology::kHub && !net_.replicas.empty()
+                              ? outer_round_end_s(net_, Topology::kHub, role_.replica, rep.members,
+                                                  std::vector<double>(std::max<size_t>(rep.clocks.size(), 1), 0.0),
+                                                  rep.bytes_sent, rep.hops)
+                              : round_comm_s(link, rep.bytes_sent, rep.hops);
+    if (outer_) {  // over the members' access links (core/sim_clock.h outer_round_end_s)
         if (rep.clocks.empty()) rep.clocks.push_back(clock_.now_s());
-        end_s = round_end_s(rep.clocks, link, rep.bytes_sent, rep.hops);
+        end_s = outer_round_end_s(net_, topology_of(cfg_), role_.replica, rep.members, rep.clocks, rep.bytes_sent, rep.hops);
     }
     if (grads_) {
         // The leader's weights and clock reach the replica's other nodes.
@@ -267,8 +274,7 @@ Status ReplicaWorker::outer_round(int64_t step) {
     double exposed = 0;
     if (rep.overlap_steps > 0) clock_.defer(step + rep.overlap_steps, end_s);  // training goes on; the clock waits then
     else exposed = clock_.wait_for_round(end_s);
-    record_round(step, rep.bytes_sent, rep.hops, round_compute_s_, round_comm_s(link, rep.bytes_sent, rep.hops),
-                 exposed);
+    record_round(step, rep.bytes_sent, rep.hops, round_compute_s_, comm_s, exposed);
     if (rep.overlap_steps > 0) record(step, metric::kRoundOverlapSteps, static_cast<double>(rep.overlap_steps));
     if (rep.guard_clipped > 0) {
         record(step, metric::kRoundGuardClipped, static_cast<double>(rep.guard_clipped));

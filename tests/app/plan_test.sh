@@ -66,6 +66,12 @@ same "diloco mesh bf16, one node at half speed" 2 --set 'outer.algorithm="diloco
 same "diloco int8 over the ring, a slow downlink" 2 --set 'outer.algorithm="diloco"' --set 'outer.dtype="int8"' \
      --set 'network.replica_down_bps=[5e6, 20e6]'
 same "sparseloco" 2 --set 'outer.algorithm="sparseloco"' --set 'outer.topk_k=16' --set 'outer.topk_chunk=8'
+same "sparseloco through the hub, uneven access links and speeds" 3 --set 'outer.algorithm="sparseloco"' \
+     --set 'outer.replicas=3' --set 'outer.topology="hub"' --set 'outer.topk_k=16' --set 'outer.topk_chunk=8' \
+     --set 'network.replica_up_bps=[2e6, 20e6, 20e6]' --set 'network.replica_down_bps=[10e6, 20e6, 5e6]' \
+     --set 'network.replica_latency_s=[0.05, 0.01, 0.02]' --set 'compute.node_speed=[1, 0.5, 1]'
+same "demo through the hub" 2 --set 'outer.algorithm="demo"' --set 'outer.demo_chunk=8' --set 'outer.demo_topk=4' \
+     --set 'outer.topology="hub"'
 same "demo" 2 --set 'outer.algorithm="demo"' --set 'outer.demo_chunk=8' --set 'outer.demo_topk=4'
 same "streaming fp4, overlapped" 2 --set 'outer.algorithm="streaming_diloco"' --set 'outer.fragments=2' \
      --set 'outer.dtype="fp4"' --set 'outer.overlap_steps=2'

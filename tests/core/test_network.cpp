@@ -66,5 +66,50 @@ TEST(AccessLinks, ListsOfTheWrongLengthAreRefusedByName) {
     EXPECT_NE(c.message().find("network.replica_down_bps"), std::string::npos) << c.message();
 }
 
+// A hub round over access links is costed by phase (core/sim_clock.h outer_round_end_s): each
+// upload leaves at its member's own clock over its own uplink, then the downloader's downlink takes
+// the R − 1 others'. By hand for the home-and-cloud replicas, 11 MB payloads (33 MB recorded):
+//   uploads in at max(4 + 0.03 + 0.8, 5 + 0.01 + 0.088, 4.5 + 0.01 + 0.088) = 5.098;
+//   replica 0 downloads 22 MB at 500 Mb/s: 5.098 + 0.03 + 0.352 = 5.48;
+//   replica 2 at 1 Gb/s: 5.098 + 0.01 + 0.176 = 5.284.
+TEST(AccessLinks, AHubRoundPaysEachUploadOnItsOwnUplinkThenTheDownloadOnTheOwnDownlink) {
+    const NetworkProfile p = home_and_cloud();
+    const std::vector<double> clocks{4.0, 5.0, 4.5};
+    const uint64_t bytes = 3 * 11'000'000;
+    EXPECT_NEAR(outer_round_end_s(p, Topology::kHub, 0, {}, clocks, bytes, 2), 5.48, 1e-12);
+    EXPECT_NEAR(outer_round_end_s(p, Topology::kHub, 2, {}, clocks, bytes, 2), 5.284, 1e-12);
+    // Replicas 1 and 2 only (22 MB recorded, 11 MB each): uploads in at 5.098, download 11 MB at 1 Gb/s.
+    EXPECT_NEAR(outer_round_end_s(p, Topology::kHub, 1, {1, 2}, {5.0, 4.5}, 2 * 11'000'000, 2), 5.098 + 0.01 + 0.088,
+                1e-12);
+    // Other topologies, and a hub without access links, keep round_end_s over round_link.
+    EXPECT_EQ(outer_round_end_s(p, Topology::kMesh, 2, {}, clocks, bytes, 1),
+              round_end_s(clocks, round_link(p, 2, {}, 1), bytes, 1));
+    const NetworkProfile flat = network_profile("home-20m").value();
+    EXPECT_EQ(outer_round_end_s(flat, Topology::kHub, 2, {}, clocks, bytes, 2), round_end_s(clocks, flat.outer, bytes, 2));
+}
+
+// cluster.hub_endpoint: a remote hub run must name one; a bad one is refused by name.
+TEST(HubEndpoint, ARemoteHubRunNamesAReachableEndpointAndBadOnesAreRefused) {
+    const std::string base =
+        "[outer]\nalgorithm = \"sparseloco\"\nreplicas = 2\ntopology = \"hub\"\n[cluster]\nmode = \"remote\"\n"
+        "endpoints = [\"tcp://10.0.0.2:7000\", \"tcp://10.0.0.3:7000\"]\n";
+    auto c = parse_config(base, "hub.toml");
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.message().find("cluster.hub_endpoint: a remote cluster with outer.topology = \"hub\" must name"),
+              std::string::npos)
+        << c.message();
+    EXPECT_TRUE(parse_config(base + "hub_endpoint = \"tcp://10.0.0.1:7300\"\n", "hub.toml"));
+    for (const char* bad : {"tcp://10.0.0.1:*", "tcp://10.0.0.1", "ipc:///tmp/x", "tcp://10.0.0.1:70000"}) {
+        c = parse_config(base + "hub_endpoint = \"" + bad + "\"\n", "hub.toml");
+        ASSERT_FALSE(c) << bad;
+        EXPECT_NE(c.message().find("cluster.hub_endpoint \"" + std::string(bad) + "\""), std::string::npos) << c.message();
+    }
+    c = parse_config(
+        "[outer]\nalgorithm = \"diloco\"\nreplicas = 2\n[cluster]\nhub_endpoint = \"tcp://127.0.0.1:7300\"\n",
+        "hub.toml");
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.message().find("cluster.hub_endpoint is set but the run has no hub"), std::string::npos) << c.message();
+}
+
 }  // namespace
 }  // namespace tw

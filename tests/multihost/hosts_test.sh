@@ -2,7 +2,9 @@
 # Several machines on one machine (issue 13): five network namespaces as hosts on one bridge —
 # host 0 runs the coordinator, hosts 1-4 one keyed `thinwire node` each on its own address — and
 # the runs cross real interfaces:
-#   (a) SparseLoCo, three replicas on three hosts (the outer sync crosses the bridge);
+#   (a) SparseLoCo, three replicas on three hosts (the outer sync crosses the bridge), over the
+#       mesh and through the hub: the coordinator's relay on host 0's address, CURVE-keyed, each
+#       replica admitted under its own key (same losses as the mesh, its own bytes);
 #   (b) DiLoCo, two replicas of two nodes each, every replica's Gloo group spanning two hosts, and
 #       plain DDP with its Gloo group across two hosts;
 #   (c) a compressed two-stage pipeline replica with its stages on two hosts, beside a full replica
@@ -55,8 +57,8 @@ layouts() {
 [network]
 profile = \"home-20m\"
 $body"
-  printf '%s\n[cluster]\nmode = "remote"\nendpoints = [%s]\nnode_keys = [%s]\ncoordinator_key = "%s"\n%s\n' \
-    "$common" "${eps%, }" "${keys%, }" "$work/keys/coord/secret.key" "${CLUSTER_EXTRA:-}" > "$work/$name.toml"
+  printf '%s\n[cluster]\nmode = "remote"\nendpoints = [%s]\nnode_keys = [%s]\ncoordinator_key = "%s"\n%s\n%s\n' \
+    "$common" "${eps%, }" "${keys%, }" "$work/keys/coord/secret.key" "${CLUSTER_EXTRA:-}" "${REMOTE_EXTRA:-}" > "$work/$name.toml"
   printf '%s\n[cluster]\nmode = "threads"\n%s\n' "$common" "${CLUSTER_EXTRA:-}" > "$work/$name-threads.toml"
 }
 # The final table's rows without the measured columns: node, steps, train loss, val loss, bytes.
@@ -86,6 +88,19 @@ compare sparseloco 3
 id="$(sqlite3 "$db" "select id from runs where name = 'sparseloco-hosts'")"
 n="$(sqlite3 "$db" "select count(*) from metrics where run_id = $id and name = 'round.real_comm_s' and value > 0 and value < 30")"
 [ "$n" = 6 ] || fail "expected 6 stored round.real_comm_s (3 nodes × 2 rounds) across hosts, got $n"
+# Through the hub: the relay listens on host 0's address; nodes reach it across the bridge.
+REMOTE_EXTRA="hub_endpoint = \"tcp://$(host_ip 0):7300\"" layouts sparseloco_hub '[outer]
+algorithm = "sparseloco"
+replicas = 3
+inner_steps = 10
+topology = "hub"' 1 2 3
+compare sparseloco_hub 3
+losses() { awk '$1 ~ /^replica-/ && NF == 10 {print $1, $2, $3, $4}' "$1"; }
+[ "$(losses "$work/sparseloco_hub.out")" = "$(losses "$work/sparseloco.out")" ] \
+  || fail "the hub's losses differ from the mesh's: $(losses "$work/sparseloco_hub.out") vs $(losses "$work/sparseloco.out")"
+ev="$(sqlite3 "$db" "select e.text from events e join runs r on r.id = e.run_id where r.name = 'sparseloco_hub-hosts' and e.kind = 'hub'")"
+grep -q "in 6 uploads, .* in 12 payloads, refused 0" <<<"$ev" || fail "the relay's own counts: '$ev'"
+echo "ok: sparseloco through a CURVE hub across hosts: mesh losses, relay counts $ev"
 
 # (b) Gloo groups across hosts: DiLoCo with two-node replicas (hosts 1+2 and 3+4), then DDP on two.
 CLUSTER_EXTRA="nodes_per_replica = 2" layouts diloco2x2 '[outer]
