@@ -5,6 +5,7 @@
 
 #include <ctime>
 
+#include "app/layout_plan.h"
 #include "core/config_io.h"
 
 namespace tw::cli {
@@ -69,5 +70,7 @@ Result<std::vector<std::string>> SessionDriver::spawn_processes(int n) {
     spawned_.push_back(std::move(*c));
     return eps;
 }
+
+Result<ui::LayoutPlan> SessionDriver::plan(const RunConfig& cfg) const { return plan_layout(cfg); }
 
 }  // namespace tw::cli

@@ -26,6 +26,7 @@ public:
     void stop() override;
     ui::DriverSnapshot snapshot() override;
     Result<std::vector<std::string>> spawn_processes(int n) override;
+    Result<ui::LayoutPlan> plan(const RunConfig& cfg) const override;  // app/layout_plan.h
 
 private:
     std::string db_path_, exe_, data_root_;

@@ -28,6 +28,9 @@ int workbench_loop(const WorkbenchArgs& a, GLFWwindow* window) {
     for (int i = 0; i < 5; ++i)
         if (a.x_axis == axes[i]) opts.x_axis = static_cast<tw::ui::XAxis>(i);
     opts.log_x = a.log_x;
+    opts.what_if.network = a.what_if_network;
+    opts.what_if.hardware.hardware = a.what_if_hardware;
+    opts.what_if.hardware.efficiency = a.what_if_efficiency;
     opts.show_train = !a.val_only;
     if (a.val_only) opts.smoothing = 0;  // a few validation points: show them as they are
     tw::ui::Workbench wb(opts, driver);

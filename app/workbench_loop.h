@@ -28,6 +28,9 @@ struct WorkbenchArgs {
     bool start = false; // and start it
     double wait_s = 0;  // with --screenshot: keep rendering at least this long (a live run's progress)
     std::string data_root;  // "" = the working directory (coordinator/run_session.h coordinator_data_root)
+    std::string what_if_network;   // --what-if-network: re-time the --open runs for this network profile
+    std::string what_if_hardware;  // --what-if-hardware: ... and this hardware profile
+    double what_if_efficiency = 0; // --what-if-efficiency (0 = the profile's)
 };
 
 // Runs until the window closes, --frames frames have been drawn, or the screenshot is saved.

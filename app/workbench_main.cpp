@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     app.add_option("--bench-frames", a.bench_frames, "time N frames of 10 runs × 100k points and exit");
     app.add_option("--width", a.width)->capture_default_str();
     app.add_option("--height", a.height)->capture_default_str();
-    app.add_option("--tab", a.tab, "first tab: Plots, \"Bytes and time\" or History")->capture_default_str();
+    app.add_option("--tab", a.tab, "first tab: Plots, \"Bytes and time\", Plan or History")->capture_default_str();
     app.add_option("--x-axis", a.x_axis, "plots' x-axis: step, tokens, bytes, sim or wall")
         ->check(CLI::IsMember({"step", "tokens", "bytes", "sim", "wall"}))->capture_default_str();
     app.add_flag("--log-x", a.log_x, "log x-axis");
@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
     app.add_option("--wait-s", a.wait_s, "with --screenshot: render at least this many seconds first (a live run)");
     app.add_option("--data-root", a.data_root,
                    "the folder runs and the nodes started here read and write (default: the working directory)");
+    app.add_option("--what-if-network", a.what_if_network, "re-time the --open runs for this network profile (Bytes and time)");
+    app.add_option("--what-if-hardware", a.what_if_hardware, "re-time the --open runs' compute for this hardware profile");
+    app.add_option("--what-if-efficiency", a.what_if_efficiency, "with --what-if-hardware: its efficiency (0 = the profile's)");
     app.add_option("--hover", a.hover, "FX,FY: place the mouse at this fraction of the plot (tooltip screenshots)");
     CLI11_PARSE(app, argc, argv);
     if (!a.screenshot.empty() && a.frames <= 0) a.frames = 5;

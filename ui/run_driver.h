@@ -10,6 +10,7 @@
 #include "core/metrics.h"
 #include "core/status.h"
 #include "remote/coordinator.h"
+#include "ui/layout_plan.h"
 
 namespace tw::ui {
 
@@ -36,6 +37,11 @@ public:
     virtual DriverSnapshot snapshot() = 0;
     // Spawns `n` `thinwire node` processes on loopback (the "spawn" button); their endpoints.
     virtual Result<std::vector<std::string>> spawn_processes(int n) = 0;
+    // The plan of `cfg` as `thinwire plan` makes it (the planner, under the flops compute model),
+    // or the reason it is not planned: the layout's config errors or the planner's refusal.
+    // Touches no session state, so it is safe from any thread (the Plan view calls it on a
+    // background task).
+    virtual Result<LayoutPlan> plan(const RunConfig& cfg) const = 0;
 };
 
 }  // namespace tw::ui

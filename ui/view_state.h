@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "ui/data/retime_tasks.h"
 #include "ui/data/run_cache.h"
 #include "ui/run_driver.h"
 
@@ -15,7 +16,8 @@ namespace tw::ui {
 struct ViewState {
     std::set<int64_t> runs;                      // runs overlaid in the plots (History checkboxes)
     std::map<std::string, bool> hidden_nodes;    // "RUN/node/train|val" → hidden (legend click)
-    std::map<int64_t, std::string> what_if;      // run → network profile its sim-time axis is re-timed for
+    std::map<int64_t, WhatIf> what_if;           // run → network and hardware its sim-time axis is re-timed for
+    RetimeTasks retimes;                         // the what-ifs' replays, on background tasks
     std::string png_request;                     // path of a PNG of the plot area to write after this frame
     std::shared_ptr<const CacheState> cache;     // this frame's snapshot of the store
     DriverSnapshot driver;                       // this frame's snapshot of the running session

@@ -10,6 +10,8 @@ namespace tw::ui {
 Workbench::Workbench(WorkbenchOptions opts, RunDriver& driver)
     : opts_(std::move(opts)), driver_(driver), cache_(opts_.db_path) {
     view_.runs = opts_.open_runs;
+    if (!opts_.what_if.empty())
+        for (int64_t id : view_.runs) view_.what_if[id] = opts_.what_if;
     history_.db_path = opts_.db_path;
     plots_.set_axis(opts_.x_axis, opts_.log_x);
     plots_.set_show_train(opts_.show_train);
@@ -42,6 +44,7 @@ void Workbench::frame() {
         view_.runs.insert(view_.driver.run_id);
     }
     cache_.want(view_.runs);
+    view_.retimes.keep_only(view_.runs);  // replays of runs no longer overlaid go
 
     const ImGuiViewport* vp = ImGui::GetMainViewport();
     ImGui::SetNextWindowPos(vp->WorkPos);
@@ -69,6 +72,12 @@ void Workbench::frame() {
         if (ImGui::BeginTabItem("Bytes and time", nullptr, flags("Bytes and time"))) {
             ImGui::BeginChild("bytes");
             bytes_.draw(view_);
+            ImGui::EndChild();
+            ImGui::EndTabItem();
+        }
+        if (ImGui::BeginTabItem("Plan", nullptr, flags("Plan"))) {
+            ImGui::BeginChild("plan");
+            plan_.draw(driver_, layout_.model);
             ImGui::EndChild();
             ImGui::EndTabItem();
         }

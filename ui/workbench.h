@@ -1,5 +1,5 @@
 // The workbench (issue 4): one ImGui frame of every panel — nodes, layout editor, run control and
-// log on the left; live plots, bytes and time, and history on the right. It only draws and reacts:
+// log on the left; live plots, bytes and time, the plan of the editor's layout, and history on the right. It only draws and reacts:
 // runs go through a RunDriver (the coordinator on its own thread), the store is read by a RunCache
 // on its own thread, so no frame waits for the network or the database.
 #pragma once
@@ -14,6 +14,7 @@
 #include "ui/panels/history_panel.h"
 #include "ui/panels/layout_panel.h"
 #include "ui/panels/nodes_panel.h"
+#include "ui/panels/plan_panel.h"
 #include "ui/panels/plots_panel.h"
 #include "ui/panels/run_panel.h"
 #include "ui/run_driver.h"
@@ -24,11 +25,12 @@ namespace tw::ui {
 struct WorkbenchOptions {
     std::string db_path = "thinwire.db";
     std::set<int64_t> open_runs;  // runs overlaid from the start (--open)
-    std::string tab = "Plots";    // the right-hand tab shown first: Plots, Bytes and time, History
+    std::string tab = "Plots";    // the right-hand tab shown first: Plots, Bytes and time, Plan, History
     XAxis x_axis = XAxis::kStep;  // the plots' first x-axis
     bool log_x = false;
     bool show_train = true;       // training-loss curves (validation curves are always offered)
     float smoothing = 0.8f;       // debiased EMA weight of the plots
+    WhatIf what_if;               // a what-if (network, hardware) set on every --open run from the start
 };
 
 class Workbench {
@@ -58,6 +60,7 @@ private:
     RunPanel run_;
     PlotsPanel plots_;
     BytesPanel bytes_;
+    PlanPanel plan_;
     HistoryPanel history_;
     std::set<int64_t> started_runs_;
     int frames_ = 0;  // runs of this session already added to the overlay

@@ -266,7 +266,8 @@ std::string temp_dir() {
 void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // The editor draws an algorithm's knobs from the field table: SparseLoCo gets its Top-k and error
-// feedback, DeMo its DCT knobs (no DeMo code in the panel), none and ddp nothing.
+// feedback, DeMo its DCT knobs (no DeMo code in the panel), none and ddp nothing. Since the hub
+// topology both also offer outer.topology (mesh or hub), in the field table's order.
 TEST(LayoutModel, AlgorithmKnobsComeFromTheFieldTable) {
     auto keys = [](const std::string& algo) {
         RunConfig c;
@@ -275,11 +276,11 @@ TEST(LayoutModel, AlgorithmKnobsComeFromTheFieldTable) {
         for (const FieldInfo* f : algorithm_fields(c)) k.push_back(f->key);
         return k;
     };
-    EXPECT_EQ(keys("demo"), (std::vector<std::string>{"outer.inner_steps", "outer.lr", "outer.demo_chunk",
-                                                      "outer.demo_topk", "outer.demo_beta", "outer.demo_values",
-                                                      "outer.demo_sign_update", "outer.guard_ratio"}));
+    EXPECT_EQ(keys("demo"), (std::vector<std::string>{"outer.inner_steps", "outer.lr", "outer.topology",
+                                                      "outer.demo_chunk", "outer.demo_topk", "outer.demo_beta",
+                                                      "outer.demo_values", "outer.demo_sign_update", "outer.guard_ratio"}));
     EXPECT_EQ(keys("sparseloco"),
-              (std::vector<std::string>{"outer.inner_steps", "outer.lr", "outer.topk_chunk", "outer.topk_k",
+              (std::vector<std::string>{"outer.inner_steps", "outer.lr", "outer.topology", "outer.topk_chunk", "outer.topk_k",
                                         "outer.ef_beta", "outer.aggregation", "outer.clip_median",
                                         "outer.guard_ratio", "outer.round_time_s"}));
     EXPECT_TRUE(keys("none").empty());
@@ -287,7 +288,7 @@ TEST(LayoutModel, AlgorithmKnobsComeFromTheFieldTable) {
     EXPECT_TRUE(keys("gossip").empty());
     RunConfig c;
     c.outer.algorithm = "demo";
-    EXPECT_EQ(algorithm_fields(c)[3]->label, "DCT coefficients per chunk");
+    EXPECT_EQ(algorithm_fields(c)[4]->label, "DCT coefficients per chunk");
 }
 
 TEST(LayoutModel, DefaultsAreValid) {

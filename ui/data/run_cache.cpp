@@ -104,13 +104,46 @@ double x_of(const NodeData& n, XAxis axis, double step, double sim_s, double wal
     return NAN;
 }
 
-Result<std::map<std::string, std::map<int64_t, double>>> retime_run(const RunData& d, const std::string& profile) {
-    using Clocks = std::map<std::string, std::map<int64_t, double>>;
-    if (!d.traces) return Result<Clocks>::error(d.traces_error);
-    auto t = retime_stored(*d.traces, profile);
+std::string WhatIf::label() const {
+    std::string hw;
+    if (!hardware.hardware.empty()) {
+        char buf[96];
+        hw = hardware.hardware;
+        if (hardware.peak_flops > 0) std::snprintf(buf, sizeof buf, " %.4g FLOP/s", hardware.peak_flops), hw += buf;
+        if (hardware.efficiency > 0) std::snprintf(buf, sizeof buf, " (eff %.3g)", hardware.efficiency), hw += buf;
+    }
+    if (network.empty()) return hw;
+    return hw.empty() ? network : network + ", " + hw;
+}
+
+bool WhatIf::operator==(const WhatIf& o) const {
+    return network == o.network && hardware.hardware == o.hardware.hardware &&
+           hardware.efficiency == o.hardware.efficiency && hardware.peak_flops == o.hardware.peak_flops;
+}
+
+Result<RetimedRun> retime_run(const RunData& d, const WhatIf& w) {
+    if (!d.traces) return Result<RetimedRun>::error(d.traces_error);
+    const StoredRunTraces& run = *d.traces;
+    auto net = retime_network(run, w.network.empty() ? run.cfg.network.profile : w.network);
+    if (!net) return net.status();
+    auto replay = [&]() -> Result<Timeline> {
+        if (w.hardware.hardware.empty()) return retime_loaded(run, *net);
+        auto nodes = retime_compute(run.cfg, run.nodes, w.hardware);
+        if (!nodes) return nodes.status();
+        StoredRunTraces other = run;  // a copy with the re-timed compute; once per change of the what-if
+        other.nodes = std::move(*nodes);
+        return retime_loaded(other, *net);
+    };
+    auto t = replay();
     if (!t) return t.status();
-    Clocks out;
-    for (size_t i = 0; i < d.traces->nodes.size(); ++i) out[d.traces->nodes[i].name] = t->clock_at[i];
+    RetimedRun out;
+    for (size_t i = 0; i < run.nodes.size(); ++i) {
+        RetimedRun::Node& n = out.nodes[run.nodes[i].name];
+        n.clock_at = t->clock_at[i];
+        n.sim_s = t->sim_s[i];
+        n.compute_s = t->compute_s[i];
+        n.exposed_s = t->exposed_s[i];
+    }
     return out;
 }
 

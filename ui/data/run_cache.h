@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "storage/run_store.h"
 #include "storage/run_traces.h"
+#include "ui/logic/hardware_retime.h"
 #include "ui/logic/series.h"
 
 namespace tw::ui {
@@ -86,10 +87,31 @@ double x_of(const NodeData& n, XAxis axis, double step, double sim_s, double wal
 // every step, but nodes may record different steps).
 double at_or_before(const std::map<int64_t, double>& m, double step);
 
-// Per-step clocks of every node of `d` re-timed for network `profile` (core/timeline.h, the replay
-// `thinwire runs retime` runs), by node name; an error when the run cannot be re-timed (it is
-// still running, its kind is refused, or the profile is unknown).
-Result<std::map<std::string, std::map<int64_t, double>>> retime_run(const RunData& d, const std::string& profile);
+// A what-if for a finished run: another network profile, other hardware, or both.
+struct WhatIf {
+    std::string network;      // a network profile; "" = the run's own (with its [network] overrides)
+    HardwareWhatIf hardware;  // hardware.hardware "" = as recorded
+    bool empty() const { return network.empty() && hardware.hardware.empty(); }
+    // "wan-100m", "a100 (eff 0.4)", "wan-100m, a100": for tooltips and as a cache key.
+    std::string label() const;
+    bool operator==(const WhatIf& o) const;
+    bool operator!=(const WhatIf& o) const { return !(*this == o); }
+};
+
+// A run re-timed for a what-if, by node name: per-step clocks (step → clock at its end) and the
+// replay's totals.
+struct RetimedRun {
+    struct Node {
+        std::map<int64_t, double> clock_at;
+        double sim_s = 0, compute_s = 0, exposed_s = 0;
+    };
+    std::map<std::string, Node> nodes;
+};
+
+// Every node of `d` re-timed for `w` (core/timeline.h, the replay `thinwire runs retime` runs; with
+// other hardware, its compute first re-timed by ui/logic/hardware_retime.h); an error when the run
+// cannot be re-timed (it is still running, its kind is refused, the profile is unknown).
+Result<RetimedRun> retime_run(const RunData& d, const WhatIf& w);
 
 // Loads one run's series from an open store.
 Result<RunData> load_run(RunStore& store, int64_t id);

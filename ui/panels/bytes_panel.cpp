@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "core/compute_model.h"
 #include "core/metric_names.h"
 
 namespace tw::ui {
@@ -79,40 +80,93 @@ void BytesPanel::draw_rounds(const RunData& d, int64_t id) {
     plot(("rounds-" + std::to_string(id)).c_str(), series, opt, rounds_views_[id], ImVec2(0, 220));
 }
 
-void BytesPanel::draw_what_if(ViewState& v, const RunData& d, int64_t id) {
-    const std::string current = v.what_if.count(id) ? v.what_if.at(id) : "recorded";
-    ImGui::SetNextItemWidth(150);
-    const std::string label = "what-if network##" + std::to_string(id);
-    if (ImGui::BeginCombo(label.c_str(), current.c_str())) {
-        for (const char* p : kProfiles)
-            if (ImGui::Selectable(p, current == p)) {
-                if (std::string(p) == "recorded") v.what_if.erase(id);
-                else v.what_if[id] = p;
-            }
+namespace {
+
+// Sum of the nodes' replay totals; the latest node's clock is the run's simulated time.
+struct Totals {
+    double sim_s = 0, compute_s = 0, exposed_s = 0;
+};
+Totals totals_of(const RetimedRun& r) {
+    Totals t;
+    for (auto& [name, n] : r.nodes) t.sim_s = std::max(t.sim_s, n.sim_s), t.compute_s += n.compute_s, t.exposed_s += n.exposed_s;
+    return t;
+}
+
+void combo(const char* label, float width, std::string& value, const std::vector<std::string>& choices) {
+    ImGui::SetNextItemWidth(width);
+    const std::string shown = value.empty() ? "recorded" : value;
+    if (ImGui::BeginCombo(label, shown.c_str())) {
+        if (ImGui::Selectable("recorded", value.empty())) value.clear();
+        for (const auto& c : choices)
+            if (ImGui::Selectable(c.c_str(), value == c)) value = c;
         ImGui::EndCombo();
     }
-    if (current == "recorded") return;
-    auto& cached = retimed_total_[std::to_string(id)];
-    if (cached.first != current) {
-        double end = NAN;
-        auto clocks = retime_run(d, current);
-        if (clocks)
-            for (auto& [node, c] : *clocks)
-                if (!c.empty()) end = std::isnan(end) ? c.rbegin()->second : std::max(end, c.rbegin()->second);
-        cached = {current, end};
-        retime_error_[std::to_string(id)] = clocks ? "" : clocks.message();
-    }
-    if (std::isnan(cached.second)) {
+}
+
+}  // namespace
+
+void BytesPanel::draw_what_if(ViewState& v, const std::shared_ptr<const RunData>& data, int64_t id) {
+    const RunData& d = *data;
+    static const std::vector<std::string> kNetworks(std::begin(kProfiles) + 1, std::end(kProfiles));
+    static const std::vector<std::string> kHardware = [] {
+        std::vector<std::string> names;
+        for (auto& p : hardware_profiles()) names.push_back(p.name);
+        return names;
+    }();
+    WhatIf w = v.what_if.count(id) ? v.what_if.at(id) : WhatIf{};
+    const std::string sid = std::to_string(id);
+    combo(("what-if network##" + sid).c_str(), 130, w.network, kNetworks);
+    ImGui::SameLine();
+    const std::string hw_before = w.hardware.hardware;
+    combo(("hardware##" + sid).c_str(), 110, w.hardware.hardware, kHardware);
+    if (w.hardware.hardware != hw_before) w.hardware.efficiency = 0, w.hardware.peak_flops = 0;  // the new profile's
+    if (!w.hardware.hardware.empty()) {
         ImGui::SameLine();
-        ImGui::TextDisabled("(%s)", retime_error_[std::to_string(id)].c_str());
+        ImGui::SetNextItemWidth(80);
+        ImGui::InputDouble(("efficiency (0 = profile's)##" + sid).c_str(), &w.hardware.efficiency, 0, 0, "%.3g");
+        if (w.hardware.hardware == "custom") {
+            ImGui::SameLine();
+            ImGui::SetNextItemWidth(110);
+            ImGui::InputDouble(("peak FLOP/s##" + sid).c_str(), &w.hardware.peak_flops, 0, 0, "%.4g");
+        }
+    }
+    if (w.empty()) v.what_if.erase(id);
+    else v.what_if[id] = w;
+
+    // The recorded replay (the run's own network and compute) and the what-if's, on background tasks.
+    const auto base = v.retimes.get(id, data, WhatIf{});
+    if (w.empty()) {
+        if (base && *base) {
+            const Totals t = totals_of(base->value());
+            ImGui::PushTextWrapPos(0);
+            ImGui::TextDisabled("recorded: simulated %.4g s on %s, compute %.4g s, exposed communication %.4g s (%s compute)",
+                                t.sim_s, d.cfg.network.profile.c_str(), t.compute_s, t.exposed_s,
+                                d.cfg.compute.model == "flops" ? d.cfg.compute.hardware.c_str() : "measured");
+            ImGui::PopTextWrapPos();
+        }
         return;
     }
-    double recorded = 0;
-    for (auto& [node, nd] : d.nodes)
-        if (!nd.sim_s.empty()) recorded = std::max(recorded, nd.sim_s.back());
-    ImGui::SameLine();
-    ImGui::Text("simulated time %.2f s recorded (%s) → %.2f s on %s; the plots' sim-time axis follows", recorded,
-                d.cfg.network.profile.c_str(), cached.second, current.c_str());
+    const auto cached = v.retimes.get(id, data, w);
+    if (!base || !cached) {
+        ImGui::TextDisabled("re-timing ...");
+        return;
+    }
+    if (!*cached || !*base) {
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextColored(ImVec4(1, 0.6f, 0.3f, 1), "not re-timed: %s", (*cached ? *base : *cached).message().c_str());
+        ImGui::PopTextWrapPos();
+        return;
+    }
+    const Totals r = totals_of(base->value()), t = totals_of(cached->value());
+    ImGui::PushTextWrapPos(0);
+    // ImGui's default font has no arrow glyph: "->".
+    ImGui::Text("simulated time %.4g s recorded -> %.4g s (%s); compute %.4g -> %.4g s, exposed communication %.4g -> %.4g s, "
+                "utilisation %.3g%% -> %.3g%%; the plots' sim-time axis follows",
+                r.sim_s, t.sim_s, w.label().c_str(), r.compute_s, t.compute_s, r.exposed_s, t.exposed_s,
+                100 * r.compute_s / std::max(1e-300, r.compute_s + r.exposed_s),
+                100 * t.compute_s / std::max(1e-300, t.compute_s + t.exposed_s));
+    if (!w.hardware.hardware.empty()) ImGui::TextDisabled("%s", describe_compute_what_if(d.cfg, w.hardware).c_str());
+    ImGui::PopTextWrapPos();
 }
 
 void BytesPanel::draw(ViewState& v) {
@@ -126,7 +180,7 @@ void BytesPanel::draw(ViewState& v) {
         const RunData& d = *it->second;
         const std::string title = "run " + std::to_string(id) + " " + d.summary.name + " (" + d.key_settings + ")";
         if (!ImGui::CollapsingHeader(title.c_str(), ImGuiTreeNodeFlags_DefaultOpen)) continue;
-        draw_what_if(v, d, id);
+        draw_what_if(v, it->second, id);
         draw_bytes_table(d, id);
         draw_rounds(d, id);
     }

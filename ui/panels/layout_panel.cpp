@@ -8,7 +8,10 @@
 #include <variant>
 
 #include "core/algorithm.h"
+#include "core/compute_model.h"
 #include "core/config_io.h"
+#include "ui/logic/replica_settings.h"
+#include "ui/logic/units.h"
 
 namespace tw::ui {
 namespace {
@@ -16,7 +19,10 @@ namespace {
 // Shows the model's message for `key` under the field, in red, if there is one.
 void error_for(const LayoutModel& m, const char* key) {
     const std::string& e = m.error(key);
-    if (!e.empty()) ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "  %s", e.c_str());
+    if (e.empty()) return;
+    ImGui::PushTextWrapPos(0);  // long cross-field messages wrap inside the panel
+    ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "  %s", e.c_str());
+    ImGui::PopTextWrapPos();
 }
 
 void int_field(LayoutModel& m, const char* label, const char* key, int64_t& v) {
@@ -176,6 +182,115 @@ void section(const char* title) {
     ImGui::TextDisabled("%s", title);
 }
 
+// [compute]: the model, and under flops the hardware profile, its efficiency and (custom) peak. The
+// flops-only keys are hidden under measured; switching to measured resets them (set_compute_model),
+// and a loaded file's leftovers still show their errors here.
+void draw_compute(LayoutModel& model, RunConfig& c) {
+    std::string m = c.compute.model;
+    choice_field(model, "compute model", "compute.model", m, config_field("compute.model")->choices);
+    if (m != c.compute.model) set_compute_model(c, m);
+    if (c.compute.model != "flops") {
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextDisabled("  each segment advances the clock by its wall seconds on the machine that runs it");
+        ImGui::PopTextWrapPos();
+        for (const char* k : {"compute.hardware", "compute.peak_flops", "compute.efficiency", "compute.node_speed"})
+            error_for(model, k);
+        return;
+    }
+    choice_field(model, "hardware", "compute.hardware", c.compute.hardware, config_field("compute.hardware")->choices);
+    const HardwareProfile* hw = find_hardware(c.compute.hardware);
+    ImGui::PushTextWrapPos(0);
+    if (hw && hw->peak_flops > 0)
+        ImGui::TextDisabled("  peak %s, default efficiency %.2g: %s", rate_text(hw->peak_flops).c_str(), hw->efficiency,
+                            hw->source.c_str());
+    ImGui::PopTextWrapPos();
+    float_field(model, "efficiency (0 = the profile's)", "compute.efficiency", c.compute.efficiency);
+    if (c.compute.hardware == "custom" || c.compute.peak_flops != 0)
+        float_field(model, "peak FLOP/s (0 = the profile's)", "compute.peak_flops", c.compute.peak_flops, "%.4g");
+    ImGui::PushTextWrapPos(0);
+    if (const double rate = replica_rate_flops(c, 0); rate > 0)
+        ImGui::TextDisabled("  replica 0: %s effective, a step of %.4g s (node speeds: the per-replica table)",
+                            rate_text(rate).c_str(), replica_step_s(c, 0));
+    if (c.outer.round_time_s > 0)
+        ImGui::TextDisabled("  rounds are time-budgeted (outer.round_time_s %.4g s, under algorithm)", c.outer.round_time_s);
+    ImGui::PopTextWrapPos();
+}
+
+// One cell of a per-replica list: the replica's value (its entry, or the default in grey when the
+// list is empty), edited in display units (`scale` display units per stored unit).
+void replica_cell(RunConfig& c, ReplicaSetting s, int64_t r, double scale, const char* fmt) {
+    double shown = replica_setting(c, s, r) * scale;
+    const bool defaulted = replica_setting_list(c, s).empty();
+    if (defaulted) ImGui::PushStyleVar(ImGuiStyleVar_Alpha, 0.55f);
+    ImGui::SetNextItemWidth(-1);
+    const std::string id = std::string("##") + replica_setting_key(s);
+    if (ImGui::InputDouble(id.c_str(), &shown, 0, 0, fmt))
+        set_replica_setting(c, s, r, shown / scale);
+    if (defaulted) ImGui::PopStyleVar();
+}
+
+// Per replica: the node speed (under flops) and the access link between replicas (up, down,
+// latency), written to compute.node_speed and network.replica_*; grey values are the defaults an
+// empty list gives. Each list's errors show under the table, with a button to empty it.
+void draw_replica_settings(LayoutModel& model, RunConfig& c) {
+    const int64_t R = c.outer.replicas;
+    if (R < 1 || R > 64) return;
+    const bool flops = c.compute.model == "flops";
+    const int cols = flops ? 6 : 4;
+    if (ImGui::BeginTable("replica-settings", cols, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchSame)) {
+        ImGui::TableSetupColumn("replica", ImGuiTableColumnFlags_WidthFixed, 52);
+        if (flops) {
+            ImGui::TableSetupColumn("node speed");
+            ImGui::TableSetupColumn("step (s)");
+        }
+        ImGui::TableSetupColumn("up (Mb/s)");
+        ImGui::TableSetupColumn("down (Mb/s)");
+        ImGui::TableSetupColumn("latency (ms)");
+        ImGui::TableHeadersRow();
+        for (int64_t r = 0; r < R; ++r) {
+            ImGui::PushID(static_cast<int>(r));
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::Text("%lld", (long long)r);
+            if (flops) {
+                ImGui::TableNextColumn();
+                replica_cell(c, ReplicaSetting::kNodeSpeed, r, 1.0, "%.4g");
+                ImGui::TableNextColumn();
+                ImGui::Text("%.4g", replica_step_s(c, r));
+            }
+            ImGui::TableNextColumn();
+            replica_cell(c, ReplicaSetting::kUpBps, r, 1e-6, "%.4g");
+            ImGui::TableNextColumn();
+            replica_cell(c, ReplicaSetting::kDownBps, r, 1e-6, "%.4g");
+            ImGui::TableNextColumn();
+            replica_cell(c, ReplicaSetting::kLatencyS, r, 1e3, "%.4g");
+            ImGui::PopID();
+        }
+        ImGui::EndTable();
+    }
+    const ReplicaSetting all[] = {ReplicaSetting::kNodeSpeed, ReplicaSetting::kUpBps, ReplicaSetting::kDownBps,
+                                  ReplicaSetting::kLatencyS};
+    const char* names[] = {"node speed", "up", "down", "latency"};
+    bool any = false;
+    for (ReplicaSetting s : all) {
+        if (replica_setting_list(c, s).empty()) continue;
+        if (!any) ImGui::TextDisabled("back to the defaults (grey):"), any = true;
+        ImGui::SameLine();
+        const std::string label = std::string(names[static_cast<int>(s)]) + "##clear";
+        if (ImGui::SmallButton(label.c_str())) clear_replica_setting(c, s);
+    }
+    for (ReplicaSetting s : all) {
+        if (s == ReplicaSetting::kNodeSpeed && !flops) continue;  // the compute section shows it under measured
+        const char* key = replica_setting_key(s);
+        const std::string& e = model.error(key);
+        if (!e.empty()) {
+            ImGui::PushTextWrapPos(0);
+            ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "  %s: %s", key, e.c_str());
+            ImGui::PopTextWrapPos();
+        }
+    }
+}
+
 }  // namespace
 
 void LayoutPanel::draw(ViewState& v) {
@@ -193,13 +308,17 @@ void LayoutPanel::draw(ViewState& v) {
         Status s = model.save_file(path);
         v.status_line = s ? std::string("saved ") + path : s.message();
     }
+    ImGui::PushTextWrapPos(0);
     for (auto& g : model.general_errors()) ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "%s", g.c_str());
+    ImGui::PopTextWrapPos();
 
     text_field(model, "run name", "run.name", c.run.name);
-    choice_field(model, "model preset", "model.preset", c.model.preset, {"tiny", "small", "base", "paper178m"});
+    choice_field(model, "model preset", "model.preset", c.model.preset, config_field("model.preset")->choices);
     ImGui::Checkbox("tied embeddings", &c.model.tie_embeddings);
     section("replicas");
+    const int64_t replicas_before = c.outer.replicas;
     int_field(model, "replicas", "outer.replicas", c.outer.replicas);
+    if (c.outer.replicas != replicas_before) fit_replica_settings(c);  // per-replica lists keep one entry each
     int_field(model, "nodes per full replica", "cluster.nodes_per_replica", c.cluster.nodes_per_replica);
     int_field(model, "stages per pipeline replica", "cluster.stages", c.cluster.stages);
     error_for(model, "pipeline.replicas");
@@ -221,6 +340,8 @@ void LayoutPanel::draw(ViewState& v) {
     int_field(model, "steps", "train.steps", c.train.steps);
     int_field(model, "batch per replica", "train.batch_size", c.train.batch_size);
     float_field(model, "inner lr", "train.lr", c.train.lr);
+    section("compute");
+    draw_compute(model, c);
     section("cluster");
     choice_field(model, "mode", "cluster.mode", c.cluster.mode, {"threads", "local", "remote"});
     if (c.cluster.mode == "remote") {
@@ -252,6 +373,8 @@ void LayoutPanel::draw(ViewState& v) {
     float_field(model, "intra latency (s, 0 = profile)", "network.intra_latency_s", c.network.intra_latency_s);
     float_field(model, "stage bandwidth (bit/s, 0 = profile)", "network.stage_bandwidth_bps", c.network.stage_bandwidth_bps, "%.3g");
     float_field(model, "stage latency (s, 0 = profile)", "network.stage_latency_s", c.network.stage_latency_s);
+    section("per replica: node speed and access link between replicas");
+    draw_replica_settings(model, c);
     model.validate(c.cluster.mode == "remote" ? static_cast<int>(c.cluster.endpoints.size()) : -1);
 }
 

@@ -20,7 +20,7 @@ ImU32 shade(ImU32 c, float alpha) {
 
 }  // namespace
 
-void PlotsPanel::rebuild(const ViewState& v) {
+void PlotsPanel::rebuild(ViewState& v) {
     series_.clear();
     series_keys_.clear();
     if (!v.cache) return;
@@ -31,8 +31,12 @@ void PlotsPanel::rebuild(const ViewState& v) {
         const RunData& d = *it->second;
         const ImU32 color = plot_palette(run_index++);
         auto wi = v.what_if.find(id);
-        const std::string what_if = wi == v.what_if.end() ? "" : wi->second;
-        std::map<std::string, std::map<int64_t, double>> retimed;
+        const WhatIf what_if = wi == v.what_if.end() ? WhatIf{} : wi->second;
+        // The what-if's replay runs on a background task: until it is there the curve keeps its
+        // recorded axis, and it is rebuilt when the replay arrives (its pointer changes).
+        std::shared_ptr<const Result<RetimedRun>> replay;
+        if (!what_if.empty() && axis_ == static_cast<int>(XAxis::kSimTime)) replay = v.retimes.get(id, it->second, what_if);
+        const RetimedRun* retimed = replay && *replay ? &replay->value() : nullptr;
         size_t node_index = 0;
         for (auto& [node, nd] : d.nodes) {
             const std::string key = std::to_string(id) + "/" + node;
@@ -43,12 +47,9 @@ void PlotsPanel::rebuild(const ViewState& v) {
                 const std::string curve = key + (val ? "/val" : "/train");
                 const bool hidden = v.hidden_nodes.count(curve) && v.hidden_nodes.at(curve);
                 Built& b = built_[curve];
-                if (b.from != &d || b.axis != axis_ || b.what_if != what_if) {
-                    if (!what_if.empty() && retimed.empty()) {
-                        auto r = retime_run(d, what_if);  // a run that cannot be re-timed keeps its recorded axis
-                        if (r) retimed = std::move(*r);
-                    }
-                    const auto* rt = what_if.empty() || !retimed.count(node) ? nullptr : &retimed.at(node);
+                if (b.from != &d || b.axis != axis_ || b.what_if != what_if || b.replay != replay.get()) {
+                    // A run that cannot be re-timed keeps its recorded axis.
+                    const auto* rt = !retimed || !retimed->nodes.count(node) ? nullptr : &retimed->nodes.at(node).clock_at;
                     const auto& steps = val ? nd.val_step : nd.step;
                     const auto& ys = val ? nd.val : nd.loss;
                     b.data.x.clear();
@@ -63,13 +64,14 @@ void PlotsPanel::rebuild(const ViewState& v) {
                     b.from = &d;
                     b.axis = axis_;
                     b.what_if = what_if;
+                    b.replay = replay.get();
                 }
                 PlotSeries s;
                 s.label = "run " + std::to_string(id) + " " + d.summary.name + " / " + node + (val ? " val" : "");
                 s.data = &b.data;
                 s.color = val ? shade(color, 1.0f) : shade(color, 0.85f * fade);
                 s.visible = !hidden;
-                s.tooltip = d.key_settings + (what_if.empty() ? "" : " (re-timed for " + what_if + ")");
+                s.tooltip = d.key_settings + (what_if.empty() ? "" : retimed ? " (re-timed for " + what_if.label() + ")" : "");
                 series_.push_back(std::move(s));
                 series_keys_.push_back(curve);
             }

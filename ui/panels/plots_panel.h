@@ -27,10 +27,11 @@ private:
     struct Built {
         const RunData* from = nullptr;
         int axis = -1;
-        std::string what_if;
+        WhatIf what_if;
+        const void* replay = nullptr;  // the what-if's replay it was built with (null: recorded axis)
         Series data;
     };
-    void rebuild(const ViewState& v);
+    void rebuild(ViewState& v);
     void export_data(ViewState& v, bool json) const;
 
     int axis_ = 0;
