@@ -118,9 +118,6 @@ void Session::body(RunConfig cfg) {
     // requests with the run's token, and with keys only the members' keys, each for its own rank.
     std::unique_ptr<HubRelay> hub;
     if (uses_hub(cfg)) {
-        if (cfg.cluster.stages > 1)
-            throw Error("outer.topology = hub: pipeline replicas sync per stage, which the relay does not serve yet "
-                        "(use outer.topology = mesh)");
         const uint64_t token = random_token();
         HubRelayOptions ho;
         ho.members = static_cast<int>(cfg.outer.replicas);

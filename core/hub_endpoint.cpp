@@ -26,6 +26,9 @@ bool uses_hub(const RunConfig& c) {
 }
 
 void validate_hub_endpoint(const RunConfig& c, std::vector<std::string>& out) {
+    if (uses_hub(c) && c.cluster.stages > 1)
+        out.push_back("outer.topology = \"hub\": pipeline replicas sync per stage, which the relay does not serve "
+                      "(use outer.topology = \"mesh\" with cluster.stages > 1)");
     const std::string& ep = c.cluster.hub_endpoint;
     if (!ep.empty()) {
         if (std::string why = hub_endpoint_problem(ep); !why.empty()) out.push_back("cluster.hub_endpoint " + why);

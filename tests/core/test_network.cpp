@@ -109,6 +109,13 @@ TEST(HubEndpoint, ARemoteHubRunNamesAReachableEndpointAndBadOnesAreRefused) {
         "hub.toml");
     ASSERT_FALSE(c);
     EXPECT_NE(c.message().find("cluster.hub_endpoint is set but the run has no hub"), std::string::npos) << c.message();
+    c = parse_config(
+        "[model]\ntie_embeddings = false\n[outer]\nalgorithm = \"sparseloco\"\nreplicas = 2\ntopology = \"hub\"\n"
+        "[cluster]\nstages = 2\n",
+        "hub.toml");
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.message().find("pipeline replicas sync per stage, which the relay does not serve"), std::string::npos)
+        << c.message();
 }
 
 }  // namespace
