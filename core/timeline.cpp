@@ -145,6 +145,7 @@ Result<Timeline> retime_replicas(const RunConfig& cfg, const std::vector<TraceNo
                                        " cannot be re-timed: the leader's broadcast of the weights to its replica is "
                                        "not stored");
     const LinkSpec& link = link_of(net, round_link_class(cfg));
+    const Topology topology = topology_of(cfg);
     const size_t N = nodes.size();
     Timeline t = empty_timeline(N);
     std::vector<SimClock> clocks(N);
@@ -172,7 +173,7 @@ Result<Timeline> retime_replicas(const RunConfig& cfg, const std::vector<TraceNo
                     if (in_mask(masks, 0, r)) members.push_back(r);
             const int64_t hops = hops_at(n.trace, step);
             const double end = round_link_class(cfg) == LinkClass::kOuterSync
-                                   ? outer_round_end_s(net, topology_of(cfg), n.replica, members, group, *bytes, hops)
+                                   ? outer_round_end_s(net, topology, n.replica, members, group, *bytes, hops)
                                    : round_end_s(group, link, *bytes, hops);
             const int64_t* overlap = find_at(n.trace.round_overlap, step);
             if (algo == Algorithm::kDdp) clocks[i].finish_round_at(end);

@@ -249,17 +249,14 @@ Status ReplicaWorker::outer_round(int64_t step) {
     }
     ++outer_step_;
     double end_s = clock_.now_s();
-    const LinkSpec link = round_link(net_, role_.replica, rep.members, rep.hops);  // the members' access links
-    // The round's own cost, were every member to arrive at once (a hub round over access links is
-    // costed by phase: core/sim_clock.h outer_round_end_s).
-    const double comm_s = outer_ && topology_of(cfg_) == Topology::kHub && !net_.replicas.empty()
-                              ? outer_round_end_s(net_, Topology::kHub, role_.replica, rep.members,
-                                                  std::vector<double>(std::max<size_t>(rep.clocks.size(), 1), 0.0),
-                                                  rep.bytes_sent, rep.hops)
-                              : round_comm_s(link, rep.bytes_sent, rep.hops);
-    if (outer_) {  // over the members' access links (core/sim_clock.h outer_round_end_s)
+    // Over the members' access links (core/sim_clock.h outer_round_end_s). The round's own cost is
+    // its end were every member to arrive at once (for a mesh or a ring, round_comm_s to the bit).
+    const Topology topology = topology_of(cfg_);
+    const std::vector<double> at_once(std::max<size_t>(rep.clocks.size(), 1), 0.0);
+    const double comm_s = outer_round_end_s(net_, topology, role_.replica, rep.members, at_once, rep.bytes_sent, rep.hops);
+    if (outer_) {
         if (rep.clocks.empty()) rep.clocks.push_back(clock_.now_s());
-        end_s = outer_round_end_s(net_, topology_of(cfg_), role_.replica, rep.members, rep.clocks, rep.bytes_sent, rep.hops);
+        end_s = outer_round_end_s(net_, topology, role_.replica, rep.members, rep.clocks, rep.bytes_sent, rep.hops);
     }
     if (grads_) {
         // The leader's weights and clock reach the replica's other nodes.

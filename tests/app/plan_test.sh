@@ -16,21 +16,8 @@ db="$work/runs.db"
 
 source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
-cat > "$work/micro.toml" <<TOML
-[data]
-corpus = "$work/corpus"
-cache_dir = "$work/cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-[train]
-batch_size = 4
-warmup_steps = 2
-eval_every = 10
-steps = 20
+# Data paths are relative to the data root, $work (runs pass --data-root; plans read no data).
+{ micro_tables; cat <<TOML; } > "$work/micro.toml"
 [outer]
 replicas = 2
 inner_steps = 10

@@ -15,22 +15,7 @@ db="$work/runs.db"
 source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 # The micro model of compute_model_test.sh: 29,374,272 FLOPs per step, 0.029374272 s at 1e9 FLOP/s.
-cat > "$work/micro.toml" <<TOML
-[data]
-corpus = "corpus"
-cache_dir = "cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-tie_embeddings = false
-[train]
-batch_size = 4
-warmup_steps = 2
-eval_every = 10
-steps = 20
+{ micro_tables "tie_embeddings = false"; cat <<TOML; } > "$work/micro.toml"
 [outer]
 algorithm = "diloco"
 replicas = 2
