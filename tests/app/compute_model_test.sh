@@ -15,27 +15,8 @@ db="$work/runs.db"
 
 source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
-{ micro_tables "tie_embeddings = false"; cat <<TOML; } > "$work/micro.toml"
-[outer]
-algorithm = "diloco"
-replicas = 2
-inner_steps = 10
-[network]
-profile = "home-20m"
-[compute]
-model = "flops"
-hardware = "custom"
-peak_flops = 1e9
-TOML
-run() {
-  local o rc=0
-  o="$(cd "$work" && "$tw" --db "$db" run micro.toml "$@" 2>&1)" || rc=$?
-  printf '%s\n' "$o"
-  [ "$rc" -eq 0 ] || printf 'run %s exited %s:\n%s\n' "$*" "$rc" "$o" >&2
-  return "$rc"
-}
-id_of() { "$tw" --db "$db" runs list | awk -v n="$1" '$2 == n {print $1}'; }
-csv() { "$tw" --db "$db" runs export "$(id_of "$1")" --format csv; }
+source "$(dirname "$0")/flops_micro.sh"
+flops_micro_layout 10
 # Every record's node, step, outer step, name and simulated clock (%.17g: exact), sorted; and the
 # values the compute model sets, which must not depend on the machine either.
 clocks() {

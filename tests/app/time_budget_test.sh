@@ -14,27 +14,8 @@ db="$work/runs.db"
 
 source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
-# The micro model of compute_model_test.sh: 29,374,272 FLOPs per step, 0.029374272 s at 1e9 FLOP/s.
-{ micro_tables "tie_embeddings = false"; cat <<TOML; } > "$work/micro.toml"
-[outer]
-algorithm = "diloco"
-replicas = 2
-inner_steps = 4
-[network]
-profile = "home-20m"
-[compute]
-model = "flops"
-hardware = "custom"
-peak_flops = 1e9
-TOML
-run() {
-  local o rc=0
-  o="$(cd "$work" && "$tw" --db "$db" run micro.toml "$@" 2>&1)" || rc=$?
-  printf '%s\n' "$o"
-  return "$rc"
-}
-id_of() { "$tw" --db "$db" runs list | awk -v n="$1" '$2 == n {print $1}'; }
-csv() { "$tw" --db "$db" runs export "$(id_of "$1")" --format csv; }
+source "$(dirname "$0")/flops_micro.sh"
+flops_micro_layout 4
 four=0.117497088  # 4 × 0.029374272: exactly four fast steps (×4 is exact in binary)
 
 out="$(run --set run.name=budget --set 'compute.node_speed=[1.0, 0.5]' --set outer.round_time_s=$four)" \
