@@ -191,6 +191,13 @@ void Session::body(RunConfig cfg) {
                    [this](const EventRecord& e) { add_log(e.node + ": " + e.kind + ": " + e.text); });
     set_phase("running");
     std::optional<RunOutcome> outcome;
+    {
+        // Survivors go on (docs/faults.md): the replicas of an outer algorithm, one node each, may be
+        // lost while cluster.min_replicas of them remain; every other node is vital.
+        const bool elastic = algorithm_traits(cfg).outer_rounds && cfg.cluster.stages == 1 &&
+                             cfg.cluster.nodes_per_replica == 1 && !cfg.hdee.enabled() && !cfg.skippipe.enabled();
+        coord->set_loss_policy(std::vector<bool>(roles.size(), elastic), cfg.cluster.min_replicas);
+    }
     if (Status st = coord->configure(roles, to_toml(without_keys(cfg))); !st) outcome = RunOutcome{RunStatus::kFailed, st.message()};
     else if (Status st2 = coord->start(); !st2) outcome = RunOutcome{RunStatus::kFailed, st2.message()};
     bool stop_sent = false;
