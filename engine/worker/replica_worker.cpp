@@ -19,6 +19,7 @@
 #include "engine/algo/outer.h"
 #include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
+#include "engine/data/stream_check.h"
 #include "engine/pipeline/subspace.h"
 #include "engine/train/trainer.h"
 #include "engine/worker/stage_rounds.h"
@@ -123,6 +124,12 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     // with pipeline replicas the parts are the replicas' (a pipeline reads its part through its first stage).
     const int part = in_pipeline_run() ? role_.replica : role_.global_rank();
     const int parts = in_pipeline_run() ? static_cast<int>(cfg_.outer.replicas) : role_.world();
+    // prepare_node_data checked the whole stream; this node's part of it must hold a window too.
+    int64_t train_tokens = 0;
+    for (auto& [off, len] : select_spans(*data, false, cfg_.data.genres)) train_tokens += len;
+    if (Status st = check_stream_part(stream_source(cfg_.data, *data, true), train_tokens, part, parts, cfg_.model.seq_len);
+        !st)
+        return st;
     trainer_ = std::make_unique<Trainer>(
         cfg_,
         WindowLoader(data->train, select_spans(*data, false, cfg_.data.genres), cfg_.model.seq_len,
