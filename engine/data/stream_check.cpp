@@ -63,6 +63,11 @@ std::string stream_source(const DataConfig& data, const PreparedData& d, bool tr
     return s;
 }
 
+Status check_train_part(const RunConfig& cfg, const PreparedData& d, int64_t part, int64_t parts) {
+    return check_stream_part(stream_source(cfg.data, d, true), selected_tokens(d, false, cfg.data.genres), part, parts,
+                             cfg.model.seq_len);
+}
+
 Status check_run_data(const RunConfig& cfg, const PreparedData& d) {
     if (!d.train || !d.val) return Status::error("data: no token streams were prepared");
     if (cfg.model.vocab_size > 0 && cfg.model.vocab_size < d.vocab_size)

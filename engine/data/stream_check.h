@@ -39,7 +39,10 @@ Status check_stream_part(const std::string& source, int64_t tokens, int64_t part
 // "data.corpus PATH: its training split (CACHE/train.bin)" for a corpus.
 std::string stream_source(const DataConfig& data, const PreparedData& d, bool train);
 
-// All of the above for a run's prepared data: sizes of the streams the run reads (the genres it
+// check_stream_part for reader `part` of `parts` of the run's training stream (the genres it selects).
+Status check_train_part(const RunConfig& cfg, const PreparedData& d, int64_t part, int64_t parts);
+
+// All of the above but the parts for a run's prepared data: sizes of the streams the run reads (the genres it
 // selects) and the ids of both streams. `cfg.model.vocab_size` is the run's (0: the data's).
 Status check_run_data(const RunConfig& cfg, const PreparedData& d);
 

@@ -125,11 +125,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     const int part = in_pipeline_run() ? role_.replica : role_.global_rank();
     const int parts = in_pipeline_run() ? static_cast<int>(cfg_.outer.replicas) : role_.world();
     // prepare_node_data checked the whole stream; this node's part of it must hold a window too.
-    int64_t train_tokens = 0;
-    for (auto& [off, len] : select_spans(*data, false, cfg_.data.genres)) train_tokens += len;
-    if (Status st = check_stream_part(stream_source(cfg_.data, *data, true), train_tokens, part, parts, cfg_.model.seq_len);
-        !st)
-        return st;
+    if (Status st = check_train_part(cfg_, *data, part, parts); !st) return st;
     trainer_ = std::make_unique<Trainer>(
         cfg_,
         WindowLoader(data->train, select_spans(*data, false, cfg_.data.genres), cfg_.model.seq_len,
