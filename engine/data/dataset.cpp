@@ -130,8 +130,11 @@ Result<PreparedData> prepare_data(const DataConfig& c, const std::function<void(
     if (ec) return Result<PreparedData>::error("cannot create cache folder " + dir + ": " + ec.message());
     std::vector<std::string> train_texts;
     size_t train_bytes = 0;
-    for (size_t i = 0; i < docs->size(); ++i)
-        if (!is_val[i]) train_texts.push_back((*docs)[i].text), train_bytes += (*docs)[i].text.size();
+    for (size_t i = 0; i < docs->size(); ++i) {
+        if (is_val[i]) continue;
+        train_texts.push_back((*docs)[i].text);
+        train_bytes += (*docs)[i].text.size();
+    }
     if (Status s = check_training_text(brown ? "brown" : src, train_bytes, c.vocab_size); !s) return s;
     say("training a " + std::to_string(c.vocab_size) + "-piece BPE tokenizer on " +
         std::to_string(train_texts.size()) + " documents");
