@@ -70,9 +70,11 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
         SessionResult r = run_session(cfg, g.db_path, group, engine_hooks(exe), root, g_interrupt);
         std::printf("run %lld %s after %.1f s%s%s\n", (long long)r.run_id, to_string(r.status), r.wall_s,
                     r.reason.empty() ? "" : ": ", r.reason.c_str());
-        print_nodes(r);
-        if (cfg.skippipe.enabled()) print_skippipe(r);
-        std::printf("  unigram baseline %.4f nats/token\n", r.unigram);
+        if (!r.nodes.empty()) {  // a run that failed preparing its data has no nodes to show
+            print_nodes(r);
+            if (cfg.skippipe.enabled()) print_skippipe(r);
+            std::printf("  unigram baseline %.4f nats/token\n", r.unigram);
+        }
         if (!r.hdee_tables.empty()) std::printf("%s", r.hdee_tables.c_str());
         if (r.status != RunStatus::kFinished) rc = r.status == RunStatus::kInterrupted ? 130 : 1;
         results.push_back(std::move(r));

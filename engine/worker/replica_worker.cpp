@@ -21,6 +21,7 @@
 #include "engine/algo/outer.h"
 #include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
+#include "engine/data/stream_check.h"
 #include "engine/pipeline/subspace.h"
 #include "engine/train/trainer.h"
 #include "engine/worker/recovery.h"
@@ -238,6 +239,8 @@ Status ReplicaWorker::build_training() {
     // with pipeline replicas the parts are the replicas' (a pipeline reads its part through its first stage).
     const int part = in_pipeline_run() ? role_.replica : role_.global_rank();
     const int parts = in_pipeline_run() ? static_cast<int>(cfg_.outer.replicas) : role_.world();
+    // prepare_node_data checked the whole stream; this node's part of it must hold a window too.
+    if (Status st = check_train_part(cfg_, *data, part, parts); !st) return st;
     trainer_ = std::make_unique<Trainer>(
         cfg_,
         WindowLoader(data->train, select_spans(*data, false, cfg_.data.genres), cfg_.model.seq_len,
