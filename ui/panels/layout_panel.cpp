@@ -10,6 +10,7 @@
 #include "core/algorithm.h"
 #include "core/compute_model.h"
 #include "core/config_io.h"
+#include "ui/logic/fault_settings.h"
 #include "ui/logic/replica_settings.h"
 #include "ui/logic/units.h"
 
@@ -293,6 +294,62 @@ void draw_replica_settings(LayoutModel& model, RunConfig& c) {
 
 }  // namespace
 
+// [faults]: the schedule's entries as rows (each row's own problems under it, in the words of
+// `thinwire run`), the churn, then what losses and stragglers do: the quorum and the round deadline.
+// The expanded schedule (churn's draws included) sits in a tree node, built only when open.
+void LayoutPanel::draw_faults() {
+    RunConfig& c = model.config();
+    auto& events = c.faults.events;
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled("  \"kill R at S rejoin T\", \"disconnect R at S rejoin T\", \"pause R at S until T\", "
+                        "\"slow R at S until T x K\" (R replica, S and T steps; rejoin optional)");
+    ImGui::PopTextWrapPos();
+    size_t remove = events.size();
+    for (size_t i = 0; i < events.size(); ++i) {
+        ImGui::PushID(static_cast<int>(i));
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "%s", events[i].c_str());
+        ImGui::SetNextItemWidth(240);
+        if (ImGui::InputText("##event", buf, sizeof buf)) events[i] = buf;
+        ImGui::SameLine();
+        if (ImGui::SmallButton("remove")) remove = i;
+        for (const std::string& p : fault_event_problems(c, i)) {
+            ImGui::PushTextWrapPos(0);
+            ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "  %s", p.c_str());
+            ImGui::PopTextWrapPos();
+        }
+        ImGui::PopID();
+    }
+    remove_fault_event(c, remove);
+    if (ImGui::SmallButton("add event")) events.push_back(new_fault_event(c));
+    ImGui::SameLine();
+    ImGui::TextDisabled("(faults.events)");
+    for (const char* key : {"faults.churn.mtbf_steps", "faults.churn.down_steps", "faults.churn.seed"})
+        draw_field(model, *config_field(key), c);
+    ImGui::TextDisabled("  churn: each replica fails at random (mean gap mtbf_steps, 0 = off) and rejoins down_steps later");
+    // The section's own problems that name no field ("[faults]: ..."): also listed at the top.
+    ImGui::PushTextWrapPos(0);
+    for (const std::string& g : model.general_errors())
+        if (g.find("[faults]") != std::string::npos) ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "  %s", g.c_str());
+    ImGui::PopTextWrapPos();
+    draw_field(model, *config_field("cluster.min_replicas"), c);
+    draw_field(model, *config_field("outer.round_deadline_s"), c);
+    if (!c.faults.enabled()) return;
+    if (ImGui::TreeNode("faults-schedule", "schedule (expanded)")) {
+        const std::string toml = model.to_toml();
+        if (toml != schedule_toml_) {
+            schedule_toml_ = toml;
+            auto lines = schedule_lines(c, 200);
+            schedule_error_ = lines ? "" : lines.message();
+            schedule_ = lines ? std::move(*lines) : std::vector<std::string>{};
+        }
+        if (!schedule_error_.empty()) ImGui::TextDisabled("not built: %s", schedule_error_.c_str());
+        else if (schedule_.empty()) ImGui::TextDisabled("no events within train.steps");
+        for (const std::string& line : schedule_) ImGui::TextUnformatted(line.c_str());
+        ImGui::TreePop();
+    }
+}
+
 void LayoutPanel::draw(ViewState& v) {
     if (!ImGui::CollapsingHeader("Layout", ImGuiTreeNodeFlags_DefaultOpen)) return;
     RunConfig& c = model.config();
@@ -375,6 +432,8 @@ void LayoutPanel::draw(ViewState& v) {
     float_field(model, "stage latency (s, 0 = profile)", "network.stage_latency_s", c.network.stage_latency_s);
     section("per replica: node speed and access link between replicas");
     draw_replica_settings(model, c);
+    section("faults: scheduled failures, churn, survivors and stragglers");
+    draw_faults();
     model.validate(c.cluster.mode == "remote" ? static_cast<int>(c.cluster.endpoints.size()) : -1);
 }
 

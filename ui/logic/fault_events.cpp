@@ -1,0 +1,101 @@
+// Fault events on the plots; see fault_events.h.
+#include "ui/logic/fault_events.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace tw::ui {
+namespace {
+
+// The number that starts at `pos` of `s`, or -1 (no digit there, or too long to be a step).
+int64_t number_at(const std::string& s, size_t pos) {
+    size_t end = pos;
+    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+    if (end == pos || end - pos > 15) return -1;
+    return std::stoll(s.substr(pos, end - pos));
+}
+
+}  // namespace
+
+const std::vector<std::string>& fault_kinds() {
+    static const std::vector<std::string> kinds = {"fault", "node-lost", "member-lost", "rejoin",
+                                                   "recovery", "late", "members"};
+    return kinds;
+}
+
+int fault_kind_index(const std::string& kind) {
+    const auto& k = fault_kinds();
+    const auto it = std::find(k.begin(), k.end(), kind);
+    return it == k.end() ? -1 : static_cast<int>(it - k.begin());
+}
+
+int64_t step_named(const EventRecord& e) {
+    static const std::string kAtStep = "at step ";
+    if (const size_t p = e.text.find(kAtStep); p != std::string::npos) return number_at(e.text, p + kAtStep.size());
+    // A scheduled fault's text starts with its schedule entry: "KIND R at S ...".
+    if (e.kind == "fault") {
+        static const std::string kAt = " at ";
+        if (const size_t p = e.text.find(kAt); p != std::string::npos) return number_at(e.text, p + kAt.size());
+    }
+    return -1;
+}
+
+std::optional<size_t> event_row(const EventRecord& e, const std::vector<double>& step,
+                                 const std::vector<double>& wall_s, bool same_clock) {
+    const size_t n = std::min(step.size(), wall_s.size());
+    if (n == 0) return std::nullopt;
+    if (same_clock && e.wall_s > 0 && std::isfinite(e.wall_s)) {
+        const auto begin = wall_s.begin(), end = wall_s.begin() + static_cast<std::ptrdiff_t>(n);
+        const size_t i = static_cast<size_t>(std::lower_bound(begin, end, e.wall_s) - begin);
+        if (i == 0) return 0;
+        if (i == n) return n - 1;
+        return e.wall_s - wall_s[i - 1] <= wall_s[i] - e.wall_s ? i - 1 : i;
+    }
+    const int64_t s = step_named(e);
+    if (s < 0) return std::nullopt;
+    const auto end = step.begin() + static_cast<std::ptrdiff_t>(n);
+    const size_t i = static_cast<size_t>(std::upper_bound(step.begin(), end, static_cast<double>(s)) - step.begin());
+    return i == 0 ? 0 : i - 1;
+}
+
+std::string short_label(const EventRecord& e) {
+    if (e.kind == "fault") {
+        // The schedule entry's first two words: "kill 2", "slow 1", "disconnect 3".
+        size_t end = e.text.find(' ');
+        if (end != std::string::npos) end = e.text.find(' ', end + 1);
+        return e.text.substr(0, std::min(end, e.text.find(':')));
+    }
+    if (e.kind == "node-lost") return "lost " + e.node;
+    if (e.kind == "member-lost") return "lost";
+    if (e.kind == "recovery") return "state sent";
+    return e.kind;  // rejoin, late, members
+}
+
+std::vector<FaultMark> merge_marks(std::vector<FaultMark> marks) {
+    std::stable_sort(marks.begin(), marks.end(), [](const FaultMark& a, const FaultMark& b) {
+        return a.x != b.x ? a.x < b.x : a.kind < b.kind;
+    });
+    std::vector<FaultMark> out;
+    for (FaultMark& m : marks) {
+        if (!std::isfinite(m.x)) continue;
+        if (!out.empty() && out.back().x == m.x && out.back().kind == m.kind) {
+            FaultMark& o = out.back();
+            // Distinct labels only: "lost" three times over is still one "lost".
+            const std::string sep = ", ";
+            bool seen = false;
+            for (size_t p = 0; p <= o.label.size();) {
+                const size_t q = std::min(o.label.find(sep, p), o.label.size());
+                seen = seen || o.label.compare(p, q - p, m.label) == 0;
+                p = q + sep.size();
+            }
+            if (!seen) o.label += sep + m.label;
+            if (o.text.find(m.text) == std::string::npos) o.text += "\n" + m.text;
+            continue;
+        }
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+}  // namespace tw::ui
