@@ -49,32 +49,53 @@ TEST(FaultEvents, StepNamedByTheText) {
 
 // ---- where an event falls among a node's rows --------------------------------------------------
 
-TEST(FaultEvents, NearestRowInWallTime) {
+// An event naming no step (the transport's member-lost) takes the row nearest in wall time.
+TEST(FaultEvents, WithoutANamedStepTheRowNearestInWallTime) {
     const std::vector<double> step = {1, 2, 3, 4, 5}, wall = {0.5, 1.0, 1.5, 2.0, 2.5};
-    auto row = [&](double t) { return event_row(ev(t, "n", "fault", "kill 1 at 1"), step, wall, true); };
-    EXPECT_EQ(row(1.2), 1u);   // 1.0 is nearer than 1.5
-    EXPECT_EQ(row(1.25), 1u);  // a tie takes the earlier row
-    EXPECT_EQ(row(1.3), 2u);
-    EXPECT_EQ(row(1.5), 2u);   // exactly on a row
-    EXPECT_EQ(row(0.1), 0u);   // before every row
-    EXPECT_EQ(row(9.0), 4u);   // after every row (a worker that stopped)
-    // The wall time wins over the step the text names (1: row 0) when the rows share its clock.
-    EXPECT_EQ(row(2.4), 4u);
+    auto row = [&](double t) -> int64_t {
+        auto p = place_event(ev(t, "n", "member-lost", "replica 1 silent for 2.0 s"), step, wall, true);
+        if (!p) return -1;
+        EXPECT_EQ(p->step, step[p->row]);
+        return static_cast<int64_t>(p->row);
+    };
+    EXPECT_EQ(row(1.2), 1);   // 1.0 is nearer than 1.5
+    EXPECT_EQ(row(1.25), 1);  // a tie takes the earlier row
+    EXPECT_EQ(row(1.3), 2);
+    EXPECT_EQ(row(1.5), 2);   // exactly on a row
+    EXPECT_EQ(row(0.1), 0);   // before every row
+    EXPECT_EQ(row(9.0), 4);   // after every row (a worker that stopped)
+    EXPECT_EQ(row(0), -1);    // stored without a wall time (the transport's own): nothing to place it by
+    EXPECT_FALSE(place_event(ev(1.2, "other", "member-lost", "replica 1 silent"), step, wall, false));  // another clock
+    EXPECT_FALSE(place_event(ev(3, "n", "fault", "kill 1 at 4"), {}, {}, true));                       // no rows
 }
 
-TEST(FaultEvents, NamedStepWithoutAWallTimeOrOnAnotherNode) {
-    const std::vector<double> step = {2, 4, 6, 8}, wall = {1, 2, 3, 4};
-    const auto lost = ev(0, "replica-1", "node-lost", "node replica-1 (x) sent no heartbeat for 2.1 s (last at step 6); 1 replica(s) go on");
-    EXPECT_EQ(event_row(lost, step, wall, true), 2u);  // wall_s 0: unknown, the text's step 6
-    auto at = [&](int64_t s) { return event_row(ev(0, "n", "members", "the round at step " + std::to_string(s) + " runs among replicas 0"), step, wall, true); };
-    EXPECT_EQ(at(5), 1u);  // between rows: the last row at or before it (step 4)
-    EXPECT_EQ(at(1), 0u);  // before every row: the first
-    EXPECT_EQ(at(100), 3u);
-    // Rows of another node (another clock): the named step even with a wall time.
-    EXPECT_EQ(event_row(ev(3.9, "other", "rejoin", "took the state after the round at step 4 from replica 0: 9 B"), step, wall, false), 1u);
-    // Nothing to place it by.
-    EXPECT_FALSE(event_row(ev(0, "n", "member-lost", "replica 1 silent for 2.0 s"), step, wall, true));
-    EXPECT_FALSE(event_row(ev(3, "n", "fault", "kill 1 at 4"), {}, {}, true));
+// An event whose text names a step sits at that step, with the row nearest it (on a tie the
+// earlier), whatever its wall time: "the round at step 20 ..." is stored after that round, nearer
+// step 21's row in wall time.
+TEST(FaultEvents, ANamedStepWinsAndTakesTheNearestRow) {
+    // A replica killed after step 15 that rejoins after the round at step 30: rows 1..15 and 31..40.
+    std::vector<double> step, wall;
+    for (int s = 1; s <= 40; ++s)
+        if (s <= 15 || s > 30) step.push_back(s), wall.push_back(0.01 * s + (s > 30 ? 0.5 : 0));
+    auto place = [&](const EventRecord& e) { return place_event(e, step, wall, true).value(); };
+    auto p = place(ev(0.66, "replica-2", "rejoin", "took the state after the round at step 30 from replica 0: 9 B"));
+    EXPECT_EQ(p.step, 30);
+    EXPECT_EQ(step[p.row], 31);  // its first row after the gap, not its last before (15)
+    p = place(ev(0.16, "replica-2", "fault", "kill 2 at 15 rejoin 25: the worker stops"));
+    EXPECT_EQ(p.step, 15);
+    EXPECT_EQ(step[p.row], 15);
+    p = place(ev(0.215, "replica-2", "members", "the round at step 20 runs among replicas 0, 1"));  // wall: step 21
+    EXPECT_EQ(p.step, 20);
+    EXPECT_EQ(step[p.row], 15);  // nearer 15 than 31
+    p = place(ev(0, "replica-2", "node-lost", "node replica-2 (x) sent no heartbeat for 2.1 s (last at step 23); 2 replica(s) go on"));
+    EXPECT_EQ(p.step, 23);       // wall_s 0 does not matter
+    EXPECT_EQ(step[p.row], 15);  // 8 steps from 15, 8 from 31: the earlier
+    p = place(ev(0, "n", "members", "the round at step 100 runs among replicas 0"));
+    EXPECT_EQ(p.step, 100);
+    EXPECT_EQ(step[p.row], 40);
+    // Rows of another node (another clock) by the named step as well.
+    p = place_event(ev(3.9, "other", "recovery", "sent the state after the round at step 4 to replica 1: 9 B"), step, wall, false).value();
+    EXPECT_EQ(step[p.row], 4);
 }
 
 TEST(FaultEvents, ShortLabels) {
@@ -86,18 +107,19 @@ TEST(FaultEvents, ShortLabels) {
     EXPECT_EQ(short_label(ev(1, "r", "rejoin", "took ...")), "rejoin");
 }
 
-TEST(FaultEvents, MarksAtOnePlaceAndKindMerge) {
+TEST(FaultEvents, MarksAtOnePlaceMerge) {
     std::vector<FaultMark> in = {{30, 2, "lost", "replica-0: lost 1"}, {10, 0, "kill 1", "replica-1: kill"},
                                  {30, 2, "lost", "replica-2: lost 1"}, {30, 5, "late", "replica-0: late"},
-                                 {NAN, 0, "x", "nowhere"},            {30, 2, "lost node-1", "coordinator: lost"}};
+                                 {NAN, 0, "x", "nowhere"},            {30, 1, "lost node-1", "coordinator: lost"},
+                                 {30, 2, "lost", "replica-2: lost 1"}};
     const auto out = merge_marks(in);
-    ASSERT_EQ(out.size(), 3u);
+    ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0].x, 10);
+    EXPECT_EQ(out[0].label, "kill 1");
     EXPECT_EQ(out[1].x, 30);
-    EXPECT_EQ(out[1].kind, 2);
-    EXPECT_EQ(out[1].label, "lost, lost node-1");
-    EXPECT_EQ(out[1].text, "replica-0: lost 1\nreplica-2: lost 1\ncoordinator: lost");
-    EXPECT_EQ(out[2].kind, 5);
+    EXPECT_EQ(out[1].kind, 1);  // the lowest kind: node-lost before member-lost and late
+    EXPECT_EQ(out[1].label, "lost node-1, lost, late");
+    EXPECT_EQ(out[1].text, "coordinator: lost\nreplica-0: lost 1\nreplica-2: lost 1\nreplica-0: late");
 }
 
 // A run as ui/data holds it, by hand: two replicas, one killed and back, and the coordinator's
@@ -124,25 +146,27 @@ RunData two_replicas() {
 TEST(RunFaults, MarksOnTheStepAndSimTimeAxes) {
     const RunData d = two_replicas();
     auto marks = fault_marks(d, 7, XAxis::kStep, nullptr);
-    ASSERT_EQ(marks.size(), 5u);
-    EXPECT_EQ(marks[0].x, 4);  // the fault (wall 0.41: replica-1's row at step 4, wall 0.42)
-    EXPECT_EQ(marks[0].label, "kill 1");
-    EXPECT_EQ(marks[0].text, "run 7 replica-1: fault: kill 1 at 4 rejoin 8: the worker stops");
-    EXPECT_EQ(marks[1].x, 4);  // node-lost: no wall time, "last at step 4"
-    EXPECT_EQ(marks[1].label, "lost replica-1");
-    EXPECT_EQ(marks[2].x, 6);  // the coordinator has no rows: the first node's, by the named step
-    EXPECT_EQ(marks[3].x, 8);  // rejoin: wall 0.81 nearest replica-1's 0.82 (step 8)
-    EXPECT_EQ(marks[3].kind, fault_kind_index("rejoin"));
-    EXPECT_EQ(marks[4].x, 8);  // recovery on replica-0's rows
+    ASSERT_EQ(marks.size(), 3u);
+    EXPECT_EQ(marks[0].x, 4);  // the fault (its schedule's step) and the node-lost ("last at step 4")
+    EXPECT_EQ(marks[0].kind, fault_kind_index("fault"));
+    EXPECT_EQ(marks[0].label, "kill 1, lost replica-1");
+    EXPECT_EQ(marks[0].text, "run 7 replica-1: fault: kill 1 at 4 rejoin 8: the worker stops\n"
+                             "run 7 replica-1: node-lost: node replica-1 (x) sent no heartbeat for 2.0 s (last at step 4); 1 replica(s) go on");
+    EXPECT_EQ(marks[1].x, 6);  // the coordinator has no rows: the first node's, by the named step
+    EXPECT_EQ(marks[2].x, 8);  // the rejoin and the donor's recovery
+    EXPECT_EQ(marks[2].label, "rejoin, state sent");
     // Simulated time: the row's sim_s, or with a what-if replay that node's re-timed clock.
     marks = fault_marks(d, 7, XAxis::kSimTime, nullptr);
     EXPECT_EQ(marks[0].x, 8.0);
+    EXPECT_EQ(marks[1].x, 12.0);
     RetimedRun rt;
     for (int s = 1; s <= 10; ++s) rt.nodes["replica-1"].clock_at[s] = 3.0 * s, rt.nodes["replica-0"].clock_at[s] = 5.0 * s;
     marks = fault_marks(d, 7, XAxis::kSimTime, &rt);
+    ASSERT_EQ(marks.size(), 4u);  // rejoin (replica-1's clock) and recovery (replica-0's) now apart
     EXPECT_EQ(marks[0].x, 12.0);
-    EXPECT_EQ(marks[2].x, 24.0);  // the rejoin, now before the member-lost: marks are sorted by x
-    EXPECT_EQ(marks[3].x, 30.0);  // the member-lost, placed on replica-0's rows, so replica-0's clock
+    EXPECT_EQ(marks[1].x, 24.0);  // the rejoin, before the member-lost: marks are sorted by x
+    EXPECT_EQ(marks[2].x, 30.0);  // the member-lost, placed on replica-0's rows, so replica-0's clock
+    EXPECT_EQ(marks[3].x, 40.0);
     EXPECT_TRUE(fault_marks(RunData{}, 1, XAxis::kStep, nullptr).empty());
 }
 

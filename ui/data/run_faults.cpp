@@ -21,13 +21,14 @@ std::vector<FaultMark> fault_marks(const RunData& d, int64_t run_id, XAxis axis,
         const bool own = it != d.nodes.end() && !it->second.step.empty();
         const NodeData& nd = own ? it->second : *first;
         const std::string& node = own ? e.node : *first_name;
-        const auto row = event_row(e, nd.step, nd.wall_s, own);
-        if (!row) continue;
+        const auto at = place_event(e, nd.step, nd.wall_s, own);
+        if (!at) continue;
         const std::map<int64_t, double>* rt = nullptr;
         if (retimed)
             if (auto r = retimed->nodes.find(node); r != retimed->nodes.end()) rt = &r->second.clock_at;
-        const size_t i = *row;
-        const double x = x_of(nd, axis, nd.step[i], nd.sim_s[i], nd.wall_s[i], rt);
+        // The step axis takes the event's own step; the others that of its row, which has them.
+        const size_t i = at->row;
+        const double x = axis == XAxis::kStep ? at->step : x_of(nd, axis, nd.step[i], nd.sim_s[i], nd.wall_s[i], rt);
         if (!std::isfinite(x)) continue;
         marks.push_back({x, fault_kind_index(e.kind), short_label(e),
                          "run " + std::to_string(run_id) + " " + e.node + ": " + e.kind + ": " + e.text});

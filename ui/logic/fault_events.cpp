@@ -41,22 +41,32 @@ int64_t step_named(const EventRecord& e) {
     return -1;
 }
 
-std::optional<size_t> event_row(const EventRecord& e, const std::vector<double>& step,
-                                 const std::vector<double>& wall_s, bool same_clock) {
+namespace {
+
+// The index of the value of `v` (the first n, non-decreasing) nearest `t`, the earlier on a tie.
+size_t nearest(const std::vector<double>& v, size_t n, double t) {
+    const auto begin = v.begin(), end = v.begin() + static_cast<std::ptrdiff_t>(n);
+    const size_t i = static_cast<size_t>(std::lower_bound(begin, end, t) - begin);
+    if (i == 0) return 0;
+    if (i == n) return n - 1;
+    return t - v[i - 1] <= v[i] - t ? i - 1 : i;
+}
+
+}  // namespace
+
+std::optional<EventPlace> place_event(const EventRecord& e, const std::vector<double>& step,
+                                      const std::vector<double>& wall_s, bool same_clock) {
     const size_t n = std::min(step.size(), wall_s.size());
     if (n == 0) return std::nullopt;
-    if (same_clock && e.wall_s > 0 && std::isfinite(e.wall_s)) {
-        const auto begin = wall_s.begin(), end = wall_s.begin() + static_cast<std::ptrdiff_t>(n);
-        const size_t i = static_cast<size_t>(std::lower_bound(begin, end, e.wall_s) - begin);
-        if (i == 0) return 0;
-        if (i == n) return n - 1;
-        return e.wall_s - wall_s[i - 1] <= wall_s[i] - e.wall_s ? i - 1 : i;
+    if (const int64_t s = step_named(e); s >= 0) {
+        const double at = static_cast<double>(s);
+        return EventPlace{nearest(step, n, at), at};
     }
-    const int64_t s = step_named(e);
-    if (s < 0) return std::nullopt;
-    const auto end = step.begin() + static_cast<std::ptrdiff_t>(n);
-    const size_t i = static_cast<size_t>(std::upper_bound(step.begin(), end, static_cast<double>(s)) - step.begin());
-    return i == 0 ? 0 : i - 1;
+    if (same_clock && e.wall_s > 0 && std::isfinite(e.wall_s)) {
+        const size_t i = nearest(wall_s, n, e.wall_s);
+        return EventPlace{i, step[i]};
+    }
+    return std::nullopt;
 }
 
 std::string short_label(const EventRecord& e) {
@@ -79,7 +89,7 @@ std::vector<FaultMark> merge_marks(std::vector<FaultMark> marks) {
     std::vector<FaultMark> out;
     for (FaultMark& m : marks) {
         if (!std::isfinite(m.x)) continue;
-        if (!out.empty() && out.back().x == m.x && out.back().kind == m.kind) {
+        if (!out.empty() && out.back().x == m.x) {
             FaultMark& o = out.back();
             // Distinct labels only: "lost" three times over is still one "lost".
             const std::string sep = ", ";
