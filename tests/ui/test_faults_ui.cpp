@@ -32,6 +32,11 @@ TEST(FaultEvents, OnlyFaultKindsAreMarked) {
 TEST(FaultEvents, StepNamedByTheText) {
     EXPECT_EQ(step_named(ev(1, "replica-2", "fault", "kill 2 at 40 rejoin 80: the worker stops; its weights, optimizer and outer state are gone")), 40);
     EXPECT_EQ(step_named(ev(1, "replica-1", "fault", "slow 1 at 10 until 20 x 3 (churn): its steps take 3x their time")), 10);
+    // A disconnect names the round it rejoins after too: the fault is at its own step.
+    EXPECT_EQ(step_named(ev(1, "replica-1", "fault",
+                            "disconnect 1 at 35 rejoin 45: cut off; it trains on alone, and takes the state of a live "
+                            "peer after the round at step 50")),
+              35);
     EXPECT_EQ(step_named(ev(0, "replica-1", "node-lost",
                             "node replica-1 (tcp://127.0.0.1:5555) sent no heartbeat for 2.1 s (last at step 12); 2 replica(s) go on")),
               12);

@@ -31,14 +31,16 @@ int fault_kind_index(const std::string& kind) {
 }
 
 int64_t step_named(const EventRecord& e) {
-    static const std::string kAtStep = "at step ";
-    if (const size_t p = e.text.find(kAtStep); p != std::string::npos) return number_at(e.text, p + kAtStep.size());
-    // A scheduled fault's text starts with its schedule entry: "KIND R at S ...".
+    // A scheduled fault's text starts with its schedule entry, "KIND R at S ...", and may name a
+    // later step after it (a disconnect: "... after the round at step 50"): S is where it happens.
     if (e.kind == "fault") {
         static const std::string kAt = " at ";
-        if (const size_t p = e.text.find(kAt); p != std::string::npos) return number_at(e.text, p + kAt.size());
+        const size_t p = e.text.find(kAt);
+        return p == std::string::npos ? -1 : number_at(e.text, p + kAt.size());
     }
-    return -1;
+    static const std::string kAtStep = "at step ";
+    const size_t p = e.text.find(kAtStep);
+    return p == std::string::npos ? -1 : number_at(e.text, p + kAtStep.size());
 }
 
 namespace {

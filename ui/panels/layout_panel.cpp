@@ -27,9 +27,10 @@ void error_for(const LayoutModel& m, const char* key) {
 }
 
 void int_field(LayoutModel& m, const char* label, const char* key, int64_t& v) {
-    int x = static_cast<int>(v);
+    // 64-bit as the config holds it (a churn seed or train.steps beyond 2^31 shows and edits whole).
+    static const int64_t kStep = 1, kStepFast = 100;
     ImGui::SetNextItemWidth(120);
-    if (ImGui::InputInt(label, &x)) v = x;
+    ImGui::InputScalar(label, ImGuiDataType_S64, &v, &kStep, &kStepFast);
     error_for(m, key);
 }
 
@@ -324,16 +325,21 @@ void LayoutPanel::draw_faults() {
     if (ImGui::SmallButton("add event")) events.push_back(new_fault_event(c));
     ImGui::SameLine();
     ImGui::TextDisabled("(faults.events)");
-    for (const char* key : {"faults.churn.mtbf_steps", "faults.churn.down_steps", "faults.churn.seed"})
-        draw_field(model, *config_field(key), c);
-    ImGui::TextDisabled("  churn: each replica fails at random (mean gap mtbf_steps, 0 = off) and rejoins down_steps later");
+    // Labels of their own: the field table's are longer than this narrow panel.
+    int_field(model, "churn: mean gap (steps, 0 = off)", "faults.churn.mtbf_steps", c.faults.churn_mtbf_steps);
+    int_field(model, "churn: steps down", "faults.churn.down_steps", c.faults.churn_down_steps);
+    int_field(model, "churn: seed", "faults.churn.seed", c.faults.churn_seed);
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled("  churn: each replica is killed at random gaps and rejoins the given steps later; a draw that "
+                        "would leave fewer than the quorum is skipped");
+    ImGui::PopTextWrapPos();
     // The section's own problems that name no field ("[faults]: ..."): also listed at the top.
     ImGui::PushTextWrapPos(0);
     for (const std::string& g : model.general_errors())
         if (g.find("[faults]") != std::string::npos) ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "  %s", g.c_str());
     ImGui::PopTextWrapPos();
-    draw_field(model, *config_field("cluster.min_replicas"), c);
-    draw_field(model, *config_field("outer.round_deadline_s"), c);
+    int_field(model, "quorum: min live replicas", "cluster.min_replicas", c.cluster.min_replicas);
+    float_field(model, "round deadline (sim s, 0 = off)", "outer.round_deadline_s", c.outer.round_deadline_s);
     if (!c.faults.enabled()) return;
     if (ImGui::TreeNode("faults-schedule", "schedule (expanded)")) {
         const std::string toml = model.to_toml();
