@@ -116,15 +116,16 @@ TEST(FaultEvents, MarksAtOnePlaceMerge) {
     std::vector<FaultMark> in = {{30, 2, "lost", "replica-0: lost 1"}, {10, 0, "kill 1", "replica-1: kill"},
                                  {30, 2, "lost", "replica-2: lost 1"}, {30, 5, "late", "replica-0: late"},
                                  {NAN, 0, "x", "nowhere"},            {30, 1, "lost node-1", "coordinator: lost"},
-                                 {30, 2, "lost", "replica-2: lost 1"}};
+                                 {30, 2, "lost", "replica-2: lost 1"}, {30, 6, "members", "replica-0: lost"}};
     const auto out = merge_marks(in);
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0].x, 10);
     EXPECT_EQ(out[0].label, "kill 1");
     EXPECT_EQ(out[1].x, 30);
     EXPECT_EQ(out[1].kind, 1);  // the lowest kind: node-lost before member-lost and late
-    EXPECT_EQ(out[1].label, "lost node-1, lost, late");
-    EXPECT_EQ(out[1].text, "coordinator: lost\nreplica-0: lost 1\nreplica-2: lost 1\nreplica-0: late");
+    EXPECT_EQ(out[1].label, "lost node-1, lost, late, members");
+    // Whole texts once each: "replica-0: lost" is kept though "replica-0: lost 1" contains it.
+    EXPECT_EQ(out[1].text, "coordinator: lost\nreplica-0: lost 1\nreplica-2: lost 1\nreplica-0: late\nreplica-0: lost");
 }
 
 // A run as ui/data holds it, by hand: two replicas, one killed and back, and the coordinator's

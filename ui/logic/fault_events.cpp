@@ -84,28 +84,37 @@ std::string short_label(const EventRecord& e) {
     return e.kind;  // rejoin, late, members
 }
 
+namespace {
+
+// Whether `part` is one of the `sep`-separated parts of `joined`.
+bool has_part(const std::string& joined, const std::string& part, const std::string& sep) {
+    for (size_t p = 0; p <= joined.size();) {
+        const size_t q = std::min(joined.find(sep, p), joined.size());
+        if (joined.compare(p, q - p, part) == 0) return true;
+        p = q + sep.size();
+    }
+    return false;
+}
+
+}  // namespace
+
 std::vector<FaultMark> merge_marks(std::vector<FaultMark> marks) {
+    // NaN first out: it would break the sort's ordering.
+    marks.erase(std::remove_if(marks.begin(), marks.end(), [](const FaultMark& m) { return !std::isfinite(m.x); }),
+                marks.end());
     std::stable_sort(marks.begin(), marks.end(), [](const FaultMark& a, const FaultMark& b) {
         return a.x != b.x ? a.x < b.x : a.kind < b.kind;
     });
     std::vector<FaultMark> out;
     for (FaultMark& m : marks) {
-        if (!std::isfinite(m.x)) continue;
-        if (!out.empty() && out.back().x == m.x) {
-            FaultMark& o = out.back();
-            // Distinct labels only: "lost" three times over is still one "lost".
-            const std::string sep = ", ";
-            bool seen = false;
-            for (size_t p = 0; p <= o.label.size();) {
-                const size_t q = std::min(o.label.find(sep, p), o.label.size());
-                seen = seen || o.label.compare(p, q - p, m.label) == 0;
-                p = q + sep.size();
-            }
-            if (!seen) o.label += sep + m.label;
-            if (o.text.find(m.text) == std::string::npos) o.text += "\n" + m.text;
+        if (out.empty() || out.back().x != m.x) {
+            out.push_back(std::move(m));
             continue;
         }
-        out.push_back(std::move(m));
+        // Each label and text once: "lost" from three survivors is still one "lost".
+        FaultMark& o = out.back();
+        if (!has_part(o.label, m.label, ", ")) o.label += ", " + m.label;
+        if (!has_part(o.text, m.text, "\n")) o.text += "\n" + m.text;
     }
     return out;
 }
