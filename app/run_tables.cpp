@@ -79,9 +79,12 @@ void print_comparison(RunStore& store, const RunPlan& plan, const std::vector<Se
     for (size_t i = 0; i < results.size(); ++i) {
         const RunConfig& c = plan.runs[i].second;
         const SessionResult& r = results[i];
-        double val = NAN, outer = 0, stage = 0, util = 0, sync_util = 0;
+        double val = NAN, outer = 0, stage = 0, util = 0, sync_util = 0, val_step = -2;
         for (auto& [node, s] : r.summary) {
-            if (s.count(metric::kValLoss) && !std::isnan(s.at(metric::kValLoss))) val = s.at(metric::kValLoss);
+            // The latest evaluation: with faults the lowest live replica evaluates, so several have.
+            const double at = s.count(summary::kValStep) ? s.at(summary::kValStep) : -1;
+            if (s.count(metric::kValLoss) && !std::isnan(s.at(metric::kValLoss)) && at >= val_step)
+                val = s.at(metric::kValLoss), val_step = at;
             outer += figure(s, metric::kBytesOuterSent) + figure(s, metric::kBytesIntraSent);
             stage += figure(s, metric::kBytesStageSent);
             util += figure(s, summary::kUtilisation) / static_cast<double>(r.summary.size());

@@ -47,7 +47,11 @@ void StoreSink::on_metrics(const std::vector<MetricRecord>& records) {
         if (Status st = flush(); !st) std::fprintf(stderr, "thinwire: metrics not stored yet: %s\n", st.message().c_str());
 }
 
-void StoreSink::on_event(const EventRecord& e) {
+void StoreSink::on_event(const EventRecord& event) {
+    // The coordinator's own events and a transport's (a lost node, a dropped frame) come without a
+    // time: they get this sink's, seconds since the run's metric stream opened.
+    EventRecord e = event;
+    if (e.wall_s <= 0) e.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     if (Status st = store_.add_event(run_id_, e); !st)
         std::fprintf(stderr, "thinwire: event of %s not stored: %s\n", e.node.c_str(), st.message().c_str());
     if (on_event_) on_event_(e);

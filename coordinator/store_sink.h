@@ -49,6 +49,7 @@ private:
 
     RunStore& store_;
     int64_t run_id_;
+    std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
     MetricBuffer buf_;
     int64_t steps_, every_;
     bool print_, tty_, drawn_ = false;

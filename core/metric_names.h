@@ -103,6 +103,7 @@ inline constexpr const char* kSkipPipeMeanSkipIterS = "skippipe.mean_skip_iter_s
 // The keys of a worker's final summary (core/worker.h WorkerSummary) besides the metric names above.
 namespace tw::summary {
 inline constexpr const char* kSteps = "steps";
+inline constexpr const char* kValStep = "val_step";              // the step of the node's last val.loss (−1: none)
 inline constexpr const char* kSimS = "sim_s";                      // final simulated clock
 inline constexpr const char* kComputeS = "compute_s";              // total compute seconds
 inline constexpr const char* kExposedCommS = "exposed_comm_s";     // total simulated waiting

@@ -138,6 +138,11 @@ Result<Timeline> retime_budgeted(const std::vector<TraceNode>& nodes, const Netw
 }
 
 Result<Timeline> retime_replicas(const RunConfig& cfg, const std::vector<TraceNode>& nodes, const NetworkProfile& net) {
+    // A fault schedule or a deadline changes who takes part in a round, what the detection of a
+    // loss costs and when a joiner's state arrives (docs/faults.md); none of that is replayed.
+    if (cfg.faults.enabled() || cfg.outer.round_deadline_s > 0)
+        return Result<Timeline>::error("runs with [faults] or outer.round_deadline_s cannot be re-timed: the rounds' "
+                                       "membership, the loss detection and the recovery transfers are not replayed");
     if (cfg.outer.round_time_s > 0 && cfg.cluster.nodes_per_replica == 1) return retime_budgeted(nodes, net, topology_of(cfg));
     const Algorithm algo = algorithm_of(cfg);
     if (algo != Algorithm::kDdp && cfg.cluster.nodes_per_replica > 1)

@@ -30,7 +30,7 @@ profile = "wan-1g"
 model = "flops"
 TOML
 q() { /usr/bin/python3 -c "import sqlite3,sys; r=sqlite3.connect('$work/f.db').execute(sys.argv[1]).fetchall(); print(r[0][0] if r and r[0][0] is not None else '')" "$1"; }
-id_of() { "$tw" --db "$work/f.db" runs list | awk -v n="$1" '$2 == n {print $1}'; }
+id_of() { q "select id from runs where name = '$1'"; }
 
 echo "| heartbeat timeout | round.loss_wall_s (measured) | simulated cost of that round | redone among |"
 echo "|---|---|---|---|"
@@ -45,7 +45,10 @@ for hb in 2 5; do
     [ -n "$n" ] && [ "$n" -ge 40 ] && break
     sleep 0.2
   done
-  kill -KILL "$(pgrep -P "$sub" | tail -1)"
+  victim=""
+  for _ in $(seq 1 50); do victim="$(pgrep -P "$sub" | tail -1 || true)"; [ -n "$victim" ] && break; sleep 0.1; done
+  [ -n "$victim" ] || { echo "no replica process to kill: $(tail -5 "$work/$name.log")"; exit 1; }
+  kill -KILL "$victim"
   wait "$sub" || true
   id="$(id_of "$name")"
   wall="$(q "select value from metrics where run_id = $id and node = 'replica-0' and name = 'round.loss_wall_s'")"
@@ -67,8 +70,8 @@ for preset in tiny small; do
       { echo "$name failed:"; tail -5 "$work/$name.log"; exit 1; }
     id="$(id_of "$name")"
     rec="$(q "select max(value) from metrics where run_id = $id and name = 'bytes.outer.recovery.recv'")"
-    p="$(grep -o 'starts: [0-9]* parameters' "$work/$name.log" | head -1 | awk '{print $2}')"
-    [ -n "$p" ] || p="$("$tw" --db "$work/f.db" runs show "$id" | grep -o 'starts: [0-9]* parameters' | head -1 | awk '{print $2}')"
-    printf '| %s | %s | %s | %s | %.3f |\n' "$preset" "$p" "$algo" "$rec" "$(awk -v r="$rec" -v p="$p" 'BEGIN {print r / (p * 4)}')"
+    p="$("$tw" --db "$work/f.db" runs show "$id" | grep -o 'starts: [0-9]* parameters' | head -1 | awk '{print $2}' || true)"
+    printf '| %s | %s | %s | %s | %.3f |\n' "$preset" "$(printf "%'d" "$p")" "$algo" "$(printf "%'d" "${rec%.*}")" \
+      "$(awk -v r="$rec" -v p="$p" 'BEGIN {print r / (p * 4)}')"
   done
 done

@@ -127,6 +127,7 @@ private:
     int64_t outer_step_ = -1;
     int64_t n_params_ = 0;
     double last_loss_ = NAN, last_val_ = NAN;
+    int64_t last_val_step_ = -1;  // the step of last_val_: with faults, several replicas evaluate in turn
     std::vector<std::string> guard_events_;  // warnings of the last round, for the sink
     std::shared_ptr<PreparedData> data_;
     FaultSchedule faults_;          // [faults] (empty: no scheduled faults)
@@ -727,6 +728,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         const bool periodic = !outer_algo && cfg_.train.eval_every > 0 && s.step % cfg_.train.eval_every == 0;
         if (is_evaluator() && (round_end || periodic || s.step == steps)) {
             last_val_ = evaluate_global();
+            last_val_step_ = s.step;
             record(s.step, metric::kValLoss, last_val_);
         }
         if (s.step < steps)
@@ -762,6 +764,7 @@ WorkerSummary ReplicaWorker::summarise() const {
     WorkerSummary out{{summary::kSteps, static_cast<double>(trainer_->step_index())},
                       {metric::kTrainLoss, last_loss_},
                       {metric::kValLoss, last_val_},
+                      {summary::kValStep, static_cast<double>(last_val_step_)},
                       {summary::kSimS, clock_.now_s()},
                       {summary::kComputeS, compute_s},
                       {summary::kExposedCommS, exposed_s},
