@@ -77,6 +77,9 @@ public:
     Status run(const TrainHooks& hooks);
 
     int64_t step_index() const { return step_; }
+    // After model and optimizer were restored from a checkpoint outside the trainer (a node of a
+    // coordinated run, engine/worker/run_checkpoint.h): the step that checkpoint holds.
+    void restore_step(int64_t step) { step_ = step; }
     bool stopped_early() const { return stopped_; }
     Llama& model() { return model_; }
     torch::optim::AdamW& optimizer() { return optim_->adamw(); }
