@@ -394,7 +394,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
     ctl.step = trainer_->step_index();  // a resumed node starts where its checkpoint stands
     const int64_t steps = cfg_.train.steps;
     const int64_t tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
-    bool stopped = false;
+    bool stopped = false, abandoned = false;
     Status failure;
     while (trainer_->step_index() < steps) {
         if (!ctl.wait_while_paused()) {
@@ -404,6 +404,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         const StepReport s = trainer_->step();
         if (!trainer_->sync_status()) {
             failure = trainer_->sync_status();
+            abandoned = true;  // nothing of the step was applied: the state is still the last step's
             break;
         }
         if (stage_rounds_) stage_rounds_->project_writers();  // the `project` constraint (AD5)
@@ -452,8 +453,10 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         ctl.step = s.step;
         sink.metrics(std::exchange(rows_, {}));
     }
-    // A clean stop (between steps, nothing aborted) leaves a consistent state: checkpoint it.
-    if (stopped && failure.is_ok() && run_ckpt_.enabled() && !run_ckpt_.holds(trainer_->step_index()) &&
+    // A clean stop (between steps, or a DDP step abandoned by it) leaves a consistent state:
+    // checkpoint it. A round aborted half-way does not.
+    const bool clean_stop = failure.is_ok() ? stopped : abandoned && ctl.stop.load();
+    if (clean_stop && run_ckpt_.enabled() && !run_ckpt_.holds(trainer_->step_index()) &&
         trainer_->step_index() > 0)
         if (Status st = save_run_checkpoint(trainer_->step_index(), sink); !st) failure = st;
     if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
