@@ -57,10 +57,13 @@ LivenessProbe local_probe() {
 
 std::string coordinator_gone(const RunSummary& r, const LivenessProbe& probe) {
     if (r.status != RunStatus::kRunning) return "";
-    if (r.coordinator_pid > 0 && !r.coordinator_host.empty() && r.coordinator_host == probe.this_host &&
-        probe.pid_alive && !probe.pid_alive(r.coordinator_pid))
+    // On its own host the process decides: a live one may be blocked for a while (a node's reply
+    // timeout) without writing heartbeats, and is still the run's coordinator.
+    if (r.coordinator_pid > 0 && !r.coordinator_host.empty() && r.coordinator_host == probe.this_host && probe.pid_alive) {
+        if (probe.pid_alive(r.coordinator_pid)) return "";
         return "coordinator gone (process " + std::to_string(r.coordinator_pid) + " on " + r.coordinator_host +
                " no longer runs)";
+    }
     const double last = r.heartbeat_at > 0 ? r.heartbeat_at : parse_utc(r.created_at);
     if (last > 0 && probe.now_s - last > probe.stale_s)
         return r.heartbeat_at > 0 ? "coordinator gone (no heartbeat for " + seconds(probe.now_s - last) + " s)"

@@ -36,7 +36,9 @@ struct LivenessProbe {
 LivenessProbe local_probe();
 
 // Why the coordinator of running run `r` is gone ("" = it may be alive, or `r` is not running).
-// A run without a recorded coordinator (older builds) counts as gone once it is stale_s old.
+// On the coordinator's own host its process decides (alive: not gone, however old the heartbeat);
+// elsewhere a heartbeat older than stale_s. A run without a recorded coordinator (older builds)
+// counts as gone once it is stale_s old.
 std::string coordinator_gone(const RunSummary& r, const LivenessProbe& probe);
 
 // Marks every running run whose coordinator is gone as interrupted, reason included; returns their ids.

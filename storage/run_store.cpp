@@ -233,12 +233,24 @@ Status RunStore::set_coordinator(int64_t id, int64_t pid, const std::string& hos
 
 Status RunStore::heartbeat(int64_t id) {
     std::lock_guard<std::mutex> lock(*mu_);
+    auto tx = Transaction::begin(db_);
+    if (!tx) return tx.status();
     auto st = db_.prepare("UPDATE runs SET heartbeat_at = ?2 WHERE id = ?1");
     if (!st) return st.status();
     st->bind_int64(1, id);
     st->bind_double(2, unix_now_s());
     if (Status s = st->run(); !s) return s;
-    return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
+    if (db_.changes() == 0) return Status::error(no_run(id));
+    // A reader elsewhere took this live coordinator for dead (storage/run_liveness.h): reclaim the run.
+    auto back = db_.prepare(
+        "UPDATE runs SET status = ?2, finished_at = NULL, reason = '' WHERE id = ?1 AND status = ?3 AND "
+        "reason LIKE 'coordinator gone%'");
+    if (!back) return back.status();
+    back->bind_int64(1, id);
+    back->bind_text(2, to_string(RunStatus::kRunning));
+    back->bind_text(3, to_string(RunStatus::kInterrupted));
+    if (Status s = back->run(); !s) return s;
+    return tx->commit();
 }
 
 Status RunStore::set_launch(int64_t id, const LaunchRecord& launch) {

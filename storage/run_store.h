@@ -93,7 +93,8 @@ class RunStore {
 
     // Records who coordinates the run (this process's pid and host) and a first heartbeat.
     Status set_coordinator(int64_t id, int64_t pid, const std::string& host);
-    // The coordinator is alive: heartbeat_at = now (Unix seconds). Written every few seconds.
+    // The coordinator is alive: heartbeat_at = now (Unix seconds). Written every few seconds. A run
+    // a reader marked interrupted because its coordinator seemed gone is running again.
     Status heartbeat(int64_t id);
     // The config the run was launched with (before the session adapted it), for `run --resume`,
     // and the run's uid (random hex naming its checkpoints' folder; ids repeat across databases).

@@ -79,8 +79,10 @@ TEST(Liveness, StaleHeartbeatIsGoneOnAnyHost) {
     EXPECT_NE(coordinator_gone(running(42, "there", t), probe("here", t + kCoordinatorStaleS + 1, true))
                   .find("no heartbeat for"),
               std::string::npos);
-    // A live pid with a stale heartbeat (a reused pid, a hung process) is gone all the same.
-    EXPECT_NE(coordinator_gone(running(42, "here", t), probe("here", t + 2 * kCoordinatorStaleS, true)), "");
+    // On its own host a live process is the coordinator, however old its heartbeat (blocked in a
+    // node's reply timeout); a dead one is gone however fresh.
+    EXPECT_EQ(coordinator_gone(running(42, "here", t), probe("here", t + 2 * kCoordinatorStaleS, true)), "");
+    EXPECT_NE(coordinator_gone(running(42, "here", t), probe("here", t, false)), "");
 }
 
 TEST(Liveness, FinishedRunsAndOldRunsWithoutACoordinator) {
@@ -122,6 +124,15 @@ TEST(Liveness, HeartbeatMovesForward) {
     const double beat = s.get_run(id).value().heartbeat_at;
     EXPECT_NEAR(beat, now_s(), 5);
     EXPECT_FALSE(s.heartbeat(id + 100).is_ok());
+    // A live coordinator whose run a reader on another host took for dead reclaims it with its
+    // next heartbeat; a run interrupted for another reason stays interrupted.
+    ASSERT_TRUE(s.finish_run(id, RunStatus::kInterrupted, "coordinator gone (no heartbeat for 61 s)").is_ok());
+    ASSERT_TRUE(s.heartbeat(id).is_ok());
+    EXPECT_EQ(s.get_run(id).value().status, RunStatus::kRunning);
+    EXPECT_FALSE(s.get_run(id).value().finished_at.has_value());
+    ASSERT_TRUE(s.finish_run(id, RunStatus::kInterrupted, "stopped on request").is_ok());
+    ASSERT_TRUE(s.heartbeat(id).is_ok());
+    EXPECT_EQ(s.get_run(id).value().status, RunStatus::kInterrupted);
 }
 
 TEST(Resume, LaunchRecordReopenAndMetricsAfterAStepDeleted) {
