@@ -37,9 +37,11 @@ struct RunArgs {
 void print_result(const SessionResult& r, const RunConfig& cfg) {
     std::printf("run %lld %s after %.1f s%s%s\n", (long long)r.run_id, to_string(r.status), r.wall_s,
                 r.reason.empty() ? "" : ": ", r.reason.c_str());
-    print_nodes(r);
-    if (cfg.skippipe.enabled()) print_skippipe(r);
-    std::printf("  unigram baseline %.4f nats/token\n", r.unigram);
+    if (!r.nodes.empty()) {  // a run that failed preparing its data has no nodes to show
+        print_nodes(r);
+        if (cfg.skippipe.enabled()) print_skippipe(r);
+        std::printf("  unigram baseline %.4f nats/token\n", r.unigram);
+    }
     if (!r.hdee_tables.empty()) std::printf("%s", r.hdee_tables.c_str());
 }
 

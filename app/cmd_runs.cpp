@@ -81,6 +81,11 @@ int run_show(RunStore& store, int64_t id) {
         std::printf("  group    %s\n  cluster  %s\n", r.group.empty() ? "-" : r.group.c_str(),
                     r.cluster.empty() ? "-" : r.cluster.c_str());
     print_nodes(unwrap(store.nodes(id)));
+    // Events (faults, lost members, rejoins, checkpoints, ...), oldest first.
+    const auto events = unwrap(store.events(id));
+    if (!events.empty()) std::printf("\nevents:\n");
+    for (auto& e : events)
+        std::printf("  %9.2f s  %-14s %-12s %s\n", e.wall_s, e.node.c_str(), e.kind.c_str(), e.text.c_str());
     std::printf("\n%-22s %7s %8s %12s %12s %12s\n", "metric", "points", "last step", "first", "last", "min");
     for (auto& name : unwrap(store.metric_names(id))) {
         auto rows = unwrap(store.metrics(id, name));

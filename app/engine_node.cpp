@@ -8,8 +8,10 @@
 
 #include "core/layout.h"
 #include "engine/data/dataset.h"
+#include "engine/data/stream_check.h"
 #include "engine/ensemble/hdee.h"
 #include "engine/model/llama.h"
+#include "engine/worker/guarded_worker.h"
 #include "engine/worker/pipeline_worker.h"
 #include "engine/worker/replica_worker.h"
 #include "core/model_size.h"
@@ -31,10 +33,13 @@ EngineHooks engine_hooks(std::string exe) {
 }
 
 DataPreparer engine_data_preparer() {
-    return [](const RunConfig& cfg, const NodeSite&) -> Result<DataReport> {
+    return guard_data_preparer([](const RunConfig& cfg, const NodeSite&) -> Result<DataReport> {
         DataReport r;
         auto data = prepare_data(cfg.data, [&r](const std::string& line) { r.log.push_back(line); });
         if (!data) return data.status();
+        // What the run needs from the data, checked where it is first prepared, so a run whose data
+        // cannot fill a window or a batch fails before any node is configured.
+        if (Status st = check_run_data(cfg, *data); !st) return st;
         auto fp = data_fingerprint(*data);
         if (!fp) return fp.status();
         r.vocab_size = data->vocab_size;
@@ -43,11 +48,12 @@ DataPreparer engine_data_preparer() {
         const int64_t vocab = cfg.model.vocab_size > 0 ? cfg.model.vocab_size : data->vocab_size;
         r.unigram_loss = unigram_loss(*data->train, *data->val, vocab);
         return r;
-    };
+    });
 }
 
 WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
-    return [ctx](const RunConfig& cfg, const NodeRole& role, const NodeSite& site) -> Result<std::unique_ptr<Worker>> {
+    // Guarded: whatever the engine throws becomes the run's failure reason (engine/worker/guarded_worker.h).
+    return guard_worker_factory([ctx](const RunConfig& cfg, const NodeRole& role, const NodeSite& site) -> Result<std::unique_ptr<Worker>> {
         // An HDEE expert talks to nobody but the coordinator: no mesh, no gradient group.
         if (role.kind == "expert") return make_expert_worker(cfg, role);
         const bool grad_group = role.grad_group.size > 1;
@@ -120,7 +126,7 @@ WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
         // per-stage rounds when the run has pipeline replicas.
         if (role.kind == "pipeline") return make_pipeline_worker(cfg, role, std::move(mesh), set_abort);
         return make_replica_worker(cfg, role, std::move(mesh), set_abort, std::move(store));
-    };
+    });
 }
 
 }  // namespace tw::cli

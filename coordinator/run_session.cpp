@@ -73,6 +73,25 @@ std::unique_ptr<LocalCluster> bring_up(const RunConfig& cfg, int n, std::shared_
 
 }  // namespace
 
+void Session::fail_unstarted(RunStore& store, const RunConfig& cfg, const std::string& reason, double wall_s) {
+    SessionResult& out = result_;
+    out.run_id = unwrap(store.create_run(cfg.run.name, "run", to_toml(cfg), config_hash(cfg), cfg.run.seed));
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        snap_.run_id = out.run_id;
+    }
+    check(store.set_run_group(out.run_id, group_, cfg.cluster.mode));
+    if (Status st = store.add_event(out.run_id, {wall_s, "coordinator", EventLevel::kError, to_string(RunStatus::kFailed), reason});
+        !st)
+        std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
+    check(store.finish_run(out.run_id, RunStatus::kFailed, reason));
+    run_ended_ = true;
+    out.status = RunStatus::kFailed;
+    out.reason = reason;
+    out.wall_s = wall_s;
+    add_log("coordinator: run failed: " + reason);
+}
+
 void Session::body(RunConfig cfg) {
     SessionResult& out = result_;
     const auto t0 = Clock::now();
@@ -107,8 +126,15 @@ void Session::body(RunConfig cfg) {
     // The nodes prepare (or find) the data themselves, node 0 first: thread and child-process
     // nodes then find it cached instead of racing to build it. Node 0's vocabulary is the run's,
     // and its fingerprint the reference every node's own data must match before any step.
-    const auto reports = unwrap(coord->prepare(to_toml(without_keys(cfg)), static_cast<size_t>(need), kPrepareTimeoutMs));
-    if (reports.empty()) throw Error("no node to prepare the data on");
+    auto prepared = coord->prepare(to_toml(without_keys(cfg)), static_cast<size_t>(need), kPrepareTimeoutMs);
+    if (!prepared || prepared->empty()) {
+        // Data that cannot be prepared (a missing or empty shard, a binary corpus) fails the run
+        // where a person looks for it: stored as failed with the node's reason, not only printed.
+        fail_unstarted(store, cfg, prepared ? "no node to prepare the data on" : prepared.message(), since_s(t0));
+        if (local) coord->shutdown();
+        return;
+    }
+    const auto reports = std::move(*prepared);
     if (print_)
         for (auto& line : reports.front().log) std::printf("%s\n", line.c_str());
     if (cfg.model.vocab_size == 0) cfg.model.vocab_size = reports.front().vocab_size;
@@ -228,6 +254,13 @@ void Session::body(RunConfig cfg) {
                    [this](const EventRecord& e) { add_log(e.node + ": " + e.kind + ": " + e.text); });
     set_phase("running");
     std::optional<RunOutcome> outcome;
+    {
+        // Survivors go on (docs/faults.md): the replicas of an outer algorithm, one node each, may be
+        // lost while cluster.min_replicas of them remain; every other node is vital.
+        const bool elastic = algorithm_traits(cfg).outer_rounds && cfg.cluster.stages == 1 &&
+                             cfg.cluster.nodes_per_replica == 1 && !cfg.hdee.enabled() && !cfg.skippipe.enabled();
+        coord->set_loss_policy(std::vector<bool>(roles.size(), elastic), cfg.cluster.min_replicas);
+    }
     if (Status st = coord->configure(roles, to_toml(without_keys(cfg))); !st) outcome = RunOutcome{RunStatus::kFailed, st.message()};
     else if (Status st2 = coord->start(); !st2) outcome = RunOutcome{RunStatus::kFailed, st2.message()};
     bool stop_sent = false;
@@ -303,6 +336,7 @@ void Session::body(RunConfig cfg) {
             std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
     }
     check(store.finish_run(out.run_id, outcome->status, outcome->reason));
+    run_ended_ = true;
     for (size_t i = 0; i < roles.size(); ++i) out.summary[roles[i].name] = coord->nodes()[i].summary;
     publish(coord->nodes());
     if (local) coord->shutdown();
@@ -320,11 +354,9 @@ Session::Session(RunConfig cfg, std::string db_path, std::string group, EngineHo
         try {
             body(cfg);
         } catch (const std::exception& e) {
-            // Before the run exists (bad layout, no data) there is nothing to mark; the reason is the result.
-            result_.status = RunStatus::kFailed;
-            result_.reason = e.what();
-            result_.failed_to_start = result_.run_id == 0;
-            add_log(std::string("coordinator: ") + e.what());
+            end_after_exception(e.what());
+        } catch (...) {
+            end_after_exception("an exception that is not a std::exception");
         }
         std::lock_guard<std::mutex> lock(mu_);
         snap_.done = true;
@@ -332,6 +364,20 @@ Session::Session(RunConfig cfg, std::string db_path, std::string group, EngineHo
         snap_.reason = result_.reason;
         snap_.phase = to_string(result_.status);
     });
+}
+
+void Session::end_after_exception(const std::string& what) {
+    // Before the run exists (bad layout, unreachable nodes) there is nothing to mark; the reason is
+    // the result. After, the run must not stay "running" in the store: it failed, for this reason.
+    result_.status = RunStatus::kFailed;
+    result_.reason = what;
+    result_.failed_to_start = result_.run_id == 0;
+    add_log("coordinator: " + what);
+    if (result_.run_id == 0 || run_ended_) return;
+    auto store = RunStore::open(db_path_);
+    Status st = store ? store->finish_run(result_.run_id, RunStatus::kFailed, what) : store.status();
+    if (!st) std::fprintf(stderr, "thinwire: run %lld not marked failed: %s\n", (long long)result_.run_id, st.message().c_str());
+    run_ended_ = st.is_ok();
 }
 
 Session::~Session() {

@@ -26,6 +26,8 @@ namespace zmq { class context_t; }
 
 namespace tw {
 
+class RunStore;
+
 // What a session needs from the binary it runs in.
 struct EngineHooks {
     // Thread nodes' workers; inproc:// meshes need the context all of them share.
@@ -36,7 +38,7 @@ struct EngineHooks {
 };
 
 struct SessionResult {
-    int64_t run_id = 0;                            // 0 if the run never started (bad layout, no data)
+    int64_t run_id = 0;                            // 0 if the run never started (bad layout, no nodes)
     bool failed_to_start = false;
     RunStatus status = RunStatus::kFinished;
     std::string reason;
@@ -83,6 +85,11 @@ public:
 
 private:
     void body(RunConfig cfg);
+    // A run that failed before any node was configured (its data could not be prepared): created
+    // and ended as failed with `reason`, so the store says why. Sets result_.
+    void fail_unstarted(RunStore& store, const RunConfig& cfg, const std::string& reason, double wall_s);
+    // The session thread's last resort: result_ failed with `what`, and a stored run ended as failed.
+    void end_after_exception(const std::string& what);
     void set_phase(const std::string& p);
     void add_log(const std::string& line);
     void publish(const std::vector<NodeInfo>& nodes);
@@ -95,6 +102,7 @@ private:
     mutable std::mutex mu_;
     SessionSnapshot snap_;
     SessionResult result_;
+    bool run_ended_ = false;  // the stored run has its end (finish_run succeeded); session thread only
     std::thread thread_;
 };
 

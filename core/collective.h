@@ -94,6 +94,23 @@ public:
     // (the ring all-reduce, engine/algo/ring_allreduce.h) counts its message phase here, after its
     // opening all-gather counted the wait for the last member. Default: ignored (not measured).
     virtual void add_real_exchange_s(double s) { (void)s; }
+
+    // ---- rounds that survive lost members (docs/faults.md, core/member_view.h) ----
+    // Members this member found lost (silent past the heartbeat timeout, gone, or reported lost by
+    // a peer that gave up an attempt), ascending; sticky until forgive(). Default: none.
+    virtual std::vector<int> lost_members() const { return {}; }
+    // Starts round attempt `epoch` (≥ 1, larger than any before, the same on every member of the
+    // attempt): the round numbering restarts at the epoch's base, and frames of earlier attempts —
+    // rounds and point-to-point messages alike — that are still buffered or still arrive are
+    // discarded. Default: nothing (a transport that never loses a member).
+    virtual void begin_epoch(uint64_t epoch) { (void)epoch; }
+    // Tells `peers` (ranks) that this member gave up the current attempt, with the members it found
+    // lost, so a peer waiting for it in that attempt fails at once instead of at its timeout.
+    virtual void abandon(const std::vector<int>& peers) { (void)peers; }
+    // Member `r` is back (it rejoined): no longer counted lost.
+    virtual void forgive(int r) { (void)r; }
+    // Member `r` is lost, as a peer found (a joiner learns it from its donor, docs/faults.md).
+    virtual void declare_lost(int r) { (void)r; }
 };
 
 }  // namespace tw

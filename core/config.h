@@ -100,6 +100,10 @@ struct OuterConfig {
     // round; each replica runs as many inner steps as fit (slow nodes fewer), the aggregate weights
     // replicas by their tokens. 0 = off (every replica runs inner_steps). Needs compute.model = "flops".
     double round_time_s = 0;
+    // Stragglers (docs/faults.md): simulated seconds after a round's first arrival that the round
+    // waits; a replica that arrives later is left out of that round's aggregate (it still applies
+    // it) and its pseudo-gradient is carried into its next round. 0 = wait for everyone.
+    double round_deadline_s = 0;
 };
 
 // [network] — simulated links (METHODS.md §10); overrides of 0 keep the profile's value.
@@ -149,6 +153,9 @@ struct ClusterConfig {
     // tcp://HOST:PORT (an address of the coordinator's machine the nodes reach). "" = loopback on a
     // free port, which thread and child-process nodes reach; a remote cluster must name one.
     std::string hub_endpoint;
+    // Survivors go on (docs/faults.md): a run of an outer algorithm continues while at least this
+    // many replicas are live; below it the run stops with the reason. 1 = as long as one is left.
+    int64_t min_replicas = 1;
 };
 
 // [pipeline] — pipeline replicas and their compressed boundaries (METHODS.md §5–§7); read when
@@ -220,6 +227,21 @@ struct HdeeConfig {
     bool enabled() const { return !domains.empty(); }
 };
 
+// [faults] — failures as an experiment variable (core/fault_schedule.h, docs/faults.md): replicas
+// killed, paused, slowed or disconnected at given steps and rejoining later, and seeded random
+// churn. Carried out for real (a worker stops and a fresh one rejoins) and placed at round
+// boundaries, so under compute.model = "flops" the same schedule gives the same losses.
+struct FaultConfig {
+    // One event per entry: "kill R at S rejoin T", "disconnect R at S rejoin T", "pause R at S until T",
+    // "slow R at S until T x K" (R replica, S/T steps, K compute factor); "rejoin T" is optional.
+    std::vector<std::string> events;
+    int64_t churn_mtbf_steps = 0;  // seeded churn: mean steps between one replica's failures; 0 = none
+    int64_t churn_down_steps = 0;  // steps a churned replica stays down before it rejoins
+    int64_t churn_seed = 1;        // the churn's own generator (not run.seed)
+
+    bool enabled() const { return !events.empty() || churn_mtbf_steps > 0; }
+};
+
 // [run]
 struct RunSection {
     std::string name = "default";   // label stored with the run
@@ -239,6 +261,7 @@ struct RunConfig {
     PipelineConfig pipeline;
     SkipPipeConfig skippipe;
     HdeeConfig hdee;
+    FaultConfig faults;
 
     // Pipeline replicas among outer.replicas (0 when cluster.stages == 1).
     int64_t pipeline_replicas() const {

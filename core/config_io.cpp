@@ -20,6 +20,8 @@
 
 #include <toml++/toml.h>
 
+#include "core/fault_schedule.h"
+
 namespace tw {
 namespace {
 
@@ -114,6 +116,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"outer.demo_sign_update", &c.outer.demo_sign_update, -inf, inf, {}, "sign update"},
         {"outer.guard_ratio", &c.outer.guard_ratio, 0, 1e6, {}, "aggregation guard ratio (0 = off)"},
         {"outer.round_time_s", &c.outer.round_time_s, 0, 1e12, {}, "simulated seconds per round (0 = off)"},
+        {"outer.round_deadline_s", &c.outer.round_deadline_s, 0, 1e12, {}, "round deadline after first arrival, s (0 = off)"},
 
         {"network.profile", &c.network.profile, -inf, inf, {"datacenter", "wan-1g", "wan-100m", "home-20m"}},
         {"network.outer_bandwidth_bps", &c.network.outer_bandwidth_bps, 0, 1e15},
@@ -143,6 +146,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"cluster.heartbeat_s", &c.cluster.heartbeat_s, 0.01, 60},
         {"cluster.heartbeat_timeout_s", &c.cluster.heartbeat_timeout_s, 0.05, 3600},
         {"cluster.hub_endpoint", &c.cluster.hub_endpoint, -inf, inf, {}, "hub relay endpoint"},
+        {"cluster.min_replicas", &c.cluster.min_replicas, 1, 65535, {}, "quorum: live replicas to go on"},
 
         {"pipeline.replicas", &c.pipeline.replicas, -1, 1024},
         {"pipeline.schedule", &c.pipeline.schedule, -inf, inf, {"gpipe", "1f1b"}},
@@ -178,6 +182,11 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"hdee.hetero_size_steps", &c.hdee.hetero_size_steps, 1, 1e9},
         {"hdee.hetero_steps_d_ff", &c.hdee.hetero_steps_d_ff, 0, 1 << 20},
         {"hdee.hetero_steps_steps", &c.hdee.hetero_steps_steps, 1, 1e9},
+
+        {"faults.events", &c.faults.events, -inf, inf, {}, "fault events"},
+        {"faults.churn.mtbf_steps", &c.faults.churn_mtbf_steps, 0, 1e12, {}, "churn: mean steps between failures"},
+        {"faults.churn.down_steps", &c.faults.churn_down_steps, 0, 1e12, {}, "churn: steps down"},
+        {"faults.churn.seed", &c.faults.churn_seed, 0, 9.0e15, {}, "churn seed"},
     };
 }
 
@@ -688,6 +697,8 @@ Status validate_config(const RunConfig& c) {
                     " run checkpoints every node with train.ckpt_every alone (resume: thinwire run --resume RUN)");
     if (c.train.ckpt_every > 0 && c.cluster.stages > 1)
         p.push_back("train.ckpt_every: checkpoints of runs with pipeline replicas (cluster.stages > 1) are not supported yet");
+    if (c.train.ckpt_every > 0 && c.faults.enabled())
+        p.push_back("train.ckpt_every: checkpoints of runs with [faults] are not supported yet");
     if (c.train.ckpt_every > 0 && c.outer.round_time_s > 0)
         p.push_back("train.ckpt_every: checkpoints of time-budgeted rounds (outer.round_time_s) are not supported yet");
     if (single && c.outer.replicas > 1)
@@ -731,6 +742,7 @@ Status validate_config(const RunConfig& c) {
     if (c.cluster.node_keys.empty() != c.cluster.coordinator_key.empty())
         p.push_back("cluster.node_keys and cluster.coordinator_key go together: keyed nodes need both");
     validate_hub_endpoint(c, p);
+    FaultSchedule::problems(c, p);
     if (p.empty()) return Status::ok();
     std::string msg = p[0];
     for (size_t i = 1; i < p.size(); ++i) msg += "\n  " + p[i];
@@ -800,6 +812,7 @@ std::string to_toml(const RunConfig& cfg_in) {
     }
     // Written (and so hashed) only when set: every run without it keeps its resolved text and hash.
     if (cfg.hdee.enabled()) os << "[hdee]\n" << sections["hdee"] << "\n\n";
+    if (cfg.faults.enabled()) os << "[faults]\n" << sections["faults"] << "\n\n";
     return os.str();
 }
 

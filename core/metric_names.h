@@ -44,6 +44,12 @@ inline constexpr const char* kRoundOverlapSteps = "round.overlap_steps";  // τ:
 // row per stage it holds, in stage order.
 inline constexpr const char* kRoundGroupMask = "round.group_mask";
 inline constexpr const char* kRoundGuardClipped = "round.guard_clipped";  // contributions the guard scaled
+// Rounds among fewer than every replica (docs/faults.md): the members that took part, the attempts
+// the round took (1 = no member was lost in it) and, for a straggler, how late it arrived.
+inline constexpr const char* kRoundMembers = "round.members";
+inline constexpr const char* kRoundAttempts = "round.attempts";
+inline constexpr const char* kRoundLateS = "round.late_s";
+inline constexpr const char* kRoundStateHash = "round.state_hash";  // 52 bits of the agreed state's hash
 inline constexpr const char* kRoundTFixedHash = "round.t_fixed_hash";     // 52 bits of T_fixed's state hash
 // "round.stage<s>_hash": 52 bits of the hash of stage s's global weights after the round.
 inline std::string round_stage_hash(long long stage) { return "round.stage" + std::to_string(stage) + "_hash"; }
@@ -61,6 +67,9 @@ inline constexpr const char* kSentSuffix = ".sent";
 inline constexpr const char* kRecvSuffix = ".recv";
 inline constexpr const char* kBytesOuterSent = "bytes.outer.sent";
 inline constexpr const char* kBytesOuterRecv = "bytes.outer.recv";
+// State sent to a replica that joins or missed a deadline (docs/faults.md), apart from the rounds' bytes.
+inline constexpr const char* kBytesRecoverySent = "bytes.outer.recovery.sent";
+inline constexpr const char* kBytesRecoveryRecv = "bytes.outer.recovery.recv";
 inline constexpr const char* kBytesIntraSent = "bytes.intra.sent";
 inline constexpr const char* kBytesStageSent = "bytes.stage.sent";
 // True for the cumulative "bytes.*.sent" counters.

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <random>
 
 namespace tw {
@@ -62,9 +63,19 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start_threads(int n, NodeOpt
         c->endpoints_.push_back(o.listen);
         c->servers_.push_back(std::move(*s));
     }
-    for (auto& s : c->servers_) {
-        NodeServer* srv = s.get();
-        c->threads_.emplace_back([srv, flag = &c->interrupt_] { (void)srv->serve(flag); });
+    for (size_t i = 0; i < c->servers_.size(); ++i) {
+        NodeServer* srv = c->servers_[i].get();
+        // A thread node's loop must not end the process: what escapes it stops this node only, and
+        // the coordinator fails the run when its heartbeats stop, naming it.
+        c->threads_.emplace_back([srv, flag = &c->interrupt_, name = c->endpoints_[i]] {
+            try {
+                (void)srv->serve(flag);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "thinwire: node %s stopped: %s\n", name.c_str(), e.what());
+            } catch (...) {
+                std::fprintf(stderr, "thinwire: node %s stopped: an exception that is not a std::exception\n", name.c_str());
+            }
+        });
     }
     return c;
 }

@@ -33,7 +33,14 @@ struct Coordinator::Impl {
     int64_t next_id = 1;
     bool stopping = false;
     std::optional<size_t> first_failure;  // the node whose failed `done` arrived first in this run
+    std::vector<bool> expendable;         // set_loss_policy: nodes the run may lose
+    int64_t min_live = 1;
 };
+
+void Coordinator::set_loss_policy(std::vector<bool> expendable, int64_t min_live) {
+    impl_->expendable = std::move(expendable);
+    impl_->min_live = min_live;
+}
 
 Coordinator::~Coordinator() {
     if (!impl_) return;
@@ -385,7 +392,26 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
     bool all_done = true, any_stopped = false;
     for (size_t i = 0; i < nodes_.size(); ++i) {
         if (!s.in_run[i]) continue;
-        const NodeInfo& n = nodes_[i];
+        NodeInfo& n = nodes_[i];
+        if (!n.done && n.heartbeat_age_s > s.opts.heartbeat_timeout_s && i < s.expendable.size() && s.expendable[i] &&
+            !s.stopping) {
+            // A replica the run can go on without: its peers redo their round among themselves.
+            n.done = n.lost = true;
+            n.state = "lost";
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "%.1f", n.heartbeat_age_s);
+            int64_t live = 0;
+            for (size_t j = 0; j < nodes_.size(); ++j)
+                live += s.in_run[j] && j < s.expendable.size() && s.expendable[j] && !nodes_[j].lost;
+            sink.on_event({0, n.name, EventLevel::kWarning, "node-lost",
+                           "node " + n.name + " (" + n.endpoint + ") sent no heartbeat for " + buf + " s (last at step " +
+                               std::to_string(n.step) + "); " + std::to_string(live) + " replica(s) go on"});
+            if (live < s.min_live)
+                return RunOutcome{RunStatus::kFailed, "quorum lost: " + std::to_string(live) +
+                                                          " replica(s) left, cluster.min_replicas is " +
+                                                          std::to_string(s.min_live) + " (node " + n.name + " lost)"};
+            continue;
+        }
         if (!n.done && n.heartbeat_age_s > s.opts.heartbeat_timeout_s) {
             char buf[64];
             std::snprintf(buf, sizeof buf, "%.1f", n.heartbeat_age_s);

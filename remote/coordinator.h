@@ -34,6 +34,7 @@ struct NodeInfo {
     int64_t step = 0;              // last completed step reported
     double heartbeat_age_s = 0;    // seconds since its last heartbeat (updated by poll)
     bool done = false, ok = false, stopped = false;
+    bool lost = false;             // silent past the timeout, and the run went on without it
     std::string error;             // why it failed, when it did
     WorkerSummary summary;         // final figures from its `done` message
 };
@@ -90,6 +91,11 @@ public:
     // missed heartbeats for longer than heartbeat_timeout_s. A failure names the node whose failure
     // arrived first: its peers' failures (a member that left the mesh) usually follow from it.
     std::optional<RunOutcome> poll(CoordinatorSink& sink, int timeout_ms);
+
+    // Survivors go on (docs/faults.md): node i of `expendable` (true) may fall silent without failing
+    // the run — it is marked lost and an event says so — as long as at least `min_live` of the
+    // expendable nodes are not lost. Nodes not named stay vital (their loss fails the run).
+    void set_loss_policy(std::vector<bool> expendable, int64_t min_live);
 
     // One request/reply round trip with node i (kind and body of `m`); error replies become errors.
     Result<Message> request(size_t i, Message m);

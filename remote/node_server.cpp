@@ -200,6 +200,8 @@ Message NodeServer::Impl::configure(const Message& req, const std::string& key) 
         w = factory(*parsed, *r, site);
     } catch (const std::exception& e) {
         w = Status::error(e.what());
+    } catch (...) {  // whatever a factory throws is its error, never the control loop's end
+        w = Status::error("an exception that is not a std::exception");
     }
     if (!w) {
         state = "idle";
@@ -241,6 +243,8 @@ Message NodeServer::Impl::prepare(const Message& req) {
         r = opts.prepare_data(*parsed, site);
     } catch (const std::exception& e) {
         r = Status::error(e.what());
+    } catch (...) {
+        r = Status::error("an exception that is not a std::exception");
     }
     if (!r) return make_error("prepare: " + r.message());
     Message m;
@@ -260,6 +264,8 @@ Message NodeServer::Impl::start() {
             res = worker->run(ctl, *sink);
         } catch (const std::exception& e) {
             res = Status::error(std::string("worker: ") + e.what());
+        } catch (...) {  // escaping the thread would terminate the process, and the run with it
+            res = Status::error("worker: an exception that is not a std::exception");
         }
         Message done;
         done.kind = MsgKind::kDone;
@@ -444,6 +450,8 @@ Status NodeServer::serve(const std::atomic<bool>* interrupt) {
                 reply = s.handle(*req, key);
             } catch (const std::exception& e) {
                 reply = make_error(std::string("request failed: ") + e.what());
+            } catch (...) {
+                reply = make_error("request failed: an exception that is not a std::exception");
             }
             if (s.is_owner(*req, key)) s.coordinator_seen = Clock::now();
             if (id != req->body.end() && !id->is_number_integer())

@@ -9,7 +9,7 @@ namespace tw::wire {
 namespace {
 
 constexpr char kMagic[4] = {'T', 'W', 'A', 'G'};
-constexpr uint8_t kKinds = 5;  // FrameKind values 0..4
+constexpr uint8_t kKinds = 6;  // FrameKind values 0..5
 
 template <class T>
 T load(const uint8_t* p) {

@@ -10,13 +10,16 @@
 //   7  u8  reserved      0
 //   8  u16 rank          sender's mesh rank
 //   10 u8[6] reserved    0
-//   16 u64 round         the all-gather round (kRound, kAgree); 0 otherwise
+//   16 u64 round         the all-gather round (kRound, kAgree); kPointToPoint: the first round of
+//                        the sender's round attempt (Collective::begin_epoch; 0 without); kAbandon:
+//                        the attempt given up; 0 otherwise
 //   24 f64 clock_s       sender's simulated clock, finite and ≥ 0
 //   32 u64 token         the run's mesh token, handed out at configure: a frame without it is not
 //                        from this run and is dropped
 //   40 u64 aux           kAgree: the sender's state hash; kRound: the wall-clock time (ns since
 //                        the Unix epoch) at which the sender began its round, for the measured
-//                        exchange time (zmq_collective.h); kBye: why the run ended; 0 otherwise
+//                        exchange time (zmq_collective.h); kBye: why the run ended; kAbandon: the
+//                        lost members' bit mask; 0 otherwise
 // Only payload bytes count toward the byte counters; the header is framing (header_bytes()).
 #pragma once
 
@@ -28,7 +31,7 @@
 
 namespace tw::wire {
 
-inline constexpr uint8_t kFrameVersion = 4;  // 4: kind byte, token, aux (state hash); 48-byte header
+inline constexpr uint8_t kFrameVersion = 5;  // 5: kAbandon and epochs (survivors); 4: kind byte, token, aux
 inline constexpr size_t kFrameHeaderBytes = 48;
 
 // Values are stable: they name the frame on the wire.
@@ -38,6 +41,8 @@ enum class FrameKind : uint8_t {
     kHeartbeat = 2,     // liveness only, empty payload; sent every heartbeat interval by every member
     kBye = 3,           // the sender's run ended (stop, failure, finish); empty payload
     kAgree = 4,         // after round `round`: aux = hash of the state the members must hold alike
+    kAbandon = 5,       // the sender gave up the round attempt whose first round is `round`; aux = bit
+                        // mask of the members it found lost (ranks < 64); empty payload
 };
 
 struct FrameHeader {

@@ -62,11 +62,14 @@ struct ZmqCollective::Sockets {
     struct Message {
         std::vector<uint8_t> payload;
         double clock_s;
+        uint64_t epoch_base;  // the sender's attempt (begin_epoch), for discarding a failed attempt's messages
     };
     std::map<int, std::deque<Message>> p2p;  // point-to-point messages not yet received, per sender
     std::vector<Clock::time_point> heard;    // per member: last frame of any kind
     std::map<int, uint64_t> bye;             // members whose run ended → what they said
     std::vector<Clock::time_point> bye_at;
+    std::set<int> lost;                      // members found lost (lost_members())
+    std::map<int, uint64_t> abandoned;       // members that gave up an attempt → its first round
 };
 
 // Sends a heartbeat frame to every peer each interval from its own thread and sockets.
@@ -226,10 +229,6 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::v
     return exchange(everyone, mine, link, sim_clock_s, clocks);
 }
 
-Status ZmqCollective::pump(const std::string& what, const std::function<std::vector<int>()>& awaited) {
-    return pump_until(what, awaited, Clock::now(), -1);
-}
-
 Status ZmqCollective::pump_until(const std::string& what, const std::function<std::vector<int>()>& awaited,
                                  std::chrono::steady_clock::time_point wait_start, int max_ms) {
     auto& s = *s_;
@@ -240,10 +239,15 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         if (since_s(wait_start) * 1000 > opts_.timeout_ms) return Status::error("collective: " + what + " timed out");
         for (int r : awaited()) {
             const auto ri = static_cast<size_t>(r);
+            if (s.lost.count(r)) return Status::error("collective: " + member(r) + " is lost (" + what + ")");
+            if (auto a = s.abandoned.find(r); a != s.abandoned.end() && epoch_base_ > 0 && a->second == epoch_base_)
+                return Status::error("collective: " + member(r) + " gave up this round attempt (" + what + ")");
             if (auto b = s.bye.find(r); b != s.bye.end()) {
                 // A member stopped on request: our own stop is on its way; otherwise it is gone.
-                if (b->second != kByeStopped || since_s(s.bye_at[ri]) > opts_.silence_timeout_s)
+                if (b->second != kByeStopped || since_s(s.bye_at[ri]) > opts_.silence_timeout_s) {
+                    s.lost.insert(r);
                     return Status::error("collective: " + member(r) + " left the run while " + what + " waited for it");
+                }
                 continue;
             }
             const double silent = std::min(since_s(s.heard[ri]), since_s(wait_start));
@@ -251,6 +255,7 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
                 char buf[32];
                 std::snprintf(buf, sizeof buf, "%.1f", silent);
                 if (opts_.on_event) opts_.on_event("member-lost", member(r) + " silent for " + buf + " s");
+                s.lost.insert(r);
                 return Status::error("collective: " + member(r) + " is lost: silent for " + buf +
                                      " s (no heartbeat, no traffic) while " + what + " waited");
             }
@@ -285,22 +290,31 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
     switch (fh->kind) {
         case wire::FrameKind::kHeartbeat:
             return Status::ok();
+        case wire::FrameKind::kAbandon:
+            // Its attempt failed: whoever waits for it there fails too, and learns whom it found lost.
+            if (!body.empty()) return drop("an abandon frame with a payload");
+            s.abandoned[from] = fh->round;
+            for (int r = 0; r < size() && r < 64; ++r)
+                if (r != rank_ && (fh->aux >> r & 1)) s.lost.insert(r);
+            return Status::ok();
         case wire::FrameKind::kBye:
             s.bye[from] = fh->aux;
             s.bye_at[static_cast<size_t>(from)] = Clock::now();
             return Status::ok();
         case wire::FrameKind::kPointToPoint: {
+            if (fh->round < epoch_base_) return Status::ok();  // from an attempt given up: discarded, not counted
             if (fh->counted) {
                 counters_.recv_bytes[static_cast<int>(fh->link)] += body.size();
                 counters_.recv_msgs[static_cast<int>(fh->link)] += 1;
             }
             const auto* bb = static_cast<const uint8_t*>(body.data());
-            s.p2p[from].push_back({std::vector<uint8_t>(bb, bb + body.size()), fh->clock_s});
+            s.p2p[from].push_back({std::vector<uint8_t>(bb, bb + body.size()), fh->clock_s, fh->round});
             return Status::ok();
         }
         case wire::FrameKind::kRound:
         case wire::FrameKind::kAgree: {
             const bool agree = fh->kind == wire::FrameKind::kAgree;
+            if (fh->round < epoch_base_) return Status::ok();  // an attempt given up: discarded quietly
             if (fh->round + 1 < round_)
                 return drop("from rank " + std::to_string(from) + ": round " + std::to_string(fh->round) +
                             " is over");
@@ -406,8 +420,11 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vec
                 if (r != rank_ && !got.count(r)) out.push_back(r);
             return out;
         };
+        // Silence and the backstop count from the start of the whole wait: peers' heartbeats end
+        // single pumps, and a member silent through many of them is still lost.
+        const auto wait_start = Clock::now();
         while (!missing().empty())
-            if (Status st = pump("round " + std::to_string(round), missing); !st) return st;
+            if (Status st = pump_until("round " + std::to_string(round), missing, wait_start, -1); !st) return st;
         // The exchange's real time for this member: from the moment the last member began sending
         // (its start stamp; a stamp from the future — unsynchronised clocks — counts as now) until
         // every payload is here.
@@ -464,8 +481,9 @@ Status ZmqCollective::agree(const std::vector<int>& group, uint64_t state_hash) 
                 if (r != rank_ && !got.count(r)) out.push_back(r);
             return out;
         };
+        const auto wait_start = Clock::now();
         while (!missing().empty())
-            if (Status st = pump("agreement round " + std::to_string(round), missing); !st) return st;
+            if (Status st = pump_until("agreement round " + std::to_string(round), missing, wait_start, -1); !st) return st;
         std::map<int, uint64_t> hashes = std::move(s_->early_hashes[round]);
         s_->early_hashes.erase(round);
         s_->early.erase(round);
@@ -501,6 +519,7 @@ Status ZmqCollective::send(int peer, const std::vector<uint8_t>& payload, LinkCl
         fh.link = link;
         fh.counted = count;
         fh.rank = static_cast<uint16_t>(rank_);
+        fh.round = epoch_base_;
         fh.clock_s = sim_clock_s;
         fh.token = opts_.token;
         uint8_t header[wire::kFrameHeaderBytes];
@@ -526,8 +545,9 @@ Result<std::vector<uint8_t>> ZmqCollective::recv(int peer, double* sender_clock_
     try {
         auto& q = s_->p2p[peer];
         auto awaited = [peer] { return std::vector<int>{peer}; };
+        const auto wait_start = Clock::now();
         while (q.empty())
-            if (Status st = pump("message from rank " + std::to_string(peer), awaited); !st) return st;
+            if (Status st = pump_until("message from rank " + std::to_string(peer), awaited, wait_start, -1); !st) return st;
         auto m = std::move(q.front());
         q.pop_front();
         if (sender_clock_s) *sender_clock_s = m.clock_s;
@@ -535,6 +555,55 @@ Result<std::vector<uint8_t>> ZmqCollective::recv(int peer, double* sender_clock_
     } catch (const zmq::error_t& e) {
         return R::error(std::string("collective: ") + e.what());
     }
+}
+
+std::vector<int> ZmqCollective::lost_members() const { return {s_->lost.begin(), s_->lost.end()}; }
+
+void ZmqCollective::begin_epoch(uint64_t epoch) {
+    auto& s = *s_;
+    epoch_base_ = epoch * kEpochRounds;
+    round_ = epoch_base_;
+    const auto erase_before = [this](auto& m) { m.erase(m.begin(), m.lower_bound(epoch_base_)); };
+    erase_before(s.early);
+    erase_before(s.early_clocks);
+    erase_before(s.early_starts);
+    erase_before(s.early_hashes);
+    for (auto& [from, q] : s.p2p)
+        q.erase(std::remove_if(q.begin(), q.end(), [this](const Sockets::Message& m) { return m.epoch_base < epoch_base_; }),
+                q.end());
+}
+
+void ZmqCollective::abandon(const std::vector<int>& peers) {
+    wire::FrameHeader fh;
+    fh.kind = wire::FrameKind::kAbandon;
+    fh.counted = false;
+    fh.rank = static_cast<uint16_t>(rank_);
+    fh.round = epoch_base_;
+    fh.token = opts_.token;
+    for (int r : s_->lost)
+        if (r < 64) fh.aux |= uint64_t{1} << r;
+    uint8_t h[wire::kFrameHeaderBytes];
+    wire::encode_frame_header(fh, h);
+    for (int r : peers) {
+        if (r == rank_ || r < 0 || r >= size() || s_->lost.count(r)) continue;
+        auto& p = s_->push[static_cast<size_t>(r)];
+        try {
+            if (p.send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
+                (void)p.send(zmq::const_buffer(h, 0), zmq::send_flags::dontwait);
+        } catch (const zmq::error_t&) {
+        }
+    }
+}
+
+void ZmqCollective::declare_lost(int r) {
+    if (r >= 0 && r < size() && r != rank_) s_->lost.insert(r);
+}
+
+void ZmqCollective::forgive(int r) {
+    s_->lost.erase(r);
+    s_->bye.erase(r);
+    s_->abandoned.erase(r);
+    s_->heard[static_cast<size_t>(r)] = Clock::now();
 }
 
 Result<std::vector<std::vector<uint8_t>>> ZmqCollective::hub_round(const std::vector<uint8_t>& mine,

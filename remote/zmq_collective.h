@@ -92,6 +92,14 @@ public:
     Result<std::vector<std::vector<uint8_t>>> hub_round(const std::vector<uint8_t>& mine, double sim_clock_s,
                                                         std::vector<double>* clocks) override;
     bool has_hub() const override { return !opts_.hub_endpoint.empty(); }
+    std::vector<int> lost_members() const override;
+    void begin_epoch(uint64_t epoch) override;
+    void abandon(const std::vector<int>& peers) override;
+    void forgive(int r) override;
+    void declare_lost(int r) override;
+    // Rounds an attempt may use (the epoch's base is epoch × this): a gather, an agreement, the
+    // deadline's clock exchange and the ring's opening fit with room to spare.
+    static constexpr uint64_t kEpochRounds = 16;
     uint64_t header_bytes() const { return header_bytes_; }
     uint64_t dropped_frames() const { return dropped_; }
     // Checked every 100 ms while waiting for peers: a true result ends the wait with an error, so
@@ -103,10 +111,10 @@ private:
     struct Sockets;
     struct Heartbeat;
     // Receives one message into the round or point-to-point buffers (dropping what is not from
-    // this run); errors on abort, timeout, or an awaited member lost. `what` names the wait.
-    Status pump(const std::string& what, const std::function<std::vector<int>()>& awaited);
-    // The same, counting silence from `wait_start`, and returning ok after `max_ms` (≥ 0) when
-    // nothing arrived.
+    // this run); errors on abort, an awaited member lost (silent since max(its last frame,
+    // `wait_start`) for silence_timeout_s, gone, or given up on the attempt) or the backstop
+    // (timeout_ms since `wait_start`: the start of the caller's whole wait). `what` names the wait.
+    // Returns ok after `max_ms` (≥ 0; −1 = no limit) when nothing arrived.
     Status pump_until(const std::string& what, const std::function<std::vector<int>()>& awaited,
                       std::chrono::steady_clock::time_point wait_start, int max_ms);
     Status send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload);
@@ -121,6 +129,7 @@ private:
     int rank_ = 0;
     MeshOptions opts_;
     uint64_t round_ = 0;
+    uint64_t epoch_base_ = 0;  // the current attempt's first round (begin_epoch); 0 = none yet
     ByteCounters counters_;
     uint64_t header_bytes_ = 0;
     uint64_t dropped_ = 0;

@@ -18,6 +18,27 @@ std::string where(int replica, size_t tensor) {
 
 }  // namespace
 
+bool DeMo::round_at(int64_t step) const { return step % cfg_.inner_steps == 0; }
+
+OuterState DeMo::save_state() const {
+    OuterState s;
+    put_tensors(s, "global", global_);
+    put_tensors(s, "m", m_);
+    return s;
+}
+
+Status DeMo::load_state(const OuterState& s) {
+    if (std::string u = unknown_state(s, {"global", "m"}); !u.empty()) return Status::error("demo: unknown state " + u);
+    auto g = take_tensors(s, "global", global_);
+    if (!g || !*g) return Status::error("demo: " + (g ? std::string("the state has no global") : g.message()));
+    auto m = take_tensors(s, "m", m_);
+    if (!m) return Status::error("demo: " + m.message());
+    torch::NoGradGuard no_grad;
+    if (!*m)
+        for (auto& t : m_) t.zero_();  // a newcomer's momentum starts at zero
+    return Status::ok();
+}
+
 DeMo::DeMo(std::vector<torch::Tensor> params, DeMoConfig cfg, int replica, int replicas)
     : params_(std::move(params)), cfg_(cfg), codec_(cfg.dct), replica_(replica), replicas_(replicas) {
     torch::NoGradGuard no_grad;

@@ -52,6 +52,11 @@ public:
     std::vector<torch::Tensor> eval_params() const override { return global_; }
     // Every replica holds the same θ_global after a round (the momenta differ).
     AgreedState agreed_state() const override { return {{}, global_}; }
+    bool round_at(int64_t step) const override;
+    OuterState save_state() const override;
+    Status load_state(const OuterState& s) override;
+    // The momentum accumulates this replica's own updates: a newcomer starts it at zero.
+    bool private_state(const std::string& name) const override { return name.rfind("m.", 0) == 0; }
 
     // One round now. A replica whose momentum holds NaN or Inf sends an empty payload (its peers
     // fail at once naming it) and returns the error; a peer's empty, truncated or malformed payload

@@ -64,6 +64,9 @@ public:
     }
     int64_t num_params() const { return n_params_; }
     const std::vector<torch::Tensor>& global() const { return global_; }
+    // The state carried between rounds (θ and the outer momentum), for save_state / load_state.
+    std::vector<torch::Tensor>& global_state() { return global_; }
+    std::vector<torch::Tensor>& momentum_state() { return momentum_; }
     // Phases of the last sync() that returned ok (all zero before the first).
     const SyncTimings& last_timings() const { return timings_; }
     // Contributions the aggregation guard scaled down in the last sync().

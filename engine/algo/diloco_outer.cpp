@@ -13,8 +13,8 @@ namespace tw {
 namespace {
 
 std::string rank_mismatch(const char* algo, int replica, int replicas, const Collective& c) {
-    return std::string(algo) + ": built for replica " + std::to_string(replica) + " of " + std::to_string(replicas) +
-           ", collective has rank " + std::to_string(c.rank()) + " of " + std::to_string(c.size());
+    return std::string(algo) + ": replica " + std::to_string(replica) + " built for " + std::to_string(replicas) +
+           " replicas, the collective has " + std::to_string(c.size()) + " members";
 }
 
 // DiLoCo with fp32 or bf16 on the wire: the DiLoCo class every H steps, over the mesh or the ring.
@@ -31,7 +31,7 @@ public:
 
     Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override {
         if (step % inner_steps_ != 0) return RoundReport{};
-        if (c.rank() != replica_ || c.size() != replicas_)
+        if (c.size() > replicas_)  // all replicas, or the survivors (docs/faults.md)
             return Result<RoundReport>::error(rank_mismatch(to_string(Algorithm::kDiLoCo), replica_, replicas_, c));
         // DiLoCo's fp32/bf16 payload would carry NaN to every replica silently: check before sending,
         // and send an empty payload instead, which the peers' sync() refuses at once.
@@ -54,6 +54,24 @@ public:
     std::vector<torch::Tensor> eval_params() const override { return diloco_.global(); }
     // Every replica holds the same θ after a round.
     AgreedState agreed_state() const override { return {{}, diloco_.global()}; }
+    bool round_at(int64_t step) const override { return step % inner_steps_ == 0; }
+    OuterState save_state() const override {
+        OuterState s;
+        put_tensors(s, "global", diloco_.global());
+        put_tensors(s, "momentum", const_cast<DiLoCo&>(diloco_).momentum_state());
+        return s;
+    }
+    Status load_state(const OuterState& s) override {
+        if (std::string u = unknown_state(s, {"global", "momentum"}); !u.empty())
+            return Status::error("diloco: unknown state " + u);
+        for (const char* k : {"global", "momentum"}) {
+            auto& list = std::string(k) == "global" ? diloco_.global_state() : diloco_.momentum_state();
+            auto got = take_tensors(s, k, list);
+            if (!got) return Status::error("diloco: " + got.message());
+            if (!*got) return Status::error(std::string("diloco: the state has no ") + k);
+        }
+        return Status::ok();
+    }
 
 private:
     std::vector<torch::Tensor> params_;
@@ -76,6 +94,9 @@ public:
     }
     std::vector<torch::Tensor> eval_params() const override { return s_->eval_params(); }
     AgreedState agreed_state() const override { return s_->agreed_state(); }
+    bool round_at(int64_t step) const override { return s_->round_at(step); }
+    OuterState save_state() const override { return s_->save_state(); }
+    Status load_state(const OuterState& s) override { return s_->load_state(s); }
 
 private:
     std::unique_ptr<StreamingDiLoCo> s_;

@@ -46,6 +46,27 @@ std::vector<std::vector<int>> noloco_groups(int64_t step, int replicas, int64_t 
     return groups;
 }
 
+bool NoLoCo::round_at(int64_t step) const { return step % cfg_.inner_steps == 0; }
+
+// φ and δ: a newcomer takes its donor's (there is no global copy in NoLoCo; the donor's slow
+// weights are the nearest thing, and its own averaging pulls them together again).
+OuterState NoLoCo::save_state() const {
+    OuterState s;
+    put_tensors(s, "slow", slow_);
+    put_tensors(s, "delta", delta_);
+    return s;
+}
+
+Status NoLoCo::load_state(const OuterState& s) {
+    if (std::string u = unknown_state(s, {"slow", "delta"}); !u.empty()) return Status::error("noloco: unknown state " + u);
+    for (const char* k : {"slow", "delta"}) {
+        auto got = take_tensors(s, k, std::string(k) == "slow" ? slow_ : delta_);
+        if (!got) return Status::error("noloco: " + got.message());
+        if (!*got) return Status::error(std::string("noloco: the state has no ") + k);
+    }
+    return Status::ok();
+}
+
 NoLoCo::NoLoCo(std::vector<torch::Tensor> params, NoLoCoConfig cfg, int replica, int replicas)
     : params_(std::move(params)), cfg_(cfg), replica_(replica), replicas_(replicas) {
     torch::NoGradGuard no_grad;
@@ -58,10 +79,11 @@ NoLoCo::NoLoCo(std::vector<torch::Tensor> params, NoLoCoConfig cfg, int replica,
     }
 }
 
-std::vector<int> NoLoCo::group_of(int64_t step, int* index, int* count) const {
-    auto groups = noloco_groups(step, replicas_, cfg_.group_size);
+std::vector<int> NoLoCo::group_of(int64_t step, int* index, int* count, int rank, int members) const {
+    if (members < 0) rank = replica_, members = replicas_;
+    auto groups = noloco_groups(step, members, cfg_.group_size);
     for (size_t k = 0; k < groups.size(); ++k) {
-        if (std::find(groups[k].begin(), groups[k].end(), replica_) == groups[k].end()) continue;
+        if (std::find(groups[k].begin(), groups[k].end(), rank) == groups[k].end()) continue;
         if (index) *index = static_cast<int>(k);
         if (count) *count = static_cast<int>(groups.size());
         return groups[k];
@@ -74,11 +96,13 @@ Result<RoundReport> NoLoCo::after_step(int64_t step, Collective& c, double sim_c
     using R = Result<RoundReport>;
     if (step % cfg_.inner_steps != 0) return RoundReport{};
     torch::NoGradGuard no_grad;
-    if (c.rank() != replica_ || c.size() != replicas_)
-        return R::error("noloco: built for replica " + std::to_string(replica_) + " of " + std::to_string(replicas_) +
-                        ", collective has rank " + std::to_string(c.rank()) + " of " + std::to_string(c.size()));
+    if (c.size() > replicas_)
+        return R::error("noloco: built for " + std::to_string(replicas_) + " replicas, the collective has " +
+                        std::to_string(c.size()) + " members");
+    // The groups are drawn over the collective's members: every replica, or the survivors
+    // (docs/faults.md), whose ranks are then their positions among the survivors.
     int index = 0, count = 1;
-    const std::vector<int> group = group_of(step, &index, &count);
+    const std::vector<int> group = group_of(step, &index, &count, c.rank(), c.size());
 
     // Payload: [φ_i flattened | (θ_i − φ_i) flattened], 2·P fp32 values.
     std::vector<torch::Tensor> parts;

@@ -64,9 +64,14 @@ public:
     Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override;
     std::vector<torch::Tensor> eval_params() const override { return slow_; }  // φ_i
     AgreedState agreed_state() const override { return {last_group_, {last_mean_}}; }
+    bool round_at(int64_t step) const override;
+    OuterState save_state() const override;
+    Status load_state(const OuterState& s) override;
 
     // This replica's group at `step` (ranks ascending) and its index among the groups.
-    std::vector<int> group_of(int64_t step, int* index = nullptr, int* count = nullptr) const;
+    // `rank` of `members` (−1: this replica of all replicas) when a round runs among survivors.
+    std::vector<int> group_of(int64_t step, int* index = nullptr, int* count = nullptr, int rank = -1,
+                              int members = -1) const;
     uint64_t payload_bytes() const { return static_cast<uint64_t>(n_params_) * 2 * 4; }
     const std::vector<torch::Tensor>& slow() const { return slow_; }
     const std::vector<torch::Tensor>& momentum() const { return delta_; }

@@ -55,6 +55,12 @@ struct RoundHooks {
 
 // Which hooks an algorithm runs itself; the worker applies what it can of the rest (AD1 after the
 // round) and the others have no place in that algorithm.
+// Everything an algorithm carries from one round to the next, by name (θ_global, outer momentum,
+// error feedback, fragment results still queued, ...), as copies: what a joining replica receives
+// (docs/faults.md), what a checkpoint holds and what a round interrupted by a lost member is rolled
+// back to before it is redone among the survivors.
+using OuterState = std::vector<std::pair<std::string, torch::Tensor>>;
+
 struct HookSupport {
     bool before_encode = false;
     bool after_round = false;
@@ -72,6 +78,20 @@ public:
     virtual std::vector<torch::Tensor> eval_params() const = 0;
     // After a round (a report with synced = true): what its members now hold identically.
     virtual AgreedState agreed_state() const = 0;
+    // Whether after_step(step) runs an exchange over the collective (a round, or a fragment's).
+    virtual bool round_at(int64_t step) const = 0;
+
+    // ---- state (recovery, checkpoints, rollback) ----
+    // Copies of the state, by name (outer.cpp's put_tensors names a list "global.0", "global.1", ...).
+    virtual OuterState save_state() const = 0;
+    // Restores a save_state() of the same algorithm over the same model. A name this algorithm
+    // keeps that `s` lacks is a newcomer's: reset as at construction (SparseLoCo's error feedback
+    // starts at zero). Errors: a tensor of another shape or an unknown name; the algorithm's state is
+    // then undefined (the caller stops using it).
+    virtual Status load_state(const OuterState& s) = 0;
+    // Whether state `name` is this replica's own, which a newcomer does not receive (error
+    // feedback, DeMo's momentum): it starts as at construction instead. Default: none.
+    virtual bool private_state(const std::string& name) const { return false; }
 
     // ---- hooks (optional) ----
     // Installs `hooks` and returns which of them this algorithm runs (default: none).
@@ -89,6 +109,14 @@ public:
         return Status::error(name() + " rounds cannot be replayed from their payloads");
     }
 };
+
+// The state helpers every algorithm's save_state / load_state use: `list` as "prefix.0", "prefix.1"...
+// (copies), and back into `list` (copy_, shapes checked); a missing list is left alone and reported
+// by the return value (false), so the caller can reset it as a newcomer's.
+void put_tensors(OuterState& s, const std::string& prefix, const std::vector<torch::Tensor>& list);
+Result<bool> take_tensors(const OuterState& s, const std::string& prefix, std::vector<torch::Tensor>& list);
+// Names in `s` that no prefix of `known` accounts for (an unknown name is an error of load_state).
+std::string unknown_state(const OuterState& s, const std::vector<std::string>& known);
 
 // The round agreement after a synced round: hashes `a`'s agreed_state() and compares it among the
 // round's members over `c` (one mesh round, no payload bytes). Returns the hash; a mismatch is an

@@ -25,11 +25,10 @@ std::vector<float> sparse_payload_guard(const std::vector<std::vector<SparsePayl
 
 Result<RoundReport> sparse_gather_round(const SparseGatherRound& r, std::vector<uint8_t>& mine, Collective& c,
                                         double sim_clock_s) {
-    if (c.rank() != r.replica || c.size() != r.replicas)
-        return Result<RoundReport>::error(std::string(r.algorithm) + ": built for replica " +
-                                          std::to_string(r.replica) + " of " + std::to_string(r.replicas) +
-                                          ", collective has rank " + std::to_string(c.rank()) + " of " +
-                                          std::to_string(c.size()));
+    // The round's members are the collective's: all replicas, or the survivors (docs/faults.md).
+    if (c.size() > r.replicas)
+        return Result<RoundReport>::error(std::string(r.algorithm) + ": built for " + std::to_string(r.replicas) +
+                                          " replicas, the collective has " + std::to_string(c.size()) + " members");
     RoundReport rep;
     rep.synced = true;
     if (r.topology == Topology::kHub) {
@@ -45,7 +44,7 @@ Result<RoundReport> sparse_gather_round(const SparseGatherRound& r, std::vector<
         auto all = hub->hub_round(mine, sim_clock_s, &rep.clocks);
         if (!all) return all.status();
         if (Status s = r.apply(*all); !s) return s;
-        rep.bytes_sent = static_cast<uint64_t>(r.replicas) * mine.size();  // upload + (R − 1) downloads
+        rep.bytes_sent = static_cast<uint64_t>(c.size()) * mine.size();  // upload + (R − 1) downloads
         rep.hops = 2;
         return rep;
     }
@@ -57,7 +56,7 @@ Result<RoundReport> sparse_gather_round(const SparseGatherRound& r, std::vector<
     auto all = c.all_gather(mine, LinkClass::kOuterSync, sim_clock_s, &rep.clocks);
     if (!all) return all.status();
     if (Status s = r.apply(*all); !s) return s;
-    rep.bytes_sent = static_cast<uint64_t>(r.replicas - 1) * mine.size();
+    rep.bytes_sent = static_cast<uint64_t>(c.size() - 1) * mine.size();
     rep.hops = 1;
     return rep;
 }

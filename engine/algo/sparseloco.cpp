@@ -79,6 +79,35 @@ Status SparseLoCo::replay_round(const std::vector<uint8_t>& leading_payloads, in
     return replay(payloads);
 }
 
+bool SparseLoCo::round_at(int64_t step) const { return step % cfg_.inner_steps == 0; }
+
+OuterState SparseLoCo::save_state() const {
+    OuterState s;
+    put_tensors(s, "global", global_);
+    put_tensors(s, "ef", ef_);
+    if (!start_.empty()) put_tensors(s, "start", start_);
+    return s;
+}
+
+Status SparseLoCo::load_state(const OuterState& s) {
+    if (std::string u = unknown_state(s, {"global", "ef", "start"}); !u.empty())
+        return Status::error("sparseloco: unknown state " + u);
+    auto g = take_tensors(s, "global", global_);
+    if (!g || !*g) return Status::error("sparseloco: " + (g ? std::string("the state has no global") : g.message()));
+    auto e = take_tensors(s, "ef", ef_);
+    if (!e) return Status::error("sparseloco: " + e.message());
+    torch::NoGradGuard no_grad;
+    if (!*e)
+        for (auto& t : ef_) t.zero_();  // a newcomer's error feedback starts at zero
+    if (!start_.empty()) {
+        auto st = take_tensors(s, "start", start_);
+        if (!st) return Status::error("sparseloco: " + st.message());
+        if (!*st)  // AD6's start: a newcomer starts its round from the global weights
+            for (size_t i = 0; i < start_.size(); ++i) start_[i].copy_(global_[i]);
+    }
+    return Status::ok();
+}
+
 uint64_t SparseLoCo::payload_bytes() const {
     uint64_t n = 0;
     for (auto& g : global_) n += codec_->wire_bytes(g.sizes());

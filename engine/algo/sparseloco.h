@@ -62,6 +62,11 @@ public:
     std::vector<torch::Tensor> eval_params() const override { return global_; }
     // Every replica holds the same θ_global after a round (the error-feedback buffers differ).
     AgreedState agreed_state() const override { return {{}, global_}; }
+    bool round_at(int64_t step) const override;
+    OuterState save_state() const override;
+    Status load_state(const OuterState& s) override;
+    // The error feedback is this replica's own: a newcomer starts it at zero.
+    bool private_state(const std::string& name) const override { return name.rfind("ef.", 0) == 0; }
     // Contributions the guard scaled down in the last round.
     int last_guard_clipped() const { return guard_clipped_; }
 

@@ -112,6 +112,52 @@ Result<std::unique_ptr<StreamingDiLoCo>> StreamingDiLoCo::create(std::vector<tor
     return s;
 }
 
+bool StreamingDiLoCo::round_at(int64_t step) const { return step % (cfg_.inner_steps / cfg_.fragments) == 0; }
+
+// θ_global, the momenta and every exchange not yet applied: "pending.K.meta" = [fragment, apply
+// step] (int64) and "pending.K.mean.J" its fragment's Δ̄ tensors in parameter order.
+OuterState StreamingDiLoCo::save_state() const {
+    OuterState s;
+    put_tensors(s, "global", global_);
+    put_tensors(s, "momentum", momentum_);
+    for (size_t k = 0; k < pending_.size(); ++k) {
+        const std::string pre = "pending." + std::to_string(k);
+        s.emplace_back(pre + ".meta", torch::tensor({static_cast<int64_t>(pending_[k].fragment), pending_[k].apply_step}, torch::kLong));
+        put_tensors(s, pre + ".mean", pending_[k].mean);
+    }
+    return s;
+}
+
+Status StreamingDiLoCo::load_state(const OuterState& s) {
+    const std::string tag = name() + ": ";
+    if (std::string u = unknown_state(s, {"global", "momentum", "pending"}); !u.empty()) return Status::error(tag + "unknown state " + u);
+    for (const char* k : {"global", "momentum"}) {
+        auto got = take_tensors(s, k, std::string(k) == "global" ? global_ : momentum_);
+        if (!got) return Status::error(tag + got.message());
+        if (!*got) return Status::error(tag + "the state has no " + k);
+    }
+    std::deque<Pending> pending;
+    for (size_t k = 0;; ++k) {
+        const std::string pre = "pending." + std::to_string(k);
+        const torch::Tensor* meta = nullptr;
+        for (auto& [n, t] : s)
+            if (n == pre + ".meta") meta = &t;
+        if (!meta) break;
+        if (meta->scalar_type() != torch::kLong || meta->numel() != 2) return Status::error(tag + pre + ".meta is not [fragment, step]");
+        Pending p;
+        p.fragment = static_cast<int>(meta->data_ptr<int64_t>()[0]);
+        p.apply_step = meta->data_ptr<int64_t>()[1];
+        if (p.fragment < 0 || p.fragment >= cfg_.fragments) return Status::error(tag + pre + ": no fragment " + std::to_string(p.fragment));
+        for (size_t i = 0; i < params_.size(); ++i)
+            if (fragment_of_[i] == p.fragment) p.mean.push_back(torch::zeros_like(params_[i]));
+        auto got = take_tensors(s, pre + ".mean", p.mean);
+        if (!got || !*got) return Status::error(tag + pre + ": " + (got ? std::string("no mean") : got.message()));
+        pending.push_back(std::move(p));
+    }
+    pending_ = std::move(pending);
+    return Status::ok();
+}
+
 uint64_t StreamingDiLoCo::payload_bytes(int fragment) const {
     uint64_t n = 0;
     for (size_t i = 0; i < params_.size(); ++i)
@@ -147,9 +193,9 @@ Result<RoundReport> StreamingDiLoCo::after_step(int64_t step, Collective& c, dou
 Result<RoundReport> StreamingDiLoCo::start(int fragment, int64_t step, Collective& c, double sim_clock_s) {
     using R = Result<RoundReport>;
     const std::string tag = "streaming_diloco: fragment " + std::to_string(fragment);
-    if (c.rank() != replica_ || c.size() != replicas_)
-        return R::error(tag + ": built for replica " + std::to_string(replica_) + " of " + std::to_string(replicas_) +
-                        ", collective has rank " + std::to_string(c.rank()) + " of " + std::to_string(c.size()));
+    if (c.size() > replicas_)  // all replicas, or the survivors (docs/faults.md)
+        return R::error(tag + ": built for " + std::to_string(replicas_) + " replicas, the collective has " +
+                        std::to_string(c.size()) + " members");
     std::vector<size_t> members;
     for (size_t i = 0; i < params_.size(); ++i)
         if (fragment_of_[i] == fragment) members.push_back(i);
@@ -211,7 +257,7 @@ Result<RoundReport> StreamingDiLoCo::start(int fragment, int64_t step, Collectiv
         }
     for (auto& m : p.mean) m /= static_cast<double>(all->size());
     pending_.push_back(std::move(p));
-    rep.bytes_sent = static_cast<uint64_t>(replicas_ - 1) * mine.size();
+    rep.bytes_sent = static_cast<uint64_t>(c.size() - 1) * mine.size();
     return rep;
 }
 

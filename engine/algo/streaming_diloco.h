@@ -80,6 +80,9 @@ public:
     Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override;
     std::vector<torch::Tensor> eval_params() const override { return global_; }
     AgreedState agreed_state() const override;
+    bool round_at(int64_t step) const override;
+    OuterState save_state() const override;
+    Status load_state(const OuterState& s) override;
 
     const std::vector<int>& fragment_of() const { return fragment_of_; }  // per parameter
     // Exact bytes one replica sends to each peer when fragment f syncs over the mesh (Σ of the

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/data/text_check.h"
+
 namespace tw {
 namespace fs = std::filesystem;
 namespace {
@@ -76,21 +78,33 @@ Result<std::vector<Document>> read_brown(const std::string& dir) {
 }
 
 Result<std::vector<Document>> read_text_corpus(const std::string& path, size_t doc_chars) {
+    using R = Result<std::vector<Document>>;
     std::error_code ec;
     std::vector<Document> docs;
     if (fs::is_directory(path, ec)) {
         std::vector<fs::path> files;
-        for (auto& e : fs::recursive_directory_iterator(path))
-            if (e.is_regular_file()) files.push_back(e.path());
+        for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+             it.increment(ec))
+            if (it->is_regular_file(ec)) files.push_back(it->path());
+        if (ec) return R::error("data.corpus " + path + ": cannot list the folder: " + ec.message());
         std::sort(files.begin(), files.end());
+        size_t text_bytes = 0;
         for (auto& f : files) {
             auto text = slurp(f);
-            if (!text) return text.status();
+            if (!text) return R::error("data.corpus " + path + ": " + text.message());
+            // One binary file in a folder of text is a mistake to name, not a document to train on.
+            if (Status st = check_text_bytes(f.string(), *text); !st) return st;
+            text_bytes += text->size();
             docs.push_back({fs::relative(f, path).string(), '?', *text});
         }
+        if (files.empty()) return R::error("data.corpus " + path + ": the folder holds no files (a corpus folder holds plain-text files)");
+        if (text_bytes == 0)
+            return R::error("data.corpus " + path + ": the folder's " + std::to_string(files.size()) +
+                            " files are all empty");
     } else if (fs::is_regular_file(path, ec)) {
         auto text = slurp(path);
-        if (!text) return text.status();
+        if (!text) return R::error("data.corpus " + path + ": " + text.message());
+        if (Status st = check_text_bytes(path, *text); !st) return st;
         std::istringstream in(*text);
         std::string line, cur;
         auto emit = [&] {
@@ -103,9 +117,10 @@ Result<std::vector<Document>> read_text_corpus(const std::string& path, size_t d
         }
         emit();
     } else {
-        return Result<std::vector<Document>>::error("corpus path " + path + " is neither a file nor a folder");
+        return R::error("data.corpus " + path + ": no such file or folder (a corpus is \"brown\" or a path to a "
+                        "plain-text file or folder)");
     }
-    if (docs.empty()) return Result<std::vector<Document>>::error("corpus " + path + " holds no text");
+    if (docs.empty()) return R::error("data.corpus " + path + ": the file is empty");
     return docs;
 }
 

@@ -23,6 +23,8 @@ Result<std::vector<Document>> read_brown(const std::string& dir);
 
 // Reads a plain-text file or every regular file under a folder (sorted). A single file is cut into
 // documents of ~`doc_chars` characters at paragraph boundaries so a document split is possible.
+// Errors start "data.corpus PATH: " and say why: no such path, an empty file or folder, a file that
+// is not text (engine/data/text_check.h names the file and the offending byte).
 Result<std::vector<Document>> read_text_corpus(const std::string& path, size_t doc_chars = 20000);
 
 }  // namespace tw

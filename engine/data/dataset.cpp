@@ -11,6 +11,7 @@
 #include "core/hash.h"
 #include "engine/data/corpus.h"
 #include "engine/data/shard.h"
+#include "engine/data/text_check.h"
 #include "engine/data/tokenizer.h"
 
 namespace tw {
@@ -81,12 +82,13 @@ Result<PreparedData> load_cached(const std::string& dir) {
     return d;
 }
 
+// A user's shards: errors name the key as well as the file, since the person wrote the key.
 Result<PreparedData> load_user_shards(const DataConfig& c) {
     PreparedData d;
     auto tr = read_shard(c.train_shard);
-    if (!tr) return tr.status();
+    if (!tr) return Result<PreparedData>::error("data.train_shard: " + tr.message());
     auto va = read_shard(c.val_shard);
-    if (!va) return va.status();
+    if (!va) return Result<PreparedData>::error("data.val_shard: " + va.message());
     d.train = std::make_shared<std::vector<uint16_t>>(std::move(tr).value());
     d.val = std::make_shared<std::vector<uint16_t>>(std::move(va).value());
     return d;
@@ -127,12 +129,17 @@ Result<PreparedData> prepare_data(const DataConfig& c, const std::function<void(
     fs::create_directories(dir, ec);
     if (ec) return Result<PreparedData>::error("cannot create cache folder " + dir + ": " + ec.message());
     std::vector<std::string> train_texts;
-    for (size_t i = 0; i < docs->size(); ++i)
-        if (!is_val[i]) train_texts.push_back((*docs)[i].text);
+    size_t train_bytes = 0;
+    for (size_t i = 0; i < docs->size(); ++i) {
+        if (is_val[i]) continue;
+        train_texts.push_back((*docs)[i].text);
+        train_bytes += (*docs)[i].text.size();
+    }
+    if (Status s = check_training_text(brown ? "brown" : src, train_bytes, c.vocab_size); !s) return s;
     say("training a " + std::to_string(c.vocab_size) + "-piece BPE tokenizer on " +
         std::to_string(train_texts.size()) + " documents");
     if (Status s = Tokenizer::train(train_texts, static_cast<int>(c.vocab_size), dir + "/tokenizer.model"); !s)
-        return s;
+        return Status::error("data.corpus " + (brown ? std::string("brown") : src) + ": " + s.message());
     auto tok = Tokenizer::load(dir + "/tokenizer.model");
     if (!tok) return tok.status();
 

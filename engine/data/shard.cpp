@@ -29,8 +29,13 @@ Status write_shard(const std::string& path, const std::vector<uint16_t>& tokens)
 
 Result<std::vector<uint16_t>> read_shard(const std::string& path) {
     using R = Result<std::vector<uint16_t>>;
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return R::error("shard " + path + ": is a folder, not a .bin file");
     std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) return R::error("cannot open shard " + path);
+    if (!in) {
+        const bool there = std::filesystem::exists(path, ec);
+        return R::error("shard " + path + ": " + (there ? "cannot be opened for reading" : "no such file"));
+    }
     const auto file_bytes = static_cast<uint64_t>(in.tellg());
     in.seekg(0);
     int32_t header[kShardHeaderInts];

@@ -77,9 +77,9 @@ public:
     Status run(const TrainHooks& hooks);
 
     int64_t step_index() const { return step_; }
-    // After model and optimizer were restored from a checkpoint outside the trainer (a node of a
-    // coordinated run, engine/worker/run_checkpoint.h): the step that checkpoint holds.
-    void restore_step(int64_t step) { step_ = step; }
+    // A replica that joins a run in progress starts at the survivors' step (docs/faults.md): the
+    // data position and the learning-rate schedule follow from it (batch(step) is a pure function).
+    void set_step_index(int64_t step) { step_ = step; }
     bool stopped_early() const { return stopped_; }
     Llama& model() { return model_; }
     torch::optim::AdamW& optimizer() { return optim_->adamw(); }

@@ -1,6 +1,8 @@
 // A node's data; see node_data.h.
 #include "engine/worker/node_data.h"
 
+#include "engine/data/stream_check.h"
+
 namespace tw {
 
 Result<std::shared_ptr<PreparedData>> prepare_node_data(RunConfig& cfg, const NodeRole& role, MetricSink& sink,
@@ -16,6 +18,9 @@ Result<std::shared_ptr<PreparedData>> prepare_node_data(RunConfig& cfg, const No
     if (cfg.model.vocab_size < data->vocab_size)
         return Status::error("model.vocab_size " + std::to_string(cfg.model.vocab_size) + " is smaller than the data's " +
                              std::to_string(data->vocab_size));
+    // Too few tokens for a window or a batch, or ids beyond the vocabulary: named here, not thrown
+    // by the window loader or the embedding.
+    if (Status st = check_run_data(cfg, *data); !st) return st;
     return std::make_shared<PreparedData>(std::move(*data));
 }
 

@@ -18,6 +18,7 @@
 #include "engine/algo/outer.h"
 #include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
+#include "engine/data/stream_check.h"
 #include "engine/data/loader.h"
 #include "engine/pipeline/hetero.h"
 #include "engine/pipeline/stage.h"
@@ -119,6 +120,10 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
     if (run_has_compression(cfg_))
         t_fixed_ = frozen_embedding(cfg_.model.vocab_size, cfg_.model.d_model, seed).mul_(cfg_.pipeline.frozen_std);
+    // The stage executor reads replica r's part of the training stream (any replica's, with random
+    // routing): each must hold a window, named here rather than thrown by the loader mid-run.
+    for (int64_t r = 0; r < cfg_.outer.replicas; ++r)
+        if (Status st = check_train_part(cfg_, *data_, r, cfg_.outer.replicas); !st) return st;
     val_ = std::make_unique<WindowLoader>(data_->val, select_spans(*data_, true, cfg_.data.genres), cfg_.model.seq_len,
                                           cfg_.train.batch_size, seed);
     configure_compute_threads(static_cast<int>(cfg_.run.threads));

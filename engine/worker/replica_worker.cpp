@@ -11,6 +11,8 @@
 #include "core/algorithm.h"
 #include "core/compute_model.h"
 #include "core/config_io.h"
+#include "core/fault_schedule.h"
+#include "core/member_view.h"
 #include "core/hash.h"
 #include "core/layout.h"
 #include "core/metric_names.h"
@@ -22,8 +24,10 @@
 #include "engine/algo/outer.h"
 #include "engine/algo/state_hash.h"
 #include "engine/data/dataset.h"
+#include "engine/data/stream_check.h"
 #include "engine/pipeline/subspace.h"
 #include "engine/train/trainer.h"
+#include "engine/worker/recovery.h"
 #include "engine/worker/run_checkpoint.h"
 #include "engine/worker/stage_rounds.h"
 
@@ -32,6 +36,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+std::string num(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.6g", v);
+    return b;
+}
 
 uint64_t weights_checksum(const std::vector<torch::Tensor>& params) {
     uint64_t h = kHashSeed;
@@ -53,8 +62,31 @@ public:
 
 private:
     Status setup(WorkerControl& ctl, MetricSink& sink);
+    // The trainer over the prepared data and, on a replica leader of an outer algorithm, the
+    // algorithm: at the start, and again when a killed worker comes back (docs/faults.md).
+    Status build_training();
     Status ddp_round(int64_t step, double step_compute_s);
     Status outer_round(int64_t step);
+    // ---- rounds that survive lost replicas (docs/faults.md) ----
+    // Whether this node's rounds run among the replicas present: a replica leader of an outer
+    // algorithm, one node per replica, no pipelines.
+    bool elastic() const { return outer_ && mesh_ && !in_pipeline_run() && !grads_; }
+    // One round among the members present, redone among the survivors when a member is lost in it;
+    // `late` receives the members left out by the deadline. The report's members are replicas.
+    Result<RoundReport> elastic_round(int64_t step, std::vector<int>& late);
+    // After the round at `step` ended at simulated `end_s`: the donor sends the state to the
+    // replicas that rejoin now and to the late ones; a late replica receives it.
+    Status catch_up(int64_t step, double end_s, const std::vector<int>& late);
+    // A joiner's or late replica's side: waits for the donor's state (the lowest of `candidates`
+    // that is alive) and takes it on.
+    Status receive_state(int64_t step, const std::vector<int>& candidates);
+    Status send_state(int to, int64_t step, double clock_s);
+    // The scheduled faults that start after step `step` (a kill returns with `left` set when the
+    // replica does not come back).
+    Status apply_faults(int64_t step, double step_compute_s, bool& left);
+    void event(EventLevel level, const std::string& kind, const std::string& text) {
+        if (sink_) sink_->event({since_s(t0_), role_.name, level, kind, text});
+    }
     // A full replica of a run with pipeline replicas: S per-stage rounds (stage_rounds.h).
     Status stage_round(int64_t step);
     bool in_pipeline_run() const { return cfg_.cluster.stages > 1; }
@@ -75,7 +107,10 @@ private:
     ByteCounters total_bytes() const;  // the mesh's and the Gloo group's counters added up
     WorkerSummary summarise() const;
     double evaluate_global();
-    bool is_evaluator() const { return role_.replica == 0 && role_.rank == 0; }
+    // The lowest replica of the last round evaluates (replica 0 unless it was lost or is away).
+    bool is_evaluator() const {
+        return role_.rank == 0 && down_until_ < 0 && (members_.empty() ? role_.replica == 0 : members_.front() == role_.replica);
+    }
 
     RunConfig cfg_;
     NodeRole role_;
@@ -101,6 +136,15 @@ private:
     int64_t n_params_ = 0;
     double last_loss_ = NAN, last_val_ = NAN;
     std::vector<std::string> guard_events_;  // warnings of the last round, for the sink
+    std::shared_ptr<PreparedData> data_;
+    FaultSchedule faults_;          // [faults] (empty: no scheduled faults)
+    std::vector<int> members_;      // replicas of the last round (empty until the first)
+    int64_t rounds_ = 0;            // synchronisation rounds so far: the transport's attempt numbers
+    int64_t down_until_ = -1;       // disconnected: away through the round at this step; −1 = present
+    uint64_t recovery_sent_ = 0, recovery_recv_ = 0;
+    int64_t tokens_done_ = 0;       // tokens this replica trained on
+    MetricSink* sink_ = nullptr;
+    WorkerControl* ctl_ = nullptr;
     RunCheckpoints run_ckpt_;
     ByteCounters bytes_before_;  // a resumed node's counters at its checkpoint (total_bytes adds them)
 };
@@ -127,18 +171,12 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
                         std::to_string(plan->step_s[r]) + " s), " + std::to_string(cfg_.train.steps) +
                         " steps in all, weight " + std::to_string(plan->mean_scale[r]) + " of a plain mean"});
     }
-    const PreparedData* data = prepared->get();
+    data_ = std::move(prepared).value();
+    auto faults = FaultSchedule::create(cfg_);
+    if (!faults) return Status::error(role_.name + ": " + faults.message());
+    faults_ = std::move(faults).value();
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
-    // Every node reads its own disjoint part of the training stream; validation is shared. In a run
-    // with pipeline replicas the parts are the replicas' (a pipeline reads its part through its first stage).
-    const int part = in_pipeline_run() ? role_.replica : role_.global_rank();
-    const int parts = in_pipeline_run() ? static_cast<int>(cfg_.outer.replicas) : role_.world();
-    trainer_ = std::make_unique<Trainer>(
-        cfg_,
-        WindowLoader(data->train, select_spans(*data, false, cfg_.data.genres), cfg_.model.seq_len,
-                     cfg_.train.batch_size, seed, part, parts),
-        WindowLoader(data->val, select_spans(*data, true, cfg_.data.genres), cfg_.model.seq_len,
-                     cfg_.train.batch_size, seed));
+    if (Status st = build_training(); !st) return st;
     // A one-node run resumes from its checkpoint when asked (other runs refuse train.ckpt_path).
     auto resumed = trainer_->resume_if_asked();
     if (!resumed) return resumed.status();
@@ -197,19 +235,38 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
                 return Status::error("mesh member " + std::to_string(i) + " starts from other weights than " +
                                      role_.name + " (different seed, model or data?)");
     }
-    if (algorithm_traits(cfg_).outer_rounds && mesh_ && !in_pipeline_run()) {
-        std::vector<std::string> names;
-        for (auto& item : trainer_->model()->named_parameters()) names.push_back(item.key());
-        auto algo = make_outer_algorithm(cfg_, params, names, role_.replica, role_.replicas);
-        if (!algo) return algo.status();
-        outer_ = std::move(*algo);
-    }
-    // After the start-up checks (they compare the initial weights) and with the outer algorithm built.
+    // After the start-up checks (they compare the initial weights), with the outer algorithm built.
     if (Status st = resume_run_checkpoint(sink); !st) return st;
     real_at_last_round_ = real_exchange_s();  // the start-up checks are not a round
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                 role_.name + " starts: " + std::to_string(count_parameters(cfg_.model)) + " parameters, data part " +
                     std::to_string(role_.global_rank()) + " of " + std::to_string(role_.world())});
+    return Status::ok();
+}
+
+Status ReplicaWorker::build_training() {
+    const PreparedData* data = data_.get();
+    const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
+    // Every node reads its own disjoint part of the training stream; validation is shared. In a run
+    // with pipeline replicas the parts are the replicas' (a pipeline reads its part through its first stage).
+    const int part = in_pipeline_run() ? role_.replica : role_.global_rank();
+    const int parts = in_pipeline_run() ? static_cast<int>(cfg_.outer.replicas) : role_.world();
+    // prepare_node_data checked the whole stream; this node's part of it must hold a window too.
+    if (Status st = check_train_part(cfg_, *data, part, parts); !st) return st;
+    trainer_ = std::make_unique<Trainer>(
+        cfg_,
+        WindowLoader(data->train, select_spans(*data, false, cfg_.data.genres), cfg_.model.seq_len,
+                     cfg_.train.batch_size, seed, part, parts),
+        WindowLoader(data->val, select_spans(*data, true, cfg_.data.genres), cfg_.model.seq_len,
+                     cfg_.train.batch_size, seed));
+    outer_.reset();
+    if (algorithm_traits(cfg_).outer_rounds && mesh_ && !in_pipeline_run()) {
+        std::vector<std::string> names;
+        for (auto& item : trainer_->model()->named_parameters()) names.push_back(item.key());
+        auto algo = make_outer_algorithm(cfg_, trainer_->model()->parameters(), names, role_.replica, role_.replicas);
+        if (!algo) return algo.status();
+        outer_ = std::move(*algo);
+    }
     return Status::ok();
 }
 
@@ -246,19 +303,32 @@ Status ReplicaWorker::ddp_round(int64_t step, double step_compute_s) {
 Status ReplicaWorker::outer_round(int64_t step) {
     if (!algorithm_traits(cfg_).outer_rounds) return Status::ok();
     RoundReport rep;
-    if (outer_) {
+    std::vector<int> late;
+    if (elastic() && down_until_ >= 0) {
+        // Disconnected: it trains on alone and takes part in no round; after the round it rejoins
+        // at, the state of a live peer replaces its own (docs/faults.md).
+        if (!outer_->round_at(step)) return Status::ok();
+        if (step < down_until_) return Status::ok();
+        down_until_ = -1;
+        return receive_state(step, faults_.members(step));
+    }
+    if (elastic() && outer_->round_at(step)) {
+        auto r = elastic_round(step, late);
+        if (!r) return Status::error("step " + std::to_string(step) + ": " + r.message());
+        rep = std::move(*r);
+    } else if (outer_) {
         auto r = outer_->after_step(step, *mesh_, clock_.now_s());
         if (!r) return r.status();
         rep = std::move(*r);
+        if (rep.synced) {
+            // Round agreement among the round's members (the algorithm says what they now hold alike).
+            if (auto h = agree_on_round(*outer_, *mesh_); !h)
+                return Status::error("step " + std::to_string(step) + ": " + h.message());
+        }
     } else {
         rep.synced = step % cfg_.outer.inner_steps == 0;  // DiLoCo's schedule (multi-node replicas: DiLoCo only)
     }
     if (!rep.synced) return Status::ok();
-    if (outer_) {
-        // Round agreement among the round's members (the algorithm says what they now hold alike).
-        if (auto h = agree_on_round(*outer_, *mesh_); !h)
-            return Status::error("step " + std::to_string(step) + ": " + h.message());
-    }
     ++outer_step_;
     double end_s = clock_.now_s();
     // Over the members' access links (core/sim_clock.h outer_round_end_s). The round's own cost is
@@ -297,7 +367,201 @@ Status ReplicaWorker::outer_round(int64_t step) {
         record(step, metric::kRoundGroupMask, static_cast<double>(mask));
     }
     round_compute_s_ = 0;
+    if (elastic()) return catch_up(step, end_s, late);
     return Status::ok();
+}
+
+Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>& late) {
+    using R = Result<RoundReport>;
+    const int me = role_.replica;
+    ++rounds_;
+    std::vector<int> members;
+    {
+        const auto lost = mesh_->lost_members();
+        for (int r : faults_.members(step))
+            if (std::find(lost.begin(), lost.end(), r) == lost.end()) members.push_back(r);
+    }
+    // What a redo starts from: the algorithm's state and the live weights as the round found them.
+    auto params = trainer_->model()->parameters();
+    const OuterState snapshot = outer_->save_state();
+    std::vector<torch::Tensor> live_before;
+    for (auto& p : params) live_before.push_back(p.detach().clone());
+    for (int attempt = 0;; ++attempt) {
+        if (static_cast<int64_t>(members.size()) < cfg_.cluster.min_replicas) {
+            std::string list;
+            for (int r : members) list += (list.empty() ? "" : ", ") + std::to_string(r);
+            return R::error("quorum lost: " + std::to_string(members.size()) + " replica(s) left (" + list +
+                            "), cluster.min_replicas is " + std::to_string(cfg_.cluster.min_replicas));
+        }
+        if (attempt >= 15) return R::error("the round was redone 15 times; giving up");
+        mesh_->begin_epoch(static_cast<uint64_t>(rounds_) * 16 + static_cast<uint64_t>(attempt));
+        MemberView all(*mesh_, members);
+        std::vector<int> on_time = members;
+        late.clear();
+        Status st;
+        RoundReport rep;
+        double late_by = 0;
+        if (cfg_.outer.round_deadline_s > 0) {
+            // Arrivals: every member's clock, framing only (no payload bytes). Whoever arrives more
+            // than the deadline after the first is left out; everyone computes the same split.
+            std::vector<double> clocks;
+            auto got = all.all_gather({}, LinkClass::kOuterSync, clock_.now_s(), &clocks);
+            if (!got) {
+                st = got.status();
+            } else {
+                const double first = *std::min_element(clocks.begin(), clocks.end());
+                on_time.clear();
+                for (size_t i = 0; i < members.size(); ++i) {
+                    if (clocks[i] <= first + cfg_.outer.round_deadline_s) on_time.push_back(members[i]);
+                    else late.push_back(members[i]);
+                    if (members[i] == me) late_by = clocks[i] - first;
+                }
+            }
+        }
+        const bool in_round = std::find(on_time.begin(), on_time.end(), me) != on_time.end();
+        if (st && in_round) {
+            MemberView view(*mesh_, on_time);
+            auto r = outer_->after_step(step, view, clock_.now_s());
+            if (!r) {
+                st = r.status();
+            } else {
+                rep = std::move(*r);
+                auto h = agree_on_round(*outer_, view);
+                if (!h) st = h.status();
+                else record(step, metric::kRoundStateHash, static_cast<double>(*h >> 12));
+                // The report's members are view ranks (NoLoCo's group) or none (all of the view).
+                if (!rep.members.empty()) {
+                    for (int& m : rep.members) m = view.base_rank(m);
+                } else if (!view.everyone()) {
+                    rep.members = on_time;
+                }
+            }
+        } else if (st) {
+            // Late: out of this round's aggregate; it applies the round through the donor's state
+            // (catch_up) and its own pseudo-gradient of the round is dropped (docs/faults.md).
+            rep.synced = true;
+            rep.bytes_sent = 0;
+            rep.hops = 0;
+            rep.members = on_time;
+            rep.what = "left out: late";
+            record(step, metric::kRoundLateS, late_by);
+        }
+        if (st) {
+            if (!members_.empty() && members_ != members && me == members.front()) {
+                std::string list;
+                for (int r : members) list += (list.empty() ? "" : ", ") + std::to_string(r);
+                event(EventLevel::kInfo, "members", "the round at step " + std::to_string(step) + " runs among replicas " + list);
+            }
+            members_ = on_time;
+            if (attempt > 0 || static_cast<int64_t>(members.size()) < cfg_.outer.replicas) {
+                record(step, metric::kRoundMembers, static_cast<double>(on_time.size()));
+                record(step, metric::kRoundAttempts, static_cast<double>(attempt + 1));
+            }
+            if (!late.empty()) {
+                std::string who;
+                for (int r : late) who += (who.empty() ? "" : ", ") + std::to_string(r);
+                if (me == on_time.front())
+                    event(EventLevel::kWarning, "late", "round at step " + std::to_string(step) + ": replica(s) " + who +
+                                                          " arrived more than " + num(cfg_.outer.round_deadline_s) +
+                                                          " simulated s after the first and were left out");
+            }
+            return rep;
+        }
+        // The attempt failed. A lost member: every survivor gives the attempt up and redoes it
+        // among the others from the same state; any other error ends the run as before.
+        if (ctl_ && ctl_->stop.load()) return st;
+        std::vector<int> peers;
+        for (size_t i = 0; i < members.size(); ++i)
+            if (members[i] != me) peers.push_back(static_cast<int>(i));
+        all.abandon(peers);
+        const auto lost = mesh_->lost_members();
+        std::vector<int> gone, rest;
+        for (int r : members)
+            (std::find(lost.begin(), lost.end(), r) != lost.end() ? gone : rest).push_back(r);
+        if (gone.empty()) return st;
+        if (Status s = outer_->load_state(snapshot); !s) return R::error("rolling back the round: " + s.message());
+        {
+            torch::NoGradGuard no_grad;
+            for (size_t i = 0; i < params.size(); ++i) params[i].copy_(live_before[i]);
+        }
+        std::string g, r;
+        for (int x : gone) g += (g.empty() ? "" : ", ") + std::to_string(x);
+        for (int x : rest) r += (r.empty() ? "" : ", ") + std::to_string(x);
+        event(EventLevel::kWarning, "member-lost",
+              "round at step " + std::to_string(step) + ": replica " + g + " lost (" + st.message() +
+                  "); the round is redone among replicas " + r);
+        members = rest;
+    }
+}
+
+Status ReplicaWorker::send_state(int to, int64_t step, double clock_s) {
+    RecoveryState s;
+    s.step = step;
+    s.rounds = rounds_;
+    s.clock_s = clock_s;
+    s.members = members_;
+    s.lost = mesh_->lost_members();
+    s.outer = donor_state(*outer_, trainer_->model()->parameters());
+    const auto bytes = encode_recovery(s);
+    // Not counted on the link's round counters: recovery bytes are their own figure.
+    if (Status st = mesh_->send(to, bytes, LinkClass::kOuterSync, clock_s, /*count=*/false); !st) return st;
+    recovery_sent_ += bytes.size();
+    event(EventLevel::kInfo, "recovery", "sent the state after the round at step " + std::to_string(step) + " to replica " +
+                                             std::to_string(to) + ": " + std::to_string(bytes.size()) + " B");
+    return Status::ok();
+}
+
+Status ReplicaWorker::catch_up(int64_t step, double end_s, const std::vector<int>& late) {
+    const int me = role_.replica;
+    std::vector<int> to = late;
+    for (int r : faults_.rejoining(step)) {
+        const auto lost = mesh_->lost_members();
+        if (std::find(lost.begin(), lost.end(), r) == lost.end()) to.push_back(r);
+    }
+    if (to.empty()) return Status::ok();
+    if (std::find(late.begin(), late.end(), me) != late.end()) return receive_state(step, members_);
+    if (members_.empty() || members_.front() != me) return Status::ok();
+    for (int r : to)
+        if (Status st = send_state(r, step, end_s); !st) return st;
+    return Status::ok();
+}
+
+Status ReplicaWorker::receive_state(int64_t step, const std::vector<int>& candidates) {
+    const int me = role_.replica;
+    for (int d : candidates) {
+        if (d == me) continue;
+        for (;;) {
+            double sender_clock = 0;
+            auto m = mesh_->recv(d, &sender_clock);
+            if (!m) {
+                const auto lost = mesh_->lost_members();
+                if (std::find(lost.begin(), lost.end(), d) != lost.end()) break;  // the next candidate
+                // The transport's backstop on one wait: the donor is alive (its heartbeats come)
+                // but has not reached the round yet; a joiner waits as long as that takes.
+                if (m.message().find("timed out") != std::string::npos && !(ctl_ && ctl_->stop.load())) continue;
+                return Status::error(role_.name + ": waiting for the state of replica " + std::to_string(d) + ": " + m.message());
+            }
+            if (!is_recovery_message(*m)) continue;  // a message of an abandoned round
+            auto s = decode_recovery(*m);
+            if (!s) return Status::error(role_.name + ": the state from replica " + std::to_string(d) + ": " + s.message());
+            if (s->step != step) continue;  // an older one
+            auto params = trainer_->model()->parameters();
+            if (Status st = apply_donor_state(*outer_, params, s->outer); !st)
+                return Status::error(role_.name + ": the state from replica " + std::to_string(d) + ": " + st.message());
+            rounds_ = s->rounds;
+            members_ = s->members;
+            for (int r : s->lost)
+                if (r != me) mesh_->declare_lost(r);
+            recovery_recv_ += m->size();
+            // The state crosses the donor's uplink and this replica's downlink after the round's end.
+            const LinkSpec link = round_link(net_, me, {std::min(d, me), std::max(d, me)}, 1);
+            clock_.wait_until(s->clock_s + transfer_s(link, m->size()));
+            event(EventLevel::kInfo, "rejoin", "took the state after the round at step " + std::to_string(step) +
+                                                   " from replica " + std::to_string(d) + ": " + std::to_string(m->size()) + " B");
+            return Status::ok();
+        }
+    }
+    return Status::error(role_.name + ": no live replica sent the state after the round at step " + std::to_string(step));
 }
 
 // The same clock rule as outer_round's: the uplink carries this node's payloads of every slice
@@ -359,7 +623,8 @@ Status ReplicaWorker::checkpoint(bool final, MetricSink& sink) {
 
 Status ReplicaWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
     NodeProgress p{step, outer_step_, clock_.state(), total_bytes(), last_loss_, last_val_};
-    auto w = run_ckpt_.save(p, *trainer_->model(), trainer_->optimizer(), {}, config_hash(cfg_));
+    auto w = run_ckpt_.save(p, *trainer_->model(), trainer_->optimizer(), outer_ ? outer_->save_state() : OuterState{},
+                            config_hash(cfg_));
     if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
     record(step, metric::kCkptBytes, static_cast<double>(w->bytes));
     record(step, metric::kCkptWriteS, w->write_s);
@@ -374,8 +639,14 @@ Status ReplicaWorker::resume_run_checkpoint(MetricSink& sink) {
     if (!run_ckpt_.resuming()) return Status::ok();
     auto loaded = run_ckpt_.load(*trainer_->model(), trainer_->optimizer());
     if (!loaded) return Status::error(role_.name + ": resume: " + loaded.message());
+    if (outer_) {
+        if (Status st = outer_->load_state(loaded->outer_state); !st)
+            return Status::error(role_.name + ": resume: " + loaded->path + ": " + outer_->name() + " state: " + st.message());
+    } else if (!loaded->outer_state.empty()) {
+        return Status::error(role_.name + ": resume: " + loaded->path + " holds an outer algorithm's state; this node runs none");
+    }
     const NodeProgress& p = loaded->progress;
-    trainer_->restore_step(p.step);
+    trainer_->set_step_index(p.step);
     outer_step_ = p.outer_step;
     clock_.restore(p.clock);
     bytes_before_ = p.bytes;
@@ -387,15 +658,66 @@ Status ReplicaWorker::resume_run_checkpoint(MetricSink& sink) {
 
 void ReplicaWorker::record_bytes(int64_t step) {
     for (auto& [name, v] : byte_metrics(total_bytes(), true)) record(step, name, v);
+    if (recovery_sent_ > 0) record(step, metric::kBytesRecoverySent, static_cast<double>(recovery_sent_));
+    if (recovery_recv_ > 0) record(step, metric::kBytesRecoveryRecv, static_cast<double>(recovery_recv_));
+}
+
+Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& left) {
+    left = false;
+    if (!elastic() || faults_.empty()) return Status::ok();
+    for (const FaultEvent* e : faults_.starting(role_.replica, step)) {
+        const std::string what = e->text() + (e->churn ? " (churn)" : "");
+        switch (e->kind) {
+            case FaultKind::kPause: {
+                // A stall of T − S steps' worth of this node's own step time, on its simulated clock.
+                const double stall = static_cast<double>(e->until_step - e->at_step) * step_compute_s;
+                clock_.wait_until(clock_.now_s() + stall);
+                event(EventLevel::kWarning, "fault", what + ": stalls for " + num(stall) + " simulated s");
+                break;
+            }
+            case FaultKind::kSlow:
+                event(EventLevel::kWarning, "fault", what + ": its steps take " + num(e->factor) + "x their time");
+                break;
+            case FaultKind::kDisconnect: {
+                const int64_t back = faults_.rejoin_round(*e);
+                down_until_ = back < 0 ? cfg_.train.steps + 1 : back;
+                event(EventLevel::kWarning, "fault", what + ": cut off; it trains on alone" +
+                                                         (back < 0 ? std::string(" to the end")
+                                                                   : ", and takes the state of a live peer after the round at step " +
+                                                                         std::to_string(back)));
+                break;
+            }
+            case FaultKind::kKill: {
+                const int64_t back = faults_.rejoin_round(*e);
+                event(EventLevel::kWarning, "fault", what + ": the worker stops; its weights, optimizer and outer state are gone");
+                if (back < 0) {
+                    left = true;  // the worker ends here (its summary reports the steps it ran)
+                    return Status::ok();
+                }
+                outer_.reset();
+                trainer_.reset();
+                // A fresh worker: rebuilt from the data, the state of a live peer after the round at `back`.
+                if (Status st = build_training(); !st) return st;
+                trainer_->set_step_index(back);
+                if (Status st = receive_state(back, faults_.members(back)); !st) return st;
+                ctl_->step = back;
+                return Status::ok();
+            }
+        }
+    }
+    return Status::ok();
 }
 
 Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
+    sink_ = &sink;
+    ctl_ = &ctl;
     if (Status st = setup(ctl, sink); !st) return st;
     ctl.step = trainer_->step_index();  // a resumed node starts where its checkpoint stands
     const int64_t steps = cfg_.train.steps;
     const int64_t tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
     bool stopped = false, abandoned = false;
     Status failure;
+    tokens_done_ = trainer_->step_index() * tokens_per_step;  // a resumed run's tokens so far
     while (trainer_->step_index() < steps) {
         if (!ctl.wait_while_paused()) {
             stopped = true;
@@ -408,14 +730,16 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
             break;
         }
         if (stage_rounds_) stage_rounds_->project_writers();  // the `project` constraint (AD5)
-        const double compute_s = compute_.train_step(s.compute_s);  // measured, or modelled (flops)
+        double compute_s = compute_.train_step(s.compute_s);  // measured, or modelled (flops)
+        if (const double k = faults_.compute_factor(role_.replica, s.step); k != 1) compute_s *= k;  // [faults] slow
         clock_.compute(compute_s);
         round_compute_s_ += compute_s;
         last_loss_ = s.loss;
         record(s.step, metric::kTrainLoss, s.loss);
         record(s.step, metric::kTrainLr, s.lr);
         record(s.step, metric::kTrainGradNorm, s.grad_norm);
-        record(s.step, metric::kTrainTokens, static_cast<double>(s.step * tokens_per_step));
+        tokens_done_ += tokens_per_step;  // this replica's own: a step it was down for is not counted
+        record(s.step, metric::kTrainTokens, static_cast<double>(tokens_done_));
         record(s.step, metric::kTrainComputeS, compute_s);
         if (compute_.modelled()) record(s.step, metric::kTrainRealComputeS, compute_.take_measured_s());
         record(s.step, metric::kTrainTokensPerS, tokens_per_step / compute_s);
@@ -452,6 +776,12 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
             }
         ctl.step = s.step;
         sink.metrics(std::exchange(rows_, {}));
+        bool left = false;
+        if (Status st = apply_faults(s.step, compute_s, left); !st) {
+            failure = st;
+            break;
+        }
+        if (left) break;  // killed for good: the run goes on without it
     }
     // A clean stop (between steps, or a DDP step abandoned by it) leaves a consistent state:
     // checkpoint it. A round aborted half-way does not.
@@ -486,6 +816,8 @@ WorkerSummary ReplicaWorker::summarise() const {
     // Beside stage nodes, whose utilisation also counts bubbles, the share lost to outer syncs alone.
     if (stage_rounds_) out[summary::kSyncUtilisation] = compute_s / std::max(1e-12, compute_s + clock_.sync_exposed_s());
     for (auto& [name, v] : byte_metrics(total_bytes(), false)) out[name] = v;
+    if (recovery_sent_ > 0) out[metric::kBytesRecoverySent] = static_cast<double>(recovery_sent_);
+    if (recovery_recv_ > 0) out[metric::kBytesRecoveryRecv] = static_cast<double>(recovery_recv_);
     return out;
 }
 

@@ -224,10 +224,11 @@ wait_rows() {
   return 1
 }
 
-# A node killed mid-run: the run is marked failed with the reason within the heartbeat timeout,
-# and every metric stored before the kill is still there.
+# A node killed mid-run with a quorum of both replicas (cluster.min_replicas = 2; with fewer the
+# survivor would go on, tests/app/faults_test.sh): the run is marked failed with the reason within
+# the heartbeat timeout, and every metric stored before the kill is still there.
 "$tw" --db "$db" run "$work/micro.toml" --data-root "$work" --set outer.algorithm=diloco --set cluster.mode=local --set train.steps=1000000 --set outer.inner_steps=50 \
-    --set cluster.heartbeat_timeout_s=2 --set run.name=killed > "$work/killed.log" 2>&1 &
+    --set cluster.heartbeat_timeout_s=2 --set cluster.min_replicas=2 --set run.name=killed > "$work/killed.log" 2>&1 &
 coord=$!
 id="$(wait_rows killed 20)" || fail "the run to kill never stored metrics"
 victim="$(pgrep -P "$coord" | tail -1)"
@@ -241,7 +242,8 @@ awk -v e="$elapsed" 'BEGIN {exit !(e < 2 + 6)}' || fail "failure took ${elapsed}
 show="$("$tw" --db "$db" runs show "$id")"
 grep -q "failed" <<<"$show" || fail "killed run not marked failed: $show"
 # Whichever notices first: the coordinator (the node's heartbeats stopped) or a peer waiting for
-# it on the data plane (the member fell silent); both name the lost node.
+# it on the data plane (the member fell silent); both name the lost node and the quorum.
+grep -q "quorum lost" <<<"$show" || fail "killed run's reason does not name the quorum: $show"
 grep -Eq "sent no heartbeat for|is lost: silent for" <<<"$show" ||
   fail "killed run's reason does not name the missing heartbeats or the silent member: $show"
 after="$(awk '$1 == "train.loss" {print $2}' <<<"$show")"

@@ -1,0 +1,237 @@
+// The fault schedule; see fault_schedule.h for what an event means.
+#include "core/fault_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "core/algorithm.h"
+
+namespace tw {
+namespace {
+
+std::string fmt(double v) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+}
+
+// "kill 2 at 40 rejoin 80" → the event, or the reason it is not one.
+Result<FaultEvent> parse_event(const std::string& text) {
+    using R = Result<FaultEvent>;
+    std::istringstream in(text);
+    std::vector<std::string> w;
+    for (std::string t; in >> t;) w.push_back(t);
+    const std::string usage =
+        " (expected \"kill R at S [rejoin T]\", \"disconnect R at S [rejoin T]\", \"pause R at S until T\" or "
+        "\"slow R at S until T x K\")";
+    auto number = [&](size_t i, int64_t& out) {
+        if (i >= w.size() || w[i].empty() || w[i].size() > 15 || w[i].find_first_not_of("0123456789") != std::string::npos)
+            return false;
+        out = std::stoll(w[i]);
+        return true;
+    };
+    FaultEvent e;
+    if (w.empty()) return R::error("an empty event" + usage);
+    if (w[0] == "kill") e.kind = FaultKind::kKill;
+    else if (w[0] == "disconnect") e.kind = FaultKind::kDisconnect;
+    else if (w[0] == "pause") e.kind = FaultKind::kPause;
+    else if (w[0] == "slow") e.kind = FaultKind::kSlow;
+    else return R::error("\"" + w[0] + "\" is not a fault" + usage);
+    int64_t r = 0;
+    if (!number(1, r) || w.size() < 4 || w[2] != "at" || !number(3, e.at_step)) return R::error("cannot read it" + usage);
+    e.replica = static_cast<int>(r);
+    const bool down = e.kind == FaultKind::kKill || e.kind == FaultKind::kDisconnect;
+    size_t i = 4;
+    if (down) {
+        if (w.size() > i) {
+            if (w[i] != "rejoin" || !number(i + 1, e.until_step)) return R::error("cannot read it" + usage);
+            i += 2;
+        }
+    } else {
+        if (w.size() <= i || w[i] != "until" || !number(i + 1, e.until_step)) return R::error("needs \"until T\"" + usage);
+        i += 2;
+        if (e.kind == FaultKind::kSlow) {
+            if (w.size() <= i + 1 || w[i] != "x") return R::error("needs \"x K\"" + usage);
+            char* end = nullptr;
+            e.factor = std::strtod(w[i + 1].c_str(), &end);
+            if (!end || *end || !(e.factor > 0) || !std::isfinite(e.factor) || e.factor > 1e6)
+                return R::error("factor \"" + w[i + 1] + "\" is not a number in (0, 1e6]");
+            i += 2;
+        }
+    }
+    if (i != w.size()) return R::error("unexpected \"" + w[i] + "\"" + usage);
+    if (e.until_step != 0 && e.until_step <= e.at_step)
+        return R::error("step " + std::to_string(e.until_step) + " is not after step " + std::to_string(e.at_step));
+    return e;
+}
+
+int64_t round_up(int64_t s, int64_t period) { return (s + period - 1) / period * period; }
+
+}  // namespace
+
+const char* to_string(FaultKind k) {
+    switch (k) {
+        case FaultKind::kKill: return "kill";
+        case FaultKind::kDisconnect: return "disconnect";
+        case FaultKind::kPause: return "pause";
+        case FaultKind::kSlow: return "slow";
+    }
+    return "?";
+}
+
+std::string FaultEvent::text() const {
+    std::string t = std::string(to_string(kind)) + " " + std::to_string(replica) + " at " + std::to_string(at_step);
+    if (kind == FaultKind::kKill || kind == FaultKind::kDisconnect) {
+        if (until_step > 0) t += " rejoin " + std::to_string(until_step);
+    } else {
+        t += " until " + std::to_string(until_step);
+    }
+    if (kind == FaultKind::kSlow) t += " x " + fmt(factor);
+    return t;
+}
+
+int64_t round_period(const RunConfig& cfg) {
+    const Algorithm a = algorithm_of(cfg);
+    if (a == Algorithm::kStreamingDiLoCo && cfg.outer.fragments > 0)
+        return std::max<int64_t>(1, cfg.outer.inner_steps / cfg.outer.fragments);
+    return std::max<int64_t>(1, cfg.outer.inner_steps);
+}
+
+void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
+    const bool faults = c.faults.enabled();
+    const auto algo = parse_algorithm(c.outer.algorithm);
+    const bool outer = algo && traits_of(*algo).outer_rounds;
+    if (c.cluster.min_replicas > c.outer.replicas)
+        p.push_back("cluster.min_replicas " + std::to_string(c.cluster.min_replicas) + " exceeds outer.replicas " +
+                    std::to_string(c.outer.replicas));
+    if (c.outer.round_deadline_s > 0 && !outer)
+        p.push_back("outer.round_deadline_s: only outer algorithms have rounds to leave a straggler out of");
+    if (c.outer.round_deadline_s > 0 && c.cluster.stages > 1)
+        p.push_back("outer.round_deadline_s: runs with pipeline replicas have no deadline yet (docs/faults.md)");
+    if (!faults) return;
+    if (!outer) {
+        p.push_back("[faults]: faults act on the replicas of an outer algorithm (" +
+                    algorithm_names_where([](const AlgorithmTraits& t) { return t.outer_rounds; }) + "), not on \"" +
+                    c.outer.algorithm + "\"");
+        return;
+    }
+    if (c.cluster.stages > 1 || c.cluster.nodes_per_replica > 1)
+        p.push_back("[faults]: replicas of several nodes (pipelines, Gloo groups) have no fault schedule yet (docs/faults.md)");
+    if (c.outer.topology == "hub")
+        p.push_back("[faults]: the hub relay runs rounds of every replica only; use outer.topology = \"mesh\" (docs/faults.md)");
+    if (c.outer.round_time_s > 0) p.push_back("[faults]: time-budgeted rounds (outer.round_time_s) have no fault schedule yet");
+    if (c.faults.churn_mtbf_steps > 0 && c.faults.churn_down_steps < 1)
+        p.push_back("faults.churn.down_steps must be at least 1 with faults.churn.mtbf_steps set");
+    for (auto& text : c.faults.events) {
+        auto e = parse_event(text);
+        if (!e) {
+            p.push_back("faults.events \"" + text + "\": " + e.message());
+            continue;
+        }
+        if (e->replica >= c.outer.replicas)
+            p.push_back("faults.events \"" + text + "\": no replica " + std::to_string(e->replica) + " (outer.replicas " +
+                        std::to_string(c.outer.replicas) + ")");
+        if (e->at_step < 1 || e->at_step >= c.train.steps)
+            p.push_back("faults.events \"" + text + "\": step " + std::to_string(e->at_step) + " outside 1.." +
+                        std::to_string(c.train.steps - 1));
+    }
+}
+
+Result<FaultSchedule> FaultSchedule::create(const RunConfig& cfg) {
+    std::vector<std::string> p;
+    problems(cfg, p);
+    if (!p.empty()) return Result<FaultSchedule>::error(p[0]);
+    FaultSchedule s;
+    s.period_ = round_period(cfg);
+    s.steps_ = cfg.train.steps;
+    s.replicas_ = static_cast<int>(cfg.outer.replicas);
+    for (auto& text : cfg.faults.events) s.events_.push_back(parse_event(text).value());
+    const auto sort = [&s] {
+        std::stable_sort(s.events_.begin(), s.events_.end(), [](const FaultEvent& a, const FaultEvent& b) {
+            return a.at_step != b.at_step ? a.at_step < b.at_step : a.replica < b.replica;
+        });
+    };
+    sort();
+    const auto& f = cfg.faults;
+    if (f.churn_mtbf_steps > 0) {
+        for (int r = 0; r < s.replicas_; ++r) {
+            std::mt19937_64 gen(static_cast<uint64_t>(f.churn_seed) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(r) + 1);
+            int64_t t = 0;
+            for (;;) {
+                const double u = static_cast<double>(gen() >> 11) * 0x1.0p-53;  // [0, 1)
+                t += std::max<int64_t>(1, static_cast<int64_t>(std::ceil(-std::log1p(-u) * static_cast<double>(f.churn_mtbf_steps))));
+                if (t >= s.steps_) break;
+                FaultEvent e;
+                e.kind = FaultKind::kKill;
+                e.replica = r;
+                e.at_step = t;
+                e.until_step = t + f.churn_down_steps;
+                e.churn = true;
+                // Churn never breaks the quorum: every round the failure spans keeps min_replicas.
+                const int64_t back = s.rejoin_round(e) < 0 ? s.steps_ : s.rejoin_round(e);
+                bool ok = s.down_at(r, t) == nullptr;
+                for (int64_t b = round_up(t + 1, s.period_); ok && b <= back && b <= s.steps_; b += s.period_)
+                    ok = static_cast<int64_t>(s.members(b).size()) - 1 >= cfg.cluster.min_replicas;
+                if (ok) {
+                    s.events_.push_back(e);
+                    sort();
+                }
+                t = back;  // the next failure comes after it is back
+            }
+        }
+    }
+    return s;
+}
+
+int64_t FaultSchedule::rejoin_round(const FaultEvent& e) const {
+    if (e.until_step <= 0) return -1;
+    const int64_t b = round_up(std::max(e.until_step, e.at_step + 1), period_);
+    return b > steps_ ? -1 : b;
+}
+
+const FaultEvent* FaultSchedule::down_at(int r, int64_t step) const {
+    for (auto& e : events_) {
+        if (e.replica != r || (e.kind != FaultKind::kKill && e.kind != FaultKind::kDisconnect)) continue;
+        if (step <= e.at_step) continue;
+        const int64_t back = rejoin_round(e);
+        if (back < 0 || step <= back) return &e;  // down through the round it rejoins after
+    }
+    return nullptr;
+}
+
+bool FaultSchedule::in_round(int r, int64_t round_step) const { return down_at(r, round_step) == nullptr; }
+
+std::vector<int> FaultSchedule::members(int64_t round_step) const {
+    std::vector<int> out;
+    for (int r = 0; r < replicas_; ++r)
+        if (in_round(r, round_step)) out.push_back(r);
+    return out;
+}
+
+std::vector<int> FaultSchedule::rejoining(int64_t round_step) const {
+    std::vector<int> out;
+    for (auto& e : events_)
+        if ((e.kind == FaultKind::kKill || e.kind == FaultKind::kDisconnect) && rejoin_round(e) == round_step &&
+            std::find(out.begin(), out.end(), e.replica) == out.end())
+            out.push_back(e.replica);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::vector<const FaultEvent*> FaultSchedule::starting(int r, int64_t step) const {
+    std::vector<const FaultEvent*> out;
+    for (auto& e : events_)
+        if (e.replica == r && e.at_step == step) out.push_back(&e);
+    return out;
+}
+
+double FaultSchedule::compute_factor(int r, int64_t step) const {
+    double k = 1;
+    for (auto& e : events_)
+        if (e.replica == r && e.kind == FaultKind::kSlow && step > e.at_step && step <= e.until_step) k *= e.factor;
+    return k;
+}
+
+}  // namespace tw

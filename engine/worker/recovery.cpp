@@ -1,0 +1,102 @@
+// The recovery message; see recovery.h.
+#include "engine/worker/recovery.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "engine/algo/outer_state_io.h"
+
+namespace tw {
+namespace {
+
+constexpr char kMagic[4] = {'T', 'W', 'R', 'C'};
+
+template <typename T>
+void put(std::vector<uint8_t>& out, T v) {
+    uint8_t b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out.insert(out.end(), b, b + sizeof(T));
+}
+
+template <typename T>
+bool get(const std::vector<uint8_t>& in, size_t& at, T& v) {
+    if (in.size() - at < sizeof(T)) return false;
+    std::memcpy(&v, in.data() + at, sizeof(T));
+    at += sizeof(T);
+    return true;
+}
+
+}  // namespace
+
+bool is_recovery_message(const std::vector<uint8_t>& bytes) {
+    return bytes.size() >= 4 && std::memcmp(bytes.data(), kMagic, 4) == 0;
+}
+
+std::vector<uint8_t> encode_recovery(const RecoveryState& s) {
+    std::vector<uint8_t> out(kMagic, kMagic + 4);
+    put<int64_t>(out, s.step);
+    put<int64_t>(out, s.rounds);
+    put<double>(out, s.clock_s);
+    for (const auto* list : {&s.members, &s.lost}) {
+        put<uint16_t>(out, static_cast<uint16_t>(list->size()));
+        for (int r : *list) put<uint16_t>(out, static_cast<uint16_t>(r));
+    }
+    const auto block = encode_outer_state(s.outer);
+    out.insert(out.end(), block.begin(), block.end());
+    return out;
+}
+
+Result<RecoveryState> decode_recovery(const std::vector<uint8_t>& in) {
+    using R = Result<RecoveryState>;
+    if (!is_recovery_message(in)) return R::error("recovery: not a recovery message");
+    RecoveryState s;
+    size_t at = 4;
+    if (!get(in, at, s.step) || !get(in, at, s.rounds) || !get(in, at, s.clock_s)) return R::error("recovery: truncated header");
+    if (s.step < 0 || s.rounds < 0 || !(s.clock_s >= 0) || !std::isfinite(s.clock_s))
+        return R::error("recovery: step, round count or clock out of range");
+    for (auto* list : {&s.members, &s.lost}) {
+        uint16_t n = 0;
+        if (!get(in, at, n)) return R::error("recovery: truncated member list");
+        for (uint16_t i = 0; i < n; ++i) {
+            uint16_t r = 0;
+            if (!get(in, at, r)) return R::error("recovery: truncated member list");
+            list->push_back(r);
+        }
+    }
+    auto outer = decode_outer_state(in.data() + at, in.size() - at);
+    if (!outer) return R::error("recovery: " + outer.message());
+    s.outer = std::move(*outer);
+    return s;
+}
+
+OuterState donor_state(const OuterAlgorithm& algo, const std::vector<torch::Tensor>& live) {
+    OuterState out;
+    for (auto& entry : algo.save_state())
+        if (!algo.private_state(entry.first)) out.push_back(std::move(entry));
+    const auto global = algo.eval_params();
+    bool same = global.size() == live.size();
+    for (size_t i = 0; same && i < live.size(); ++i) same = torch::equal(live[i], global[i]);
+    if (!same) put_tensors(out, "live", live);
+    return out;
+}
+
+Status apply_donor_state(OuterAlgorithm& algo, std::vector<torch::Tensor>& live, const OuterState& s) {
+    OuterState outer, mine;
+    for (auto& entry : s) (entry.first.rfind("live.", 0) == 0 ? mine : outer).push_back(entry);
+    if (Status st = algo.load_state(outer); !st) return st;
+    torch::NoGradGuard no_grad;
+    if (!mine.empty()) {
+        auto got = take_tensors(mine, "live", live);
+        if (!got) return Status::error("recovery: " + got.message());
+        return Status::ok();
+    }
+    const auto global = algo.eval_params();
+    if (global.size() != live.size()) return Status::error("recovery: the global weights do not match the model");
+    for (size_t i = 0; i < live.size(); ++i) live[i].copy_(global[i]);
+    return Status::ok();
+}
+
+}  // namespace tw

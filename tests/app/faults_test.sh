@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Training that survives its network (issue 16, docs/faults.md), through the CLI:
+#  * a replica child process SIGKILLed mid-run: the run finishes, the node and the lost member are
+#    stored as events, and the survivors' rounds after the loss count two members;
+#  * a scheduled kill with rejoin on threads: the replica is out of the rounds it missed, takes the
+#    state from replica 0 (recovery bytes on both sides) and holds the same global weights as the
+#    others after its first round (the agreed state's hash, recorded on every replica);
+#  * the quorum: below cluster.min_replicas the run fails naming it;
+#  * a seeded churn schedule run twice under the flops clock: identical losses;
+#  * a straggler past outer.round_deadline_s is left out of that round and told how late it was.
+# Micro model, DiLoCo on home-20m under the flops clock (flops_micro.sh).
+# Usage: faults_test.sh PATH_TO_THINWIRE
+set -euo pipefail
+tw="$1"
+work="$(mktemp -d)"
+trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+db="$work/runs.db"
+
+source "$(dirname "$0")/micro_corpus.sh"
+micro_corpus "$work/corpus"
+source "$(dirname "$0")/flops_micro.sh"
+flops_micro_layout 10
+three=(--set outer.replicas=3 --set cluster.heartbeat_timeout_s=2)
+# metric NAME of node NODE at step STEP in run RUN (csv: run,node,step,outer,wall,sim,name,value).
+value() { awk -F, -v n="$2" -v s="$3" -v m="$4" '$2 == n && $3 == s && $7 == m {print $8}' <<<"$1"; }
+rows() { awk -F, -v n="$2" -v m="$3" '$2 == n && $7 == m' <<<"$1" | wc -l; }
+
+# --- a scheduled kill and rejoin (threads) -------------------------------------------------------
+out="$(run "${three[@]}" --set train.steps=40 --set run.name=rejoin --set 'faults.events=["kill 2 at 15 rejoin 25"]')" ||
+  fail "rejoin run failed: $out"
+grep -q "finished" <<<"$out" || fail "rejoin run did not finish: $out"
+c="$(csv rejoin)"
+# Replica 2 trains steps 1..15, is away for the rounds at 20 and 30, and trains 31..40 again.
+[ "$(rows "$c" replica-2 train.loss)" -eq 25 ] || fail "replica-2 trained $(rows "$c" replica-2 train.loss) steps, not 25"
+[ "$(rows "$c" replica-0 train.loss)" -eq 40 ] || fail "replica-0 did not train every step"
+for s in 20 30; do
+  [ "$(value "$c" replica-0 $s round.group_mask)" = "3" ] || fail "round at $s: group mask $(value "$c" replica-0 $s round.group_mask), want 3 (replicas 0, 1)"
+  [ "$(value "$c" replica-1 $s round.members)" = "2" ] || fail "round at $s: replica-1 counts $(value "$c" replica-1 $s round.members) members"
+done
+[ -z "$(value "$c" replica-0 40 round.group_mask)" ] || fail "the round at 40 is not among every replica"
+h0="$(value "$c" replica-0 40 round.state_hash)"; h2="$(value "$c" replica-2 40 round.state_hash)"
+[ -n "$h0" ] && [ "$h0" = "$h2" ] && [ "$h0" = "$(value "$c" replica-1 40 round.state_hash)" ] ||
+  fail "after its first round the joiner's global weights differ: $h0 / $h2"
+sent="$(value "$c" replica-0 40 bytes.outer.recovery.sent)"; recv="$(value "$c" replica-2 40 bytes.outer.recovery.recv)"
+[ -n "$sent" ] && [ "$sent" = "$recv" ] || fail "recovery bytes: replica-0 sent '$sent', replica-2 received '$recv'"
+show="$("$tw" --db "$db" runs show "$(id_of rejoin)")"
+grep -q "kill 2 at 15 rejoin 25: the worker stops" <<<"$show" || fail "no fault event: $show"
+grep -q "took the state after the round at step 30 from replica 0" <<<"$show" || fail "no rejoin event: $show"
+
+# --- the quorum ----------------------------------------------------------------------------------
+set +e; out="$(run "${three[@]}" --set train.steps=40 --set run.name=quorum --set cluster.min_replicas=3 --set 'faults.events=["kill 1 at 12"]')"; rc=$?; set -e
+[ "$rc" -ne 0 ] || fail "a run below its quorum finished: $out"
+grep -q "quorum lost: 2 replica(s) left" <<<"$out" || fail "the quorum failure is not named: $out"
+[ "$("$tw" --db "$db" runs list | awk '$2 == "quorum" {print $3}')" = "failed" ] || fail "quorum run not marked failed"
+
+# --- seeded churn, twice: identical losses ---------------------------------------------------------
+churn=(--set outer.replicas=4 --set train.steps=60 --set faults.churn.mtbf_steps=15 --set faults.churn.down_steps=10
+       --set faults.churn.seed=3 --set cluster.min_replicas=2)
+run "${churn[@]}" --set run.name=churn-a > /dev/null || fail "churn run a failed"
+run "${churn[@]}" --set run.name=churn-b > /dev/null || fail "churn run b failed"
+a="$(csv churn-a | awk -F, '$7 == "train.loss" || $7 == "val.loss" || $7 == "round.group_mask" {print $2, $3, $7, $8}' | sort)"
+b="$(csv churn-b | awk -F, '$7 == "train.loss" || $7 == "val.loss" || $7 == "round.group_mask" {print $2, $3, $7, $8}' | sort)"
+[ "$a" = "$b" ] || fail "the churn runs differ: $(diff <(echo "$a") <(echo "$b") | head -5)"
+grep -q "round.group_mask" <<<"$a" || fail "the churn took no replica away"
+
+# --- a straggler past the deadline -----------------------------------------------------------------
+# Replica 1's steps 11..20 take 3× 0.029374272 s: it reaches the round at 20 0.58748544 s after the others.
+out="$(run "${three[@]}" --set train.steps=30 --set run.name=late --set outer.round_deadline_s=0.3 \
+        --set 'faults.events=["slow 1 at 10 until 20 x 3"]')" || fail "deadline run failed: $out"
+c="$(csv late)"
+[ "$(value "$c" replica-0 20 round.group_mask)" = "5" ] || fail "round at 20: mask $(value "$c" replica-0 20 round.group_mask), want 5 (replicas 0, 2)"
+# (To a few µs: the ring's chunks differ by a few bytes between positions, so the round at 10 ends a
+# few bytes' time apart on home-20m's 20 Mb/s.)
+awk -v l="$(value "$c" replica-1 20 round.late_s)" 'BEGIN {d = l - 0.58748544; exit !(d * d < 1e-10)}' ||
+  fail "replica-1 was $(value "$c" replica-1 20 round.late_s) s late, want 0.58748544"
+# The round at 10 counts everyone; replica 1 stays behind by the time it lost (its clock never runs
+# backwards), so at 30 it is late again and left out again.
+[ -z "$(value "$c" replica-0 10 round.group_mask)" ] || fail "the round at 10 should count every replica"
+[ "$(value "$c" replica-0 30 round.group_mask)" = "5" ] || fail "round at 30: replica 1 still behind should be left out"
+[ -n "$(value "$c" replica-1 20 bytes.outer.recovery.recv)" ] || fail "the late replica did not take the round's state"
+grep -q "were left out" <<<"$("$tw" --db "$db" runs show "$(id_of late)")" || fail "no late event"
+
+# --- a replica process killed for real -------------------------------------------------------------
+wait_rows() {  # run name, train.loss rows → run id
+  for _ in $(seq 1 600); do
+    local id n
+    id="$(id_of "$1" 2>/dev/null || true)"
+    if [ -n "$id" ]; then
+      n="$("$tw" --db "$db" runs show "$id" 2>/dev/null | awk '$1 == "train.loss" {print $2}')"
+      [ -n "$n" ] && [ "$n" -ge "$2" ] && { echo "$id"; return 0; }
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+(cd "$work" && "$tw" --db "$db" run micro.toml "${three[@]}" --set cluster.mode=local --set train.steps=1500 \
+   --set run.name=sigkill > "$work/sigkill.log" 2>&1) &
+sub=$!
+id="$(wait_rows sigkill 60)" || fail "the run to kill never stored metrics: $(cat "$work/sigkill.log")"
+coord="$(pgrep -P "$sub" -f "run micro.toml" || echo "$sub")"
+victim="$(pgrep -P "$coord" | tail -1)"
+[ -n "$victim" ] || fail "no node process to kill"
+kill -KILL "$victim"
+set +e; wait "$sub"; rc=$?; set -e
+[ "$rc" -eq 0 ] || fail "the run with a killed replica exited $rc: $(tail -20 "$work/sigkill.log")"
+show="$("$tw" --db "$db" runs show "$id")"
+grep -q "finished" <<<"$show" || fail "the run with a killed replica is not finished: $show"
+grep -q "replica(s) go on" <<<"$show" || fail "no node-lost event: $show"
+grep -q "the round is redone among replicas 0, 1" <<<"$show" || fail "no member-lost event: $show"
+c="$("$tw" --db "$db" runs export "$id" --format csv)"
+[ "$(rows "$c" replica-0 train.loss)" -eq 1500 ] || fail "replica-0 did not finish its steps"
+n2="$(awk -F, '$2 == "replica-0" && $7 == "round.members" && $8 == 2' <<<"$c" | wc -l)"
+[ "$n2" -ge 1 ] || fail "no round counted two members after the kill"
+awk -F, '$2 == "replica-0" && $7 == "round.group_mask" && $8 != 3 {bad = 1} END {exit bad}' <<<"$c" ||
+  fail "a round after the kill is not among replicas 0 and 1"
+echo "faults_test: ok"

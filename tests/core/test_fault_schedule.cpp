@@ -1,0 +1,146 @@
+// The fault schedule ([faults], core/fault_schedule.h): parsing with named errors, membership by
+// round, rejoin boundaries, compute factors and the churn's determinism and quorum rule.
+#include <gtest/gtest.h>
+
+#include "core/config.h"
+#include "core/config_io.h"
+#include "core/fault_schedule.h"
+
+namespace tw {
+namespace {
+
+RunConfig diloco(int replicas, int64_t h, int64_t steps) {
+    RunConfig c;
+    c.outer.algorithm = "diloco";
+    c.outer.topology = "ring";
+    c.outer.replicas = replicas;
+    c.outer.inner_steps = h;
+    c.train.steps = steps;
+    return c;
+}
+
+TEST(FaultSchedule, KillAndRejoinSetMembershipByRound) {
+    RunConfig c = diloco(3, 10, 60);
+    c.faults.events = {"kill 2 at 15 rejoin 25"};
+    auto s = FaultSchedule::create(c);
+    ASSERT_TRUE(s) << s.message();
+    // Down after step 15: out of the rounds at 20 and 30 (the first boundary ≥ 25), back for 40.
+    EXPECT_EQ(s->members(10), (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(s->members(20), (std::vector<int>{0, 1}));
+    EXPECT_EQ(s->members(30), (std::vector<int>{0, 1}));
+    EXPECT_EQ(s->members(40), (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(s->rejoining(30), (std::vector<int>{2}));
+    EXPECT_TRUE(s->rejoining(20).empty());
+    ASSERT_EQ(s->starting(2, 15).size(), 1u);
+    EXPECT_EQ(s->starting(2, 15)[0]->text(), "kill 2 at 15 rejoin 25");
+    // A kill at a boundary takes part in that round.
+    c.faults.events = {"kill 1 at 20"};
+    s = FaultSchedule::create(c);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->members(20), (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(s->members(30), (std::vector<int>{0, 2}));
+    EXPECT_EQ(s->members(60), (std::vector<int>{0, 2}));  // never back
+}
+
+TEST(FaultSchedule, StreamingRejoinsAtFragmentBoundaries) {
+    RunConfig c = diloco(2, 12, 48);
+    c.outer.algorithm = "streaming_diloco";
+    c.outer.fragments = 3;  // a fragment round every 4 steps
+    c.faults.events = {"disconnect 1 at 5 rejoin 9"};
+    auto s = FaultSchedule::create(c);
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_EQ(round_period(c), 4);
+    EXPECT_EQ(s->members(8), (std::vector<int>{0}));
+    EXPECT_EQ(s->rejoining(12), (std::vector<int>{1}));
+    EXPECT_EQ(s->members(16), (std::vector<int>{0, 1}));
+}
+
+TEST(FaultSchedule, SlowAndPauseFactors) {
+    RunConfig c = diloco(2, 10, 40);
+    c.faults.events = {"slow 1 at 10 until 20 x 3", "pause 0 at 5 until 7"};
+    auto s = FaultSchedule::create(c);
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_EQ(s->compute_factor(1, 10), 1.0);
+    EXPECT_EQ(s->compute_factor(1, 11), 3.0);
+    EXPECT_EQ(s->compute_factor(1, 20), 3.0);
+    EXPECT_EQ(s->compute_factor(1, 21), 1.0);
+    EXPECT_EQ(s->compute_factor(0, 15), 1.0);
+    EXPECT_EQ(s->members(10), (std::vector<int>{0, 1}));  // slow and paused replicas stay members
+}
+
+TEST(FaultSchedule, BadEventsAreNamedErrors) {
+    RunConfig c = diloco(3, 10, 60);
+    for (auto [text, why] : std::vector<std::pair<std::string, std::string>>{
+             {"explode 1 at 3", "is not a fault"},
+             {"kill 1 at", "cannot read it"},
+             {"kill 7 at 10", "no replica 7"},
+             {"kill 1 at 0", "outside 1..59"},
+             {"kill 1 at 20 rejoin 10", "is not after step 20"},
+             {"slow 1 at 5 until 9", "needs \"x K\""},
+             {"slow 1 at 5 until 9 x -2", "is not a number"},
+             {"pause 1 at 5", "needs \"until T\""},
+             {"kill 1 at 5 rejoin 9 now", "unexpected \"now\""}}) {
+        c.faults.events = {text};
+        Status st = validate_config(c);
+        ASSERT_FALSE(st) << text;
+        EXPECT_NE(st.message().find("faults.events \"" + text + "\""), std::string::npos) << st.message();
+        EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
+    }
+    c.faults.events = {"kill 1 at 5"};
+    c.outer.algorithm = "ddp";
+    EXPECT_NE(validate_config(c).message().find("[faults]: faults act on the replicas of an outer algorithm"), std::string::npos);
+    c = diloco(3, 10, 60);
+    c.cluster.min_replicas = 4;
+    EXPECT_NE(validate_config(c).message().find("cluster.min_replicas 4 exceeds outer.replicas 3"), std::string::npos);
+}
+
+TEST(FaultSchedule, ChurnIsSeededAndKeepsTheQuorum) {
+    RunConfig c = diloco(4, 10, 400);
+    c.faults.churn_mtbf_steps = 40;
+    c.faults.churn_down_steps = 25;
+    c.faults.churn_seed = 7;
+    c.cluster.min_replicas = 3;
+    auto a = FaultSchedule::create(c), b = FaultSchedule::create(c);
+    ASSERT_TRUE(a && b);
+    ASSERT_FALSE(a->empty());
+    ASSERT_EQ(a->events().size(), b->events().size());
+    for (size_t i = 0; i < a->events().size(); ++i) EXPECT_EQ(a->events()[i].text(), b->events()[i].text());
+    for (int64_t round = 10; round <= 400; round += 10) EXPECT_GE(a->members(round).size(), 3u) << round;
+    for (auto& e : a->events()) {
+        EXPECT_TRUE(e.churn);
+        EXPECT_EQ(e.until_step - e.at_step, 25);
+    }
+    c.faults.churn_seed = 8;
+    auto other = FaultSchedule::create(c);
+    ASSERT_TRUE(other);
+    bool differs = other->events().size() != a->events().size();
+    for (size_t i = 0; !differs && i < a->events().size(); ++i) differs = other->events()[i].text() != a->events()[i].text();
+    EXPECT_TRUE(differs) << "another seed draws another schedule";
+}
+
+TEST(FaultSchedule, ParsesFromToml) {
+    auto c = parse_config(R"([outer]
+algorithm = "sparseloco"
+replicas = 3
+inner_steps = 10
+[train]
+steps = 50
+[faults]
+events = ["kill 1 at 12 rejoin 30"]
+churn = { mtbf_steps = 20, down_steps = 5, seed = 3 }
+)", "faults.toml");
+    ASSERT_TRUE(c) << c.message();
+    EXPECT_EQ(c->faults.events.size(), 1u);
+    EXPECT_EQ(c->faults.churn_mtbf_steps, 20);
+    EXPECT_EQ(c->faults.churn_down_steps, 5);
+    EXPECT_EQ(c->faults.churn_seed, 3);
+    // The resolved text carries the section and parses back to the same values.
+    auto again = parse_config(to_toml(*c), "resolved");
+    ASSERT_TRUE(again) << again.message() << "\n" << to_toml(*c);
+    EXPECT_EQ(again->faults.events, c->faults.events);
+    EXPECT_EQ(again->faults.churn_mtbf_steps, 20);
+    EXPECT_EQ(config_hash(*again), config_hash(*c));
+}
+
+}  // namespace
+}  // namespace tw

@@ -1,0 +1,110 @@
+// Rounds that survive lost members on the real data plane (ZmqCollective over inproc://, the
+// MemberView of core/member_view.h): a silent member is declared lost and the round is redone
+// among the others; a member that gives an attempt up frees whoever waits for it at once and
+// passes on whom it found lost; messages of an abandoned attempt are discarded.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <zmq.hpp>
+
+#include "core/member_view.h"
+#include "remote/zmq_collective.h"
+
+namespace tw {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+MeshOptions live(double silence_s) {
+    MeshOptions o;
+    o.heartbeat_s = 0.05;
+    o.silence_timeout_s = silence_s;
+    o.timeout_ms = 20000;
+    return o;
+}
+
+TEST(Survivors, ASilentMemberIsLostAndTheRoundIsRedoneAmongTheOthers) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::vector<std::string> eps{"inproc://sv0", "inproc://sv1", "inproc://sv2"};
+    auto a = ZmqCollective::create(ctx, eps, 0, live(0.5)).value();
+    auto b = ZmqCollective::create(ctx, eps, 1, live(0.5)).value();
+    MeshOptions dead;  // member 2: bound, but it never beats nor sends (a frozen process)
+    dead.timeout_ms = 20000;
+    auto c = ZmqCollective::create(ctx, eps, 2, dead).value();
+    auto survive = [](ZmqCollective& m, uint8_t mine, std::vector<std::vector<uint8_t>>& out, std::vector<int>& lost) {
+        m.begin_epoch(1);
+        MemberView all(m, {0, 1, 2});
+        auto first = all.all_gather({mine}, LinkClass::kOuterSync, 1.0);
+        ASSERT_FALSE(first);
+        EXPECT_NE(first.message().find("mesh member 2"), std::string::npos) << first.message();
+        lost = m.lost_members();
+        all.abandon({m.rank() == 0 ? 1 : 0});
+        m.begin_epoch(2);
+        MemberView rest(m, {0, 1});
+        EXPECT_EQ(rest.rank(), m.rank());
+        EXPECT_EQ(rest.size(), 2);
+        auto second = rest.all_gather({mine, mine}, LinkClass::kOuterSync, 2.0);
+        ASSERT_TRUE(second) << second.message();
+        out = *second;
+    };
+    std::vector<std::vector<uint8_t>> got_a, got_b;
+    std::vector<int> lost_a, lost_b;
+    std::thread tb([&] { survive(*b, 2, got_b, lost_b); });
+    survive(*a, 1, got_a, lost_a);
+    tb.join();
+    EXPECT_EQ(lost_a, (std::vector<int>{2}));
+    EXPECT_EQ(lost_b, (std::vector<int>{2}));
+    const std::vector<std::vector<uint8_t>> want{{1, 1}, {2, 2}};
+    EXPECT_EQ(got_a, want);
+    EXPECT_EQ(got_b, want);
+    // The failed attempt's single bytes were sent; the redo's two bytes each: what the counters hold.
+    EXPECT_EQ(a->counters().sent_bytes[static_cast<int>(LinkClass::kOuterSync)], 2u * 1 + 1u * 2);
+    (void)c;
+}
+
+TEST(Survivors, AnAbandonedAttemptFreesItsPeersAtOnceAndNamesTheLost) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::vector<std::string> eps{"inproc://ab0", "inproc://ab1", "inproc://ab2"};
+    auto a = ZmqCollective::create(ctx, eps, 0, live(30)).value();  // would wait 30 s for a silence
+    auto b = ZmqCollective::create(ctx, eps, 1, live(30)).value();
+    auto c = ZmqCollective::create(ctx, eps, 2, live(30)).value();  // alive (beats) but never sends
+    a->begin_epoch(5);
+    b->begin_epoch(5);
+    std::thread tb([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        b->declare_lost(2);  // as if b had found 2 silent
+        MemberView all(*b, {0, 1, 2});
+        all.abandon({0, 2});
+    });
+    const auto t0 = Clock::now();
+    MemberView all(*a, {0, 1, 2});
+    auto r = all.all_gather({9}, LinkClass::kOuterSync, 0);
+    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+    tb.join();
+    ASSERT_FALSE(r);
+    EXPECT_LT(waited, 5.0) << "the peer's abandon must end the wait, not the 30 s silence";
+    EXPECT_EQ(a->lost_members(), (std::vector<int>{2}));
+    a->forgive(2);
+    EXPECT_TRUE(a->lost_members().empty());
+    (void)c;
+}
+
+TEST(Survivors, MessagesOfAnAbandonedAttemptAreDiscarded) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::vector<std::string> eps{"inproc://st0", "inproc://st1"};
+    auto a = ZmqCollective::create(ctx, eps, 0).value();
+    auto b = ZmqCollective::create(ctx, eps, 1).value();
+    b->begin_epoch(1);
+    ASSERT_TRUE(b->send(0, {1, 1, 1}, LinkClass::kOuterSync, 0));  // a ring chunk of attempt 1
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    a->begin_epoch(2);
+    b->begin_epoch(2);
+    ASSERT_TRUE(b->send(0, {2}, LinkClass::kOuterSync, 0));
+    auto m = a->recv(1);
+    ASSERT_TRUE(m) << m.message();
+    EXPECT_EQ(*m, (std::vector<uint8_t>{2}));
+}
+
+}  // namespace
+}  // namespace tw
