@@ -24,13 +24,15 @@ micro_corpus "$work/corpus"
 # The micro model under the flops clock (simulated times are a function of the layout), run.threads
 # = 1 per node; long enough to be killed mid-run, checkpoints every 40 steps.
 layout() {  # algorithm → $work/micro.toml
-  local replicas=2
+  local replicas=2 extra=""
   [ "$1" = none ] && replicas=1
-  { micro_tables "tie_embeddings = false" | sed 's/^steps = 20$/steps = 1500\nckpt_every = 40/'; cat <<TOML; } > "$work/micro.toml"
+  [ "$1" = streaming_diloco ] && extra="fragments = 2"  # at most one per layer; overlap τ = 1 by default
+  { micro_tables "tie_embeddings = false" | sed 's/^steps = 20$/steps = 600\nckpt_every = 40/'; cat <<TOML; } > "$work/micro.toml"
 [outer]
 algorithm = "$1"
 replicas = $replicas
 inner_steps = 10
+$extra
 [network]
 profile = "home-20m"
 [compute]
@@ -87,7 +89,7 @@ for algo in "${algos[@]}"; do
   at="$(complete_ckpt "$db" 1)"
   [ -n "$at" ] || fail "$algo: no checkpoint before the kill"
   last="$(tw_run "$db" runs list | awk '$1 == 1 {print $5}')"
-  [ "$last" -lt 1500 ] || fail "$algo: the run finished before it was killed (step $last)"
+  [ "$last" -lt 600 ] || fail "$algo: the run finished before it was killed (step $last)"
   [ "$(status_of "$db" 1)" = interrupted ] || fail "$algo: a killed run is not shown interrupted: $(tw_run "$db" runs list)"
   out="$(tw_run "$db" runs show 1)"
   grep -q "interrupted: coordinator gone (process" <<<"$out" || fail "$algo: runs show does not say the coordinator is gone: $out"
