@@ -59,7 +59,8 @@ Result<ResumePlan> plan_resume(RunStore& store, int64_t id, const std::string& f
     if (!plan.changed.empty() && !force) {
         std::string list;
         for (auto& c : plan.changed) list += "\n  " + c;
-        return R::error("resume of " + which + " refused: the config differs from the one it was launched with in " +
+        return R::error("resume of " + which + " refused: the config (hash " + config_hash(plan.cfg) +
+                        ") differs from the one it was launched with (hash " + config_hash(*stored) + ") in " +
                         std::to_string(plan.changed.size()) + " key(s):" + list +
                         "\n(--force resumes with the given values)");
     }
