@@ -49,6 +49,9 @@ inline constexpr const char* kRoundGuardClipped = "round.guard_clipped";  // con
 inline constexpr const char* kRoundMembers = "round.members";
 inline constexpr const char* kRoundAttempts = "round.attempts";
 inline constexpr const char* kRoundLateS = "round.late_s";
+// Wall seconds of a round in which a member was lost, from its first attempt to its commit: the
+// wait that found the loss (the heartbeat timeout) and the redo among the survivors.
+inline constexpr const char* kRoundLossWallS = "round.loss_wall_s";
 inline constexpr const char* kRoundStateHash = "round.state_hash";  // 52 bits of the agreed state's hash
 inline constexpr const char* kRoundTFixedHash = "round.t_fixed_hash";     // 52 bits of T_fixed's state hash
 // "round.stage<s>_hash": 52 bits of the hash of stage s's global weights after the round.

@@ -138,7 +138,8 @@ private:
     std::vector<std::string> guard_events_;  // warnings of the last round, for the sink
     std::shared_ptr<PreparedData> data_;
     FaultSchedule faults_;          // [faults] (empty: no scheduled faults)
-    std::vector<int> members_;      // replicas of the last round (empty until the first)
+    std::vector<int> members_;      // replicas of the last round's aggregate (empty until the first)
+    std::vector<int> last_round_;   // replicas present at the last round (the late included)
     int64_t rounds_ = 0;            // synchronisation rounds so far: the transport's attempt numbers
     int64_t down_until_ = -1;       // disconnected: away through the round at this step; −1 = present
     uint64_t recovery_sent_ = 0, recovery_recv_ = 0;
@@ -381,6 +382,16 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
         for (int r : faults_.members(step))
             if (std::find(lost.begin(), lost.end(), r) == lost.end()) members.push_back(r);
     }
+    // A member of the last round that is gone now is noticed the way a real loss is: by waiting out
+    // the heartbeat timeout. The simulated clock pays that wait once (docs/faults.md), so a
+    // scheduled kill costs what a real one would.
+    for (int r : last_round_) {
+        if (std::find(members.begin(), members.end(), r) != members.end()) continue;
+        clock_.wait_until(clock_.now_s() + cfg_.cluster.heartbeat_timeout_s);
+        break;
+    }
+    last_round_ = members;
+    const auto round_start = Clock::now();
     // What a redo starts from: the algorithm's state and the live weights as the round found them.
     auto params = trainer_->model()->parameters();
     const OuterState snapshot = outer_->save_state();
@@ -457,6 +468,7 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
                 record(step, metric::kRoundMembers, static_cast<double>(on_time.size()));
                 record(step, metric::kRoundAttempts, static_cast<double>(attempt + 1));
             }
+            if (attempt > 0) record(step, metric::kRoundLossWallS, since_s(round_start));
             if (!late.empty()) {
                 std::string who;
                 for (int r : late) who += (who.empty() ? "" : ", ") + std::to_string(r);
@@ -491,6 +503,8 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
               "round at step " + std::to_string(step) + ": replica " + g + " lost (" + st.message() +
                   "); the round is redone among replicas " + r);
         members = rest;
+        last_round_ = members;
+        clock_.wait_until(clock_.now_s() + cfg_.cluster.heartbeat_timeout_s);  // the wait that found it lost
     }
 }
 
@@ -550,6 +564,7 @@ Status ReplicaWorker::receive_state(int64_t step, const std::vector<int>& candid
                 return Status::error(role_.name + ": the state from replica " + std::to_string(d) + ": " + st.message());
             rounds_ = s->rounds;
             members_ = s->members;
+            last_round_ = s->members;
             for (int r : s->lost)
                 if (r != me) mesh_->declare_lost(r);
             recovery_recv_ += m->size();

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Integration test of the workbench's headless screenshot mode against a database written by a
 # real short run: the picture is not blank, and the plot area holds the first run's curve colour
-# (Tableau blue 31,119,180), which it does not without the run. The PNG is read by an independent
-# decoder (png_colour.py). Usage: workbench_test.sh PATH_TO_THINWIRE PATH_TO_WORKBENCH
+# (Tableau blue 31,119,180), which it does not without the run. A second run with a scheduled kill
+# (docs/faults.md): with the mouse on the kill's step its marker and hover text show in the fault
+# red (214,39,40), which the run without faults does not have there. The PNG is read by an
+# independent decoder (png_colour.py). Usage: workbench_test.sh PATH_TO_THINWIRE PATH_TO_WORKBENCH
 set -euo pipefail
 tw="$1"
 wb="$2"
@@ -32,4 +34,17 @@ blue="$($py "$here/png_colour.py" "$work/with.png" $rect 31 119 180)"
 rect0="$(shot "$work/without.png")"
 blue0="$($py "$here/png_colour.py" "$work/without.png" $rect0 31 119 180)"
 [ "$blue0" -lt 10 ] || fail "without the run the plot area still has $blue0 pixels of its colour"
-echo "workbench_test: ok ($blue curve pixels with the run, $blue0 without)"
+# Run 2: DiLoCo on 3 replicas, replica 1 killed after step 15 and back after the round at 30. On the
+# step axis (steps 1..40 fill the plot's width) step 15 is at the fraction 14/39 = 0.359.
+"$tw" --db "$work/runs.db" run /dev/null --data-root "$work" --set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" \
+  --set data.vocab_size=200 --set model.d_model=32 --set model.n_layer=2 --set model.n_head=2 \
+  --set model.seq_len=32 --set train.batch_size=4 --set train.warmup_steps=2 --set train.steps=40 \
+  --set train.eval_every=10 --set outer.algorithm=diloco --set outer.replicas=3 --set outer.inner_steps=10 \
+  --set 'faults.events=["kill 1 at 15 rejoin 25"]' >/dev/null
+rect2="$(shot "$work/faults.png" --open 2 --hover 0.359,0.5)"
+red="$($py "$here/png_colour.py" "$work/faults.png" $rect2 214 39 40)"
+[ "$red" -ge 100 ] || fail "the kill's marker has only $red pixels of the fault red"
+rect1="$(shot "$work/nofaults.png" --open 1 --hover 0.359,0.5)"
+red1="$($py "$here/png_colour.py" "$work/nofaults.png" $rect1 214 39 40)"
+[ "$red1" -lt 10 ] || fail "the run without faults has $red1 pixels of the fault red"
+echo "workbench_test: ok ($blue curve pixels with the run, $blue0 without; $red fault-marker pixels, $red1 without faults)"

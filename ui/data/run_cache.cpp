@@ -10,6 +10,7 @@
 #include "core/network.h"
 #include "core/metric_names.h"
 #include "storage/run_liveness.h"
+#include "ui/logic/fault_events.h"
 
 namespace tw::ui {
 namespace {
@@ -38,6 +39,10 @@ Result<RunData> load_run(RunStore& store, int64_t id) {
         auto cfg = parse_config(*toml, "run " + std::to_string(id));
         if (cfg) d.cfg = *cfg, d.cfg_ok = true, d.key_settings = key_settings(*cfg);
     }
+    auto events = store.events(id);
+    if (!events) return events.status();
+    for (auto& e : *events)
+        if (is_fault_kind(e.kind)) d.faults.push_back(std::move(e));
     auto names = store.metric_names(id);
     if (!names) return names.status();
     auto each = [&](const std::string& name, auto&& fn) -> Status {

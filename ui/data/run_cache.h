@@ -38,6 +38,7 @@ struct RunData {
     bool cfg_ok = false;
     std::map<std::string, NodeData> nodes;  // by node name
     std::string key_settings;               // "ddp, R=4, H=15, lr 0.6, wan-1g" for tooltips
+    std::vector<EventRecord> faults;        // the run's fault events (ui/logic/fault_events.h), stored order
     // What the what-if re-timing replays (finished runs only; storage/run_traces.h), or why it cannot.
     std::shared_ptr<const StoredRunTraces> traces;
     std::string traces_error;

@@ -21,11 +21,13 @@
 namespace tw::ui {
 namespace {
 
-// Every dotted key a layout may set, read off the resolved default TOML so the list cannot drift
-// from the field table in core/config_io.cpp.
+// Every dotted key a layout may set, read off the resolved default TOML and the field table, so
+// the list cannot drift from core/config_io.cpp. The table adds the sections the defaults leave
+// out of the TOML ([faults], [hdee]), so their problems land on their fields too.
 const std::set<std::string>& known_keys() {
     static const std::set<std::string> keys = [] {
         std::set<std::string> k;
+        for (const FieldInfo& f : config_fields()) k.insert(f.key);
         std::istringstream in(tw::to_toml(RunConfig{}));
         std::string line, section;
         while (std::getline(in, line)) {

@@ -9,6 +9,8 @@
 
 #include "core/compute_model.h"
 #include "core/metric_names.h"
+#include "ui/data/run_faults.h"
+#include "ui/panels/fault_markers.h"
 
 namespace tw::ui {
 namespace {
@@ -77,6 +79,13 @@ void BytesPanel::draw_rounds(const RunData& d, int64_t id) {
     PlotOptions opt;
     opt.x_label = "step (end of round)";
     opt.y_label = "seconds per round";
+    RoundMarks& m = round_marks_[id];
+    if (m.from != &d) {
+        m.markers.clear();
+        append_markers(fault_marks(d, id, XAxis::kStep, nullptr), m.markers);
+        m.from = &d;
+    }
+    opt.markers = &m.markers;
     plot(("rounds-" + std::to_string(id)).c_str(), series, opt, rounds_views_[id], ImVec2(0, 220));
 }
 

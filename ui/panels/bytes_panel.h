@@ -1,7 +1,8 @@
 // Bytes and time: cumulative bytes per link class and per node of the overlaid runs, per-round
 // compute against exposed communication (utilisation), and a what-if that re-times a finished run
 // for another network profile and/or other hardware (ui/logic/hardware_retime.h) and redraws its
-// simulated-time axis in the plots.
+// simulated-time axis in the plots. The per-round plot marks the run's fault events, as the loss
+// plot does.
 #pragma once
 
 #include <map>
@@ -24,6 +25,11 @@ private:
 
     std::map<int64_t, PlotView> rounds_views_;  // one per run's plot
     std::map<std::string, Series> rounds_;  // "RUN/node/compute|exposed" → per-round seconds
+    struct RoundMarks {
+        const RunData* from = nullptr;
+        std::vector<PlotMarker> markers;  // the run's fault events on the step axis
+    };
+    std::map<int64_t, RoundMarks> round_marks_;
 };
 
 }  // namespace tw::ui

@@ -10,6 +10,7 @@
 #include "core/algorithm.h"
 #include "core/compute_model.h"
 #include "core/config_io.h"
+#include "ui/logic/fault_settings.h"
 #include "ui/logic/replica_settings.h"
 #include "ui/logic/units.h"
 
@@ -26,9 +27,10 @@ void error_for(const LayoutModel& m, const char* key) {
 }
 
 void int_field(LayoutModel& m, const char* label, const char* key, int64_t& v) {
-    int x = static_cast<int>(v);
+    // 64-bit as the config holds it (a churn seed or train.steps beyond 2^31 shows and edits whole).
+    static const int64_t kStep = 1, kStepFast = 100;
     ImGui::SetNextItemWidth(120);
-    if (ImGui::InputInt(label, &x)) v = x;
+    ImGui::InputScalar(label, ImGuiDataType_S64, &v, &kStep, &kStepFast);
     error_for(m, key);
 }
 
@@ -293,6 +295,67 @@ void draw_replica_settings(LayoutModel& model, RunConfig& c) {
 
 }  // namespace
 
+// [faults]: the schedule's entries as rows (each row's own problems under it, in the words of
+// `thinwire run`), the churn, then what losses and stragglers do: the quorum and the round deadline.
+// The expanded schedule (churn's draws included) sits in a tree node, built only when open.
+void LayoutPanel::draw_faults() {
+    RunConfig& c = model.config();
+    auto& events = c.faults.events;
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled("  \"kill R at S rejoin T\", \"disconnect R at S rejoin T\", \"pause R at S until T\", "
+                        "\"slow R at S until T x K\" (R replica, S and T steps; rejoin optional)");
+    ImGui::PopTextWrapPos();
+    size_t remove = events.size();
+    for (size_t i = 0; i < events.size(); ++i) {
+        ImGui::PushID(static_cast<int>(i));
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "%s", events[i].c_str());
+        ImGui::SetNextItemWidth(240);
+        if (ImGui::InputText("##event", buf, sizeof buf)) events[i] = buf;
+        ImGui::SameLine();
+        if (ImGui::SmallButton("remove")) remove = i;
+        for (const std::string& p : fault_event_problems(c, i)) {
+            ImGui::PushTextWrapPos(0);
+            ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "  %s", p.c_str());
+            ImGui::PopTextWrapPos();
+        }
+        ImGui::PopID();
+    }
+    remove_fault_event(c, remove);
+    if (ImGui::SmallButton("add event")) events.push_back(new_fault_event(c));
+    ImGui::SameLine();
+    ImGui::TextDisabled("(faults.events)");
+    // Labels of their own: the field table's are longer than this narrow panel.
+    int_field(model, "churn: mean gap (steps, 0 = off)", "faults.churn.mtbf_steps", c.faults.churn_mtbf_steps);
+    int_field(model, "churn: steps down", "faults.churn.down_steps", c.faults.churn_down_steps);
+    int_field(model, "churn: seed", "faults.churn.seed", c.faults.churn_seed);
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextDisabled("  churn: each replica is killed at random gaps and rejoins the given steps later; a draw that "
+                        "would leave fewer than the quorum is skipped");
+    ImGui::PopTextWrapPos();
+    // The section's own problems that name no field ("[faults]: ..."): also listed at the top.
+    ImGui::PushTextWrapPos(0);
+    for (const std::string& g : model.general_errors())
+        if (g.find("[faults]") != std::string::npos) ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "  %s", g.c_str());
+    ImGui::PopTextWrapPos();
+    int_field(model, "quorum: min live replicas", "cluster.min_replicas", c.cluster.min_replicas);
+    float_field(model, "round deadline (sim s, 0 = off)", "outer.round_deadline_s", c.outer.round_deadline_s);
+    if (!c.faults.enabled()) return;
+    if (ImGui::TreeNode("faults-schedule", "schedule (expanded)")) {
+        const std::string toml = model.to_toml();
+        if (toml != schedule_toml_) {
+            schedule_toml_ = toml;
+            auto lines = schedule_lines(c, 200);
+            schedule_error_ = lines ? "" : lines.message();
+            schedule_ = lines ? std::move(*lines) : std::vector<std::string>{};
+        }
+        if (!schedule_error_.empty()) ImGui::TextDisabled("not built: %s", schedule_error_.c_str());
+        else if (schedule_.empty()) ImGui::TextDisabled("no events within train.steps");
+        for (const std::string& line : schedule_) ImGui::TextUnformatted(line.c_str());
+        ImGui::TreePop();
+    }
+}
+
 void LayoutPanel::draw(ViewState& v) {
     if (!ImGui::CollapsingHeader("Layout", ImGuiTreeNodeFlags_DefaultOpen)) return;
     RunConfig& c = model.config();
@@ -375,6 +438,8 @@ void LayoutPanel::draw(ViewState& v) {
     float_field(model, "stage latency (s, 0 = profile)", "network.stage_latency_s", c.network.stage_latency_s);
     section("per replica: node speed and access link between replicas");
     draw_replica_settings(model, c);
+    section("faults: scheduled failures, churn, survivors and stragglers");
+    draw_faults();
     model.validate(c.cluster.mode == "remote" ? static_cast<int>(c.cluster.endpoints.size()) : -1);
 }
 

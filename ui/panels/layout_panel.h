@@ -1,7 +1,12 @@
 // Layout editor: the run layout as fields (replicas and their nodes, the outer algorithm and its
 // knobs, the cluster, the network's link classes), validated as `thinwire run` validates the TOML,
-// each error shown next to its field; load and save the same TOML the CLI runs.
+// each error shown next to its field; load and save the same TOML the CLI runs. The [faults]
+// section (docs/faults.md): the schedule's entries as editable rows, the churn, the quorum and the
+// round deadline, and the schedule the layout expands to.
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include "ui/logic/layout_model.h"
 #include "ui/view_state.h"
@@ -14,6 +19,14 @@ struct LayoutPanel {
     int nodes_available = -1;  // from the nodes panel's remote endpoints; −1 = let the cluster decide
 
     void draw(ViewState& v);
+
+private:
+    void draw_faults();
+    // The expanded schedule shown under [faults], remade when the layout's TOML changes (churn can
+    // draw many events, so not every frame).
+    std::string schedule_toml_;
+    std::vector<std::string> schedule_;
+    std::string schedule_error_;
 };
 
 }  // namespace tw::ui

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <fstream>
 
+#include "ui/panels/fault_markers.h"
+
 
 namespace tw::ui {
 namespace {
@@ -23,6 +25,7 @@ ImU32 shade(ImU32 c, float alpha) {
 void PlotsPanel::rebuild(ViewState& v) {
     series_.clear();
     series_keys_.clear();
+    markers_.clear();
     if (!v.cache) return;
     size_t run_index = 0;
     for (int64_t id : v.runs) {
@@ -37,6 +40,14 @@ void PlotsPanel::rebuild(ViewState& v) {
         std::shared_ptr<const Result<RetimedRun>> replay;
         if (!what_if.empty() && axis_ == static_cast<int>(XAxis::kSimTime)) replay = v.retimes.get(id, it->second, what_if);
         const RetimedRun* retimed = replay && *replay ? &replay->value() : nullptr;
+        if (show_faults_) {
+            BuiltMarks& m = marks_[id];
+            if (m.from != &d || m.axis != axis_ || m.replay != replay.get()) {
+                m.marks = fault_marks(d, id, static_cast<XAxis>(axis_), retimed);
+                m.from = &d, m.axis = axis_, m.replay = replay.get();
+            }
+            append_markers(m.marks, markers_);
+        }
         size_t node_index = 0;
         for (auto& [node, nd] : d.nodes) {
             const std::string key = std::to_string(id) + "/" + node;
@@ -120,6 +131,11 @@ void PlotsPanel::draw(ViewState& v) {
     ImGui::SameLine();
     ImGui::Checkbox("val", &show_val_);
     ImGui::SameLine();
+    ImGui::Checkbox("faults", &show_faults_);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("fault events as vertical lines: scheduled faults, lost nodes and members, rejoins,\n"
+                          "state sent to a joiner, stragglers left out, membership changes (docs/faults.md)");
+    ImGui::SameLine();
     ImGui::SetNextItemWidth(110);
     ImGui::SliderFloat("smoothing", &smoothing_, 0.0f, 0.99f, "%.2f");
     ImGui::SameLine();
@@ -140,6 +156,7 @@ void PlotsPanel::draw(ViewState& v) {
     opt.log_x = log_x_;
     opt.log_y = log_y_;
     opt.smoothing = smoothing_;
+    opt.markers = &markers_;
     if (series_.empty()) ImGui::TextDisabled("tick runs in History (or start one) to plot them");
     rect_ = plot("loss", series_, opt, view_, ImVec2(0, 0));
     // The legend toggles curves; remember them across rebuilds.

@@ -605,10 +605,37 @@ void draw_legend(ImDrawList* dl, const std::vector<PlotSeries>& series, const st
     }
 }
 
+// Vertical markers (PlotOptions::markers) over the curves, inside the plot area's clip: a faint
+// line each (2 px while hovered), the label along it near the top unless it would overlap the
+// previous label. Returns the markers within a few pixels of the cursor's x (`mouse_x`; NaN when the
+// cursor is not over the plot) for the tooltip. A few vertices per marker: no cache needed.
+std::vector<const PlotMarker*> draw_markers(ImDrawList* dl, const std::vector<PlotMarker>& markers, const PlotRect& r,
+                                            const Axis& xa, float mouse_x) {
+    constexpr float kHoverPx = 4;
+    std::vector<const PlotMarker*> near;
+    const float fs = ImGui::GetFontSize();
+    float last_label = -kInf;
+    for (const PlotMarker& m : markers) {
+        const double a = xa.to_axis(m.x);
+        if (!std::isfinite(a) || a < xa.lo || a > xa.hi) continue;
+        const float x = std::floor(xa.px(a)) + 0.5f;
+        const bool hot = std::abs(x - mouse_x) <= kHoverPx;
+        if (hot) near.push_back(&m);
+        dl->AddLine(ImVec2(x, r.min.y), ImVec2(x, r.max.y), with_alpha(m.color, hot ? 0.95f : 0.55f), hot ? 2.0f : 1.0f);
+        if (m.label.empty() || x - last_label < fs + 2) continue;
+        const float w = ImGui::CalcTextSize(m.label.c_str()).x;
+        if (w + 8 > r.max.y - r.min.y) continue;  // the plot is too short for it
+        add_text_vertical(dl, ImVec2(x + 2, r.min.y + 4 + w), with_alpha(m.color, 1.0f), m.label.c_str());
+        last_label = x;
+    }
+    return near;
+}
+
 // Crosshair, a marker on each visible series' point nearest the cursor's x, and the tooltip: one
 // table row per series (label, x, y, raw y when smoothed, the series' own tooltip text).
 void draw_hover(ImDrawList* dl, const std::vector<PlotSeries>& series, const std::vector<Curve>& curves,
-                const PlotRect& r, const Axis& xa, const Axis& ya, const PlotOptions& opt) {
+                const PlotRect& r, const Axis& xa, const Axis& ya, const PlotOptions& opt,
+                const std::vector<const PlotMarker*>& near) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     dl->AddLine(ImVec2(mouse.x, r.min.y), ImVec2(mouse.x, r.max.y), ImGui::GetColorU32(ImGuiCol_Text, 0.3f));
     const double cx = xa.at(mouse.x);
@@ -650,6 +677,13 @@ void draw_hover(ImDrawList* dl, const std::vector<PlotSeries>& series, const std
             ImGui::TextDisabled("%s", s.tooltip.c_str());
         }
         ImGui::EndTable();
+    }
+    // The markers under the cursor, below the table: their hover text in their colour.
+    for (const PlotMarker* m : near) {
+        ImGui::Separator();
+        ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40);
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(with_alpha(m->color, 1.0f)), "%s", m->text.c_str());
+        ImGui::PopTextWrapPos();
     }
     ImGui::EndTooltip();
 }
@@ -769,7 +803,10 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
                     ImGui::GetColorU32(ImGuiCol_TextDisabled), "no data");
     }
     const bool on_legend = std::any_of(rows.begin(), rows.end(), [](const LegendRow& row) { return row.hovered; });
-    if (hovered && !active && !on_legend && drawn) draw_hover(dl, series, curves, r, xa, ya, opt);
+    const bool hover = hovered && !active && !on_legend && drawn;
+    std::vector<const PlotMarker*> near;
+    if (opt.markers && drawn) near = draw_markers(dl, *opt.markers, r, xa, hover ? io.MousePos.x : float(kNaN));
+    if (hover) draw_hover(dl, series, curves, r, xa, ya, opt, near);
     dl->PopClipRect();
     dl->AddRect(r.min, r.max, ImGui::GetColorU32(ImGuiCol_Border));
 

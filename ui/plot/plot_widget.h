@@ -31,6 +31,17 @@ struct PlotSeries {
     std::string tooltip;           // extra hover text, e.g. the run's key settings ("diloco H=15 lr=0.7")
 };
 
+// A vertical marker at one x, e.g. a fault event of a run (ui/data/run_faults.h): a thin line
+// across the plot area, `label` written along it near the top, and `text` (may hold several lines)
+// in the hover tooltip while the cursor is within a few pixels of it. Markers do not take part in
+// auto-fit; one outside the visible x-range (or at x <= 0 on a log x axis) is not drawn.
+struct PlotMarker {
+    double x = 0;              // data units
+    ImU32 color = 0xFFFFFFFF;  // IM_COL32
+    std::string label;         // short; skipped where it would overlap the previous marker's
+    std::string text;          // hover text
+};
+
 struct PlotOptions {
     std::string x_label;   // under the x axis, e.g. "step"
     std::string y_label;   // left of the y axis, drawn vertically, e.g. "train.loss"
@@ -40,6 +51,7 @@ struct PlotOptions {
     size_t buckets = 0;    // min/max decimation buckets per series; 0 = the plot area's width in pixels
     bool legend = true;    // draw the legend (top right, inside the plot area)
     float line_width = 1;  // pixels; the curve's width without smoothing (the smoothed curve is 2, its raw one 1)
+    const std::vector<PlotMarker>* markers = nullptr;  // vertical markers, drawn over the curves; not owned
 };
 
 // The visible range, in data units (on a log axis too: x_lo = 10 means 10, not 10^10). Kept by the

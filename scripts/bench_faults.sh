@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Measured figures of issue 16 (README "Faults"), printed as a table:
+#  1. a replica process SIGKILLed mid-run (local processes, 3 DiLoCo replicas of the tiny model,
+#     ring): wall seconds of the round in which it was lost (the wait that found it, then the redo
+#     among the survivors: round.loss_wall_s) for two heartbeat timeouts, and that round's simulated
+#     cost (the same timeout, charged to the clock, plus the round);
+#  2. recovery bytes a rejoining replica receives, per algorithm, for the tiny and small models
+#     (a scheduled kill and rejoin on threads), against the model's parameter bytes P·4.
+# Usage: scripts/bench_faults.sh [THINWIRE]   (from the repository root, after scripts/setup.sh)
+set -euo pipefail
+tw="${1:-build/release/app/thinwire}"
+tw="$(realpath "$tw")"
+work="$(mktemp -d)"
+trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
+# The quickstart's settings without its variants: tiny model on Brown, flops clock, wan-1g.
+cat > "$work/layout.toml" <<TOML
+[data]
+cache_dir = "$(pwd)/.cache/thinwire"
+[train]
+batch_size = 4
+warmup_steps = 30
+eval_every = 100
+[outer]
+algorithm = "diloco"
+inner_steps = 15
+lr = 0.6
+[network]
+profile = "wan-1g"
+[compute]
+model = "flops"
+TOML
+q() { /usr/bin/python3 -c "import sqlite3,sys; r=sqlite3.connect('$work/f.db').execute(sys.argv[1]).fetchall(); print(r[0][0] if r and r[0][0] is not None else '')" "$1"; }
+id_of() { "$tw" --db "$work/f.db" runs list | awk -v n="$1" '$2 == n {print $1}'; }
+
+echo "| heartbeat timeout | round.loss_wall_s (measured) | simulated cost of that round | redone among |"
+echo "|---|---|---|---|"
+for hb in 2 5; do
+  name="sigkill-hb$hb"
+  "$tw" --db "$work/f.db" run "$work/layout.toml" --set outer.replicas=3 \
+    --set cluster.mode=local --set cluster.heartbeat_timeout_s=$hb --set train.steps=150 --set run.name=$name \
+    > "$work/$name.log" 2>&1 &
+  sub=$!
+  for _ in $(seq 1 900); do  # until replica-2 has trained 40 steps
+    n="$(q "select count(*) from metrics m join runs r on r.id = m.run_id where r.name = '$name' and m.node = 'replica-2' and m.name = 'train.loss'" 2>/dev/null || true)"
+    [ -n "$n" ] && [ "$n" -ge 40 ] && break
+    sleep 0.2
+  done
+  kill -KILL "$(pgrep -P "$sub" | tail -1)"
+  wait "$sub" || true
+  id="$(id_of "$name")"
+  wall="$(q "select value from metrics where run_id = $id and node = 'replica-0' and name = 'round.loss_wall_s'")"
+  step="$(q "select step from metrics where run_id = $id and node = 'replica-0' and name = 'round.loss_wall_s'")"
+  comm="$(q "select value from metrics where run_id = $id and node = 'replica-0' and name = 'round.comm_s' and step = $step")"
+  printf '| %s s | %.2f s | %s s + %.3f s | replicas 0, 1 (step %s) |\n' "$hb" "$wall" "$hb" "$comm" "$step"
+done
+
+echo
+echo "| model | parameters P | algorithm | recovery bytes | ÷ P·4 |"
+echo "|---|---|---|---|---|"
+for preset in tiny small; do
+  for algo in diloco sparseloco streaming_diloco noloco demo; do
+    name="rejoin-$preset-$algo"
+    "$tw" --db "$work/f.db" run "$work/layout.toml" --set outer.algorithm=$algo --set outer.replicas=2 \
+      --set model.preset=$preset --set train.steps=12 --set outer.inner_steps=4 --set outer.fragments=2 \
+      --set train.batch_size=1 --set train.eval_batches=1 --set train.eval_every=0 \
+      --set 'faults.events=["kill 1 at 5 rejoin 6"]' --set run.name=$name > "$work/$name.log" 2>&1 ||
+      { echo "$name failed:"; tail -5 "$work/$name.log"; exit 1; }
+    id="$(id_of "$name")"
+    rec="$(q "select max(value) from metrics where run_id = $id and name = 'bytes.outer.recovery.recv'")"
+    p="$(grep -o 'starts: [0-9]* parameters' "$work/$name.log" | head -1 | awk '{print $2}')"
+    [ -n "$p" ] || p="$("$tw" --db "$work/f.db" runs show "$id" | grep -o 'starts: [0-9]* parameters' | head -1 | awk '{print $2}')"
+    printf '| %s | %s | %s | %s | %.3f |\n' "$preset" "$p" "$algo" "$rec" "$(awk -v r="$rec" -v p="$p" 'BEGIN {print r / (p * 4)}')"
+  done
+done
