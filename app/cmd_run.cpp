@@ -13,6 +13,7 @@
 #include "app/commands.h"
 #include "app/engine_node.h"
 #include "app/run_tables.h"
+#include "coordinator/resume_plan.h"
 #include "coordinator/run_session.h"
 #include "core/config_io.h"
 #include "core/data_root.h"
@@ -28,7 +29,44 @@ struct RunArgs {
     std::string file;
     std::vector<std::string> sets;
     std::string data_root;
+    int64_t resume = 0;  // --resume RUN
+    bool force = false;  // --force: resume with a config that differs from the stored one
 };
+
+// Prints a finished session's tables as `run` does for each of its runs.
+void print_result(const SessionResult& r, const RunConfig& cfg) {
+    std::printf("run %lld %s after %.1f s%s%s\n", (long long)r.run_id, to_string(r.status), r.wall_s,
+                r.reason.empty() ? "" : ": ", r.reason.c_str());
+    if (!r.nodes.empty()) {  // a run that failed preparing its data has no nodes to show
+        print_nodes(r);
+        if (cfg.skippipe.enabled()) print_skippipe(r);
+        std::printf("  unigram baseline %.4f nats/token\n", r.unigram);
+    }
+    if (!r.hdee_tables.empty()) std::printf("%s", r.hdee_tables.c_str());
+}
+
+int exit_code(const SessionResult& r) {
+    return r.status == RunStatus::kFinished ? 0 : r.status == RunStatus::kInterrupted ? 130 : 1;
+}
+
+// `thinwire run --resume RUN [FILE] [--set k=v]... [--force]`: the same run id goes on from its
+// nodes' latest common checkpoint (coordinator/resume_plan.h says what is refused).
+int resume_layout(const Globals& g, const RunArgs& a) {
+    const std::string root = unwrap(coordinator_data_root(a.data_root));
+    RunStore store = unwrap(RunStore::open(g.db_path));
+    const ResumePlan plan = unwrap(plan_resume(store, a.resume, a.file, a.sets, root, a.force));
+    for (auto& c : plan.changed) std::printf("resume with --force: %s\n", c.c_str());
+    char exe[4096] = {};
+    if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) throw Error("cannot find this executable's path");
+    g_interrupt = false;
+    auto prev_int = std::signal(SIGINT, on_interrupt);
+    auto prev_term = std::signal(SIGTERM, on_interrupt);
+    SessionResult r = run_session(plan.cfg, g.db_path, plan.run.group, engine_hooks(exe), root, g_interrupt, a.resume);
+    std::signal(SIGINT, prev_int);
+    std::signal(SIGTERM, prev_term);
+    print_result(r, plan.cfg);
+    return exit_code(r);
+}
 
 const char* kDataRootHelp =
     "the folder this coordinator and the nodes it starts read and write (default: the working directory); "
@@ -68,15 +106,8 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
     for (auto& [variant, cfg] : plan.runs) {
         if (g_interrupt) break;
         SessionResult r = run_session(cfg, g.db_path, group, engine_hooks(exe), root, g_interrupt);
-        std::printf("run %lld %s after %.1f s%s%s\n", (long long)r.run_id, to_string(r.status), r.wall_s,
-                    r.reason.empty() ? "" : ": ", r.reason.c_str());
-        if (!r.nodes.empty()) {  // a run that failed preparing its data has no nodes to show
-            print_nodes(r);
-            if (cfg.skippipe.enabled()) print_skippipe(r);
-            std::printf("  unigram baseline %.4f nats/token\n", r.unigram);
-        }
-        if (!r.hdee_tables.empty()) std::printf("%s", r.hdee_tables.c_str());
-        if (r.status != RunStatus::kFinished) rc = r.status == RunStatus::kInterrupted ? 130 : 1;
+        print_result(r, cfg);
+        rc = exit_code(r);
         results.push_back(std::move(r));
         if (rc) break;
     }
@@ -92,10 +123,20 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
 Command add_run(CLI::App& app, const Globals& g) {
     auto* sub = app.add_subcommand("run", "Run a layout (its variants one after another) on threads, local processes or remote nodes");
     auto args = std::make_shared<RunArgs>();
-    sub->add_option("layout", args->file, "TOML run layout, e.g. experiments/quickstart.toml")->required();
+    sub->add_option("layout", args->file,
+                    "TOML run layout, e.g. experiments/quickstart.toml (with --resume: optional, checked against the stored one)");
     sub->add_option("--set", args->sets, "Override a key, e.g. --set cluster.mode=local (repeatable)");
     sub->add_option("--data-root", args->data_root, kDataRootHelp);
-    return {sub, [&g, args] { return run_layout(g, args->file, args->sets, false, args->data_root); }};
+    sub->add_option("--resume", args->resume,
+                    "continue interrupted or failed run RUN from its nodes' latest common checkpoint (train.ckpt_every)")
+        ->check(CLI::PositiveNumber);
+    sub->add_flag("--force", args->force, "with --resume: accept a layout or --set values that differ from the stored config");
+    return {sub, [&g, args] {
+                if (args->resume > 0) return resume_layout(g, *args);
+                if (args->force) throw Error("--force applies to --resume only");
+                if (args->file.empty()) throw Error("run: a layout file is required (or --resume RUN)");
+                return run_layout(g, args->file, args->sets, false, args->data_root);
+            }};
 }
 
 Command add_sweep(CLI::App& app, const Globals& g) {

@@ -22,6 +22,7 @@
 #include "core/algorithm.h"
 #include "core/timeline.h"
 #include "storage/export.h"
+#include "storage/run_liveness.h"
 #include "storage/run_store.h"
 #include "storage/run_traces.h"
 
@@ -117,6 +118,8 @@ int run_export(RunStore& store, const RunsArgs& a) {
 
 int dispatch(const Globals& g, const RunsArgs& a) {
     RunStore store = unwrap(RunStore::open(g.db_path));
+    // A running run whose coordinator is gone is interrupted: recorded before anything is shown.
+    unwrap(mark_lost_runs(store));
     if (a.sub == "list") return run_list(store, g);
     if (a.sub == "show") return run_show(store, a.ids.at(0));
     if (a.sub == "compare") return run_compare(store, a.ids);

@@ -6,7 +6,9 @@
 #include <ctime>
 
 #include "app/layout_plan.h"
+#include "coordinator/resume_plan.h"
 #include "core/config_io.h"
+#include "storage/run_store.h"
 
 namespace tw::cli {
 
@@ -35,6 +37,18 @@ Status SessionDriver::start(const RunConfig& cfg) {
     session_ = std::make_unique<Session>(*checked, db_path_, "workbench@" + std::to_string(std::time(nullptr)),
                                          engine_hooks(exe_),
                                          data_root_, /*print_progress=*/false);
+    return Status::ok();
+}
+
+Status SessionDriver::continue_run(int64_t id) {
+    if (session_ && !session_->snapshot().done) return Status::error("a run is still in progress");
+    auto store = RunStore::open(db_path_);
+    if (!store) return store.status();
+    auto plan = plan_resume(*store, id, "", {}, data_root_, /*force=*/false);
+    if (!plan) return plan.status();
+    session_.reset();
+    session_ = std::make_unique<Session>(plan->cfg, db_path_, plan->run.group, engine_hooks(exe_), data_root_,
+                                         /*print_progress=*/false, id);
     return Status::ok();
 }
 

@@ -24,6 +24,7 @@ public:
     void pause() override;
     void resume() override;
     void stop() override;
+    Status continue_run(int64_t id) override;
     ui::DriverSnapshot snapshot() override;
     Result<std::vector<std::string>> spawn_processes(int n) override;
     Result<ui::LayoutPlan> plan(const RunConfig& cfg) const override;  // app/layout_plan.h

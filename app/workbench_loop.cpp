@@ -6,7 +6,9 @@
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
 
+#include <atomic>
 #include <cfloat>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -16,6 +18,15 @@
 #include "ui/workbench.h"
 
 namespace tw::cli {
+namespace {
+
+// SIGINT / SIGTERM close the window as its close button does: the frame loop ends, and the
+// driver's destructor stops a running session (stored interrupted, checkpointed when
+// train.ckpt_every is set) before the process exits.
+std::atomic<bool> g_close{false};
+extern "C" void on_close_signal(int) { g_close = true; }
+
+}  // namespace
 
 int workbench_loop(const WorkbenchArgs& a, GLFWwindow* window) {
     SessionDriver driver(a.db, sibling_thinwire_exe(),
@@ -36,13 +47,16 @@ int workbench_loop(const WorkbenchArgs& a, GLFWwindow* window) {
     tw::ui::Workbench wb(opts, driver);
     if (!a.layout.empty()) tw::check(wb.load_layout(a.layout));
     if (a.start) tw::check(wb.start());
+    if (a.resume > 0) tw::check(driver.continue_run(a.resume));
     if (!a.screenshot.empty()) wb.load_now();  // the picture must show the data, not a loading frame
     const auto t0 = std::chrono::steady_clock::now();
     auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= a.wait_s; };
     double hx = -1, hy = -1;
     if (!a.hover.empty() && std::sscanf(a.hover.c_str(), "%lf,%lf", &hx, &hy) != 2) hx = -1;
     // With --screenshot the loop ends at the screenshot (after --frames frames and --wait-s seconds).
-    for (int f = 0; !glfwWindowShouldClose(window); ++f) {
+    std::signal(SIGINT, on_close_signal);
+    std::signal(SIGTERM, on_close_signal);
+    for (int f = 0; !glfwWindowShouldClose(window) && !g_close; ++f) {
         if (a.screenshot.empty() && a.frames > 0 && f >= a.frames) break;
         if (a.wait_s > 0 && !waited()) std::this_thread::sleep_for(std::chrono::milliseconds(30));
         glfwPollEvents();

@@ -26,6 +26,7 @@ struct WorkbenchArgs {
     bool val_only = false;
     std::string layout; // load this layout into the editor
     bool start = false; // and start it
+    int64_t resume = 0; // continue this interrupted run at once (History's Resume button)
     double wait_s = 0;  // with --screenshot: keep rendering at least this long (a live run's progress)
     std::string data_root;  // "" = the working directory (coordinator/run_session.h coordinator_data_root)
     std::string what_if_network;   // --what-if-network: re-time the --open runs for this network profile

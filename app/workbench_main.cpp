@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     app.add_flag("--val-only", a.val_only, "plot validation loss only");
     app.add_option("--layout", a.layout, "load this layout (TOML) into the editor");
     app.add_flag("--start", a.start, "start the loaded layout at once");
+    app.add_option("--resume", a.resume, "continue this interrupted or failed run at once (as History's Resume button)");
     app.add_option("--wait-s", a.wait_s, "with --screenshot: render at least this many seconds first (a live run)");
     app.add_option("--data-root", a.data_root,
                    "the folder runs and the nodes started here read and write (default: the working directory)");

@@ -26,6 +26,8 @@
 #include "remote/protocol.h"
 #include "remote/cluster.h"
 #include "remote/coordinator.h"
+#include "coordinator/resume_plan.h"
+#include "storage/run_liveness.h"
 #include "storage/run_store.h"
 
 namespace tw {
@@ -101,6 +103,7 @@ void Session::body(RunConfig cfg) {
         RunConfig here = cfg;
         check(confine_paths(here, data_root_));
     }
+    const std::string launch_toml = to_toml(cfg);  // before this session adapts it (run --resume starts here)
     const int64_t need = nodes_needed(cfg);
     const int n = static_cast<int>(cfg.cluster.nodes > 0 ? cfg.cluster.nodes : need);
     // Threads of one process share its cores.
@@ -165,8 +168,38 @@ void Session::body(RunConfig cfg) {
         }
     }
 
-    out.run_id = unwrap(store.create_run(cfg.run.name, "run", to_toml(cfg), config_hash(cfg), cfg.run.seed));
-    check(store.set_run_group(out.run_id, group_, cfg.cluster.mode));
+    // A new run, or the one being resumed (checked before anything is changed in the store).
+    LaunchRecord launch{launch_toml, ""};
+    int64_t resume_step = -1;
+    if (resume_run_ > 0) {
+        std::vector<std::string> names;
+        for (auto& r : roles) names.push_back(r.name);
+        const ResumePoint at = unwrap(resume_point(store, resume_run_, names));
+        resume_step = at.step;
+        launch.uid = at.uid;
+        out.run_id = resume_run_;
+        check(store.reopen_run(out.run_id));
+        const int64_t dropped = unwrap(store.delete_metrics_after(out.run_id, resume_step));
+        check(store.set_config(out.run_id, to_toml(cfg), config_hash(cfg)));
+        check(store.add_event(out.run_id, {since_s(t0), "coordinator", EventLevel::kInfo, "resume",
+                                           "resumed at step " + std::to_string(resume_step) + " (" +
+                                               std::to_string(dropped) + " metric rows after it deleted)"}));
+        out.resumed_at = resume_step;
+    } else {
+        out.run_id = unwrap(store.create_run(cfg.run.name, "run", to_toml(cfg), config_hash(cfg), cfg.run.seed));
+        check(store.set_run_group(out.run_id, group_, cfg.cluster.mode));
+        char uid[17];
+        std::snprintf(uid, sizeof uid, "%016llx", static_cast<unsigned long long>(random_token()));
+        launch.uid = uid;
+    }
+    check(store.set_launch(out.run_id, launch));
+    check(store.set_coordinator(out.run_id, static_cast<int64_t>(getpid()), this_host_name()));
+    // Every node's checkpoints live in <data.cache_dir>/checkpoints/<this> under its own data root.
+    const std::string checkpoint_run = "run-" + std::to_string(out.run_id) + "-" + launch.uid;
+    for (NodeRole& r : roles) {
+        if (cfg.train.ckpt_every > 0 || resume_step >= 0) r.checkpoint_run = checkpoint_run;
+        r.resume_step = resume_step;
+    }
     if (Status st = store.add_event(out.run_id,
                           {since_s(t0), "coordinator", EventLevel::kInfo, "data", "data " + to_text(fingerprint)}); !st)
         std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
@@ -176,6 +209,8 @@ void Session::body(RunConfig cfg) {
     }
     const bool one_node = algorithm_of(cfg) == Algorithm::kNone;
     for (size_t i = 0; i < roles.size(); ++i) {
+        out.nodes.push_back(roles[i].name);
+        if (resume_step >= 0) continue;  // a resumed run's nodes are stored already
         const NodeInfo& ni = coord->nodes()[i];
         RunNode rn;
         rn.node = roles[i].name;
@@ -192,7 +227,6 @@ void Session::body(RunConfig cfg) {
         rn.version = ni.version;
         rn.threads = ni.threads;
         check(store.add_node(out.run_id, rn));
-        out.nodes.push_back(roles[i].name);
     }
     if (print_ && cfg.hdee.enabled())
         std::printf("run %lld \"%s\": hdee, %zu ensembles × %zu domains, one expert node each, on %s (%d nodes, %lld "
@@ -213,6 +247,9 @@ void Session::body(RunConfig cfg) {
                 cfg.cluster.nodes_per_replica == 1 ? "" : "s", cfg.cluster.mode.c_str(), n, n == 1 ? "" : "s",
                 (long long)cfg.run.threads, cfg.run.threads == 1 ? "" : "s", (long long)cfg.train.steps);
 
+    if (print_ && resume_step >= 0)
+        std::printf("run %lld resumes at step %lld (every node's latest common checkpoint)\n", (long long)out.run_id,
+                    (long long)resume_step);
     StoreSink sink(store, out.run_id, cfg.train.steps, cfg.train.log_every, out.nodes, print_,
                    [this](const EventRecord& e) { add_log(e.node + ": " + e.kind + ": " + e.text); });
     set_phase("running");
@@ -227,9 +264,14 @@ void Session::body(RunConfig cfg) {
     if (Status st = coord->configure(roles, to_toml(without_keys(cfg))); !st) outcome = RunOutcome{RunStatus::kFailed, st.message()};
     else if (Status st2 = coord->start(); !st2) outcome = RunOutcome{RunStatus::kFailed, st2.message()};
     bool stop_sent = false;
-    Clock::time_point stop_at;
+    Clock::time_point stop_at, last_beat = Clock::now();
     while (!outcome) {
         outcome = coord->poll(sink, 100);
+        if (since_s(last_beat) >= kCoordinatorHeartbeatS) {  // readers tell a live coordinator from a dead one
+            if (Status st = store.heartbeat(out.run_id); !st)
+                std::fprintf(stderr, "thinwire: heartbeat not stored: %s\n", st.message().c_str());
+            last_beat = Clock::now();
+        }
         sink.redraw();
         publish(coord->nodes());
         if (pause_req_.exchange(false)) {
@@ -305,9 +347,9 @@ void Session::body(RunConfig cfg) {
 }
 
 Session::Session(RunConfig cfg, std::string db_path, std::string group, EngineHooks hooks, std::string data_root,
-                 bool print_progress)
+                 bool print_progress, int64_t resume_run)
     : db_path_(std::move(db_path)), group_(std::move(group)), data_root_(std::move(data_root)),
-      hooks_(std::move(hooks)), print_(print_progress) {
+      hooks_(std::move(hooks)), print_(print_progress), resume_run_(resume_run) {
     thread_ = std::thread([this, cfg = std::move(cfg)] {
         try {
             body(cfg);
@@ -369,8 +411,8 @@ void Session::publish(const std::vector<NodeInfo>& nodes) {
 }
 
 SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::string& group, EngineHooks hooks,
-                          const std::string& data_root, const std::atomic<bool>& interrupt) {
-    Session s(std::move(cfg), db_path, group, std::move(hooks), data_root, /*print_progress=*/true);
+                          const std::string& data_root, const std::atomic<bool>& interrupt, int64_t resume_run) {
+    Session s(std::move(cfg), db_path, group, std::move(hooks), data_root, /*print_progress=*/true, resume_run);
     while (!s.snapshot().done) {
         if (interrupt.load()) s.stop();
         std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -47,6 +47,7 @@ struct SessionResult {
     std::vector<std::string> nodes;                // role names, node order
     std::map<std::string, WorkerSummary> summary;  // by role name
     std::string hdee_tables;                       // an HDEE run's combined figures as text ("" otherwise)
+    int64_t resumed_at = -1;                       // a resumed run: the checkpoint step it went on from
 };
 
 // What a front end shows while the session runs; copied under a lock.
@@ -67,8 +68,13 @@ public:
     // (absolute, canonical: coordinator_data_root) is where this coordinator and the nodes it
     // starts read and write; cfg's paths are made relative to it (core/data_root.h) before anything
     // starts, and a path outside it fails the session before any node runs.
+    //
+    // `resume_run` > 0 continues that run of the store instead of creating one (`thinwire run
+    // --resume`, coordinator/resume_plan.h): same id, every node loading its checkpoint of the
+    // latest step all of them wrote, the metrics stored after that step deleted, status running
+    // again. `cfg` is then the run's launch config (or what --force put in its place).
     Session(RunConfig cfg, std::string db_path, std::string group, EngineHooks hooks, std::string data_root,
-            bool print_progress);
+            bool print_progress, int64_t resume_run = 0);
     ~Session();  // stops the run and waits for it
 
     void pause() { pause_req_ = true; }
@@ -91,6 +97,7 @@ private:
     std::string db_path_, group_, data_root_;
     EngineHooks hooks_;
     bool print_;
+    int64_t resume_run_ = 0;
     std::atomic<bool> pause_req_{false}, resume_req_{false}, stop_req_{false};
     mutable std::mutex mu_;
     SessionSnapshot snap_;
@@ -101,8 +108,9 @@ private:
 
 // The CLI's way: a session with progress lines, Ctrl-C (the flag) stopping it cleanly. Throws
 // tw::Error when the run could not start at all.
+// `resume_run` as Session's.
 SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::string& group, EngineHooks hooks,
-                          const std::string& data_root, const std::atomic<bool>& interrupt);
+                          const std::string& data_root, const std::atomic<bool>& interrupt, int64_t resume_run = 0);
 
 // A coordinator's data root (`--data-root DIR`), absolute and canonical: DIR (created 0700 when
 // missing), or the working directory when empty, so layouts written relative to it (cache_dir =

@@ -51,9 +51,13 @@ struct TrainConfig {
     int64_t eval_every = 100;       // steps between validation passes; 0 = only at the end
     int64_t eval_batches = 8;       // validation batches per pass
     int64_t log_every = 10;         // steps between plain progress lines (non-terminal output)
-    int64_t ckpt_every = 0;         // steps between checkpoints; 0 = only at the end when ckpt_path set
-    std::string ckpt_path;          // checkpoint file; empty = no checkpoints
-    bool resume = false;            // continue from ckpt_path if it exists
+    // Steps between checkpoints, every run kind (docs/checkpoints.md): each node writes its own,
+    // run-scoped, at the first round boundary at or after each multiple, and where a clean stop
+    // leaves it; `thinwire run --resume RUN` continues from them. 0 = none (one-node runs with
+    // ckpt_path: only at the end).
+    int64_t ckpt_every = 0;
+    std::string ckpt_path;          // one-node runs: also this file (every ckpt_every steps and at the end)
+    bool resume = false;            // one-node runs: continue from ckpt_path if it exists
 };
 
 // [outer] — the cross-replica algorithm. Replicas are engine nodes brought up by the coordinator

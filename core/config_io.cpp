@@ -660,6 +660,7 @@ void validate_hdee(const RunConfig& c, std::vector<std::string>& p) {
     if (!c.data.genres.empty()) p.push_back("data.genres: leave unset with [hdee] (hdee.domain_genres sets it per expert)");
     if (!c.data.train_shard.empty()) p.push_back("data.train_shard: HDEE needs the corpus's genres");
     if (!c.train.ckpt_path.empty()) p.push_back("train.ckpt_path: HDEE experts do not checkpoint");
+    if (c.train.ckpt_every > 0) p.push_back("train.ckpt_every: HDEE experts do not checkpoint");
     if (c.train.steps < 1) p.push_back("train.steps: the homogeneous experts' steps must be at least 1");
     if (h.eval_doc_tokens > 0 && h.eval_doc_tokens <= c.model.seq_len)
         p.push_back("hdee.eval_doc_tokens " + std::to_string(h.eval_doc_tokens) + " is not above model.seq_len " +
@@ -689,8 +690,17 @@ Status validate_config(const RunConfig& c) {
     const auto algo = parse_algorithm(c.outer.algorithm);
     if (!algo) p.push_back("outer.algorithm \"" + c.outer.algorithm + "\" is unknown (expected one of: " + algorithm_names() + ")");
     const bool single = algo == Algorithm::kNone;
+    // train.ckpt_path is one node's file (`thinwire train`, train.resume); every run kind
+    // checkpoints with train.ckpt_every alone, run-scoped (docs/checkpoints.md).
     if (algo && !single && !c.train.ckpt_path.empty())
-        p.push_back("train.ckpt_path: checkpoints of " + c.outer.algorithm + " runs are not supported yet");
+        p.push_back("train.ckpt_path: a one-node run's file; a " + c.outer.algorithm +
+                    " run checkpoints every node with train.ckpt_every alone (resume: thinwire run --resume RUN)");
+    if (c.train.ckpt_every > 0 && c.cluster.stages > 1)
+        p.push_back("train.ckpt_every: checkpoints of runs with pipeline replicas (cluster.stages > 1) are not supported yet");
+    if (c.train.ckpt_every > 0 && c.faults.enabled())
+        p.push_back("train.ckpt_every: checkpoints of runs with [faults] are not supported yet");
+    if (c.train.ckpt_every > 0 && c.outer.round_time_s > 0)
+        p.push_back("train.ckpt_every: checkpoints of time-budgeted rounds (outer.round_time_s) are not supported yet");
     if (single && c.outer.replicas > 1)
         p.push_back("outer.replicas " + std::to_string(c.outer.replicas) + " needs an outer.algorithm (e.g. \"diloco\")");
     auto multi_node = [](const AlgorithmTraits& t) { return t.multi_node_replicas; };

@@ -57,6 +57,13 @@ inline constexpr const char* kRoundTFixedHash = "round.t_fixed_hash";     // 52 
 // "round.stage<s>_hash": 52 bits of the hash of stage s's global weights after the round.
 inline std::string round_stage_hash(long long stage) { return "round.stage" + std::to_string(stage) + "_hash"; }
 
+// ---- run-scoped checkpoints (engine/worker/run_checkpoint.h) --------------------------------------
+// Written at the step a node's checkpoint holds, after every other row of that step: a row means
+// the file is in place and every earlier row of the node is in the store (one stream, in order).
+// `thinwire run --resume` restarts at the latest step where every node of the run wrote one.
+inline constexpr const char* kCkptBytes = "ckpt.bytes";    // the checkpoint file's size
+inline constexpr const char* kCkptWriteS = "ckpt.write_s";  // wall seconds to serialise and write it
+
 // ---- cumulative bytes per link class and direction (core/collective.h byte_metrics) -------------
 inline constexpr const char* kBytesPrefix = "bytes.";  // "bytes.<intra|stage|outer>.<sent|recv>"
 inline constexpr const char* kSentSuffix = ".sent";

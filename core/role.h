@@ -55,6 +55,13 @@ struct NodeRole {
     int64_t expert_d_ff = 0;
     int64_t expert_steps = 0;
 
+    // Run-scoped checkpoints (train.ckpt_every; engine/worker/run_checkpoint.h): the folder under
+    // <data.cache_dir>/checkpoints that holds this run's, named by the coordinator after the run
+    // ("run-ID-UID"; "" = no checkpoints), and the step whose checkpoint the node loads before its
+    // first step (-1 = a fresh start; `thinwire run --resume`).
+    std::string checkpoint_run;
+    int64_t resume_step = -1;
+
     int global_rank() const { return replica * replica_nodes + rank; }
     int world() const { return replicas * replica_nodes; }
 };

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "core/network.h"
@@ -39,8 +40,24 @@ inline double round_comm_s(const LinkSpec& link, uint64_t bytes, int64_t hops) {
     return transfer_s(link, bytes) + static_cast<double>(hops - 1) * link.latency_s;
 }
 
+// Everything a SimClock holds, for a checkpoint (engine/worker/run_checkpoint.h): restoring it
+// continues the clock exactly where it stood, overlapped rounds still due included.
+struct SimClockState {
+    double now_s = 0, compute_s = 0, exposed_s = 0, sync_exposed_s = 0, uplink_free_s = 0;
+    std::vector<std::pair<int64_t, double>> due;  // (step, end) of overlapped rounds not yet settled
+};
+
 class SimClock {
 public:
+    SimClockState state() const {
+        return {now_s_, compute_s_, exposed_s_, sync_exposed_s_, uplink_free_s_, {due_.begin(), due_.end()}};
+    }
+    void restore(const SimClockState& s) {
+        now_s_ = s.now_s, compute_s_ = s.compute_s, exposed_s_ = s.exposed_s, sync_exposed_s_ = s.sync_exposed_s;
+        uplink_free_s_ = s.uplink_free_s;
+        due_ = {s.due.begin(), s.due.end()};
+    }
+
     double now_s() const { return now_s_; }
     double compute_s() const { return compute_s_; }          // total compute so far
     double exposed_s() const { return exposed_s_; }          // total waiting (messages, rounds, due results)

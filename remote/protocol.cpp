@@ -152,6 +152,8 @@ nlohmann::json role_to_json(const NodeRole& r) {
             {"hub_endpoint", r.hub_endpoint},
             {"hub_key", r.hub_key},
             {"data_fingerprint", r.data_fingerprint},
+            {"checkpoint_run", r.checkpoint_run},
+            {"resume_step", r.resume_step},
             {"expert",
              {{"ensemble", r.expert_ensemble}, {"domain", r.expert_domain}, {"d_ff", r.expert_d_ff},
               {"steps", r.expert_steps}}},
@@ -315,6 +317,20 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
         if (!r.data_fingerprint.empty())
             if (auto f = parse_data_fingerprint(r.data_fingerprint); !f)
                 return R::error("role: \"data_fingerprint\": " + f.message());
+    }
+    // Optional (absent = "" / -1): run-scoped checkpoints. The folder name becomes one path
+    // component under the node's data root, so it is a plain word and never "." or "..".
+    if (j.contains("checkpoint_run")) {
+        TW_ROLE_FIELD(r.checkpoint_run, string_field(j, "checkpoint_run", "checkpoint_run", kMaxRoleNameChars));
+        if (!std::all_of(r.checkpoint_run.begin(), r.checkpoint_run.end(), is_name_char) ||
+            r.checkpoint_run.find_first_not_of('.') == std::string::npos)
+            if (!r.checkpoint_run.empty())
+                return R::error("role: \"checkpoint_run\" may hold only letters, digits, '.', '_' and '-' and not be dots alone");
+    }
+    if (j.contains("resume_step")) {
+        TW_ROLE_FIELD(r.resume_step, int_field(j, "resume_step", "resume_step", -1, INT32_MAX));
+        if (r.resume_step >= 0 && r.checkpoint_run.empty())
+            return R::error("role: \"resume_step\" given without a \"checkpoint_run\"");
     }
 
     const auto g = j.find("grad_group");

@@ -91,7 +91,8 @@ nlohmann::json role_to_json(const NodeRole& r);
 // kMaxEndpointChars starting inproc://, ipc:// or tcp://; mesh_rank in [-1, endpoints); mesh_keys
 // none or one Z85 key per endpoint; mesh_token 16 lower-case hex digits; data_fingerprint absent,
 // "" or TOKENIZER:TRAIN:VAL (core/data_fingerprint.h); grad_group {host ≤ 253 chars, port
-// 0..65535, size ≥ 1, rank < size, keys none or `size` Z85 keys}.
+// 0..65535, size ≥ 1, rank < size, keys none or `size` Z85 keys}; checkpoint_run absent, "" or a
+// plain word of [A-Za-z0-9._-] (not dots alone), resume_step absent or ≥ -1 (≥ 0 needs checkpoint_run).
 Result<NodeRole> role_from_json(const nlohmann::json& j);
 nlohmann::json metric_rows(const std::vector<MetricRecord>& records);
 

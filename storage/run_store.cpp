@@ -1,6 +1,7 @@
 // RunStore: SQL for runs, nodes, metrics and events on top of the SQLite wrapper and the migrated schema.
 #include "storage/run_store.h"
 
+#include <chrono>
 #include <fstream>
 
 #include <limits>
@@ -30,7 +31,12 @@ std::string last_value_sql(const char* metric) {
 const std::string kSelectSummary =
     "SELECT r.id, r.name, r.status, r.created_at, r.finished_at, r.kind, r.config_hash, r.seed, r.reason, r.notes, "
     "r.tags, (SELECT MAX(m.step) FROM metrics m WHERE m.run_id = r.id), " +
-    last_value_sql(metric::kTrainLoss) + ", " + last_value_sql(metric::kValLoss) + ", r.group_name, r.cluster FROM runs r";
+    last_value_sql(metric::kTrainLoss) + ", " + last_value_sql(metric::kValLoss) +
+    ", r.group_name, r.cluster, r.coordinator_pid, r.coordinator_host, r.heartbeat_at FROM runs r";
+
+double unix_now_s() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 std::string no_run(int64_t id) { return "no run with id " + std::to_string(id); }
 
@@ -62,6 +68,9 @@ Result<RunSummary> read_summary(const Statement& st) {
     if (st.column_int64(15) != 0) r.last_val_loss = nan_if_null(st, 14);
     r.group = st.column_text(16);
     r.cluster = st.column_text(17);
+    r.coordinator_pid = st.column_int64(18);
+    r.coordinator_host = st.column_text(19);
+    r.heartbeat_at = st.column_double(20);
     return r;
 }
 
@@ -210,6 +219,78 @@ Status RunStore::set_run_group(int64_t id, const std::string& group, const std::
     return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
 }
 
+Status RunStore::set_coordinator(int64_t id, int64_t pid, const std::string& host) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto st = db_.prepare("UPDATE runs SET coordinator_pid = ?2, coordinator_host = ?3, heartbeat_at = ?4 WHERE id = ?1");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_int64(2, pid);
+    st->bind_text(3, host);
+    st->bind_double(4, unix_now_s());
+    if (Status s = st->run(); !s) return s;
+    return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
+}
+
+Status RunStore::heartbeat(int64_t id) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto tx = Transaction::begin(db_);
+    if (!tx) return tx.status();
+    auto st = db_.prepare("UPDATE runs SET heartbeat_at = ?2 WHERE id = ?1");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_double(2, unix_now_s());
+    if (Status s = st->run(); !s) return s;
+    if (db_.changes() == 0) return Status::error(no_run(id));
+    // A reader elsewhere took this live coordinator for dead (storage/run_liveness.h): reclaim the run.
+    auto back = db_.prepare(
+        "UPDATE runs SET status = ?2, finished_at = NULL, reason = '' WHERE id = ?1 AND status = ?3 AND "
+        "reason LIKE 'coordinator gone%'");
+    if (!back) return back.status();
+    back->bind_int64(1, id);
+    back->bind_text(2, to_string(RunStatus::kRunning));
+    back->bind_text(3, to_string(RunStatus::kInterrupted));
+    if (Status s = back->run(); !s) return s;
+    return tx->commit();
+}
+
+Status RunStore::set_launch(int64_t id, const LaunchRecord& launch) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto st = db_.prepare("UPDATE runs SET launch_toml = ?2, uid = ?3 WHERE id = ?1");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_text(2, launch.toml);
+    st->bind_text(3, launch.uid);
+    if (Status s = st->run(); !s) return s;
+    return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
+}
+
+Status RunStore::set_config(int64_t id, const std::string& config_toml, const std::string& config_hash) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto st = db_.prepare("UPDATE runs SET config_toml = ?2, config_hash = ?3 WHERE id = ?1");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_text(2, config_toml);
+    st->bind_text(3, config_hash);
+    if (Status s = st->run(); !s) return s;
+    return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
+}
+
+Status RunStore::reopen_run(int64_t id) {
+    return update_text(id, "UPDATE runs SET status = ?2, finished_at = NULL, reason = '' WHERE id = ?1",
+                       to_string(RunStatus::kRunning));
+}
+
+Result<int64_t> RunStore::delete_metrics_after(int64_t id, int64_t step) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (Status s = require_run(id); !s) return s;
+    auto st = db_.prepare("DELETE FROM metrics WHERE run_id = ?1 AND step > ?2");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_int64(2, step);
+    if (Status s = st->run(); !s) return s;
+    return static_cast<int64_t>(db_.changes());
+}
+
 Status RunStore::update_text(int64_t id, const char* sql, const std::string& text) {
     std::lock_guard<std::mutex> lock(*mu_);
     auto st = db_.prepare(sql);
@@ -267,6 +348,34 @@ Result<std::string> RunStore::config_toml(int64_t id) {
     if (!row) return row.status();
     if (!row.value()) return Result<std::string>::error(no_run(id));
     return st->column_text(0);
+}
+
+Result<LaunchRecord> RunStore::launch(int64_t id) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto st = db_.prepare("SELECT launch_toml, uid FROM runs WHERE id = ?1");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    auto row = st->step();
+    if (!row) return row.status();
+    if (!row.value()) return Result<LaunchRecord>::error(no_run(id));
+    return LaunchRecord{st->column_text(0), st->column_text(1)};
+}
+
+Result<std::optional<int64_t>> RunStore::step_every_node_reported(int64_t id, const std::string& name) {
+    using R = Result<std::optional<int64_t>>;
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (Status s = require_run(id); !s) return s;
+    auto st = db_.prepare(
+        "SELECT step FROM metrics WHERE run_id = ?1 AND name = ?2 GROUP BY step "
+        "HAVING COUNT(DISTINCT node) = (SELECT COUNT(*) FROM run_nodes WHERE run_id = ?1) "
+        "ORDER BY step DESC LIMIT 1");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_text(2, name);
+    auto row = st->step();
+    if (!row) return row.status();
+    if (!row.value()) return R(std::optional<int64_t>());
+    return R(std::optional<int64_t>(st->column_int64(0)));
 }
 
 Result<std::vector<RunNode>> RunStore::nodes(int64_t id) {

@@ -33,6 +33,11 @@ struct RunSummary {
     std::string tags;                       // free text set by the user (the UI decides the separator)
     std::string group;    // runs started together by one command (quickstart variants, a sweep); "" when alone
     std::string cluster;  // where its nodes ran: "threads" | "local" | "remote"; "" for single-process
+    // Its coordinator (schema v3): process id and host name (0 / "" = not recorded, e.g. runs of
+    // older builds), and when it last wrote a heartbeat, Unix seconds (0 = never).
+    int64_t coordinator_pid = 0;
+    std::string coordinator_host;
+    double heartbeat_at = 0;
 };
 
 // A process taking part in a run (rows of run_nodes).
@@ -47,6 +52,12 @@ struct RunNode {
     std::string version;   // thinwire version of the node's binary, "" when unknown
     int64_t threads = 0;   // intra-op threads the node used, 0 when unknown
     int64_t rank = -1;     // rank inside its replica's DDP group, -1 when the replica is one process
+};
+
+// How a run was launched (schema v3), for `thinwire run --resume`.
+struct LaunchRecord {
+    std::string toml;  // the resolved config before the session adapted it to its cluster
+    std::string uid;   // random hex, unique across databases: names the run's checkpoint folder
 };
 
 // Parses the text written by to_string(RunStatus); empty for anything else.
@@ -80,6 +91,22 @@ class RunStore {
     // Sets the run's group (runs started by one command share it) and cluster kind; "no run with id N" if missing.
     Status set_run_group(int64_t id, const std::string& group, const std::string& cluster);
 
+    // Records who coordinates the run (this process's pid and host) and a first heartbeat.
+    Status set_coordinator(int64_t id, int64_t pid, const std::string& host);
+    // The coordinator is alive: heartbeat_at = now (Unix seconds). Written every few seconds. A run
+    // a reader marked interrupted because its coordinator seemed gone is running again.
+    Status heartbeat(int64_t id);
+    // The config the run was launched with (before the session adapted it), for `run --resume`,
+    // and the run's uid (random hex naming its checkpoints' folder; ids repeat across databases).
+    Status set_launch(int64_t id, const LaunchRecord& launch);
+    // Replaces the stored resolved config and its hash (a resume with --force runs another config).
+    Status set_config(int64_t id, const std::string& config_toml, const std::string& config_hash);
+    // A resumed run: status running again, finished_at and reason cleared.
+    Status reopen_run(int64_t id);
+    // Deletes the run's metric rows after `step` (a resume replaces them; never duplicates them).
+    // Returns how many rows went.
+    Result<int64_t> delete_metrics_after(int64_t id, int64_t step);
+
     // --- reading ---
 
     // All runs, oldest first (ascending id).
@@ -88,6 +115,11 @@ class RunStore {
     Result<RunSummary> get_run(int64_t id);
     // The resolved config TOML stored with the run; "no run with id N" if missing.
     Result<std::string> config_toml(int64_t id);
+    // What set_launch stored; empty strings for runs that have none (older builds).
+    Result<LaunchRecord> launch(int64_t id);
+    // The latest step at which every node of the run (its run_nodes rows) stored the metric
+    // `name` (the checkpoint metric: every node has a checkpoint of that step); nullopt when none.
+    Result<std::optional<int64_t>> step_every_node_reported(int64_t id, const std::string& name);
     // The run's nodes in insertion order.
     Result<std::vector<RunNode>> nodes(int64_t id);
     // Every record named `name` from all nodes of the run, ordered by step, ties in insertion order;

@@ -69,6 +69,20 @@ ALTER TABLE run_nodes ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE run_nodes ADD COLUMN rank INTEGER NOT NULL DEFAULT -1;
 )sql";
 
+// Coordinator liveness and resume (issue 16): who coordinates a running run (pid and host) and when
+// it last said so (heartbeat_at, Unix seconds; 0 = never), so a run whose coordinator died reads as
+// interrupted instead of running forever (storage/run_liveness.h); and the config the run was
+// launched with (launch_toml: the layout's resolved config before the session adapted it to its
+// cluster), which `thinwire run --resume` restarts from and compares a given file against, with the
+// run's uid (random hex), which names its checkpoints' folder: run ids repeat across databases.
+const char* const kSchemaV3 = R"sql(
+ALTER TABLE runs ADD COLUMN coordinator_pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN coordinator_host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN heartbeat_at REAL NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN launch_toml TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+)sql";
+
 // Applies `m` if the database is still at m.version - 1. Returns the version found under the write lock.
 Result<int> apply_one(Database& db, const Migration& m) {
     auto tx = Transaction::begin(db);
@@ -92,6 +106,7 @@ const std::vector<Migration>& schema_migrations() {
     static const std::vector<Migration> kMigrations = {
         {1, "runs, run_nodes, metrics, events", kSchemaV1},
         {2, "run groups and clusters, node kind, host, version, threads, rank", kSchemaV2},
+        {3, "coordinator pid, host and heartbeat; launch config", kSchemaV3},
     };
     return kMigrations;
 }

@@ -33,6 +33,10 @@ public:
     virtual void pause() = 0;
     virtual void resume() = 0;
     virtual void stop() = 0;
+    // Continues interrupted or failed run `id` of the store from its nodes' latest common
+    // checkpoint with its stored layout (`thinwire run --resume ID`); an error if a run is still
+    // in progress here, or the resume is refused (coordinator/resume_plan.h says why).
+    virtual Status continue_run(int64_t id) = 0;
     // Never blocks on the network or the database.
     virtual DriverSnapshot snapshot() = 0;
     // Spawns `n` `thinwire node` processes on loopback (the "spawn" button); their endpoints.

@@ -82,7 +82,7 @@ void Workbench::frame() {
             ImGui::EndTabItem();
         }
         if (ImGui::BeginTabItem("History", nullptr, flags("History"))) {
-            history_.draw(view_);
+            history_.draw(view_, driver_);
             ImGui::EndTabItem();
         }
         ImGui::EndTabBar();

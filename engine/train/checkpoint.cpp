@@ -8,6 +8,7 @@
 #include <torch/serialize/output-archive.h>
 
 #include <cstring>
+#include <mutex>
 
 #include "core/hash.h"
 #include <filesystem>
@@ -58,7 +59,7 @@ Status load_module_checked(torch::serialize::InputArchive& ar, torch::nn::Module
 }  // namespace
 
 Status save_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer& optim,
-                       const CheckpointMeta& meta) {
+                       const CheckpointMeta& meta, const NamedTensors& extra) {
     std::ostringstream payload;
     try {
         torch::serialize::OutputArchive ar, model_ar, optim_ar;
@@ -67,8 +68,27 @@ Status save_checkpoint(const std::string& path, torch::nn::Module& model, torch:
         ar.write("model", model_ar);
         ar.write("optim", optim_ar);
         ar.write("step", torch::tensor(meta.step, torch::kLong));
-        ar.write("rng", at::detail::getDefaultCPUGenerator().get_state());
+        {
+            // Thread nodes share the process's generator: read it under its lock.
+            auto gen = at::detail::getDefaultCPUGenerator();
+            std::lock_guard<std::mutex> lock(gen.mutex());
+            ar.write("rng", gen.get_state());
+        }
         ar.write("config_hash", torch::tensor(static_cast<int64_t>(std::stoull(meta.config_hash.empty() ? "0" : meta.config_hash, nullptr, 16)), torch::kLong));
+        if (!extra.empty()) {
+            // Archive keys are attribute names (a '.' would nest), so the tensors go in as x0, x1,
+            // ... and their names as one '\n'-joined byte tensor.
+            torch::serialize::OutputArchive extra_ar;
+            std::string names;
+            for (size_t i = 0; i < extra.size(); ++i) {
+                if (extra[i].first.find('\n') != std::string::npos)
+                    return Status::error("checkpoint " + path + ": state name with a line break");
+                names += (i ? "\n" : "") + extra[i].first;
+                extra_ar.write("x" + std::to_string(i), extra[i].second.detach().contiguous());
+            }
+            extra_ar.write("names", torch::from_blob(names.data(), {static_cast<int64_t>(names.size())}, torch::kUInt8).clone());
+            ar.write("extra", extra_ar);
+        }
         ar.save_to(payload);
     } catch (const std::exception& e) {
         return Status::error("cannot serialise checkpoint " + path + ": " + e.what());
@@ -92,7 +112,7 @@ Status save_checkpoint(const std::string& path, torch::nn::Module& model, torch:
 }
 
 Result<CheckpointMeta> load_checkpoint(const std::string& path, torch::nn::Module& model,
-                                       torch::optim::Optimizer& optim) {
+                                       torch::optim::Optimizer& optim, NamedTensors* extra) {
     using R = Result<CheckpointMeta>;
     std::ifstream in(path, std::ios::binary);
     if (!in) return R::error("cannot open checkpoint " + path);
@@ -123,11 +143,32 @@ Result<CheckpointMeta> load_checkpoint(const std::string& path, torch::nn::Modul
         ar.read("rng", rng);
         ar.read("config_hash", h);
         auto gen = at::detail::getDefaultCPUGenerator();
-        gen.set_state(rng);
+        {
+            std::lock_guard<std::mutex> lock(gen.mutex());
+            gen.set_state(rng);
+        }
         meta.step = step.item<int64_t>();
         char buf[17];
         std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h.item<int64_t>()));
         meta.config_hash = buf;
+        if (extra) {
+            extra->clear();
+            torch::serialize::InputArchive extra_ar;
+            if (ar.try_read("extra", extra_ar)) {
+                torch::Tensor names_t;
+                extra_ar.read("names", names_t);
+                const auto* p = names_t.data_ptr<uint8_t>();
+                std::string names(reinterpret_cast<const char*>(p), static_cast<size_t>(names_t.numel()));
+                for (size_t i = 0, start = 0; start <= names.size(); ++i) {
+                    size_t end = names.find('\n', start);
+                    if (end == std::string::npos) end = names.size();
+                    torch::Tensor t;
+                    extra_ar.read("x" + std::to_string(i), t);
+                    extra->emplace_back(names.substr(start, end - start), t);
+                    start = end + 1;
+                }
+            }
+        }
     } catch (const std::exception& e) {
         std::string what = e.what();
         what = what.substr(0, what.find('\n'));

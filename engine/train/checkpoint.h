@@ -7,6 +7,10 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/types.h>
 
 #include "core/status.h"
 
@@ -22,11 +26,18 @@ struct CheckpointMeta {
     std::string config_hash;      // of the run that wrote it (informational)
 };
 
-Status save_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer& optim,
-                       const CheckpointMeta& meta);
+// Named tensors a caller keeps beside model and optimizer (an outer algorithm's state, a node's
+// clock and counters): any names, any shapes, stored in order.
+using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
-// Restores model, optimizer and the default CPU generator. Errors name the file and what is wrong.
+// Writes `path` atomically (PATH.tmp, then rename). `extra` goes into the archive as given.
+Status save_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer& optim,
+                       const CheckpointMeta& meta, const NamedTensors& extra = {});
+
+// Restores model, optimizer and the default CPU generator, and when `extra` is given, fills it with
+// the named tensors saved with the file (empty for files written without any). Errors name the
+// file and what is wrong.
 Result<CheckpointMeta> load_checkpoint(const std::string& path, torch::nn::Module& model,
-                                       torch::optim::Optimizer& optim);
+                                       torch::optim::Optimizer& optim, NamedTensors* extra = nullptr);
 
 }  // namespace tw

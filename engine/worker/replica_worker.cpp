@@ -1,6 +1,8 @@
 // The replica worker's loop; see replica_worker.h.
 #include "engine/worker/replica_worker.h"
 
+#include <torch/optim/adamw.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -8,6 +10,7 @@
 
 #include "core/algorithm.h"
 #include "core/compute_model.h"
+#include "core/config_io.h"
 #include "core/fault_schedule.h"
 #include "core/member_view.h"
 #include "core/hash.h"
@@ -25,6 +28,7 @@
 #include "engine/pipeline/subspace.h"
 #include "engine/train/trainer.h"
 #include "engine/worker/recovery.h"
+#include "engine/worker/run_checkpoint.h"
 #include "engine/worker/stage_rounds.h"
 
 namespace tw {
@@ -92,6 +96,10 @@ private:
     void record_bytes(int64_t step);
     // train.ckpt_path (one-node runs): a checkpoint when due, or `final`; an event names it.
     Status checkpoint(bool final, MetricSink& sink);
+    // Run-scoped checkpoints (train.ckpt_every, run_checkpoint.h): the one of step `step`, its
+    // rows last among the step's; and, resuming, the load of role.resume_step's.
+    Status save_run_checkpoint(int64_t step, MetricSink& sink);
+    Status resume_run_checkpoint(MetricSink& sink);
     // The metrics every synchronisation round reports, whatever the algorithm.
     void record_round(int64_t step, uint64_t bytes, int64_t hops, double compute_s, double comm_s, double exposed_s);
     // Measured exchange seconds so far: the mesh's rounds and the wall time inside Gloo's calls.
@@ -139,6 +147,8 @@ private:
     int64_t tokens_done_ = 0;       // tokens this replica trained on
     MetricSink* sink_ = nullptr;
     WorkerControl* ctl_ = nullptr;
+    RunCheckpoints run_ckpt_;
+    ByteCounters bytes_before_;  // a resumed node's counters at its checkpoint (total_bytes adds them)
 };
 
 Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
@@ -227,6 +237,8 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
                 return Status::error("mesh member " + std::to_string(i) + " starts from other weights than " +
                                      role_.name + " (different seed, model or data?)");
     }
+    // After the start-up checks (they compare the initial weights), with the outer algorithm built.
+    if (Status st = resume_run_checkpoint(sink); !st) return st;
     real_at_last_round_ = real_exchange_s();  // the start-up checks are not a round
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                 role_.name + " starts: " + std::to_string(count_parameters(cfg_.model)) + " parameters, data part " +
@@ -610,7 +622,7 @@ void ReplicaWorker::record_round(int64_t step, uint64_t bytes, int64_t hops, dou
 }
 
 ByteCounters ReplicaWorker::total_bytes() const {
-    ByteCounters total;
+    ByteCounters total = bytes_before_;
     for (const ByteCounters* c : {mesh_ ? &mesh_->counters() : nullptr, grads_ ? &grads_->counters() : nullptr}) {
         if (!c) continue;
         for (int k = 0; k < 3; ++k) total.sent_bytes[k] += c->sent_bytes[k], total.recv_bytes[k] += c->recv_bytes[k];
@@ -622,6 +634,41 @@ Status ReplicaWorker::checkpoint(bool final, MetricSink& sink) {
     auto written = trainer_->checkpoint_if_due(final);
     if (!written) return Status::error(role_.name + ": checkpoint: " + written.message());
     if (!written->empty()) sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "checkpoint", *written});
+    return Status::ok();
+}
+
+Status ReplicaWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
+    NodeProgress p{step, outer_step_, clock_.state(), total_bytes(), last_loss_, last_val_};
+    auto w = run_ckpt_.save(p, *trainer_->model(), trainer_->optimizer(), outer_ ? outer_->save_state() : OuterState{},
+                            config_hash(cfg_));
+    if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
+    record(step, metric::kCkptBytes, static_cast<double>(w->bytes));
+    record(step, metric::kCkptWriteS, w->write_s);
+    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "checkpoint",
+                "step " + std::to_string(step) + " -> " + w->path + " (" + std::to_string(w->bytes) + " B in " +
+                    std::to_string(w->write_s) + " s)"});
+    return Status::ok();
+}
+
+Status ReplicaWorker::resume_run_checkpoint(MetricSink& sink) {
+    run_ckpt_ = RunCheckpoints(cfg_, role_);
+    if (!run_ckpt_.resuming()) return Status::ok();
+    auto loaded = run_ckpt_.load(*trainer_->model(), trainer_->optimizer());
+    if (!loaded) return Status::error(role_.name + ": resume: " + loaded.message());
+    if (outer_) {
+        if (Status st = outer_->load_state(loaded->outer_state); !st)
+            return Status::error(role_.name + ": resume: " + loaded->path + ": " + outer_->name() + " state: " + st.message());
+    } else if (!loaded->outer_state.empty()) {
+        return Status::error(role_.name + ": resume: " + loaded->path + " holds an outer algorithm's state; this node runs none");
+    }
+    const NodeProgress& p = loaded->progress;
+    trainer_->set_step_index(p.step);
+    outer_step_ = p.outer_step;
+    clock_.restore(p.clock);
+    bytes_before_ = p.bytes;
+    last_loss_ = p.last_loss, last_val_ = p.last_val;
+    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume",
+                "resumed from " + loaded->path + " at step " + std::to_string(p.step)});
     return Status::ok();
 }
 
@@ -681,9 +728,10 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
     sink_ = &sink;
     ctl_ = &ctl;
     if (Status st = setup(ctl, sink); !st) return st;
+    ctl.step = trainer_->step_index();  // a resumed node starts where its checkpoint stands
     const int64_t steps = cfg_.train.steps;
     const int64_t tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
-    bool stopped = false;
+    bool stopped = false, abandoned = false;
     Status failure;
     tokens_done_ = trainer_->step_index() * tokens_per_step;  // a resumed run's tokens so far
     while (trainer_->step_index() < steps) {
@@ -694,6 +742,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         const StepReport s = trainer_->step();
         if (!trainer_->sync_status()) {
             failure = trainer_->sync_status();
+            abandoned = true;  // nothing of the step was applied: the state is still the last step's
             break;
         }
         if (stage_rounds_) stage_rounds_->project_writers();  // the `project` constraint (AD5)
@@ -736,6 +785,12 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
                 failure = st;
                 break;
             }
+        // Run-scoped checkpoints at round boundaries, where every member holds the round's result.
+        if (s.step < steps && run_ckpt_.due(s.step, !outer_algo || round_end))
+            if (Status st = save_run_checkpoint(s.step, sink); !st) {
+                failure = st;
+                break;
+            }
         ctl.step = s.step;
         sink.metrics(std::exchange(rows_, {}));
         bool left = false;
@@ -745,6 +800,12 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         }
         if (left) break;  // killed for good: the run goes on without it
     }
+    // A clean stop (between steps, or a DDP step abandoned by it) leaves a consistent state:
+    // checkpoint it. A round aborted half-way does not.
+    const bool clean_stop = failure.is_ok() ? stopped : abandoned && ctl.stop.load();
+    if (clean_stop && run_ckpt_.enabled() && !run_ckpt_.holds(trainer_->step_index()) &&
+        trainer_->step_index() > 0)
+        if (Status st = save_run_checkpoint(trainer_->step_index(), sink); !st) failure = st;
     if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
     const WorkerSummary summary = summarise();
     // Closing the Gloo group now wakes any peer still waiting for this node inside a collective.

@@ -128,3 +128,37 @@ TEST(RoundLink, DdpInsideOneReplicaIsIntraEverythingElseCrossesReplicas) {
     EXPECT_EQ(tw::link_of(p, tw::LinkClass::kInterStage).latency_s, p.stage.latency_s);
     EXPECT_EQ(tw::link_of(p, tw::LinkClass::kOuterSync).bandwidth_bps, 20e6);
 }
+
+namespace tw {
+namespace {
+
+// Issue 16: one checkpoint setting for every run kind; the kinds that cannot yet are named.
+TEST(Config, CheckpointSettingsAreCoherentAcrossRunKinds) {
+    auto problem = [](const std::vector<std::string>& sets) {
+        auto c = parse_config("", "run.toml", sets);
+        return c ? std::string() : c.message();
+    };
+    EXPECT_EQ(problem({"train.ckpt_every=50"}), "");
+    EXPECT_EQ(problem({"outer.algorithm=ddp", "outer.replicas=2", "train.ckpt_every=50"}), "");
+    EXPECT_EQ(problem({"outer.algorithm=diloco", "outer.replicas=2", "train.ckpt_every=50"}), "");
+    EXPECT_EQ(problem({"train.ckpt_path=run.ckpt", "train.ckpt_every=50"}), "");  // one node: both
+    // Another run kind's ckpt_path is refused, naming the key that does checkpoint it.
+    const std::string p = problem({"outer.algorithm=ddp", "outer.replicas=2", "train.ckpt_path=run.ckpt"});
+    EXPECT_NE(p.find("train.ckpt_path: a one-node run's file"), std::string::npos) << p;
+    EXPECT_NE(p.find("train.ckpt_every"), std::string::npos) << p;
+    EXPECT_NE(problem({"outer.algorithm=sparseloco", "outer.replicas=2", "cluster.stages=2", "pipeline.replicas=1",
+                       "model.tie_embeddings=false", "train.ckpt_every=50"})
+                  .find("train.ckpt_every: checkpoints of runs with pipeline replicas"),
+              std::string::npos);
+    EXPECT_NE(problem({"outer.algorithm=diloco", "outer.replicas=2", "compute.model=flops", "outer.round_time_s=1",
+                       "train.ckpt_every=50"})
+                  .find("train.ckpt_every: checkpoints of time-budgeted rounds"),
+              std::string::npos);
+    EXPECT_NE(problem({"outer.algorithm=diloco", "outer.replicas=2", "faults.events=[\"kill 1 at 10 rejoin 20\"]",
+                       "train.ckpt_every=50"})
+                  .find("train.ckpt_every: checkpoints of runs with [faults]"),
+              std::string::npos);
+}
+
+}  // namespace
+}  // namespace tw

@@ -126,6 +126,36 @@ TEST(Protocol, RoleRoundTripAndRangeCheck) {
     EXPECT_NE(role_from_json(j).message().find("no \"replica\""), std::string::npos);
 }
 
+// Run-scoped checkpoints (issue 16): the folder is one plain path component, the step needs it.
+TEST(Protocol, RoleCheckpointFieldsRoundTripAndStayInsideTheFolder) {
+    NodeRole r = two_replica_role();
+    auto back = role_from_json(role_to_json(r));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->checkpoint_run, "");
+    EXPECT_EQ(back->resume_step, -1);
+    r.checkpoint_run = "run-12-0123abcd";
+    r.resume_step = 480;
+    back = role_from_json(role_to_json(r));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->checkpoint_run, "run-12-0123abcd");
+    EXPECT_EQ(back->resume_step, 480);
+    for (const char* bad : {"..", ".", "../up", "a/b", "run 1"}) {
+        auto j = role_to_json(r);
+        j["checkpoint_run"] = bad;
+        EXPECT_NE(role_from_json(j).message().find("\"checkpoint_run\""), std::string::npos) << bad;
+    }
+    auto j = role_to_json(r);
+    j["checkpoint_run"] = "";
+    EXPECT_NE(role_from_json(j).message().find("\"resume_step\" given without"), std::string::npos);
+    // An older coordinator sends neither: a fresh start without checkpoints.
+    j = role_to_json(two_replica_role());
+    j.erase("checkpoint_run");
+    j.erase("resume_step");
+    back = role_from_json(j);
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->resume_step, -1);
+}
+
 // Each mutation of a valid role is refused with an error naming the field.
 TEST(Protocol, RoleFromJsonNamesEveryBadField) {
     const std::string key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";

@@ -413,7 +413,7 @@ TEST(Schema, V1FileMigratesToV2KeepingEveryRowWithDefaultsInNewColumns) {
         expect_v1_rows_with_defaults(store);
     }
     Database db = open_db(tmp.path());
-    EXPECT_EQ(schema_version(db).value(), 2);
+    EXPECT_EQ(schema_version(db).value(), latest_schema_version());
     EXPECT_EQ(count(db, "SELECT COUNT(*) FROM runs"), 1);
     EXPECT_EQ(count(db, "SELECT COUNT(*) FROM run_nodes"), 2);
     EXPECT_EQ(count(db, "SELECT COUNT(*) FROM metrics"), 3);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/config_io.h"
+#include "ui/logic/resume_action.h"
 #include "ui/logic/layout_model.h"
 #include "ui/logic/series.h"
 #include "ui/logic/ticks.h"
@@ -429,6 +430,28 @@ TEST(AttachErrors, SplitsARealMultiProblemMessageByKey) {
     ASSERT_EQ(general.size(), 2u);
     EXPECT_EQ(general[0], "layouts/run.name: bogus.x: unknown key");
     EXPECT_EQ(general[1], "layouts/run.name: outer.foo: unknown key");
+}
+
+}  // namespace
+}  // namespace tw::ui
+
+namespace tw::ui {
+namespace {
+
+// Issue 16: History's Resume button for interrupted and failed runs, disabled while a run is in progress.
+TEST(ResumeButton, ShownForInterruptedAndFailedRunsEnabledWhenIdle) {
+    for (RunStatus s : {RunStatus::kRunning, RunStatus::kFinished}) {
+        EXPECT_FALSE(resume_button(s, false).shown) << to_string(s);
+        EXPECT_FALSE(resume_button(s, false).enabled) << to_string(s);
+    }
+    for (RunStatus s : {RunStatus::kInterrupted, RunStatus::kFailed}) {
+        const ResumeButton idle = resume_button(s, false), busy = resume_button(s, true);
+        EXPECT_TRUE(idle.shown && idle.enabled) << to_string(s);
+        EXPECT_NE(idle.hint.find("--resume"), std::string::npos);
+        EXPECT_TRUE(busy.shown) << to_string(s);
+        EXPECT_FALSE(busy.enabled) << to_string(s);
+        EXPECT_NE(busy.hint.find("in progress"), std::string::npos);
+    }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "core/config_io.h"
 #include "core/network.h"
 #include "core/metric_names.h"
+#include "storage/run_liveness.h"
 #include "ui/logic/fault_events.h"
 
 namespace tw::ui {
@@ -189,6 +190,8 @@ void RunCache::refresh() {
     auto store = RunStore::open(db_path_);
     if (!store) {
         next->error = store.message();
+    } else if (auto lost = mark_lost_runs(*store); !lost) {  // a dead coordinator's run is interrupted
+        next->error = lost.message();
     } else if (auto runs = store->list_runs(); !runs) {
         next->error = runs.message();
     } else {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "storage/export.h"
+#include "ui/logic/resume_action.h"
 
 namespace tw::ui {
 namespace {
@@ -31,7 +32,7 @@ void HistoryPanel::background(ViewState& v, std::function<Status(RunStore&)> fn)
     v.status_line = "working...";
 }
 
-void HistoryPanel::draw_details(ViewState& v, const RunSummary& r) {
+void HistoryPanel::draw_details(ViewState& v, RunDriver& driver, const RunSummary& r) {
     if (edited != r.id) {
         std::snprintf(notes, sizeof notes, "%s", r.notes.c_str());
         std::snprintf(tags, sizeof tags, "%s", r.tags.c_str());
@@ -66,9 +67,20 @@ void HistoryPanel::draw_details(ViewState& v, const RunSummary& r) {
         const std::string path = "run-" + std::to_string(id) + ".db";
         background(v, [id, path](RunStore& s) { return s.copy_run_to(id, path); });
     }
+    const ResumeButton resume = resume_button(r.status, v.driver.active && !v.driver.done);
+    if (resume.shown) {
+        ImGui::SameLine();
+        ImGui::BeginDisabled(!resume.enabled);
+        if (ImGui::Button("Resume")) {
+            Status st = driver.continue_run(id);
+            v.status_line = st ? "resuming run " + std::to_string(id) : st.message();
+        }
+        ImGui::EndDisabled();
+        if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", resume.hint.c_str());
+    }
 }
 
-void HistoryPanel::draw(ViewState& v) {
+void HistoryPanel::draw(ViewState& v, RunDriver& driver) {
     for (auto it = writes.begin(); it != writes.end();) {
         if (it->wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
             ++it;
@@ -114,7 +126,7 @@ void HistoryPanel::draw(ViewState& v) {
         }
         ImGui::EndTable();
     }
-    if (details) draw_details(v, *details);
+    if (details) draw_details(v, driver, *details);
     else ImGui::TextDisabled("select a run for its notes, tags and exports");
 }
 

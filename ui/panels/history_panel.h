@@ -20,10 +20,10 @@ struct HistoryPanel {
     int64_t edited = 0;    // run the text buffers belong to
     std::vector<std::future<Status>> writes;
 
-    void draw(ViewState& v);
+    void draw(ViewState& v, RunDriver& driver);
 
 private:
-    void draw_details(ViewState& v, const RunSummary& r);
+    void draw_details(ViewState& v, RunDriver& driver, const RunSummary& r);
     void background(ViewState& v, std::function<Status(RunStore&)> fn);
 };
 

@@ -1,0 +1,93 @@
+// Planning a resume; see resume_plan.h.
+#include "coordinator/resume_plan.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/config_io.h"
+#include "core/data_root.h"
+#include "core/metric_names.h"
+#include "storage/run_liveness.h"
+
+namespace tw {
+
+Result<ResumePlan> plan_resume(RunStore& store, int64_t id, const std::string& file, const std::vector<std::string>& sets,
+                               const std::string& data_root, bool force) {
+    using R = Result<ResumePlan>;
+    if (auto marked = mark_lost_runs(store); !marked) return marked.status();
+    auto run = store.get_run(id);
+    if (!run) return run.status();
+    const std::string which = "run " + std::to_string(id);
+    if (run->status == RunStatus::kRunning)
+        return R::error(which + " is still running (its coordinator, process " + std::to_string(run->coordinator_pid) +
+                        " on " + (run->coordinator_host.empty() ? "an unknown host" : run->coordinator_host) +
+                        ", is alive); stop it first");
+    if (run->status == RunStatus::kFinished) return R::error(which + " finished; there is nothing to resume");
+    auto launch = store.launch(id);
+    if (!launch) return launch.status();
+    if (launch->toml.empty() || launch->uid.empty())
+        return R::error(which + " was started by an older thinwire, which stored no launch config; it cannot be resumed");
+    auto stored = parse_config(launch->toml, which + "'s stored config");
+    if (!stored) return stored.status();
+
+    ResumePlan plan;
+    plan.run = *run;
+    plan.cfg = *stored;
+    if (!file.empty()) {
+        auto given = load_run_plan(file, sets);
+        if (!given) return given.status();
+        const RunConfig* pick = nullptr;
+        for (auto& [variant, c] : given->runs)
+            if (c.run.name == stored->run.name) pick = &c;
+        if (!pick && given->runs.size() == 1) pick = &given->runs.front().second;
+        if (!pick) return R::error(file + " has no run named \"" + stored->run.name + "\" (" + which + "'s name)");
+        plan.cfg = *pick;
+    } else if (!sets.empty()) {
+        auto given = parse_config(launch->toml, which + "'s stored config", sets);
+        if (!given) return given.status();
+        plan.cfg = *given;
+    }
+    if (Status s = relative_to_root(plan.cfg, data_root); !s) return s;
+
+    const auto before = config_key_values(launch->toml), after = config_key_values(to_toml(plan.cfg));
+    std::map<std::string, std::pair<std::string, std::string>> diff;
+    for (auto& [k, v] : before)
+        if (auto it = after.find(k); it == after.end() || it->second != v) diff[k] = {v, it == after.end() ? "(none)" : it->second};
+    for (auto& [k, v] : after)
+        if (!before.count(k)) diff[k] = {"(none)", v};
+    for (auto& [k, v] : diff) plan.changed.push_back(k + ": " + v.first + " → " + v.second);
+    if (!plan.changed.empty() && !force) {
+        std::string list;
+        for (auto& c : plan.changed) list += "\n  " + c;
+        return R::error("resume of " + which + " refused: the config (hash " + config_hash(plan.cfg) +
+                        ") differs from the one it was launched with (hash " + config_hash(*stored) + ") in " +
+                        std::to_string(plan.changed.size()) + " key(s):" + list +
+                        "\n(--force resumes with the given values)");
+    }
+    return plan;
+}
+
+Result<ResumePoint> resume_point(RunStore& store, int64_t id, const std::vector<std::string>& nodes) {
+    using R = Result<ResumePoint>;
+    const std::string which = "run " + std::to_string(id);
+    auto stored = store.nodes(id);
+    if (!stored) return stored.status();
+    std::vector<std::string> had;
+    for (auto& n : *stored) had.push_back(n.node);
+    std::vector<std::string> now = nodes;
+    std::sort(had.begin(), had.end());
+    std::sort(now.begin(), now.end());
+    if (had != now)
+        return R::error(which + " ran " + std::to_string(had.size()) + " nodes, this layout has " +
+                        std::to_string(now.size()) + " others; a resume needs the same nodes");
+    auto launch = store.launch(id);
+    if (!launch) return launch.status();
+    auto step = store.step_every_node_reported(id, metric::kCkptBytes);
+    if (!step) return step.status();
+    if (!*step)
+        return R::error(which + " has no checkpoint that every node wrote (train.ckpt_every = 0, or it stopped before "
+                                "the first); nothing to resume from");
+    return ResumePoint{**step, launch->uid};
+}
+
+}  // namespace tw

@@ -1,0 +1,41 @@
+// `thinwire run --resume RUN` before any node starts (docs/checkpoints.md): which config the
+// resumed run runs, refused when it differs from the one the run was launched with unless forced,
+// and where it goes on from. Torch-free; reads the run store (storage/run_store.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "storage/run_store.h"
+
+namespace tw {
+
+struct ResumePlan {
+    RunSummary run;                    // the run as stored (status interrupted or failed)
+    RunConfig cfg;                     // what the resumed run runs: the launch config, or the given one with force
+    std::vector<std::string> changed;  // "key: stored → given", one per key that differs (empty: the same config)
+};
+
+// Plans the resume of run `id`: marks runs whose coordinator is gone as interrupted first
+// (storage/run_liveness.h), then refuses a run that is still running or finished, or that an
+// older build started (no launch config). The config is the stored launch config; `file` (its
+// variant named like the run, or its only run) and `sets` (--set overrides, applied to the file or
+// else to the stored config) give another one, whose paths are made relative to `data_root` as
+// the session's are. A config that differs in any key is refused naming every such key, unless
+// `force`.
+Result<ResumePlan> plan_resume(RunStore& store, int64_t id, const std::string& file, const std::vector<std::string>& sets,
+                               const std::string& data_root, bool force);
+
+// Where the session of a resumed run goes on from: the latest step at which every node of the run
+// stored its checkpoint row (core/metric_names.h kCkptBytes), and the run's uid (its checkpoint
+// folder's name). `nodes` are the role names of the new cluster, which must be the stored ones.
+struct ResumePoint {
+    int64_t step = 0;
+    std::string uid;
+};
+Result<ResumePoint> resume_point(RunStore& store, int64_t id, const std::vector<std::string>& nodes);
+
+}  // namespace tw

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Issue 16: coordinator restarts and resume, through the CLI. For each algorithm a micro run on
+# threads with train.ckpt_every is SIGKILLed (coordinator and nodes with it) once every node has a
+# checkpoint; `runs list` must call it interrupted; `run --resume` must finish it as the same run,
+# with per-step train.loss, val.loss and simulated clocks equal to an uninterrupted run of the same
+# layout to the last bit, and no (node, step, metric) stored twice. Then SIGTERM (a clean stop,
+# interrupted, checkpoint where it stopped) and the resume's refusals (changed key, --force,
+# finished run, no checkpoint).
+# Usage: resume_test.sh PATH_TO_THINWIRE [ALGORITHM...]
+set -euo pipefail
+tw="$1"
+shift
+algos=("$@")
+[ ${#algos[@]} -gt 0 ] || algos=(ddp diloco sparseloco streaming_diloco noloco demo none)
+work="$(mktemp -d)"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+py=/usr/bin/python3
+
+source "$(dirname "$0")/micro_corpus.sh"
+micro_corpus "$work/corpus"
+# The micro model under the flops clock (simulated times are a function of the layout), run.threads
+# = 1 per node; long enough to be killed mid-run, checkpoints every 40 steps.
+layout() {  # algorithm → $work/micro.toml
+  local replicas=2 extra=""
+  [ "$1" = none ] && replicas=1
+  [ "$1" = streaming_diloco ] && extra="fragments = 2"  # at most one per layer; overlap τ = 1 by default
+  { micro_tables "tie_embeddings = false" | sed 's/^steps = 20$/steps = 600\nckpt_every = 40/'; cat <<TOML; } > "$work/micro.toml"
+[outer]
+algorithm = "$1"
+replicas = $replicas
+inner_steps = 10
+$extra
+[network]
+profile = "home-20m"
+[compute]
+model = "flops"
+hardware = "custom"
+peak_flops = 1e9
+[cluster]
+mode = "threads"
+[run]
+threads = 1
+TOML
+}
+tw_run() { (cd "$work" && "$tw" --db "$1" "${@:2}"); }
+# Rows of run $2 in database $1 as text: "node step name value sim_s" for the metrics compared.
+rows() {
+  "$py" - "$1" "$2" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+for r in c.execute("SELECT node, step, name, value, sim_s FROM metrics WHERE run_id = ? AND name IN "
+                   "('train.loss', 'val.loss', 'round.bytes') ORDER BY node, name, step", (int(sys.argv[2]),)):
+    print(*(repr(x) for x in r))
+PY
+}
+duplicates() {  # database, run → how many (node, step, name) are stored more than once
+  "$py" -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('SELECT COUNT(*) FROM (SELECT 1 FROM metrics \
+WHERE run_id = ? GROUP BY node, step, name HAVING COUNT(*) > 1)', (int(sys.argv[2]),)).fetchone()[0])" "$1" "$2"
+}
+complete_ckpt() {  # database, run → the latest step every node checkpointed ("" while none)
+  "$py" -c "import sqlite3,sys
+try:
+    c=sqlite3.connect(sys.argv[1]); r=c.execute('SELECT step FROM metrics WHERE run_id = ? AND name = \"ckpt.bytes\" GROUP BY step \
+HAVING COUNT(DISTINCT node) = (SELECT COUNT(*) FROM run_nodes WHERE run_id = ?) ORDER BY step DESC', (int(sys.argv[2]),)*2).fetchone()
+    print(r[0] if r else '')
+except sqlite3.Error: print('')" "$1" "$2"
+}
+status_of() { tw_run "$1" runs list | awk -v id="$2" '$1 == id {print $3}'; }
+
+for algo in "${algos[@]}"; do
+  layout "$algo"
+  ref="$work/ref-$algo.db" db="$work/kill-$algo.db"
+  # The uninterrupted reference (it also prepares the data, so the killed run starts training at once).
+  tw_run "$ref" run micro.toml >"$work/ref.log" 2>&1 || fail "$algo: the reference run failed: $(tail -3 "$work/ref.log")"
+  [ "$(status_of "$ref" 1)" = finished ] || fail "$algo: the reference run did not finish"
+  (cd "$work" && exec "$tw" --db "$db" run micro.toml >"$work/kill.log" 2>&1) &
+  pid=$!
+  pids+=("$pid")
+  for _ in $(seq 1 600); do
+    [ -n "$(complete_ckpt "$db" 1)" ] && break
+    kill -0 "$pid" 2>/dev/null || fail "$algo: the run ended before any checkpoint: $(tail -3 "$work/kill.log")"
+    sleep 0.05
+  done
+  kill -KILL "$pid"
+  wait "$pid" 2>/dev/null || true
+  at="$(complete_ckpt "$db" 1)"
+  [ -n "$at" ] || fail "$algo: no checkpoint before the kill"
+  last="$(tw_run "$db" runs list | awk '$1 == 1 {print $5}')"
+  [ "$last" -lt 600 ] || fail "$algo: the run finished before it was killed (step $last)"
+  [ "$(status_of "$db" 1)" = interrupted ] || fail "$algo: a killed run is not shown interrupted: $(tw_run "$db" runs list)"
+  out="$(tw_run "$db" runs show 1)"
+  grep -q "interrupted: coordinator gone (process" <<<"$out" || fail "$algo: runs show does not say the coordinator is gone: $out"
+  out="$(tw_run "$db" run --resume 1 2>&1)" || fail "$algo: resume failed: $out"
+  grep -q "run 1 resumes at step $at" <<<"$out" || fail "$algo: resume did not start at the checkpoint of step $at: $out"
+  grep -q "run 1 finished" <<<"$out" || fail "$algo: the resumed run did not finish: $out"
+  [ "$(status_of "$db" 1)" = finished ] || fail "$algo: the resumed run is not stored finished"
+  [ "$(duplicates "$db" 1)" = 0 ] || fail "$algo: the resumed run stored a (node, step, metric) twice"
+  want="$(rows "$ref" 1)" got="$(rows "$db" 1)"
+  [ -n "$want" ] && [ "$want" = "$got" ] ||
+    fail "$algo: resumed (from step $at of $last) differs from uninterrupted: $(diff <(echo "$want") <(echo "$got") | head -5)"
+  echo "ok: $algo killed at step $last, resumed from $at, $(wc -l <<<"$got") rows equal to the uninterrupted run"
+done
+
+# SIGTERM: a clean stop, stored interrupted, a checkpoint where it stopped, which resume continues from.
+layout none
+db="$work/term.db"
+(cd "$work" && exec "$tw" --db "$db" run micro.toml >"$work/term.log" 2>&1) &
+pid=$!
+pids+=("$pid")
+for _ in $(seq 1 600); do
+  [ -n "$(complete_ckpt "$db" 1)" ] && break
+  sleep 0.05
+done
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 130 ] || fail "SIGTERM: exit code $rc, not 130: $(tail -3 "$work/term.log")"
+[ "$(status_of "$db" 1)" = interrupted ] || fail "SIGTERM: the run is not stored interrupted"
+stopped="$(tw_run "$db" runs list | awk '$1 == 1 {print $5}')"
+at="$(complete_ckpt "$db" 1)"
+[ "$at" = "$stopped" ] || fail "SIGTERM: the stop at step $stopped left no checkpoint there (latest common: $at)"
+
+# A changed key is refused, naming it; the same file goes on.
+out="$(tw_run "$db" run --resume 1 --set train.lr=0.002 2>&1)" && fail "a resume with another train.lr was accepted"
+grep -q "train.lr" <<<"$out" || fail "the refused resume does not name train.lr: $out"
+out="$(tw_run "$db" run --resume 1 micro.toml --set outer.inner_steps=5 2>&1)" && fail "a file with another key was accepted"
+grep -q "outer.inner_steps" <<<"$out" || fail "the refused resume does not name outer.inner_steps: $out"
+[ "$(status_of "$db" 1)" = interrupted ] || fail "a refused resume changed the run's status"
+out="$(tw_run "$db" run --resume 1 micro.toml 2>&1)" && grep -q "run 1 resumes at step $at" <<<"$out" &&
+  grep -q "run 1 finished" <<<"$out" || fail "resume with the same file failed: $out"
+out="$(tw_run "$db" run --resume 1 2>&1)" && fail "a finished run was resumed"
+grep -q "finished; there is nothing to resume" <<<"$out" || fail "resuming a finished run: $out"
+
+# With --force a changed key is accepted, said and stored.
+layout ddp
+db="$work/force.db"
+(cd "$work" && exec "$tw" --db "$db" run micro.toml >"$work/force.log" 2>&1) &
+pid=$!
+pids+=("$pid")
+for _ in $(seq 1 600); do
+  [ -n "$(complete_ckpt "$db" 1)" ] && break
+  sleep 0.05
+done
+kill -TERM "$pid"
+wait "$pid" || true
+out="$(tw_run "$db" run --resume 1 --set train.lr=0.002 --force 2>&1)" || fail "--force did not resume: $out"
+grep -q "train.lr: " <<<"$out" && grep -q "run 1 finished" <<<"$out" || fail "--force: $out"
+out="$(tw_run "$db" runs show 1)"
+grep -q "^lr = 0.002" <<<"$(sed -n '/^\[train\]/,/^\[outer\]/p' <<<"$out")" || fail "--force did not store the new train.lr: $out"
+
+# No checkpoints (ckpt_every = 0): nothing to resume from, said so.
+db="$work/none.db"
+(cd "$work" && exec "$tw" --db "$db" run micro.toml --set train.ckpt_every=0 >"$work/none.log" 2>&1) &
+pid=$!
+pids+=("$pid")
+sleep 1
+kill -TERM "$pid"
+wait "$pid" || true
+out="$(tw_run "$db" run --resume 1 --set train.ckpt_every=0 2>&1)" && fail "a run without checkpoints was resumed"
+grep -q "no checkpoint that every node wrote" <<<"$out" || fail "resume without checkpoints: $out"
+echo "resume_test: all passed"
