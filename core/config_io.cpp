@@ -116,7 +116,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"outer.demo_sign_update", &c.outer.demo_sign_update, -inf, inf, {}, "sign update"},
         {"outer.guard_ratio", &c.outer.guard_ratio, 0, 1e6, {}, "aggregation guard ratio (0 = off)"},
         {"outer.round_time_s", &c.outer.round_time_s, 0, 1e12, {}, "simulated seconds per round (0 = off)"},
-        {"outer.round_deadline_s", &c.outer.round_deadline_s, 0, 1e12, {}, "round deadline after first arrival, s (0 = off)"},
+        {"outer.round_deadline_s", &c.outer.round_deadline_s, 0, 1e12, {}, "round deadline (sim s after the first, 0 = off)"},
 
         {"network.profile", &c.network.profile, -inf, inf, {"datacenter", "wan-1g", "wan-100m", "home-20m"}},
         {"network.outer_bandwidth_bps", &c.network.outer_bandwidth_bps, 0, 1e15},

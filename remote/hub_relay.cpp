@@ -7,7 +7,7 @@
 #include <optional>
 #include <zmq.hpp>
 
-#include "remote/little_endian.h"
+#include "core/little_endian.h"
 #include "remote/poll.h"
 
 namespace tw {

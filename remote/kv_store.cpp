@@ -8,7 +8,7 @@
 #include <map>
 #include <zmq.hpp>
 
-#include "remote/little_endian.h"
+#include "core/little_endian.h"
 #include "remote/poll.h"
 #include "remote/router_server.h"
 

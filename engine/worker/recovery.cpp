@@ -7,27 +7,13 @@
 
 #include <torch/torch.h>
 
+#include "core/little_endian.h"
 #include "engine/algo/outer_state_io.h"
 
 namespace tw {
 namespace {
 
 constexpr char kMagic[4] = {'T', 'W', 'R', 'C'};
-
-template <typename T>
-void put(std::vector<uint8_t>& out, T v) {
-    uint8_t b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));
-    out.insert(out.end(), b, b + sizeof(T));
-}
-
-template <typename T>
-bool get(const std::vector<uint8_t>& in, size_t& at, T& v) {
-    if (in.size() - at < sizeof(T)) return false;
-    std::memcpy(&v, in.data() + at, sizeof(T));
-    at += sizeof(T);
-    return true;
-}
 
 }  // namespace
 
@@ -37,12 +23,13 @@ bool is_recovery_message(const std::vector<uint8_t>& bytes) {
 
 std::vector<uint8_t> encode_recovery(const RecoveryState& s) {
     std::vector<uint8_t> out(kMagic, kMagic + 4);
-    put<int64_t>(out, s.step);
-    put<int64_t>(out, s.rounds);
-    put<double>(out, s.clock_s);
+    le::Appender w{out};
+    w.i64(s.step);
+    w.i64(s.rounds);
+    w.f64(s.clock_s);
     for (const auto* list : {&s.members, &s.lost}) {
-        put<uint16_t>(out, static_cast<uint16_t>(list->size()));
-        for (int r : *list) put<uint16_t>(out, static_cast<uint16_t>(r));
+        w.u16(static_cast<uint16_t>(list->size()));
+        for (int r : *list) w.u16(static_cast<uint16_t>(r));
     }
     const auto block = encode_outer_state(s.outer);
     out.insert(out.end(), block.begin(), block.end());
@@ -53,20 +40,20 @@ Result<RecoveryState> decode_recovery(const std::vector<uint8_t>& in) {
     using R = Result<RecoveryState>;
     if (!is_recovery_message(in)) return R::error("recovery: not a recovery message");
     RecoveryState s;
-    size_t at = 4;
-    if (!get(in, at, s.step) || !get(in, at, s.rounds) || !get(in, at, s.clock_s)) return R::error("recovery: truncated header");
+    le::Reader r{in.data(), in.size(), 4};
+    if (!r.i64(s.step) || !r.i64(s.rounds) || !r.f64(s.clock_s)) return R::error("recovery: truncated header");
     if (s.step < 0 || s.rounds < 0 || !(s.clock_s >= 0) || !std::isfinite(s.clock_s))
         return R::error("recovery: step, round count or clock out of range");
     for (auto* list : {&s.members, &s.lost}) {
         uint16_t n = 0;
-        if (!get(in, at, n)) return R::error("recovery: truncated member list");
+        if (!r.u16(n)) return R::error("recovery: truncated member list");
         for (uint16_t i = 0; i < n; ++i) {
-            uint16_t r = 0;
-            if (!get(in, at, r)) return R::error("recovery: truncated member list");
-            list->push_back(r);
+            uint16_t m = 0;
+            if (!r.u16(m)) return R::error("recovery: truncated member list");
+            list->push_back(m);
         }
     }
-    auto outer = decode_outer_state(in.data() + at, in.size() - at);
+    auto outer = decode_outer_state(in.data() + r.at, r.left());
     if (!outer) return R::error("recovery: " + outer.message());
     s.outer = std::move(*outer);
     return s;

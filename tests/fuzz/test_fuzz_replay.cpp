@@ -73,11 +73,13 @@ TEST(FuzzReplay, ControlSeeds) {
 }
 
 TEST(FuzzReplay, FrameSeeds) {
-    replay("frame", check_frame, 15,
+    replay("frame", check_frame, 17,
            {{"refuse-4-bytes", "header frame of 4 bytes"},
             {"refuse-wrong-magic", "without the TWAG magic"},
             {"refuse-version-3", "header frame of 24 bytes"},
-            {"refuse-version-3-padded", "frame version 3"}});
+            {"refuse-version-3-padded", "frame version 3"},
+            {"refuse-version-4", "frame version 4"},
+            {"refuse-kind-6", "unknown frame kind 6"}});
 }
 
 // The checks themselves can fail: a broken round trip is reported, not swallowed.

@@ -279,11 +279,12 @@ TEST(LayoutModel, AlgorithmKnobsComeFromTheFieldTable) {
     };
     EXPECT_EQ(keys("demo"), (std::vector<std::string>{"outer.inner_steps", "outer.lr", "outer.topology",
                                                       "outer.demo_chunk", "outer.demo_topk", "outer.demo_beta",
-                                                      "outer.demo_values", "outer.demo_sign_update", "outer.guard_ratio"}));
+                                                      "outer.demo_values", "outer.demo_sign_update", "outer.guard_ratio",
+                                                      "outer.round_deadline_s"}));
     EXPECT_EQ(keys("sparseloco"),
               (std::vector<std::string>{"outer.inner_steps", "outer.lr", "outer.topology", "outer.topk_chunk", "outer.topk_k",
                                         "outer.ef_beta", "outer.aggregation", "outer.clip_median",
-                                        "outer.guard_ratio", "outer.round_time_s"}));
+                                        "outer.guard_ratio", "outer.round_time_s", "outer.round_deadline_s"}));
     EXPECT_TRUE(keys("none").empty());
     EXPECT_TRUE(keys("ddp").empty());
     EXPECT_TRUE(keys("gossip").empty());

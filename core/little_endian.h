@@ -1,0 +1,94 @@
+// Little-endian fields of the binary formats (the rendezvous store's and the hub relay's headers,
+// an outer algorithm's state and the recovery message): fixed widths, byte by byte, so bytes read
+// the same on every host whatever its byte order. put_/get_ work on a field whose first byte is
+// `p` (callers check the length first); Appender and Reader grow a buffer and read one with every
+// length checked. Pure functions and plain structs, no state shared between threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace tw::le {
+
+inline void put_u32(uint8_t* p, uint32_t v) {
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+inline void put_u64(uint8_t* p, uint64_t v) {
+    for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+inline uint32_t get_u32(const uint8_t* p) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p[i]) << (8 * i);
+    return v;
+}
+inline uint64_t get_u64(const uint8_t* p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    return v;
+}
+// An IEEE-754 double as its 64 bits.
+inline void put_f64(uint8_t* p, double d) {
+    uint64_t v;
+    std::memcpy(&v, &d, 8);
+    put_u64(p, v);
+}
+inline double get_f64(const uint8_t* p) {
+    const uint64_t v = get_u64(p);
+    double d;
+    std::memcpy(&d, &v, 8);
+    return d;
+}
+
+inline void put_u16(uint8_t* p, uint16_t v) {
+    p[0] = static_cast<uint8_t>(v);
+    p[1] = static_cast<uint8_t>(v >> 8);
+}
+inline uint16_t get_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+
+// Appends fields to a byte vector.
+struct Appender {
+    std::vector<uint8_t>& out;
+    void u8(uint8_t v) { out.push_back(v); }
+    void u16(uint16_t v) { grow(2), put_u16(out.data() + out.size() - 2, v); }
+    void u32(uint32_t v) { grow(4), put_u32(out.data() + out.size() - 4, v); }
+    void u64(uint64_t v) { grow(8), put_u64(out.data() + out.size() - 8, v); }
+    void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
+    void f64(double v) { grow(8), put_f64(out.data() + out.size() - 8, v); }
+    void bytes(const void* p, size_t n) {
+        const auto* b = static_cast<const uint8_t*>(p);
+        out.insert(out.end(), b, b + n);
+    }
+
+private:
+    void grow(size_t n) { out.resize(out.size() + n); }
+};
+
+// Reads fields from `n` bytes at `p`; every read checks what is left and returns false (reading
+// nothing) when the field does not fit.
+struct Reader {
+    const uint8_t* p;
+    size_t n, at = 0;
+    size_t left() const { return n - at; }
+    bool u8(uint8_t& v) { return take(1) && (v = p[at - 1], true); }
+    bool u16(uint16_t& v) { return take(2) && (v = get_u16(p + at - 2), true); }
+    bool u32(uint32_t& v) { return take(4) && (v = get_u32(p + at - 4), true); }
+    bool u64(uint64_t& v) { return take(8) && (v = get_u64(p + at - 8), true); }
+    bool i64(int64_t& v) {
+        uint64_t u = 0;
+        if (!u64(u)) return false;
+        v = static_cast<int64_t>(u);
+        return true;
+    }
+    bool f64(double& v) { return take(8) && (v = get_f64(p + at - 8), true); }
+
+private:
+    bool take(size_t k) {
+        if (left() < k) return false;
+        at += k;
+        return true;
+    }
+};
+
+}  // namespace tw::le
