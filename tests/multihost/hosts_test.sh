@@ -145,14 +145,15 @@ steps="$(sqlite3 "$db" "select count(*) from metrics m join runs r on r.id = m.r
 [ "$steps" = 0 ] || fail "$steps steps ran with mismatched data"
 echo "ok: other data on host 4 refused before any step: $(grep -m1 -o "replica-1: its data differ[^;]*" "$work/mismatch.out")"
 
-# (d) A link that drops every packet mid-run (a tbf whose bucket is smaller than a packet): the run
-# does not hang; it fails within the heartbeat timeout, naming the node behind the dead link.
+# (d) A link that drops every packet mid-run (a tbf whose bucket is smaller than a packet), with a
+# quorum of all three replicas (with fewer the two others would go on without it, docs/faults.md):
+# the run does not hang; it fails within the heartbeat timeout, naming the node behind the dead link.
 layouts sparseloco-long '[outer]
 algorithm = "sparseloco"
 replicas = 3
 inner_steps = 10' 1 2 3
 on_host 0 "$tw" --db "$db" run "$work/sparseloco-long.toml" --data-root "$work" --set run.name=dead-link \
-  --set train.steps=100000 > "$work/dead-link.out" 2>&1 &
+  --set train.steps=100000 --set cluster.min_replicas=3 > "$work/dead-link.out" 2>&1 &
 runpid=$!
 for _ in $(seq 1 300); do [ "$(sqlite3 "$db" "select count(*) from metrics m join runs r on r.id = m.run_id
   where r.name = 'dead-link' and m.name = 'round.bytes'" 2> /dev/null || echo 0)" -ge 3 ] && break; sleep 0.1; done
