@@ -36,6 +36,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+// "0, 2, 3": replicas for events and errors.
+std::string replica_list(const std::vector<int>& rs) {
+    std::string out;
+    for (int r : rs) out += (out.empty() ? "" : ", ") + std::to_string(r);
+    return out;
+}
 std::string num(double v) {
     char b[32];
     std::snprintf(b, sizeof b, "%.6g", v);
@@ -71,6 +77,11 @@ private:
     // Whether this node's rounds run among the replicas present: a replica leader of an outer
     // algorithm, one node per replica, no pipelines.
     bool elastic() const { return outer_ && mesh_ && !in_pipeline_run() && !grads_; }
+    // Whether the data plane counts replica `r` lost (found silent or gone, or told so by a peer).
+    bool lost(int r) const {
+        const auto l = mesh_->lost_members();
+        return std::find(l.begin(), l.end(), r) != l.end();
+    }
     // One round among the members present, redone among the survivors when a member is lost in it;
     // `late` receives the members left out by the deadline. The report's members are replicas.
     Result<RoundReport> elastic_round(int64_t step, std::vector<int>& late);
@@ -378,11 +389,8 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
     const int me = role_.replica;
     ++rounds_;
     std::vector<int> members;
-    {
-        const auto lost = mesh_->lost_members();
-        for (int r : faults_.members(step))
-            if (std::find(lost.begin(), lost.end(), r) == lost.end()) members.push_back(r);
-    }
+    for (int r : faults_.members(step))
+        if (!lost(r)) members.push_back(r);
     // A member of the last round that is gone now is noticed the way a real loss is: by waiting out
     // the heartbeat timeout. The simulated clock pays that wait once (docs/faults.md), so a
     // scheduled kill costs what a real one would.
@@ -400,9 +408,7 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
     for (auto& p : params) live_before.push_back(p.detach().clone());
     for (int attempt = 0;; ++attempt) {
         if (static_cast<int64_t>(members.size()) < cfg_.cluster.min_replicas) {
-            std::string list;
-            for (int r : members) list += (list.empty() ? "" : ", ") + std::to_string(r);
-            return R::error("quorum lost: " + std::to_string(members.size()) + " replica(s) left (" + list +
+            return R::error("quorum lost: " + std::to_string(members.size()) + " replica(s) left (" + replica_list(members) +
                             "), cluster.min_replicas is " + std::to_string(cfg_.cluster.min_replicas));
         }
         if (attempt >= 15) return R::error("the round was redone 15 times; giving up");
@@ -460,9 +466,8 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
         }
         if (st) {
             if (!members_.empty() && members_ != members && me == members.front()) {
-                std::string list;
-                for (int r : members) list += (list.empty() ? "" : ", ") + std::to_string(r);
-                event(EventLevel::kInfo, "members", "the round at step " + std::to_string(step) + " runs among replicas " + list);
+                event(EventLevel::kInfo, "members",
+                      "the round at step " + std::to_string(step) + " runs among replicas " + replica_list(members));
             }
             members_ = on_time;
             if (attempt > 0 || static_cast<int64_t>(members.size()) < cfg_.outer.replicas) {
@@ -471,10 +476,8 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
             }
             if (attempt > 0) record(step, metric::kRoundLossWallS, since_s(round_start));
             if (!late.empty()) {
-                std::string who;
-                for (int r : late) who += (who.empty() ? "" : ", ") + std::to_string(r);
                 if (me == on_time.front())
-                    event(EventLevel::kWarning, "late", "round at step " + std::to_string(step) + ": replica(s) " + who +
+                    event(EventLevel::kWarning, "late", "round at step " + std::to_string(step) + ": replica(s) " + replica_list(late) +
                                                           " arrived more than " + num(cfg_.outer.round_deadline_s) +
                                                           " simulated s after the first and were left out");
             }
@@ -487,22 +490,17 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
         for (size_t i = 0; i < members.size(); ++i)
             if (members[i] != me) peers.push_back(static_cast<int>(i));
         all.abandon(peers);
-        const auto lost = mesh_->lost_members();
         std::vector<int> gone, rest;
-        for (int r : members)
-            (std::find(lost.begin(), lost.end(), r) != lost.end() ? gone : rest).push_back(r);
+        for (int r : members) (lost(r) ? gone : rest).push_back(r);
         if (gone.empty()) return st;
         if (Status s = outer_->load_state(snapshot); !s) return R::error("rolling back the round: " + s.message());
         {
             torch::NoGradGuard no_grad;
             for (size_t i = 0; i < params.size(); ++i) params[i].copy_(live_before[i]);
         }
-        std::string g, r;
-        for (int x : gone) g += (g.empty() ? "" : ", ") + std::to_string(x);
-        for (int x : rest) r += (r.empty() ? "" : ", ") + std::to_string(x);
         event(EventLevel::kWarning, "member-lost",
-              "round at step " + std::to_string(step) + ": replica " + g + " lost (" + st.message() +
-                  "); the round is redone among replicas " + r);
+              "round at step " + std::to_string(step) + ": replica " + replica_list(gone) + " lost (" + st.message() +
+                  "); the round is redone among replicas " + replica_list(rest));
         members = rest;
         last_round_ = members;
         clock_.wait_until(clock_.now_s() + cfg_.cluster.heartbeat_timeout_s);  // the wait that found it lost
@@ -529,10 +527,8 @@ Status ReplicaWorker::send_state(int to, int64_t step, double clock_s) {
 Status ReplicaWorker::catch_up(int64_t step, double end_s, const std::vector<int>& late) {
     const int me = role_.replica;
     std::vector<int> to = late;
-    for (int r : faults_.rejoining(step)) {
-        const auto lost = mesh_->lost_members();
-        if (std::find(lost.begin(), lost.end(), r) == lost.end()) to.push_back(r);
-    }
+    for (int r : faults_.rejoining(step))
+        if (!lost(r)) to.push_back(r);
     if (to.empty()) return Status::ok();
     if (std::find(late.begin(), late.end(), me) != late.end()) return receive_state(step, members_);
     if (members_.empty() || members_.front() != me) return Status::ok();
@@ -549,8 +545,7 @@ Status ReplicaWorker::receive_state(int64_t step, const std::vector<int>& candid
             double sender_clock = 0;
             auto m = mesh_->recv(d, &sender_clock);
             if (!m) {
-                const auto lost = mesh_->lost_members();
-                if (std::find(lost.begin(), lost.end(), d) != lost.end()) break;  // the next candidate
+                if (lost(d)) break;  // the next candidate
                 // The transport's backstop on one wait: the donor is alive (its heartbeats come)
                 // but has not reached the round yet; a joiner waits as long as that takes.
                 if (m.message().find("timed out") != std::string::npos && !(ctl_ && ctl_->stop.load())) continue;
