@@ -255,11 +255,16 @@ void Session::body(RunConfig cfg) {
     set_phase("running");
     std::optional<RunOutcome> outcome;
     {
-        // Survivors go on (docs/faults.md): the replicas of an outer algorithm, one node each, may be
-        // lost while cluster.min_replicas of them remain; every other node is vital.
-        const bool elastic = algorithm_traits(cfg).outer_rounds && cfg.cluster.stages == 1 &&
-                             cfg.cluster.nodes_per_replica == 1 && !cfg.hdee.enabled() && !cfg.skippipe.enabled();
-        coord->set_loss_policy(std::vector<bool>(roles.size(), elastic), cfg.cluster.min_replicas);
+        // Survivors go on (docs/faults.md): the replicas of an outer algorithm may be lost while
+        // cluster.min_replicas of them remain — a replica of several nodes as a whole — and a spare
+        // counts once it holds a place, so never more than outer.replicas are live. Every other
+        // node is vital.
+        const bool elastic = algorithm_traits(cfg).outer_rounds && cfg.cluster.stages == 1 && !cfg.hdee.enabled() &&
+                             !cfg.skippipe.enabled();
+        std::vector<int> unit(roles.size(), -1);
+        for (size_t i = 0; i < roles.size() && elastic; ++i)
+            unit[i] = roles[i].kind == "spare" ? static_cast<int>(cfg.outer.replicas + i) : roles[i].replica;
+        coord->set_loss_policy(std::move(unit), cfg.cluster.min_replicas, cfg.outer.replicas);
     }
     if (Status st = coord->configure(roles, to_toml(without_keys(cfg))); !st) outcome = RunOutcome{RunStatus::kFailed, st.message()};
     else if (Status st2 = coord->start(); !st2) outcome = RunOutcome{RunStatus::kFailed, st2.message()};

@@ -76,6 +76,17 @@ public:
                         bool count = true) = 0;
     // The next message from `peer`; its sender's clock goes to `sender_clock_s` when given.
     virtual Result<std::vector<uint8_t>> recv(int peer, double* sender_clock_s = nullptr) = 0;
+    // The next message from any of `peers` (ranks, this member excluded), its sender in `from`:
+    // a standby spare or a joining replica waiting for the state of whichever peer sends it (docs/
+    // faults.md). Peers found lost or gone are skipped; while one of them lives the wait has no
+    // backstop (their heartbeats keep it honest). Fails when every peer is lost or gone, or on
+    // abort. Default: one peer only, through recv().
+    virtual Result<std::vector<uint8_t>> recv_any(const std::vector<int>& peers, int* from,
+                                                  double* sender_clock_s = nullptr) {
+        if (peers.size() != 1) return Result<std::vector<uint8_t>>::error("collective: this transport receives from one peer at a time");
+        if (from) *from = peers.front();
+        return recv(peers.front(), sender_clock_s);
+    }
 
     // After a round, the members of `group` (ascending ranks, this member included) compare
     // `state_hash`: a hash of what the algorithm says they must now hold identically. It travels as

@@ -156,6 +156,10 @@ struct ClusterConfig {
     // Survivors go on (docs/faults.md): a run of an outer algorithm continues while at least this
     // many replicas are live; below it the run stops with the reason. 1 = as long as one is left.
     int64_t min_replicas = 1;
+    // Standby nodes (docs/faults.md "Spares"): each joins the data-plane mesh idle and takes the
+    // place of a replica lost for good (a real loss, or a scheduled kill without rejoin) at the
+    // next round boundary. Outer algorithms with one node per replica only. 0 = none.
+    int64_t spares = 0;
 };
 
 // [pipeline] — pipeline replicas and their compressed boundaries (METHODS.md §5–§7); read when

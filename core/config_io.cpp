@@ -147,6 +147,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"cluster.heartbeat_timeout_s", &c.cluster.heartbeat_timeout_s, 0.05, 3600},
         {"cluster.hub_endpoint", &c.cluster.hub_endpoint, -inf, inf, {}, "hub relay endpoint"},
         {"cluster.min_replicas", &c.cluster.min_replicas, 1, 65535, {}, "quorum: live replicas to go on"},
+        {"cluster.spares", &c.cluster.spares, 0, 63, {}, "spare nodes standing by"},
 
         {"pipeline.replicas", &c.pipeline.replicas, -1, 1024},
         {"pipeline.schedule", &c.pipeline.schedule, -inf, inf, {"gpipe", "1f1b"}},
@@ -781,6 +782,8 @@ std::string to_toml(const RunConfig& cfg_in) {
     resolve_topology(cfg);
     std::map<std::string, toml::table> sections;
     for (auto& f : fields_of(cfg)) {
+        // Written (and so hashed) only when set, like [faults] below.
+        if (f.key == "cluster.spares" && cfg.cluster.spares == 0) continue;
         auto dot = f.key.find('.');
         std::string sec = f.key.substr(0, dot), name = f.key.substr(dot + 1);
         std::visit(

@@ -110,6 +110,18 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
         p.push_back("outer.round_deadline_s: only outer algorithms have rounds to leave a straggler out of");
     if (c.outer.round_deadline_s > 0 && c.cluster.stages > 1)
         p.push_back("outer.round_deadline_s: runs with pipeline replicas have no deadline yet (docs/faults.md)");
+    if (c.cluster.spares > 0) {
+        const std::string what = "cluster.spares " + std::to_string(c.cluster.spares) + ": ";
+        if (!outer)
+            p.push_back(what + "spares take the place of lost replicas of an outer algorithm, not of \"" + c.outer.algorithm + "\"");
+        else if (c.cluster.stages > 1 || c.cluster.nodes_per_replica > 1 || c.hdee.enabled() || c.skippipe.enabled())
+            p.push_back(what + "spares stand in for replicas of one node only (no pipelines, Gloo groups, HDEE or SkipPipe)");
+        if (c.outer.round_time_s > 0) p.push_back(what + "time-budgeted rounds (outer.round_time_s) take no spares");
+        if (c.outer.topology == "hub") p.push_back(what + "the hub relay's members are the replicas only; use a mesh or a ring");
+        if (c.train.ckpt_every > 0) p.push_back(what + "checkpoints of runs with spares are not supported yet");
+        if (c.outer.replicas + c.cluster.spares > 64)
+            p.push_back(what + "outer.replicas + cluster.spares must be at most 64 (the transport's member masks)");
+    }
     if (!faults) return;
     if (!outer) {
         p.push_back("[faults]: faults act on the replicas of an outer algorithm (" +
@@ -202,6 +214,11 @@ const FaultEvent* FaultSchedule::down_at(int r, int64_t step) const {
 }
 
 bool FaultSchedule::in_round(int r, int64_t round_step) const { return down_at(r, round_step) == nullptr; }
+
+bool FaultSchedule::gone_for_good(int r, int64_t step) const {
+    const FaultEvent* e = down_at(r, step);
+    return e && e->kind == FaultKind::kKill && rejoin_round(*e) < 0;
+}
 
 std::vector<int> FaultSchedule::members(int64_t round_step) const {
     std::vector<int> out;

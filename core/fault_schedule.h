@@ -59,6 +59,9 @@ public:
     std::vector<int> members(int64_t round_step) const;
     // The down event (kill or disconnect) that replica r is in after step `step`, or nullptr.
     const FaultEvent* down_at(int r, int64_t step) const;
+    // Whether replica r is killed for good by step `step` (no rejoin within the run): its place is
+    // free for a spare (cluster.spares).
+    bool gone_for_good(int r, int64_t step) const;
     // The round after which a replica down by `e` rejoins (its boundary ≥ until_step); −1 = never
     // within the run's steps.
     int64_t rejoin_round(const FaultEvent& e) const;

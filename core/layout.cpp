@@ -43,7 +43,7 @@ int64_t nodes_needed(const RunConfig& cfg) {
 
     if (cfg.hdee.enabled()) return static_cast<int64_t>(hdee_experts(cfg));
     const int64_t pipes = cfg.pipeline_replicas();
-    return (cfg.outer.replicas - pipes) * cfg.cluster.nodes_per_replica + pipes * cfg.cluster.stages;
+    return (cfg.outer.replicas - pipes) * cfg.cluster.nodes_per_replica + pipes * cfg.cluster.stages + cfg.cluster.spares;
 }
 
 int pipeline_mesh_rank(const RunConfig& cfg, int replica, int stage) {
@@ -146,6 +146,7 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
                                                        " of them pipelines of " + std::to_string(cfg.cluster.stages) +
                                                        " stages"
                                                  : std::string()) +
+                    (cfg.cluster.spares > 0 ? " + " + std::to_string(cfg.cluster.spares) + " spare(s)" : std::string()) +
                     "), the cluster has " + std::to_string(control_endpoints.size()));
     const auto algo = parse_algorithm(cfg.outer.algorithm);
     if (!algo) p.push_back("outer.algorithm \"" + cfg.outer.algorithm + "\" is unknown");
@@ -179,7 +180,8 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
     // DDP: one gradient group of all nodes; DiLoCo: one per replica of several nodes.
     GlooGroupSpec world_group;
     if (ddp && R * n > 1) world_group = store_of(0);
-    std::vector<NodeRole> roles(static_cast<size_t>(R * n));
+    const int spares = static_cast<int>(cfg.cluster.spares);
+    std::vector<NodeRole> roles(static_cast<size_t>(R * n + spares));
     for (int r = 0; r < R; ++r) {
         GlooGroupSpec replica_group;
         if (!ddp && n > 1) replica_group = store_of(r * n);
@@ -198,14 +200,23 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
     }
     // The ZeroMQ mesh: every node under DDP (it carries the per-step clock exchange), the replica
     // leaders under DiLoCo (they exchange pseudo-gradients).
+    // Spares (cluster.spares, docs/faults.md) stand by as the mesh's last members, ranks R.., each
+    // ready to take a lost replica's place; until then they are nobody's replica.
     std::vector<std::string> mesh;
     for (int i = 0; i < R * n; ++i)
         if (ddp || i % n == 0) mesh.push_back(eps[static_cast<size_t>(i)].data);
-    for (int i = 0; i < R * n; ++i) {
+    for (int k = 0; k < spares; ++k) {
+        mesh.push_back(eps[static_cast<size_t>(R * n + k)].data);
+        NodeRole& role = roles[static_cast<size_t>(R * n + k)];
+        role.name = "spare-" + std::to_string(k);
+        role.kind = "spare";
+        role.replicas = R;
+    }
+    for (int i = 0; i < R * n + spares; ++i) {
         NodeRole& role = roles[static_cast<size_t>(i)];
         if (algo == Algorithm::kNone) continue;
         role.mesh_endpoints = mesh;
-        role.mesh_rank = ddp ? i : (i % n == 0 ? i / n : -1);
+        role.mesh_rank = i >= R * n ? R + (i - R * n) : ddp ? i : (i % n == 0 ? i / n : -1);
     }
     return roles;
 }

@@ -22,7 +22,8 @@ struct GlooGroupSpec {
 struct NodeRole {
     std::string name;          // "replica-0", or "replica-1.2" for rank 2 of replica 1; MetricRecord::node
     std::string kind = "full";  // "full" replica, a "pipeline" replica's stage node, a "skippipe" stage node
-                                // or an HDEE "expert"
+                                // or an HDEE "expert", or a "spare" standing by (cluster.spares:
+                                // replica 0's data until it takes a lost replica's place)
     int replica = 0;           // 0 ≤ replica < replicas
     int replicas = 1;          // R
     int rank = 0;              // rank inside the replica (its DDP group); 0 is the replica's leader

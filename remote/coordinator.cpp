@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <zmq.hpp>
 
 #include "remote/poll.h"
@@ -33,13 +34,14 @@ struct Coordinator::Impl {
     int64_t next_id = 1;
     bool stopping = false;
     std::optional<size_t> first_failure;  // the node whose failed `done` arrived first in this run
-    std::vector<bool> expendable;         // set_loss_policy: nodes the run may lose
-    int64_t min_live = 1;
+    std::vector<int> unit;                // set_loss_policy: node → replica or spare it belongs to; −1 = vital
+    int64_t min_live = 1, max_live = 0;
 };
 
-void Coordinator::set_loss_policy(std::vector<bool> expendable, int64_t min_live) {
-    impl_->expendable = std::move(expendable);
+void Coordinator::set_loss_policy(std::vector<int> unit, int64_t min_live, int64_t max_live) {
+    impl_->unit = std::move(unit);
     impl_->min_live = min_live;
+    impl_->max_live = max_live;
 }
 
 Coordinator::~Coordinator() {
@@ -393,16 +395,22 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
     for (size_t i = 0; i < nodes_.size(); ++i) {
         if (!s.in_run[i]) continue;
         NodeInfo& n = nodes_[i];
-        if (!n.done && n.heartbeat_age_s > s.opts.heartbeat_timeout_s && i < s.expendable.size() && s.expendable[i] &&
+        if (!n.done && n.heartbeat_age_s > s.opts.heartbeat_timeout_s && i < s.unit.size() && s.unit[i] >= 0 &&
             !s.stopping) {
             // A replica the run can go on without: its peers redo their round among themselves.
             n.done = n.lost = true;
             n.state = "lost";
             char buf[64];
             std::snprintf(buf, sizeof buf, "%.1f", n.heartbeat_age_s);
-            int64_t live = 0;
-            for (size_t j = 0; j < nodes_.size(); ++j)
-                live += s.in_run[j] && j < s.expendable.size() && s.expendable[j] && !nodes_[j].lost;
+            // Live units: those none of whose nodes is lost (a replica's nodes leave together).
+            std::set<int> units, dead;
+            for (size_t j = 0; j < nodes_.size() && j < s.unit.size(); ++j) {
+                if (!s.in_run[j] || s.unit[j] < 0) continue;
+                units.insert(s.unit[j]);
+                if (nodes_[j].lost) dead.insert(s.unit[j]);
+            }
+            int64_t live = static_cast<int64_t>(units.size() - dead.size());
+            if (s.max_live > 0) live = std::min(live, s.max_live);
             sink.on_event({0, n.name, EventLevel::kWarning, "node-lost",
                            "node " + n.name + " (" + n.endpoint + ") sent no heartbeat for " + buf + " s (last at step " +
                                std::to_string(n.step) + "); " + std::to_string(live) + " replica(s) go on"});

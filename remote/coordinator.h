@@ -92,10 +92,12 @@ public:
     // arrived first: its peers' failures (a member that left the mesh) usually follow from it.
     std::optional<RunOutcome> poll(CoordinatorSink& sink, int timeout_ms);
 
-    // Survivors go on (docs/faults.md): node i of `expendable` (true) may fall silent without failing
-    // the run — it is marked lost and an event says so — as long as at least `min_live` of the
-    // expendable nodes are not lost. Nodes not named stay vital (their loss fails the run).
-    void set_loss_policy(std::vector<bool> expendable, int64_t min_live);
+    // Survivors go on (docs/faults.md): node i with unit[i] ≥ 0 may fall silent without failing the
+    // run — it is marked lost and an event says so — as long as at least `min_live` units have no
+    // lost node. A unit is one replica (its nodes leave together) or one spare; unit −1 (or a node
+    // past the vector's end) stays vital (its loss fails the run). `max_live` caps the count
+    // (spares stand by beside outer.replicas: at most that many replicas are live); 0 = no cap.
+    void set_loss_policy(std::vector<int> unit, int64_t min_live, int64_t max_live = 0);
 
     // One request/reply round trip with node i (kind and body of `m`); error replies become errors.
     Result<Message> request(size_t i, Message m);

@@ -253,8 +253,9 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
         return R::error("role: \"name\" may hold only letters, digits, '.', '_' and '-'");
     TW_ROLE_FIELD(r.kind, string_field(j, "kind", "kind", 16));
     // The kinds assign_roles (core/layout.cpp) produces.
-    if (r.kind != "full" && r.kind != "pipeline" && r.kind != "skippipe" && r.kind != "expert")
-        return R::error("role: \"kind\" must be \"full\", \"pipeline\", \"skippipe\" or \"expert\" (got \"" + r.kind + "\")");
+    if (r.kind != "full" && r.kind != "pipeline" && r.kind != "skippipe" && r.kind != "expert" && r.kind != "spare")
+        return R::error("role: \"kind\" must be \"full\", \"pipeline\", \"skippipe\", \"expert\" or \"spare\" (got \"" +
+                        r.kind + "\")");
     if (r.kind == "expert") {
         // An HDEE expert's place in the plan (absent for the other kinds, which ignore it).
         const auto x = j.find("expert");

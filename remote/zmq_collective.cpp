@@ -230,13 +230,14 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::v
 }
 
 Status ZmqCollective::pump_until(const std::string& what, const std::function<std::vector<int>()>& awaited,
-                                 std::chrono::steady_clock::time_point wait_start, int max_ms) {
+                                 std::chrono::steady_clock::time_point wait_start, int max_ms, bool backstop) {
     auto& s = *s_;
     const auto call_start = Clock::now();
     zmq::message_t h;
     for (;;) {
         if (abort_ && abort_()) return Status::error("collective: aborted (stop requested)");
-        if (since_s(wait_start) * 1000 > opts_.timeout_ms) return Status::error("collective: " + what + " timed out");
+        if (backstop && since_s(wait_start) * 1000 > opts_.timeout_ms)
+            return Status::error("collective: " + what + " timed out");
         for (int r : awaited()) {
             const auto ri = static_cast<size_t>(r);
             if (s.lost.count(r)) return Status::error("collective: " + member(r) + " is lost (" + what + ")");
@@ -552,6 +553,42 @@ Result<std::vector<uint8_t>> ZmqCollective::recv(int peer, double* sender_clock_
         q.pop_front();
         if (sender_clock_s) *sender_clock_s = m.clock_s;
         return std::move(m.payload);
+    } catch (const zmq::error_t& e) {
+        return R::error(std::string("collective: ") + e.what());
+    }
+}
+
+Result<std::vector<uint8_t>> ZmqCollective::recv_any(const std::vector<int>& peers, int* from, double* sender_clock_s) {
+    using R = Result<std::vector<uint8_t>>;
+    for (int p : peers)
+        if (p < 0 || p >= size() || p == rank_)
+            return R::error("collective: cannot receive from rank " + std::to_string(p) + " at rank " + std::to_string(rank_));
+    try {
+        // Silence counts from the start of the whole wait, as in recv (heartbeats end single pumps).
+        const auto wait_start = Clock::now();
+        for (;;) {
+            std::vector<int> alive;
+            for (int p : peers) {
+                auto& q = s_->p2p[p];
+                if (!q.empty()) {
+                    auto m = std::move(q.front());
+                    q.pop_front();
+                    if (from) *from = p;
+                    if (sender_clock_s) *sender_clock_s = m.clock_s;
+                    return std::move(m.payload);
+                }
+                if (!s_->lost.count(p)) alive.push_back(p);
+            }
+            if (alive.empty()) return R::error("collective: every peer awaited is lost or gone");
+            Status st = pump_until("a message from any of " + std::to_string(alive.size()) + " peer(s)",
+                                   [&alive] { return alive; }, wait_start, -1, /*backstop=*/false);
+            if (st) continue;
+            if (abort_ && abort_()) return st;
+            // A peer found lost or gone ends one pump; the others are still awaited.
+            bool newly_lost = false;
+            for (int p : alive) newly_lost = newly_lost || s_->lost.count(p) > 0;
+            if (!newly_lost) return st;
+        }
     } catch (const zmq::error_t& e) {
         return R::error(std::string("collective: ") + e.what());
     }

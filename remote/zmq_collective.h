@@ -84,6 +84,8 @@ public:
     Status send(int peer, const std::vector<uint8_t>& payload, LinkClass link, double sim_clock_s,
                 bool count = true) override;
     Result<std::vector<uint8_t>> recv(int peer, double* sender_clock_s = nullptr) override;
+    Result<std::vector<uint8_t>> recv_any(const std::vector<int>& peers, int* from,
+                                          double* sender_clock_s = nullptr) override;
     const ByteCounters& counters() const override { return counters_; }
     double real_exchange_s() const override { return real_exchange_s_; }
     void add_real_exchange_s(double s) override { real_exchange_s_ += s; }
@@ -114,9 +116,10 @@ private:
     // this run); errors on abort, an awaited member lost (silent since max(its last frame,
     // `wait_start`) for silence_timeout_s, gone, or given up on the attempt) or the backstop
     // (timeout_ms since `wait_start`: the start of the caller's whole wait). `what` names the wait.
-    // Returns ok after `max_ms` (≥ 0; −1 = no limit) when nothing arrived.
+    // Returns ok after `max_ms` (≥ 0; −1 = no limit) when nothing arrived. `backstop` = false
+    // drops the backstop (recv_any: a spare may stand by for the whole run).
     Status pump_until(const std::string& what, const std::function<std::vector<int>()>& awaited,
-                      std::chrono::steady_clock::time_point wait_start, int max_ms);
+                      std::chrono::steady_clock::time_point wait_start, int max_ms, bool backstop = true);
     Status send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload);
     Status drop(const std::string& why);
     // With a shaper: waits (abortably, reading meanwhile) until a counted message may leave.

@@ -31,6 +31,9 @@ std::vector<uint8_t> encode_recovery(const RecoveryState& s) {
         w.u16(static_cast<uint16_t>(list->size()));
         for (int r : *list) w.u16(static_cast<uint16_t>(r));
     }
+    w.u32(static_cast<uint32_t>(s.slot + 1));
+    w.u16(static_cast<uint16_t>(s.holders.size()));
+    for (int r : s.holders) w.u16(static_cast<uint16_t>(r));
     const auto block = encode_outer_state(s.outer);
     out.insert(out.end(), block.begin(), block.end());
     return out;
@@ -44,7 +47,12 @@ Result<RecoveryState> decode_recovery(const std::vector<uint8_t>& in) {
     if (!r.i64(s.step) || !r.i64(s.rounds) || !r.f64(s.clock_s)) return R::error("recovery: truncated header");
     if (s.step < 0 || s.rounds < 0 || !(s.clock_s >= 0) || !std::isfinite(s.clock_s))
         return R::error("recovery: step, round count or clock out of range");
-    for (auto* list : {&s.members, &s.lost}) {
+    for (auto* list : {&s.members, &s.lost, &s.holders}) {
+        if (list == &s.holders) {
+            uint32_t slot = 0;
+            if (!r.u32(slot) || slot > 0xffff) return R::error("recovery: truncated or impossible place");
+            s.slot = static_cast<int>(slot) - 1;
+        }
         uint16_t n = 0;
         if (!r.u16(n)) return R::error("recovery: truncated member list");
         for (uint16_t i = 0; i < n; ++i) {
@@ -53,6 +61,9 @@ Result<RecoveryState> decode_recovery(const std::vector<uint8_t>& in) {
             list->push_back(m);
         }
     }
+    if (s.slot < -1 || s.slot >= static_cast<int>(s.holders.size()))
+        return R::error("recovery: place " + std::to_string(s.slot) + " is not one of the " +
+                        std::to_string(s.holders.size()) + " replicas");
     auto outer = decode_outer_state(in.data() + r.at, r.left());
     if (!outer) return R::error("recovery: " + outer.message());
     s.outer = std::move(*outer);

@@ -3,11 +3,14 @@
 // SparseLoCo's error feedback), the donor's live weights when they differ from the global ones
 // (Streaming DiLoCo, NoLoCo), the step (the data position follows from it), the round count (for
 // the transport's attempt numbers), the donor's simulated clock at the round's end, the round's
-// members and the replicas the donor found lost. One point-to-point message on the outer link,
-// counted as recovery bytes (bytes.outer.recovery.*), not as the round's.
+// members, the mesh ranks the donor found lost, and which mesh rank holds each replica's place —
+// with the place the receiver takes when it is a spare (docs/faults.md "Spares"). One
+// point-to-point message on the outer link, counted as recovery bytes (bytes.outer.recovery.*),
+// not as the round's.
 //
 // Layout: "TWRC" | i64 step | i64 rounds | f64 clock_s | u16 n | n × u16 member | u16 m | m × u16
-// lost | outer_state_io block (the live weights as "live.i" entries). Untrusted on the way in.
+// lost | u32 slot + 1 (0: the receiver keeps its own place) | u16 h | h × u16 holder | outer_state_io block (the
+// live weights as "live.i" entries). Untrusted on the way in.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +25,10 @@ struct RecoveryState {
     int64_t step = 0;
     int64_t rounds = 0;    // the donor's synchronisation rounds so far
     double clock_s = 0;    // the donor's simulated clock when it sends
-    std::vector<int> members, lost;
+    std::vector<int> members;  // replicas of the round, ascending
+    std::vector<int> lost;     // mesh ranks
+    int slot = -1;             // the replica a spare takes over; −1 = the receiver stays what it is
+    std::vector<int> holders;  // mesh rank holding replica r's place, r = 0..R−1
     OuterState outer;                    // with "live.i" entries when the live weights differ
 };
 

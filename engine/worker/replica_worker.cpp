@@ -37,7 +37,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 // "0, 2, 3": replicas for events and errors.
-std::string replica_list(const std::vector<int>& rs) {
+std::string replica_list(std::vector<int> rs) {
+    std::sort(rs.begin(), rs.end());
     std::string out;
     for (int r : rs) out += (out.empty() ? "" : ", ") + std::to_string(r);
     return out;
@@ -75,13 +76,61 @@ private:
     Status outer_round(int64_t step);
     // ---- rounds that survive lost replicas (docs/faults.md) ----
     // Whether this node's rounds run among the replicas present: a replica leader of an outer
-    // algorithm, one node per replica, no pipelines.
-    bool elastic() const { return outer_ && mesh_ && !in_pipeline_run() && !grads_; }
-    // Whether the data plane counts replica `r` lost (found silent or gone, or told so by a peer).
-    bool lost(int r) const {
-        const auto l = mesh_->lost_members();
-        return std::find(l.begin(), l.end(), r) != l.end();
+    // algorithm, no pipelines.
+    bool elastic() const { return outer_ && mesh_ && !in_pipeline_run(); }
+    // Whether this node's replica leaves the run as a whole when its gradient group fails (a node of
+    // it lost): any node of a replica of several nodes under an outer algorithm (docs/faults.md).
+    bool may_leave() const { return grads_ && algorithm_traits(cfg_).outer_rounds && !in_pipeline_run(); }
+    // The replica leaves: an event names why; the worker ends after this step (its peers find the
+    // leader gone and redo their round without it).
+    void leave(const Status& why) {
+        leaving_ = true;
+        event(EventLevel::kWarning, "leave", "replica " + std::to_string(role_.replica) +
+                                                 " leaves the run as a whole: its gradient group failed (" + why.message() + ")");
     }
+    // Whether the data plane counts replica `r` lost (the node holding its place found silent or
+    // gone, or told so by a peer).
+    bool lost(int r) const { return rank_lost(rank_of(r)); }
+    bool rank_lost(int k) const {
+        const auto l = mesh_->lost_members();
+        return std::find(l.begin(), l.end(), k) != l.end();
+    }
+    // ---- spares (cluster.spares, docs/faults.md "Spares") ----
+    // Replica r's place is held by mesh rank holder_[r]: r itself until a spare takes it over.
+    int rank_of(int r) const { return holder_.empty() ? r : holder_[static_cast<size_t>(r)]; }
+    // The replica whose place mesh rank `k` holds; −1 for a spare standing by.
+    int slot_of(int k) const {
+        for (size_t r = 0; r < holder_.size(); ++r)
+            if (holder_[r] == k) return static_cast<int>(r);
+        return holder_.empty() ? k : -1;
+    }
+    // Whether replica r takes part in the round at `step`: scheduled in, or its place refilled.
+    bool scheduled(int r, int64_t step) const { return faults_.in_round(r, step) || rank_of(r) != r; }
+    std::vector<int> scheduled_members(int64_t step) const {
+        std::vector<int> out;
+        for (int r = 0; r < role_.replicas; ++r)
+            if (scheduled(r, step)) out.push_back(r);
+        return out;
+    }
+    // `replicas` in the order of the mesh ranks holding them (a round's member order).
+    std::vector<int> by_rank(std::vector<int> replicas) const {
+        std::sort(replicas.begin(), replicas.end(), [this](int a, int b) { return rank_of(a) < rank_of(b); });
+        return replicas;
+    }
+    // Mesh ranks of `replicas` (given in the order of their ranks, as every member list of a round is).
+    std::vector<int> ranks_of(const std::vector<int>& replicas) const {
+        std::vector<int> out;
+        for (int r : replicas) out.push_back(rank_of(r));
+        return out;
+    }
+    // After the round at `step`: the places lost for good, each given to a spare standing by (every
+    // member computes the same pairs); returns (replica, spare's mesh rank) and updates holder_.
+    std::vector<std::pair<int, int>> refill(int64_t step);
+    // A spare's wait: until a donor hands it a lost replica's place (taken on), or every peer is
+    // gone (`needed` = false: the run ended without it).
+    Status stand_by(bool& needed);
+    // Takes on a donor's state `s` (a message of `bytes` from mesh rank `from`) after the round at s.step.
+    Status take_state(const RecoveryState& s, size_t bytes, int from);
     // One round among the members present, redone among the survivors when a member is lost in it;
     // `late` receives the members left out by the deadline. The report's members are replicas.
     Result<RoundReport> elastic_round(int64_t step, std::vector<int>& late);
@@ -91,7 +140,8 @@ private:
     // A joiner's or late replica's side: waits for the donor's state (the lowest of `candidates`
     // that is alive) and takes it on.
     Status receive_state(int64_t step, const std::vector<int>& candidates);
-    Status send_state(int to, int64_t step, double clock_s);
+    // To mesh rank `to`; `slot` ≥ 0 hands a spare that replica's place.
+    Status send_state(int to, int slot, int64_t step, double clock_s);
     // The scheduled faults that start after step `step` (a kill returns with `left` set when the
     // replica does not come back).
     Status apply_faults(int64_t step, double step_compute_s, bool& left);
@@ -150,8 +200,13 @@ private:
     std::vector<std::string> guard_events_;  // warnings of the last round, for the sink
     std::shared_ptr<PreparedData> data_;
     FaultSchedule faults_;          // [faults] (empty: no scheduled faults)
+    // Member lists of rounds are replicas in the order of the mesh ranks holding them (a MemberView's
+    // order; ascending replicas until a spare takes a place).
     std::vector<int> members_;      // replicas of the last round's aggregate (empty until the first)
     std::vector<int> last_round_;   // replicas present at the last round (the late included)
+    std::vector<int> holder_;       // mesh rank holding replica r's place (elastic runs; see rank_of)
+    bool standby_ = false;          // a spare not (yet) holding a place
+    bool leaving_ = false;          // the replica leaves the run (may_leave)
     int64_t rounds_ = 0;            // synchronisation rounds so far: the transport's attempt numbers
     int64_t down_until_ = -1;       // disconnected: away through the round at this step; −1 = present
     uint64_t recovery_sent_ = 0, recovery_recv_ = 0;
@@ -251,9 +306,18 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     // After the start-up checks (they compare the initial weights), with the outer algorithm built.
     if (Status st = resume_run_checkpoint(sink); !st) return st;
     real_at_last_round_ = real_exchange_s();  // the start-up checks are not a round
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
-                role_.name + " starts: " + std::to_string(count_parameters(cfg_.model)) + " parameters, data part " +
-                    std::to_string(role_.global_rank()) + " of " + std::to_string(role_.world())});
+    if (elastic()) {
+        // Every replica holds its own place; spares (mesh ranks R..) stand by (docs/faults.md).
+        holder_.resize(static_cast<size_t>(role_.replicas));
+        for (int r = 0; r < role_.replicas; ++r) holder_[static_cast<size_t>(r)] = r;
+        standby_ = role_.kind == "spare";
+    } else if (role_.kind == "spare") {
+        return Status::error(role_.name + ": a spare needs a run whose replicas may be lost (docs/faults.md)");
+    }
+    if (!standby_)
+        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
+                    role_.name + " starts: " + std::to_string(count_parameters(cfg_.model)) + " parameters, data part " +
+                        std::to_string(role_.global_rank()) + " of " + std::to_string(role_.world())});
     return Status::ok();
 }
 
@@ -323,7 +387,7 @@ Status ReplicaWorker::outer_round(int64_t step) {
         if (!outer_->round_at(step)) return Status::ok();
         if (step < down_until_) return Status::ok();
         down_until_ = -1;
-        return receive_state(step, faults_.members(step));
+        return receive_state(step, scheduled_members(step));
     }
     if (elastic() && outer_->round_at(step)) {
         auto r = elastic_round(step, late);
@@ -359,7 +423,11 @@ Status ReplicaWorker::outer_round(int64_t step) {
         auto clock = torch::full({1}, end_s, torch::kFloat32);
         params.push_back(clock);
         const auto t = Clock::now();
-        if (Status st = grads_->broadcast(params, 0); !st) return st;
+        if (Status st = grads_->broadcast(params, 0); !st) {
+            if (!may_leave() || (ctl_ && ctl_->stop.load())) return st;
+            leave(st);
+            return Status::ok();
+        }
         gloo_real_s_ += since_s(t);
         end_s = clock_.follow_leader(end_s, clock.item<float>(), net_.intra, static_cast<uint64_t>(n_params_) * 4);
     }
@@ -389,8 +457,9 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
     const int me = role_.replica;
     ++rounds_;
     std::vector<int> members;
-    for (int r : faults_.members(step))
+    for (int r : scheduled_members(step))
         if (!lost(r)) members.push_back(r);
+    members = by_rank(members);
     // A member of the last round that is gone now is noticed the way a real loss is: by waiting out
     // the heartbeat timeout. The simulated clock pays that wait once (docs/faults.md), so a
     // scheduled kill costs what a real one would.
@@ -413,7 +482,7 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
         }
         if (attempt >= 15) return R::error("the round was redone 15 times; giving up");
         mesh_->begin_epoch(static_cast<uint64_t>(rounds_) * 16 + static_cast<uint64_t>(attempt));
-        MemberView all(*mesh_, members);
+        MemberView all(*mesh_, ranks_of(members));
         std::vector<int> on_time = members;
         late.clear();
         Status st;
@@ -438,7 +507,7 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
         }
         const bool in_round = std::find(on_time.begin(), on_time.end(), me) != on_time.end();
         if (st && in_round) {
-            MemberView view(*mesh_, on_time);
+            MemberView view(*mesh_, ranks_of(on_time));
             auto r = outer_->after_step(step, view, clock_.now_s());
             if (!r) {
                 st = r.status();
@@ -447,12 +516,14 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
                 auto h = agree_on_round(*outer_, view);
                 if (!h) st = h.status();
                 else record(step, metric::kRoundStateHash, static_cast<double>(*h >> 12));
-                // The report's members are view ranks (NoLoCo's group) or none (all of the view).
+                // The report's members are view ranks (NoLoCo's group) or none (all of the view);
+                // replicas, ascending, from here on.
                 if (!rep.members.empty()) {
-                    for (int& m : rep.members) m = view.base_rank(m);
-                } else if (!view.everyone()) {
+                    for (int& m : rep.members) m = slot_of(view.base_rank(m));
+                } else if (static_cast<int>(on_time.size()) < role_.replicas) {
                     rep.members = on_time;
                 }
+                std::sort(rep.members.begin(), rep.members.end());
             }
         } else if (st) {
             // Late: out of this round's aggregate; it applies the round through the donor's state
@@ -461,6 +532,7 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
             rep.bytes_sent = 0;
             rep.hops = 0;
             rep.members = on_time;
+            std::sort(rep.members.begin(), rep.members.end());
             rep.what = "left out: late";
             record(step, metric::kRoundLateS, late_by);
         }
@@ -507,72 +579,164 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
     }
 }
 
-Status ReplicaWorker::send_state(int to, int64_t step, double clock_s) {
+Status ReplicaWorker::send_state(int to, int slot, int64_t step, double clock_s) {
     RecoveryState s;
     s.step = step;
     s.rounds = rounds_;
     s.clock_s = clock_s;
     s.members = members_;
     s.lost = mesh_->lost_members();
+    s.slot = slot;
+    s.holders = holder_;
     s.outer = donor_state(*outer_, trainer_->model()->parameters());
     const auto bytes = encode_recovery(s);
     // Not counted on the link's round counters: recovery bytes are their own figure.
     if (Status st = mesh_->send(to, bytes, LinkClass::kOuterSync, clock_s, /*count=*/false); !st) return st;
     recovery_sent_ += bytes.size();
-    event(EventLevel::kInfo, "recovery", "sent the state after the round at step " + std::to_string(step) + " to replica " +
-                                             std::to_string(to) + ": " + std::to_string(bytes.size()) + " B");
+    const std::string whom = slot >= 0 ? "the spare at mesh rank " + std::to_string(to) + ", which takes replica " +
+                                             std::to_string(slot) + "'s place"
+                                       : "replica " + std::to_string(slot_of(to));
+    event(EventLevel::kInfo, "recovery", "sent the state after the round at step " + std::to_string(step) + " to " + whom +
+                                             ": " + std::to_string(bytes.size()) + " B");
     return Status::ok();
+}
+
+std::vector<std::pair<int, int>> ReplicaWorker::refill(int64_t step) {
+    std::vector<std::pair<int, int>> out;
+    if (cfg_.cluster.spares == 0 || holder_.empty()) return out;
+    std::vector<int> idle;  // spares standing by, by mesh rank
+    for (int k = role_.replicas; k < mesh_->size(); ++k)
+        if (slot_of(k) < 0 && !rank_lost(k)) idle.push_back(k);
+    size_t next = 0;
+    for (int r = 0; r < role_.replicas && next < idle.size(); ++r) {
+        if (std::find(last_round_.begin(), last_round_.end(), r) != last_round_.end()) continue;
+        // A place is free when its holder is lost, or killed with no rejoin; a replica away for a
+        // while (disconnected, or killed and coming back) keeps its own.
+        if (!lost(r) && !faults_.gone_for_good(r, step)) continue;
+        holder_[static_cast<size_t>(r)] = idle[next++];
+        out.emplace_back(r, holder_[static_cast<size_t>(r)]);
+    }
+    return out;
 }
 
 Status ReplicaWorker::catch_up(int64_t step, double end_s, const std::vector<int>& late) {
     const int me = role_.replica;
+    // Every member of the round computes the same refills (the same round, the same lost places).
+    const auto spares = refill(step);
     std::vector<int> to = late;
     for (int r : faults_.rejoining(step))
         if (!lost(r)) to.push_back(r);
-    if (to.empty()) return Status::ok();
+    if (to.empty() && spares.empty()) return Status::ok();
     if (std::find(late.begin(), late.end(), me) != late.end()) return receive_state(step, members_);
     if (members_.empty() || members_.front() != me) return Status::ok();
     for (int r : to)
-        if (Status st = send_state(r, step, end_s); !st) return st;
+        if (Status st = send_state(rank_of(r), -1, step, end_s); !st) return st;
+    for (auto [r, k] : spares)
+        if (Status st = send_state(k, r, step, end_s); !st) return st;
     return Status::ok();
 }
 
 Status ReplicaWorker::receive_state(int64_t step, const std::vector<int>& candidates) {
-    const int me = role_.replica;
-    for (int d : candidates) {
-        if (d == me) continue;
+    // The donor is the lowest of the round's members by mesh rank that is alive: wait for each in
+    // that order, moving on when one is lost. recv_any over one peer has no backstop: a live donor
+    // that has not reached the round yet is waited for as long as that takes.
+    for (int d : by_rank(candidates)) {
+        if (d == role_.replica) continue;
         for (;;) {
-            double sender_clock = 0;
-            auto m = mesh_->recv(d, &sender_clock);
+            int from = -1;
+            auto m = mesh_->recv_any({rank_of(d)}, &from);
             if (!m) {
-                if (lost(d)) break;  // the next candidate
-                // The transport's backstop on one wait: the donor is alive (its heartbeats come)
-                // but has not reached the round yet; a joiner waits as long as that takes.
-                if (m.message().find("timed out") != std::string::npos && !(ctl_ && ctl_->stop.load())) continue;
+                if (lost(d) && !(ctl_ && ctl_->stop.load())) break;  // the next candidate
                 return Status::error(role_.name + ": waiting for the state of replica " + std::to_string(d) + ": " + m.message());
             }
             if (!is_recovery_message(*m)) continue;  // a message of an abandoned round
             auto s = decode_recovery(*m);
             if (!s) return Status::error(role_.name + ": the state from replica " + std::to_string(d) + ": " + s.message());
             if (s->step != step) continue;  // an older one
-            auto params = trainer_->model()->parameters();
-            if (Status st = apply_donor_state(*outer_, params, s->outer); !st)
-                return Status::error(role_.name + ": the state from replica " + std::to_string(d) + ": " + st.message());
-            rounds_ = s->rounds;
-            members_ = s->members;
-            last_round_ = s->members;
-            for (int r : s->lost)
-                if (r != me) mesh_->declare_lost(r);
-            recovery_recv_ += m->size();
-            // The state crosses the donor's uplink and this replica's downlink after the round's end.
-            const LinkSpec link = round_link(net_, me, {std::min(d, me), std::max(d, me)}, 1);
-            clock_.wait_until(s->clock_s + transfer_s(link, m->size()));
-            event(EventLevel::kInfo, "rejoin", "took the state after the round at step " + std::to_string(step) +
-                                                   " from replica " + std::to_string(d) + ": " + std::to_string(m->size()) + " B");
-            return Status::ok();
+            return take_state(*s, m->size(), from);
         }
     }
     return Status::error(role_.name + ": no live replica sent the state after the round at step " + std::to_string(step));
+}
+
+Status ReplicaWorker::stand_by(bool& needed) {
+    needed = false;
+    event(EventLevel::kInfo, "standby", role_.name + " stands by to take the place of a replica lost for good");
+    std::vector<int> peers;
+    for (int k = 0; k < mesh_->size(); ++k)
+        if (k != mesh_->rank()) peers.push_back(k);
+    // Nothing but a donor's state is sent to a spare (it is in no round), so any peer may send it.
+    for (;;) {
+        int from = -1;
+        auto m = mesh_->recv_any(peers, &from);
+        if (!m) {
+            if (ctl_ && ctl_->stop.load()) return m.status();
+            bool all_gone = true;
+            for (int k : peers) all_gone = all_gone && rank_lost(k);
+            if (!all_gone) return Status::error(role_.name + ": standing by: " + m.message());
+            event(EventLevel::kInfo, "standby", role_.name + " was not needed: every other node has left the run");
+            return Status::ok();
+        }
+        if (!is_recovery_message(*m)) continue;
+        auto s = decode_recovery(*m);
+        if (!s) return Status::error(role_.name + ": the state from mesh rank " + std::to_string(from) + ": " + s.message());
+        if (s->slot < 0) return Status::error(role_.name + ": mesh rank " + std::to_string(from) + " sent a spare state without a place to take");
+        if (Status st = take_state(*s, m->size(), from); !st) return st;
+        needed = true;
+        return Status::ok();
+    }
+}
+
+Status ReplicaWorker::take_state(const RecoveryState& s, size_t bytes, int from) {
+    const std::string where = role_.name + ": the state from mesh rank " + std::to_string(from) + ": ";
+    // The places are checked before anything is taken on: they decide whom this node talks to.
+    if (static_cast<int>(s.holders.size()) != role_.replicas)
+        return Status::error(where + "names " + std::to_string(s.holders.size()) + " places for " +
+                             std::to_string(role_.replicas) + " replicas");
+    for (size_t r = 0; r < s.holders.size(); ++r) {
+        if (s.holders[r] >= mesh_->size())
+            return Status::error(where + "place " + std::to_string(r) + " held by mesh rank " + std::to_string(s.holders[r]) +
+                                 ", beyond the mesh's " + std::to_string(mesh_->size()));
+        for (size_t q = 0; q < r; ++q)
+            if (s.holders[q] == s.holders[r]) return Status::error(where + "mesh rank " + std::to_string(s.holders[r]) + " holds two places");
+    }
+    const int mine = s.slot >= 0 ? s.slot : role_.replica;
+    if (s.slot >= 0 && !standby_) return Status::error(where + "offers replica " + std::to_string(s.slot) + "'s place to a node that holds one");
+    if (s.holders[static_cast<size_t>(mine)] != mesh_->rank())
+        return Status::error(where + "gives replica " + std::to_string(mine) + "'s place to mesh rank " +
+                             std::to_string(s.holders[static_cast<size_t>(mine)]) + ", not this node's " + std::to_string(mesh_->rank()));
+    holder_ = s.holders;
+    if (s.slot >= 0) {
+        // A spare becomes replica `slot`: its part of the data from the donor's step on, a fresh
+        // optimizer, the replica's compute model; then the state like any joiner.
+        role_.replica = s.slot;
+        standby_ = false;
+        auto compute = ComputeTime::create(cfg_, role_.replica);
+        if (!compute) return Status::error(role_.name + ": " + compute.message());
+        compute_ = *compute;
+        outer_.reset();
+        trainer_.reset();
+        if (Status st = build_training(); !st) return st;
+        trainer_->set_step_index(s.step);
+        if (ctl_) ctl_->step = s.step;
+    }
+    auto params = trainer_->model()->parameters();
+    if (Status st = apply_donor_state(*outer_, params, s.outer); !st) return Status::error(where + st.message());
+    rounds_ = s.rounds;
+    members_ = s.members;
+    last_round_ = s.members;
+    for (int k : s.lost)
+        if (k != mesh_->rank()) mesh_->declare_lost(k);
+    recovery_recv_ += bytes;
+    // The state crosses the donor's uplink and this replica's downlink after the round's end.
+    const int me = role_.replica, d = slot_of(from) < 0 ? me : slot_of(from);
+    const LinkSpec link = round_link(net_, me, {std::min(d, me), std::max(d, me)}, 1);
+    clock_.wait_until(s.clock_s + transfer_s(link, bytes));
+    const std::string what = "the state after the round at step " + std::to_string(s.step) + " from replica " +
+                             std::to_string(d) + ": " + std::to_string(bytes) + " B";
+    if (s.slot >= 0) event(EventLevel::kInfo, "spare", role_.name + " takes replica " + std::to_string(s.slot) + "'s place with " + what);
+    else event(EventLevel::kInfo, "rejoin", "took " + what);
+    return Status::ok();
 }
 
 // The same clock rule as outer_round's: the uplink carries this node's payloads of every slice
@@ -710,7 +874,7 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
                 // A fresh worker: rebuilt from the data, the state of a live peer after the round at `back`.
                 if (Status st = build_training(); !st) return st;
                 trainer_->set_step_index(back);
-                if (Status st = receive_state(back, faults_.members(back)); !st) return st;
+                if (Status st = receive_state(back, scheduled_members(back)); !st) return st;
                 ctl_->step = back;
                 return Status::ok();
             }
@@ -729,12 +893,28 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
     bool stopped = false, abandoned = false;
     Status failure;
     tokens_done_ = trainer_->step_index() * tokens_per_step;  // a resumed run's tokens so far
+    if (standby_) {
+        // A spare trains only once it holds a place; a run that never needs it ends it here.
+        bool needed = false;
+        Status st = stand_by(needed);
+        if (!st && !ctl.stop.load()) return st;
+        if (!st || !needed) {
+            if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
+            if (ctl.stop.load()) sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop", "stopped standing by"});
+            return summarise();
+        }
+        ctl.step = trainer_->step_index();
+    }
     while (trainer_->step_index() < steps) {
         if (!ctl.wait_while_paused()) {
             stopped = true;
             break;
         }
         const StepReport s = trainer_->step();
+        if (!trainer_->sync_status() && may_leave() && !ctl.stop.load()) {
+            leave(trainer_->sync_status());  // nothing of the step was applied
+            break;
+        }
         if (!trainer_->sync_status()) {
             failure = trainer_->sync_status();
             abandoned = true;  // nothing of the step was applied: the state is still the last step's
@@ -793,7 +973,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
             failure = st;
             break;
         }
-        if (left) break;  // killed for good: the run goes on without it
+        if (left || leaving_) break;  // killed for good, or left as a whole: the run goes on without it
     }
     // A clean stop (between steps, or a DDP step abandoned by it) leaves a consistent state:
     // checkpoint it. A round aborted half-way does not.

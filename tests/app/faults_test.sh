@@ -7,7 +7,10 @@
 #    others after its first round (the agreed state's hash, recorded on every replica);
 #  * the quorum: below cluster.min_replicas the run fails naming it;
 #  * a seeded churn schedule run twice under the flops clock: identical losses;
-#  * a straggler past outer.round_deadline_s is left out of that round and told how late it was.
+#  * a straggler past outer.round_deadline_s is left out of that round and told how late it was;
+#  * a spare takes the place of a replica killed for good: scheduled on threads, and with a replica
+#    process SIGKILLed for real; after its first round it holds the others' global weights;
+#  * a node of a two-node replica SIGKILLed: the replica leaves as a whole, the others go on.
 # Micro model, DiLoCo on home-20m under the flops clock (flops_micro.sh).
 # Usage: faults_test.sh PATH_TO_THINWIRE
 set -euo pipefail
@@ -47,6 +50,26 @@ sent="$(value "$c" replica-0 40 bytes.outer.recovery.sent)"; recv="$(value "$c" 
 show="$("$tw" --db "$db" runs show "$(id_of rejoin)")"
 grep -q "kill 2 at 15 rejoin 25: the worker stops" <<<"$show" || fail "no fault event: $show"
 grep -q "took the state after the round at step 30 from replica 0" <<<"$show" || fail "no rejoin event: $show"
+
+# --- a spare takes the place of a replica killed for good (threads) -------------------------------
+out="$(run "${three[@]}" --set cluster.spares=1 --set train.steps=40 --set run.name=spare --set 'faults.events=["kill 2 at 15"]')" ||
+  fail "spare run failed: $out"
+c="$(csv spare)"
+# Replica 2 trains steps 1..15 and is gone; the round at 20 runs among 0 and 1; spare-0 then takes
+# replica 2's place with the state after that round and trains 21..40, in the rounds at 30 and 40.
+[ "$(rows "$c" replica-2 train.loss)" -eq 15 ] || fail "replica-2 trained $(rows "$c" replica-2 train.loss) steps, not 15"
+[ "$(rows "$c" spare-0 train.loss)" -eq 20 ] || fail "spare-0 trained $(rows "$c" spare-0 train.loss) steps, not 20"
+[ "$(value "$c" replica-0 20 round.group_mask)" = "3" ] || fail "spare run: round at 20 has mask $(value "$c" replica-0 20 round.group_mask), want 3"
+[ -z "$(value "$c" replica-0 30 round.group_mask)" ] || fail "spare run: the round at 30 is not among three places"
+h0="$(value "$c" replica-0 30 round.state_hash)"; hs="$(value "$c" spare-0 30 round.state_hash)"
+[ -n "$h0" ] && [ "$h0" = "$hs" ] || fail "after its first round the spare's global weights differ: $h0 / $hs"
+sent="$(value "$c" replica-0 40 bytes.outer.recovery.sent)"; recv="$(value "$c" spare-0 40 bytes.outer.recovery.recv)"
+[ -n "$sent" ] && [ "$sent" = "$recv" ] || fail "spare recovery bytes: replica-0 sent '$sent', spare-0 received '$recv'"
+grep -q "spare-0 takes replica 2's place with the state after the round at step 20 from replica 0" \
+  <<<"$("$tw" --db "$db" runs show "$(id_of spare)")" || fail "no spare event"
+# A spare never needed stands by to the end and the run finishes.
+out="$(run "${three[@]}" --set cluster.spares=1 --set train.steps=20 --set run.name=idle-spare)" || fail "idle spare run failed: $out"
+grep -q "spare-0 was not needed" <<<"$("$tw" --db "$db" runs show "$(id_of idle-spare)")" || fail "no idle-spare event"
 
 # --- the quorum ----------------------------------------------------------------------------------
 set +e; out="$(run "${three[@]}" --set train.steps=40 --set run.name=quorum --set cluster.min_replicas=3 --set 'faults.events=["kill 1 at 12"]')"; rc=$?; set -e
@@ -114,4 +137,46 @@ n2="$(awk -F, '$2 == "replica-0" && $7 == "round.members" && $8 == 2' <<<"$c" | 
 [ "$n2" -ge 1 ] || fail "no round counted two members after the kill"
 awk -F, '$2 == "replica-0" && $7 == "round.group_mask" && $8 != 3 {bad = 1} END {exit bad}' <<<"$c" ||
   fail "a round after the kill is not among replicas 0 and 1"
+
+# --- a replica process killed for real, and a spare process taking its place -----------------------
+(cd "$work" && "$tw" --db "$db" run micro.toml "${three[@]}" --set cluster.spares=1 --set cluster.mode=local \
+   --set train.steps=600 --set run.name=sigkill-spare > "$work/spare.log" 2>&1) &
+sub=$!
+id="$(wait_rows sigkill-spare 60)" || fail "the spare run never stored metrics: $(cat "$work/spare.log")"
+coord="$(pgrep -P "$sub" -f "run micro.toml" || echo "$sub")"
+victim="$(pgrep -P "$coord" | sort -n | sed -n 3p)"  # nodes start in role order: replica-0, -1, -2, spare-0
+[ -n "$victim" ] || fail "no replica-2 process to kill"
+kill -KILL "$victim"
+set +e; wait "$sub"; rc=$?; set -e
+[ "$rc" -eq 0 ] || fail "the run with a spare exited $rc: $(tail -20 "$work/spare.log")"
+show="$("$tw" --db "$db" runs show "$id")"
+grep -q "finished" <<<"$show" || fail "the run with a spare is not finished: $show"
+grep -q "spare-0 takes replica 2's place" <<<"$show" || fail "the spare did not take replica 2's place: $show"
+c="$("$tw" --db "$db" runs export "$id" --format csv)"
+first="$(awk -F, '$2 == "spare-0" && $7 == "round.state_hash" {print $3}' <<<"$c" | sort -n | head -1)"
+[ -n "$first" ] || fail "the spare took part in no round"
+h0="$(value "$c" replica-0 "$first" round.state_hash)"; hs="$(value "$c" spare-0 "$first" round.state_hash)"
+[ "$h0" = "$hs" ] || fail "after its first round (step $first) the spare's global weights differ: $h0 / $hs"
+[ -z "$(value "$c" replica-0 600 round.group_mask)" ] || fail "the last round is not among three places"
+[ "$(rows "$c" spare-0 train.loss)" -ge 10 ] || fail "the spare trained $(rows "$c" spare-0 train.loss) steps"
+
+# --- a node of a two-node replica killed for real: the replica leaves as a whole -------------------
+(cd "$work" && "$tw" --db "$db" run micro.toml "${three[@]}" --set cluster.nodes_per_replica=2 --set cluster.mode=local \
+   --set train.steps=600 --set run.name=group-leave > "$work/group.log" 2>&1) &
+sub=$!
+id="$(wait_rows group-leave 60)" || fail "the group run never stored metrics: $(cat "$work/group.log")"
+coord="$(pgrep -P "$sub" -f "run micro.toml" || echo "$sub")"
+victim="$(pgrep -P "$coord" | sort -n | sed -n 6p)"  # role order: replica-0.0, 0.1, 1.0, 1.1, 2.0, 2.1
+[ -n "$victim" ] || fail "no replica-2.1 process to kill"
+kill -KILL "$victim"
+set +e; wait "$sub"; rc=$?; set -e
+[ "$rc" -eq 0 ] || fail "the run with a lost group node exited $rc: $(tail -20 "$work/group.log")"
+show="$("$tw" --db "$db" runs show "$id")"
+grep -q "finished" <<<"$show" || fail "the run with a lost group node is not finished: $show"
+grep -q "replica 2 leaves the run as a whole" <<<"$show" || fail "no leave event: $show"
+c="$("$tw" --db "$db" runs export "$id" --format csv)"
+[ "$(rows "$c" replica-0.0 train.loss)" -eq 600 ] || fail "replica-0.0 did not finish its steps"
+[ "$(rows "$c" replica-1.1 train.loss)" -eq 600 ] || fail "replica-1.1 did not finish its steps"
+awk -F, '$2 == "replica-0.0" && $7 == "round.group_mask" && $8 == 3 {n++} END {exit !(n >= 1)}' <<<"$c" ||
+  fail "no round among replicas 0 and 1 after replica 2 left"
 echo "faults_test: ok"

@@ -40,6 +40,38 @@ TEST(FaultSchedule, KillAndRejoinSetMembershipByRound) {
     EXPECT_EQ(s->members(20), (std::vector<int>{0, 1, 2}));
     EXPECT_EQ(s->members(30), (std::vector<int>{0, 2}));
     EXPECT_EQ(s->members(60), (std::vector<int>{0, 2}));  // never back
+    // Killed for good: its place is free for a spare from the step after the kill on.
+    EXPECT_FALSE(s->gone_for_good(1, 20));
+    EXPECT_TRUE(s->gone_for_good(1, 21));
+    EXPECT_FALSE(s->gone_for_good(0, 60));
+    c.faults.events = {"kill 2 at 15 rejoin 25", "disconnect 1 at 12"};
+    s = FaultSchedule::create(c);
+    ASSERT_TRUE(s);
+    EXPECT_FALSE(s->gone_for_good(2, 20));  // it comes back
+    EXPECT_FALSE(s->gone_for_good(1, 60));  // cut off, not dead: it trains on alone
+}
+
+TEST(FaultSchedule, SparesAreRefusedWhereNoReplicaCanBeLost) {
+    RunConfig c = diloco(3, 10, 60);
+    c.cluster.spares = 1;
+    std::vector<std::string> p;
+    FaultSchedule::problems(c, p);
+    EXPECT_TRUE(p.empty()) << p.front();
+    c.cluster.nodes_per_replica = 2;
+    c.outer.topology = "hub";
+    c.train.ckpt_every = 10;
+    FaultSchedule::problems(c, p);
+    ASSERT_EQ(p.size(), 3u);
+    EXPECT_NE(p[0].find("replicas of one node only"), std::string::npos) << p[0];
+    EXPECT_NE(p[1].find("hub"), std::string::npos) << p[1];
+    EXPECT_NE(p[2].find("checkpoints"), std::string::npos) << p[2];
+    p.clear();
+    c = diloco(3, 10, 60);
+    c.outer.algorithm = "ddp";
+    c.cluster.spares = 2;
+    FaultSchedule::problems(c, p);
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_NE(p[0].find("cluster.spares 2: spares take the place of lost replicas of an outer algorithm"), std::string::npos) << p[0];
 }
 
 TEST(FaultSchedule, StreamingRejoinsAtFragmentBoundaries) {

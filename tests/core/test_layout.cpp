@@ -116,6 +116,27 @@ TEST(Layout, DilocoMeshHoldsTheLeadersAndEachReplicaHasItsGroup) {
     EXPECT_EQ(roles[3].grad_group.rank, 1);
 }
 
+// Spares stand by as the mesh's last members: nobody's replica until one takes a lost place.
+TEST(Layout, SparesJoinTheMeshAfterTheReplicas) {
+    RunConfig c;
+    c.outer.algorithm = "diloco";
+    c.outer.replicas = 3;
+    c.cluster.spares = 1;
+    EXPECT_EQ(nodes_needed(c), 4);
+    auto few = assign_roles(c, tcp_nodes(3), [] { return 1; });
+    ASSERT_FALSE(few);
+    EXPECT_NE(few.message().find("+ 1 spare(s)"), std::string::npos) << few.message();
+    auto roles = assign_roles(c, tcp_nodes(4), [] { return 1; }).value();
+    ASSERT_EQ(roles.size(), 4u);
+    EXPECT_EQ(roles[3].name, "spare-0");
+    EXPECT_EQ(roles[3].kind, "spare");
+    EXPECT_EQ(roles[3].mesh_rank, 3);
+    EXPECT_EQ(roles[0].mesh_endpoints.size(), 4u);
+    EXPECT_EQ(roles[0].mesh_endpoints[3], "tcp://127.0.0.1:6032");
+    EXPECT_EQ(roles[2].mesh_rank, 2);
+    EXPECT_EQ(roles[2].kind, "full");
+}
+
 TEST(Layout, VariantsBecomeRunsWithTheirOverrides) {
     const std::string path = ::testing::TempDir() + "/plan.toml";
     std::ofstream(path) << "[run]\nname = \"q\"\n[outer]\nreplicas = 2\n[variants]\n"

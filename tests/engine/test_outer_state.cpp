@@ -179,9 +179,29 @@ TEST(OuterState, HostileBytesAreNamedErrors) {
     EXPECT_EQ(back->members, (std::vector<int>{0, 2}));
     EXPECT_EQ(back->lost, (std::vector<int>{1}));
     EXPECT_TRUE(same(back->outer, s));
+    EXPECT_EQ(back->slot, -1);
     msg.resize(20);
     EXPECT_FALSE(decode_recovery(msg));
     EXPECT_FALSE(is_recovery_message({1, 2, 3, 4, 5}));
+}
+
+// A spare's message names the place it takes and who holds every place; an impossible place is
+// refused by name.
+TEST(OuterState, RecoveryCarriesThePlaceASpareTakes) {
+    RecoveryState rs;
+    rs.step = 20;
+    rs.members = {0, 1};
+    rs.slot = 2;
+    rs.holders = {0, 1, 3};
+    rs.outer = {{"global.0", torch::ones({2})}};
+    auto back = decode_recovery(encode_recovery(rs));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->slot, 2);
+    EXPECT_EQ(back->holders, (std::vector<int>{0, 1, 3}));
+    rs.slot = 3;  // beyond the three places
+    auto bad = decode_recovery(encode_recovery(rs));
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.message().find("place 3 is not one of the 3 replicas"), std::string::npos) << bad.message();
 }
 
 }  // namespace

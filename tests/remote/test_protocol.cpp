@@ -171,7 +171,7 @@ TEST(Protocol, RoleFromJsonNamesEveryBadField) {
         {[](auto& j) { j["name"] = "replica 0"; }, "\"name\" may hold only"},
         {[](auto& j) { j["name"] = "../etc"; }, "\"name\" may hold only"},
         {[](auto& j) { j["name"] = 7; }, "\"name\" must be a string"},
-        {[](auto& j) { j["kind"] = "evil"; }, "\"kind\" must be \"full\", \"pipeline\", \"skippipe\" or \"expert\""},
+        {[](auto& j) { j["kind"] = "evil"; }, "\"kind\" must be \"full\", \"pipeline\", \"skippipe\", \"expert\" or \"spare\""},
         // get<int>() would have truncated 1.5 to 1 and wrapped 2^32 + 1 to 1.
         {[](auto& j) { j["replica"] = 1.5; }, "\"replica\" must be an integer"},
         {[](auto& j) { j["replicas"] = 4294967297LL; }, "\"replicas\" must be an integer in [1, 65535]"},
@@ -248,7 +248,7 @@ TEST(Protocol, ExpertRoleRoundTripAndRangeCheck) {
     EXPECT_NE(role_from_json(j).message().find("an expert needs an \"expert\" object"), std::string::npos);
     j = role_to_json(r);
     j["kind"] = "mystery";
-    EXPECT_NE(role_from_json(j).message().find("\"kind\" must be \"full\", \"pipeline\", \"skippipe\" or \"expert\""),
+    EXPECT_NE(role_from_json(j).message().find("\"kind\" must be \"full\", \"pipeline\", \"skippipe\", \"expert\" or \"spare\""),
               std::string::npos);
 }
 

@@ -26,6 +26,14 @@ TEST(FaultEvents, OnlyFaultKindsAreMarked) {
     for (const char* k : {"start", "checkpoint", "resume", "finish", "failed", "error", ""}) EXPECT_FALSE(is_fault_kind(k)) << k;
     EXPECT_EQ(fault_kind_index("fault"), 0);
     EXPECT_EQ(fault_kind_index("members"), 6);
+    EXPECT_EQ(fault_kind_index("spare"), 7);
+    EXPECT_EQ(fault_kind_index("standby"), -1);  // a spare waiting is not a fault
+    EXPECT_EQ(short_label({0, "spare-0", EventLevel::kInfo, "spare", "spare-0 takes replica 2's place with the state after "
+                                                                      "the round at step 20 from replica 0: 9 B"}),
+              "spare-0 in");
+    EXPECT_EQ(step_named({0, "spare-0", EventLevel::kInfo, "spare", "spare-0 takes replica 2's place with the state after "
+                                                                     "the round at step 20 from replica 0: 9 B"}),
+              20);
 }
 
 // The texts as engine/worker/replica_worker.cpp and remote/coordinator.cpp write them.
@@ -220,6 +228,7 @@ TEST(FaultSettings, EditorRoundTripThroughTheToml) {
     c.faults.churn_down_steps = 15;
     c.faults.churn_seed = 7;
     c.cluster.min_replicas = 2;
+    c.cluster.spares = 1;
     c.outer.round_deadline_s = 0.25;
     ASSERT_TRUE(m.validate()) << (m.errors().empty() ? m.general_errors().front() : m.errors().begin()->second);
     auto back = parse_config(m.to_toml(), "round trip");
@@ -229,6 +238,7 @@ TEST(FaultSettings, EditorRoundTripThroughTheToml) {
     EXPECT_EQ(back->faults.churn_down_steps, 15);
     EXPECT_EQ(back->faults.churn_seed, 7);
     EXPECT_EQ(back->cluster.min_replicas, 2);
+    EXPECT_EQ(back->cluster.spares, 1);
     EXPECT_EQ(back->outer.round_deadline_s, 0.25);
     EXPECT_EQ(to_toml(*back), m.to_toml());
     LayoutModel loaded;

@@ -20,7 +20,7 @@ int64_t number_at(const std::string& s, size_t pos) {
 
 const std::vector<std::string>& fault_kinds() {
     static const std::vector<std::string> kinds = {"fault", "node-lost", "member-lost", "rejoin",
-                                                   "recovery", "late", "members"};
+                                                   "recovery", "late", "members", "spare", "leave"};
     return kinds;
 }
 
@@ -81,6 +81,8 @@ std::string short_label(const EventRecord& e) {
     if (e.kind == "node-lost") return "lost " + e.node;
     if (e.kind == "member-lost") return "lost";
     if (e.kind == "recovery") return "state sent";
+    if (e.kind == "spare") return e.node + " in";
+    if (e.kind == "leave") return "left";
     return e.kind;  // rejoin, late, members
 }
 

@@ -15,7 +15,8 @@ namespace tw::ui {
 // The kinds of event the plots mark, in this order (the index picks the marker's colour): a
 // scheduled fault, a node the coordinator stopped hearing from, a round redone among survivors,
 // a replica that took a live peer's state, a donor that sent it, a straggler left out, a change
-// of the round's members. Every other event (start, checkpoint, finish, ...) is not marked.
+// of the round's members, a spare taking a lost replica's place, a replica of several nodes leaving
+// as a whole. Every other event (start, standby, checkpoint, finish, ...) is not marked.
 const std::vector<std::string>& fault_kinds();
 // The index of `kind` in fault_kinds(), or -1 when it is not a fault kind.
 int fault_kind_index(const std::string& kind);

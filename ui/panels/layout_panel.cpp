@@ -339,6 +339,7 @@ void LayoutPanel::draw_faults() {
         if (g.find("[faults]") != std::string::npos) ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "  %s", g.c_str());
     ImGui::PopTextWrapPos();
     int_field(model, "quorum: min live replicas", "cluster.min_replicas", c.cluster.min_replicas);
+    int_field(model, "spare nodes (standing by)", "cluster.spares", c.cluster.spares);
     // outer.round_deadline_s is among each outer algorithm's own knobs (its traits' keys), drawn above.
     if (!c.faults.enabled()) return;
     if (ImGui::TreeNode("faults-schedule", "schedule (expanded)")) {
