@@ -27,6 +27,7 @@
 #include "remote/cluster.h"
 #include "remote/coordinator.h"
 #include "coordinator/resume_plan.h"
+#include "coordinator/scheduled_kills.h"
 #include "storage/run_liveness.h"
 #include "storage/run_store.h"
 
@@ -250,8 +251,12 @@ void Session::body(RunConfig cfg) {
     if (print_ && resume_step >= 0)
         std::printf("run %lld resumes at step %lld (every node's latest common checkpoint)\n", (long long)out.run_id,
                     (long long)resume_step);
+    ScheduledKills kills(cfg, roles);
     StoreSink sink(store, out.run_id, cfg.train.steps, cfg.train.log_every, out.nodes, print_,
-                   [this](const EventRecord& e) { add_log(e.node + ": " + e.kind + ": " + e.text); });
+                   [this, &kills](const EventRecord& e) {
+                       add_log(e.node + ": " + e.kind + ": " + e.text);
+                       kills.on_event(e);
+                   });
     set_phase("running");
     std::optional<RunOutcome> outcome;
     {
@@ -272,6 +277,12 @@ void Session::body(RunConfig cfg) {
     Clock::time_point stop_at, last_beat = Clock::now();
     while (!outcome) {
         outcome = coord->poll(sink, 100);
+        if (!outcome && local && kills.active())
+            if (Status st = kills.carry_out(*local, *coord, [&](const std::string& l) {
+                    sink.on_event({0, "coordinator", EventLevel::kWarning, "process", l});
+                });
+                !st)
+                outcome = RunOutcome{RunStatus::kFailed, "scheduled kill: " + st.message()};
         if (since_s(last_beat) >= kCoordinatorHeartbeatS) {  // readers tell a live coordinator from a dead one
             if (Status st = store.heartbeat(out.run_id); !st)
                 std::fprintf(stderr, "thinwire: heartbeat not stored: %s\n", st.message().c_str());

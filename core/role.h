@@ -62,6 +62,10 @@ struct NodeRole {
     // first step (-1 = a fresh start; `thinwire run --resume`).
     std::string checkpoint_run;
     int64_t resume_step = -1;
+    // A replica's node process restarted by its coordinator after a scheduled kill (docs/faults.md
+    // "Fault schedules"): the round after which it rejoins the live run, taking a peer's state; −1 =
+    // a node that starts with the run.
+    int64_t rejoin_step = -1;
 
     int global_rank() const { return replica * replica_nodes + rank; }
     int world() const { return replicas * replica_nodes; }

@@ -86,36 +86,63 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start_processes(int n, const
     // under which the coordinator's relative paths name other files.
     if (data_root.empty()) return Status::error("local node processes need the coordinator's data root");
     std::unique_ptr<LocalCluster> c(new LocalCluster());
-    const pid_t parent = getpid();
+    c->exe_ = exe;
+    c->data_root_ = data_root;
     for (int i = 0; i < n; ++i) {
         auto port = free_tcp_port_block(4);
         if (!port) return port.status();
         const std::string ep = "tcp://127.0.0.1:" + std::to_string(*port);
-        const pid_t pid = fork();
-        if (pid < 0) return Status::error("cannot fork a node process");
-        if (pid == 0) {
-            setsid();
-            prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the coordinator, even if it is killed
-            if (getppid() != parent) _exit(1);
-            const int devnull = open("/dev/null", O_WRONLY);
-            if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
-            execl(exe.c_str(), exe.c_str(), "node", "--listen", ep.c_str(), "--data-root", data_root.c_str(),
-                  static_cast<char*>(nullptr));
-            _exit(127);
-        }
-        c->pids_.push_back(pid);
+        auto pid = c->spawn(ep);
+        if (!pid) return pid.status();
+        c->pids_.push_back(*pid);
         c->endpoints_.push_back(ep);
     }
     return c;
+}
+
+Result<int> LocalCluster::spawn(const std::string& ep) {
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) return Status::error("cannot fork a node process");
+    if (pid == 0) {
+        setsid();
+        prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the coordinator, even if it is killed
+        if (getppid() != parent) _exit(1);
+        const int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
+        execl(exe_.c_str(), exe_.c_str(), "node", "--listen", ep.c_str(), "--data-root", data_root_.c_str(),
+              static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    return static_cast<int>(pid);
+}
+
+Status LocalCluster::kill_process(size_t i) {
+    if (i >= pids_.size() || pids_[i] <= 0) return Status::error("no node process " + std::to_string(i) + " to kill");
+    kill(pids_[i], SIGKILL);
+    waitpid(pids_[i], nullptr, 0);
+    pids_[i] = -1;
+    return Status::ok();
+}
+
+Status LocalCluster::respawn_process(size_t i) {
+    if (i >= endpoints_.size() || exe_.empty()) return Status::error("no node process " + std::to_string(i) + " to restart");
+    if (pids_[i] > 0) return Status::error("node process " + std::to_string(i) + " is still running");
+    auto pid = spawn(endpoints_[i]);
+    if (!pid) return pid.status();
+    pids_[i] = *pid;
+    return Status::ok();
 }
 
 LocalCluster::~LocalCluster() {
     interrupt_ = true;
     for (auto& t : threads_) t.join();
     servers_.clear();
-    for (int pid : pids_) kill(pid, SIGTERM);
+    for (int pid : pids_)
+        if (pid > 0) kill(pid, SIGTERM);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     for (int pid : pids_) {
+        if (pid <= 0) continue;  // killed and not restarted: reaped then
         while (waitpid(pid, nullptr, WNOHANG) == 0) {
             if (std::chrono::steady_clock::now() > deadline) {
                 kill(pid, SIGKILL);

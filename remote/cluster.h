@@ -36,10 +36,17 @@ public:
     ~LocalCluster();
 
     const std::vector<std::string>& endpoints() const { return endpoints_; }
-    const std::vector<int>& pids() const { return pids_; }
+    const std::vector<int>& pids() const { return pids_; }  // −1 for a process killed and not restarted
+
+    // Scheduled faults in child processes (docs/faults.md): SIGKILL node process i and reap it; bring
+    // up a fresh `thinwire node` on the same endpoint (it listens again where its peers reconnect).
+    Status kill_process(size_t i);
+    Status respawn_process(size_t i);
 
 private:
     LocalCluster() = default;
+    Result<int> spawn(const std::string& endpoint);  // a child process; its pid
+    std::string exe_, data_root_;
     std::vector<std::string> endpoints_;
     std::vector<std::unique_ptr<NodeServer>> servers_;
     std::vector<std::thread> threads_;

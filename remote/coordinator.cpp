@@ -36,6 +36,11 @@ struct Coordinator::Impl {
     std::optional<size_t> first_failure;  // the node whose failed `done` arrived first in this run
     std::vector<int> unit;                // set_loss_policy: node → replica or spare it belongs to; −1 = vital
     int64_t min_live = 1, max_live = 0;
+    // What configure sent (roles with the run's token and keys, the config), for a node restarted
+    // mid-run (rejoin), and the restarted nodes waiting for their stream before their start.
+    std::vector<NodeRole> run_roles;
+    std::string config_toml;
+    std::vector<bool> start_pending;
 };
 
 void Coordinator::set_loss_policy(std::vector<int> unit, int64_t min_live, int64_t max_live) {
@@ -218,6 +223,9 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
         }
     }
     s.first_failure.reset();
+    s.run_roles = run_roles;
+    s.config_toml = config_toml;
+    s.start_pending.assign(nodes_.size(), false);
     for (size_t i = 0; i < roles.size(); ++i) {
         Message m;
         m.kind = MsgKind::kConfigure;
@@ -309,6 +317,32 @@ void Coordinator::shutdown() {
     impl_->opts.reply_timeout_ms = saved;
 }
 
+Status Coordinator::rejoin(size_t i, int64_t rejoin_step) {
+    Impl& s = *impl_;
+    if (i >= s.run_roles.size()) return Status::error("rejoin: node " + std::to_string(i) + " has no role in this run");
+    NodeRole role = s.run_roles[i];
+    role.rejoin_step = rejoin_step;
+    Message m;
+    m.kind = MsgKind::kConfigure;
+    s.tokens[i].clear();  // the restarted node hands out a token of its own
+    m.body = {{"role", role_to_json(role)}, {"config_toml", s.config_toml},
+              {"heartbeat_s", s.opts.heartbeat_s}, {"heartbeat_timeout_s", s.opts.heartbeat_timeout_s}};
+    auto r = request(i, m);
+    if (!r) return Status::error("rejoin: " + r.message());
+    const auto tok = r->body.find("token");
+    if (tok == r->body.end() || !tok->is_string())
+        return Status::error("node " + nodes_[i].endpoint + " did not hand out a run token at configure");
+    s.tokens[i] = tok->get<std::string>();
+    NodeInfo& n = nodes_[i];
+    n.state = "configured";
+    n.done = n.lost = n.stopped = n.ok = false;
+    n.error.clear();
+    s.last_seen[i] = Clock::now();
+    // Started once its stream is heard (handle_stream), so no metric of it is published into the void.
+    s.start_pending[i] = true;
+    return Status::ok();
+}
+
 void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
     Impl& s = *impl_;
     const std::string name = m.body.value("name", "");
@@ -320,6 +354,15 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
         case MsgKind::kHeartbeat:
             n.state = m.body.value("state", n.state);
             n.step = m.body.value("step", n.step);
+            if (it->second < s.start_pending.size() && s.start_pending[it->second] && n.state == "configured") {
+                s.start_pending[it->second] = false;
+                Message start;
+                start.kind = MsgKind::kStart;
+                if (auto r = request(it->second, start); !r) {
+                    n.error = "restarted, but its start failed: " + r.message();
+                    if (!s.first_failure) s.first_failure = it->second;
+                }
+            }
             break;
         case MsgKind::kMetrics: {
             auto recs = metrics_from_rows(m.body.contains("rows") ? m.body["rows"] : nlohmann::json(), name);

@@ -99,6 +99,11 @@ public:
     // (spares stand by beside outer.replicas: at most that many replicas are live); 0 = no cap.
     void set_loss_policy(std::vector<int> unit, int64_t min_live, int64_t max_live = 0);
 
+    // A node process restarted mid-run (a scheduled kill with rejoin in child processes, docs/
+    // faults.md): configures node i again with its role of this run and `rejoin_step`, and starts it
+    // once its stream is heard (during poll). Its earlier state (lost, done) is forgotten.
+    Status rejoin(size_t i, int64_t rejoin_step);
+
     // One request/reply round trip with node i (kind and body of `m`); error replies become errors.
     Result<Message> request(size_t i, Message m);
 

@@ -154,6 +154,7 @@ nlohmann::json role_to_json(const NodeRole& r) {
             {"data_fingerprint", r.data_fingerprint},
             {"checkpoint_run", r.checkpoint_run},
             {"resume_step", r.resume_step},
+            {"rejoin_step", r.rejoin_step},
             {"expert",
              {{"ensemble", r.expert_ensemble}, {"domain", r.expert_domain}, {"d_ff", r.expert_d_ff},
               {"steps", r.expert_steps}}},
@@ -332,6 +333,11 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
         TW_ROLE_FIELD(r.resume_step, int_field(j, "resume_step", "resume_step", -1, INT32_MAX));
         if (r.resume_step >= 0 && r.checkpoint_run.empty())
             return R::error("role: \"resume_step\" given without a \"checkpoint_run\"");
+    }
+    if (j.contains("rejoin_step")) {
+        TW_ROLE_FIELD(r.rejoin_step, int_field(j, "rejoin_step", "rejoin_step", -1, INT32_MAX));
+        if (r.rejoin_step >= 0 && r.resume_step >= 0)
+            return R::error("role: \"rejoin_step\" and \"resume_step\" together (a node either rejoins a live run or resumes one)");
     }
 
     const auto g = j.find("grad_group");

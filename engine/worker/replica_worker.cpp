@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "core/algorithm.h"
 #include "core/compute_model.h"
@@ -291,8 +292,9 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         // Same seed → same weights, stage by stage among each stage's holders.
         if (Status st = stage_rounds_->check_weights(role_.name); !st) return st;
     }
-    // Same seed → same weights; verified, since a silent mismatch would poison every round.
-    if (mesh_ && !in_pipeline_run()) {
+    // Same seed → same weights; verified, since a silent mismatch would poison every round. A node
+    // process restarted mid-run skips it (its peers are training): it takes a peer's state instead.
+    if (mesh_ && !in_pipeline_run() && role_.rejoin_step < 0) {
         const uint64_t mine = weights_checksum(params);
         std::vector<uint8_t> bytes(8);
         std::memcpy(bytes.data(), &mine, 8);
@@ -864,6 +866,15 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
             }
             case FaultKind::kKill: {
                 const int64_t back = faults_.rejoin_round(*e);
+                if (cfg_.cluster.mode == "local") {
+                    // A child process: its coordinator kills it for real on this report (coordinator/
+                    // scheduled_kills.h), and starts a fresh one to rejoin. The rows so far go first.
+                    event(EventLevel::kWarning, "fault", what + ": the node process is killed");
+                    sink_->metrics(std::exchange(rows_, {}));
+                    while (!ctl_->stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                    left = true;
+                    return Status::ok();
+                }
                 event(EventLevel::kWarning, "fault", what + ": the worker stops; its weights, optimizer and outer state are gone");
                 if (back < 0) {
                     left = true;  // the worker ends here (its summary reports the steps it ran)
@@ -893,6 +904,18 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
     bool stopped = false, abandoned = false;
     Status failure;
     tokens_done_ = trainer_->step_index() * tokens_per_step;  // a resumed run's tokens so far
+    if (role_.rejoin_step >= 0) {
+        // A fresh process after a scheduled kill (coordinator/scheduled_kills.h): like a worker
+        // rebuilt in-process, it takes the state of a live peer after the round it rejoins at.
+        const int64_t back = role_.rejoin_step;
+        if (!elastic() || faults_.empty()) return Status::error(role_.name + ": a rejoin needs a fault schedule");
+        if (const FaultEvent* e = faults_.down_at(role_.replica, back)) tokens_done_ = e->at_step * tokens_per_step;
+        trainer_->set_step_index(back);
+        if (Status st = receive_state(back, scheduled_members(back)); !st) return st;
+        ctl.step = back;
+        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
+                    role_.name + ": a fresh process rejoins after the round at step " + std::to_string(back)});
+    }
     if (standby_) {
         // A spare trains only once it holds a place; a run that never needs it ends it here.
         bool needed = false;

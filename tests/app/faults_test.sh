@@ -4,7 +4,8 @@
 #    stored as events, and the survivors' rounds after the loss count two members;
 #  * a scheduled kill with rejoin on threads: the replica is out of the rounds it missed, takes the
 #    state from replica 0 (recovery bytes on both sides) and holds the same global weights as the
-#    others after its first round (the agreed state's hash, recorded on every replica);
+#    others after its first round (the agreed state's hash, recorded on every replica); the same in
+#    child processes, where the process is SIGKILLed and a fresh one rejoins: losses to the bit;
 #  * the quorum: below cluster.min_replicas the run fails naming it;
 #  * a seeded churn schedule run twice under the flops clock: identical losses;
 #  * a straggler past outer.round_deadline_s is left out of that round and told how late it was;
@@ -50,6 +51,21 @@ sent="$(value "$c" replica-0 40 bytes.outer.recovery.sent)"; recv="$(value "$c" 
 show="$("$tw" --db "$db" runs show "$(id_of rejoin)")"
 grep -q "kill 2 at 15 rejoin 25: the worker stops" <<<"$show" || fail "no fault event: $show"
 grep -q "took the state after the round at step 30 from replica 0" <<<"$show" || fail "no rejoin event: $show"
+
+# --- the same scheduled kill in child processes: the process is killed for real and a fresh one
+# rejoins; one compute thread per node on both sides, so the losses are the threads run's to the bit.
+one=(--set run.threads=1 --set train.steps=40 --set 'faults.events=["kill 2 at 15 rejoin 25"]')
+run "${three[@]}" "${one[@]}" --set run.name=rejoin-threads > /dev/null || fail "rejoin-threads failed"
+out="$(run "${three[@]}" "${one[@]}" --set cluster.mode=local --set run.name=rejoin-processes)" ||
+  fail "rejoin run in child processes failed: $out"
+show="$("$tw" --db "$db" runs show "$(id_of rejoin-processes)")"
+grep -q "killed replica-2's process and started a fresh one, rejoining after the round at step 30" <<<"$show" ||
+  fail "the process was not killed and restarted: $show"
+grep -q "a fresh process rejoins after the round at step 30" <<<"$show" || fail "no fresh process: $show"
+pick() { csv "$1" | awk -F, '$7 == "train.loss" || $7 == "val.loss" || $7 == "round.group_mask" || $7 == "round.state_hash" {print $2, $3, $7, $8}' | sort; }
+a="$(pick rejoin-threads)"; b="$(pick rejoin-processes)"
+[ "$a" = "$b" ] || fail "a kill in child processes differs from one on threads: $(diff <(echo "$a") <(echo "$b") | head -5)"
+[ "$(grep -c "^replica-2 .* train.loss" <<<"$b")" -eq 25 ] || fail "the restarted replica-2 did not train 25 steps in all"
 
 # --- a spare takes the place of a replica killed for good (threads) -------------------------------
 out="$(run "${three[@]}" --set cluster.spares=1 --set train.steps=40 --set run.name=spare --set 'faults.events=["kill 2 at 15"]')" ||

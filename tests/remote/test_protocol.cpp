@@ -154,6 +154,22 @@ TEST(Protocol, RoleCheckpointFieldsRoundTripAndStayInsideTheFolder) {
     back = role_from_json(j);
     ASSERT_TRUE(back) << back.message();
     EXPECT_EQ(back->resume_step, -1);
+    EXPECT_EQ(back->rejoin_step, -1);
+}
+
+// A node process restarted after a scheduled kill rejoins at a round; it never also resumes.
+TEST(Protocol, RoleRejoinStepRoundTripsAndExcludesResume) {
+    NodeRole r = two_replica_role();
+    r.rejoin_step = 30;
+    auto back = role_from_json(role_to_json(r));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->rejoin_step, 30);
+    auto j = role_to_json(r);
+    j["rejoin_step"] = -5;
+    EXPECT_NE(role_from_json(j).message().find("rejoin_step"), std::string::npos);
+    r.checkpoint_run = "run-1-ab";
+    r.resume_step = 20;
+    EXPECT_NE(role_from_json(role_to_json(r)).message().find("\"rejoin_step\" and \"resume_step\" together"), std::string::npos);
 }
 
 // Each mutation of a valid role is refused with an error naming the field.
