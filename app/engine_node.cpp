@@ -96,7 +96,7 @@ WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
             o.token = role.mesh_token;
             o.heartbeat_s = site.heartbeat_s;
             o.silence_timeout_s = site.heartbeat_timeout_s;
-            o.max_frame_bytes = largest_data_frame_bytes(cfg);
+            o.max_frame_bytes = largest_mesh_message_bytes(cfg);
             o.hub_endpoint = role.hub_endpoint;
             o.hub_key = role.hub_key;
             if (cfg.network.shape) {

@@ -52,4 +52,13 @@ size_t largest_data_frame_bytes(const RunConfig& cfg) {
     return payload + payload / 4 + (1u << 20);
 }
 
+size_t largest_mesh_message_bytes(const RunConfig& cfg) {
+    ModelConfig m = cfg.model;
+    if (m.vocab_size <= 0) m.vocab_size = cfg.data.vocab_size;
+    const auto params = static_cast<size_t>(std::max<int64_t>(count_parameters(m), 1));
+    // A recovery message (engine/worker/recovery.h) holds at most three fp32 copies of the model:
+    // θ_global, the outer momentum and the donor's live weights (Streaming DiLoCo), plus names.
+    return std::max(largest_data_frame_bytes(cfg), 3 * 4 * params + (1u << 20));
+}
+
 }  // namespace tw

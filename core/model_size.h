@@ -35,5 +35,8 @@ double train_flops_per_token(const ModelConfig& cfg);
 // for codec headers and index arrays. Receivers drop anything longer (the mesh's frames, the hub
 // relay's uploads). The model's vocabulary is the data's when the layout leaves it to the tokenizer.
 size_t largest_data_frame_bytes(const RunConfig& cfg);
+// The largest message on the data-plane mesh: a data frame, or the state a joiner or a spare
+// receives (three fp32 copies of the model and their names at most). Mesh receivers drop longer ones.
+size_t largest_mesh_message_bytes(const RunConfig& cfg);
 
 }  // namespace tw

@@ -4,7 +4,10 @@
 #     ring): wall seconds of the round in which it was lost (the wait that found it, then the redo
 #     among the survivors: round.loss_wall_s) for two heartbeat timeouts, and that round's simulated
 #     cost (the same timeout, charged to the clock, plus the round);
-#  2. recovery bytes a rejoining replica receives, per algorithm, for the tiny and small models
+#  2. a spare standing by (cluster.spares = 1) when replica 2's process is SIGKILLed (heartbeat
+#     timeout 2 s): wall seconds from replica 2's last stored step to the spare taking its place
+#     (node clocks start together within a few ms), the step it takes over at, and its bytes;
+#  3. recovery bytes a rejoining replica receives, per algorithm, for the tiny and small models
 #     (a scheduled kill and rejoin on threads), against the model's parameter bytes P·4.
 # Usage: scripts/bench_faults.sh [THINWIRE]   (from the repository root, after scripts/setup.sh)
 set -euo pipefail
@@ -56,6 +59,32 @@ for hb in 2 5; do
   comm="$(q "select value from metrics where run_id = $id and node = 'replica-0' and name = 'round.comm_s' and step = $step")"
   printf '| %s s | %.2f s | %s s + %.3f s | replicas 0, 1 (step %s) |\n' "$hb" "$wall" "$hb" "$comm" "$step"
 done
+
+echo
+echo "| spare | replica 2's last step (wall) | spare takes its place (wall) | death → spare in | after the round at step | state received |"
+echo "|---|---|---|---|---|---|"
+name="sigkill-spare"
+"$tw" --db "$work/f.db" run "$work/layout.toml" --set outer.replicas=3 --set cluster.spares=1 \
+  --set cluster.mode=local --set cluster.heartbeat_timeout_s=2 --set train.steps=150 --set run.name=$name \
+  > "$work/$name.log" 2>&1 &
+sub=$!
+for _ in $(seq 1 900); do
+  n="$(q "select count(*) from metrics m join runs r on r.id = m.run_id where r.name = '$name' and m.node = 'replica-2' and m.name = 'train.loss'" 2>/dev/null || true)"
+  [ -n "$n" ] && [ "$n" -ge 40 ] && break
+  sleep 0.2
+done
+victim=""
+for _ in $(seq 1 50); do victim="$(pgrep -P "$sub" | sort -n | sed -n 3p || true)"; [ -n "$victim" ] && break; sleep 0.1; done
+[ -n "$victim" ] || { echo "no replica-2 process to kill: $(tail -5 "$work/$name.log")"; exit 1; }
+kill -KILL "$victim"
+wait "$sub" || true
+id="$(id_of "$name")"
+last="$(q "select max(wall_s) from metrics where run_id = $id and node = 'replica-2'")"
+in="$(q "select wall_s from events where run_id = $id and node = 'spare-0' and kind = 'spare'")"
+text="$(q "select text from events where run_id = $id and node = 'spare-0' and kind = 'spare'")"
+at="$(grep -o 'round at step [0-9]*' <<<"$text" | awk '{print $4}')"
+b="$(grep -o '[0-9]* B$' <<<"$text" | awk '{print $1}')"
+printf '| spare-0 | %.2f s | %.2f s | %.2f s | %s | %s B |\n' "$last" "$in" "$(awk -v a="$in" -v b="$last" 'BEGIN {print a - b}')" "$at" "$(printf "%'d" "$b")"
 
 echo
 echo "| model | parameters P | algorithm | recovery bytes | ÷ P·4 |"

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "core/config_io.h"
+#include "core/model_size.h"
 #include "engine/model/llama.h"
 
 namespace tw {
@@ -93,6 +94,17 @@ TEST(Model, ParameterCountMatchesTheFormulaAndTinyIsAboutOneMillion) {
     tiny.vocab_size = 4096;
     EXPECT_GT(count_parameters(tiny), 800'000);
     EXPECT_LT(count_parameters(tiny), 1'600'000);
+}
+
+// The mesh takes the state a joiner or a spare receives (up to three fp32 copies of the model),
+// which a round's largest frame (one copy and a margin) would not: the tiny model's 10.6 MB DiLoCo
+// recovery message was dropped by a spare's socket before the mesh had its own bound.
+TEST(Model, TheMeshTakesARecoveryMessageOfThreeModelCopies) {
+    RunConfig c = parse_config("", "d").value();
+    c.model.vocab_size = 4096;
+    const auto p4 = static_cast<size_t>(count_parameters(c.model)) * 4;
+    EXPECT_LT(largest_data_frame_bytes(c), 2 * p4);
+    EXPECT_GE(largest_mesh_message_bytes(c), 3 * p4 + (1u << 20));
 }
 
 // The planner sizes payloads over model_tensors (core/model_size.h) without building the model:

@@ -94,6 +94,12 @@ TEST(OuterState, EveryAlgorithmRoundTripsThroughBytes) {
         auto back = decode_outer_state(bytes.data(), bytes.size());
         ASSERT_TRUE(back) << back.message();
         EXPECT_TRUE(same(s, *back));
+        // What a joiner receives stays within three fp32 copies of the model plus the 1 MiB the
+        // mesh allows for names and headers (core/model_size.h largest_mesh_message_bytes).
+        RecoveryState rs;
+        rs.outer = donor_state(*ran[0].algo, ran[0].trainer->model()->parameters());
+        const int64_t p4 = ran[0].trainer->model()->num_parameters() * 4;
+        EXPECT_LE(encode_recovery(rs).size(), static_cast<size_t>(3 * p4 + (1 << 20)));
         // A fresh algorithm over fresh weights takes the state and then saves the same bits.
         auto t = synthetic_trainer(c, 1, 2);
         auto fresh = make_outer_algorithm(c, t.model()->parameters(), param_names(t), 1, 2);
