@@ -3,13 +3,15 @@
 # a scheduled kill with rejoin on threads. The relay runs the rounds at 20 and 30 among replicas 0
 # and 1 only (each round names its members), the replica that comes back takes the state from
 # replica 0 and, after its first round, holds the same global weights as the others (the agreed
-# state's hash, recorded on every replica). SparseLoCo (the hub relays sparse payloads only; DiLoCo
-# all-reduces) on the micro model under the flops clock (flops_micro.sh).
+# state's hash, recorded on every replica). Then a replica child process SIGKILLed mid-run: the
+# survivors find it lost (while waiting for the relay or on the data plane), redo the round among
+# themselves through the relay, and the run finishes. SparseLoCo (the hub relays sparse payloads
+# only; DiLoCo all-reduces) on the micro model under the flops clock (flops_micro.sh).
 # Usage: hub_faults_test.sh PATH_TO_THINWIRE
 set -euo pipefail
 tw="$1"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 db="$work/runs.db"
 
@@ -49,4 +51,38 @@ show="$("$tw" --db "$db" runs show "$(id_of hub-rejoin)")"
 grep -q "kill 2 at 15 rejoin 25: the worker stops" <<<"$show" || fail "no fault event: $show"
 grep -q "took the state after the round at step 30 from replica 0" <<<"$show" || fail "no rejoin event: $show"
 grep -q "hub relay: received" <<<"$show" || fail "no relay event: $show"
+
+# --- a replica process killed for real --------------------------------------------------------------
+wait_rows() {  # run name, train.loss rows → run id
+  for _ in $(seq 1 600); do
+    local id n
+    id="$(id_of "$1" 2>/dev/null || true)"
+    if [ -n "$id" ]; then
+      n="$("$tw" --db "$db" runs show "$id" 2>/dev/null | awk '$1 == "train.loss" {print $2}')"
+      [ -n "$n" ] && [ "$n" -ge "$2" ] && { echo "$id"; return 0; }
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+(cd "$work" && "$tw" --db "$db" run micro.toml "${hub[@]}" --set cluster.mode=local --set train.steps=3000 \
+   --set run.name=hub-sigkill > "$work/sigkill.log" 2>&1) &
+sub=$!
+id="$(wait_rows hub-sigkill 100)" || fail "the run to kill never stored metrics: $(cat "$work/sigkill.log")"
+coord="$(pgrep -P "$sub" -f "run micro.toml" || echo "$sub")"
+victim="$(pgrep -P "$coord" | tail -1)"
+[ -n "$victim" ] || fail "no node process to kill"
+kill -KILL "$victim"
+set +e; wait "$sub"; rc=$?; set -e
+[ "$rc" -eq 0 ] || fail "the hub run with a killed replica exited $rc: $(tail -20 "$work/sigkill.log")"
+show="$("$tw" --db "$db" runs show "$id")"
+grep -q "finished" <<<"$show" || fail "the hub run with a killed replica is not finished: $show"
+grep -q "the round is redone among replicas 0, 1" <<<"$show" || fail "no member-lost event: $show"
+grep -q "hub relay: received .* refused 0" <<<"$show" || fail "the relay refused a request: $show"
+c="$("$tw" --db "$db" runs export "$id" --format csv)"
+[ "$(rows "$c" replica-0 train.loss)" -eq 3000 ] || fail "replica-0 did not finish its steps"
+[ "$(awk -F, '$2 == "replica-0" && $7 == "round.members" && $8 == 2' <<<"$c" | wc -l)" -ge 1 ] ||
+  fail "no round counted two members after the kill"
+awk -F, '$2 == "replica-0" && $7 == "round.group_mask" && $8 != 3 {bad = 1} END {exit bad}' <<<"$c" ||
+  fail "a round after the kill is not among replicas 0 and 1"
 echo "hub_faults_test: ok"
