@@ -29,6 +29,10 @@ void validate_hub_endpoint(const RunConfig& c, std::vector<std::string>& out) {
     if (uses_hub(c) && c.cluster.stages > 1)
         out.push_back("outer.topology = \"hub\": pipeline replicas sync per stage, which the relay does not serve "
                       "(use outer.topology = \"mesh\" with cluster.stages > 1)");
+    // A hub round names its members in a 64-bit mask (remote/hub_relay.h).
+    if (uses_hub(c) && c.outer.replicas > 64)
+        out.push_back("outer.topology = \"hub\": a hub round names its members in a 64-bit mask, so at most 64 "
+                      "replicas (outer.replicas is " + std::to_string(c.outer.replicas) + ")");
     const std::string& ep = c.cluster.hub_endpoint;
     if (!ep.empty()) {
         if (std::string why = hub_endpoint_problem(ep); !why.empty()) out.push_back("cluster.hub_endpoint " + why);

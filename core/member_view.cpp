@@ -65,11 +65,19 @@ Result<std::vector<std::vector<uint8_t>>> MemberView::hub_round(const std::vecto
                                                                 std::vector<double>* clocks) {
     auto* hub = dynamic_cast<HubExchange*>(&base_);
     if (!hub) return Result<std::vector<std::vector<uint8_t>>>::error("hub: this transport reaches no hub relay");
-    if (!everyone())
-        return Result<std::vector<std::vector<uint8_t>>>::error(
-            "hub: a round among " + std::to_string(size()) + " of " + std::to_string(base_.size()) +
-            " members: the relay runs rounds of every member only (docs/faults.md)");
-    return hub->hub_round(mine, sim_clock_s, clocks);
+    // With every member the view is the transport itself, request for request.
+    if (everyone()) return hub->hub_round(mine, sim_clock_s, clocks);
+    return hub->hub_round_among(members_, mine, sim_clock_s, clocks);
+}
+
+Result<std::vector<std::vector<uint8_t>>> MemberView::hub_round_among(const std::vector<int>& members,
+                                                                      const std::vector<uint8_t>& mine,
+                                                                      double sim_clock_s, std::vector<double>* clocks) {
+    auto* hub = dynamic_cast<HubExchange*>(&base_);
+    if (!hub) return Result<std::vector<std::vector<uint8_t>>>::error("hub: this transport reaches no hub relay");
+    auto b = to_base(members);
+    if (!b) return b.status();
+    return hub->hub_round_among(*b, mine, sim_clock_s, clocks);
 }
 
 bool MemberView::has_hub() const {

@@ -4,9 +4,8 @@
 // groups and agreements see k members — while the bytes, clocks and liveness stay the underlying
 // transport's. With every member in it the view is the transport itself, frame for frame.
 //
-// The hub (core/hub_exchange.h) passes through only while the view holds every member: the relay
-// knows the run's full membership and would wait for a missing member's upload, so a round among
-// survivors over the hub is refused with a reason (docs/faults.md says what is left).
+// The hub (core/hub_exchange.h) runs among the view's members: the view names them to the
+// transport (hub_round_among), and the relay waits for their uploads only.
 //
 // Not owned: `base` outlives the view. Thread-safety: the base's (one thread).
 #pragma once
@@ -52,6 +51,10 @@ public:
 
     Result<std::vector<std::vector<uint8_t>>> hub_round(const std::vector<uint8_t>& mine, double sim_clock_s,
                                                         std::vector<double>* clocks) override;
+    // `members` in view ranks.
+    Result<std::vector<std::vector<uint8_t>>> hub_round_among(const std::vector<int>& members,
+                                                              const std::vector<uint8_t>& mine, double sim_clock_s,
+                                                              std::vector<double>* clocks) override;
     bool has_hub() const override;
 
 private:

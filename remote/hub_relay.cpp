@@ -15,10 +15,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr char kMagic[4] = {'T', 'W', 'H', 'B'};
-constexpr uint8_t kVersion = 2;
+constexpr uint8_t kVersion = 3;
 constexpr uint8_t kUpload = 1, kDownload = 2;
-constexpr uint8_t kOk = 0, kRefused = 1;
-constexpr size_t kRequestHeader = 48, kReplyHeader = 16;
+constexpr uint8_t kOk = 0, kRefused = 1, kGivenUp = 2;
+constexpr size_t kRequestHeader = 56, kReplyHeader = 16;
 constexpr int kOuter = static_cast<int>(LinkClass::kOuterSync);
 
 using le::get_f64;
@@ -29,7 +29,7 @@ using le::put_u32;
 using le::put_u64;
 
 void request_header(uint8_t* h, uint8_t op, uint32_t rank, uint32_t members, uint64_t round, uint64_t len,
-                    double clock, uint64_t token) {
+                    double clock, uint64_t token, uint64_t mask) {
     std::memset(h, 0, kRequestHeader);
     std::memcpy(h, kMagic, 4);
     h[4] = kVersion;
@@ -40,6 +40,17 @@ void request_header(uint8_t* h, uint8_t op, uint32_t rank, uint32_t members, uin
     put_u64(h + 24, len);
     put_f64(h + 32, clock);
     put_u64(h + 40, token);
+    put_u64(h + 48, mask);
+}
+
+// "{0, 2} (mask 0x5)": a round's members as a reader of an error wants them.
+std::string mask_text(uint64_t mask) {
+    std::string out = "{";
+    for (int i = 0; i < 64; ++i)
+        if (mask >> i & 1) out += (out.size() > 1 ? ", " : "") + std::to_string(i);
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "} (mask 0x%llx)", static_cast<unsigned long long>(mask));
+    return out + hex;
 }
 
 int64_t ms_until(Clock::time_point t) {
@@ -54,7 +65,9 @@ int64_t ms_until(Clock::time_point t) {
 Result<std::unique_ptr<HubRelay>> HubRelay::start(std::shared_ptr<zmq::context_t> ctx, const std::string& endpoint,
                                                   HubRelayOptions opts) {
     using R = Result<std::unique_ptr<HubRelay>>;
-    if (opts.members < 2) return R::error("hub: a relay serves at least 2 members, got " + std::to_string(opts.members));
+    if (opts.members < 2 || opts.members > kMaxHubMembers)
+        return R::error("hub: a relay serves 2 to " + std::to_string(kMaxHubMembers) + " members (a round names its members "
+                        "in a 64-bit mask), got " + std::to_string(opts.members));
     const bool curve = !opts.keys.empty();
     if (curve && opts.member_keys.size() != static_cast<size_t>(opts.members))
         return R::error("hub: " + std::to_string(opts.member_keys.size()) + " member keys for " +
@@ -92,13 +105,23 @@ ByteCounters HubRelay::counters() const {
 void HubRelay::serve() {
     zmq::socket_t& sock = *router_.sock;
     const int R = opts_.members;
+    const uint64_t all_ranks = R == 64 ? ~uint64_t{0} : (uint64_t{1} << R) - 1;
     struct Round {
+        uint64_t mask = 0;  // the round's members (bit r = rank r), as its first upload named them
+        int first = 0;      // the rank whose upload opened the round (named when a mask disagrees)
         std::vector<std::optional<std::vector<uint8_t>>> payload;
         std::vector<double> clocks;
-        int uploaded = 0, downloaded = 0;
+        uint64_t uploaded = 0, served = 0;  // bit masks of ranks
     };
+    // Every round held is some member's newest upload (see the header): at most R rounds.
     std::map<uint64_t, Round> rounds;
-    std::vector<uint64_t> next_upload(R, 0), next_download(R, 0);
+    struct Member {
+        std::optional<uint64_t> newest;  // its newest round uploaded
+        bool asked = false;              // it asked for that round's download
+        bool served = false;             // and was answered
+        std::string given_up;            // why its newest round was dropped, if it was
+    };
+    std::vector<Member> member(R);
     struct Pending {
         std::string peer;
         int rank;
@@ -130,15 +153,38 @@ void HubRelay::serve() {
         const std::string text = "hub: " + why;
         reply(peer, op, kRefused, round, {zmq::const_buffer(text.data(), text.size())});
     };
-    // Answers one download of a complete round; drops the round once every member has it.
+    auto give_up_reply = [&](const Pending& p, const std::string& why) {
+        const std::string text = "hub: " + why;
+        reply(p.peer, kDownload, kGivenUp, p.round, {zmq::const_buffer(text.data(), text.size())});
+    };
+    // A round a member left without its download (it abandoned the attempt) can no longer finish
+    // alike for everyone: it is dropped, and whoever waits for it is told so.
+    auto drop_round = [&](uint64_t n, const std::string& why) {
+        if (!rounds.erase(n)) return;
+        held_rounds_ = rounds.size();
+        for (auto& m : member)
+            if (m.newest == n) m.given_up = why;
+        std::vector<Pending> rest;
+        for (auto& p : pending) {
+            if (p.round == n) give_up_reply(p, why);
+            else rest.push_back(std::move(p));
+        }
+        pending = std::move(rest);
+    };
+    // Answers one download of a complete round (the members' clocks in rank order, their payloads
+    // but the downloader's own); drops the round once every member has it.
     auto serve_download = [&](const Pending& p) {
         Round& r = rounds.at(p.round);
-        std::vector<uint8_t> clocks(8 * R);
-        for (int i = 0; i < R; ++i) put_f64(clocks.data() + 8 * i, r.clocks[i]);
+        std::vector<uint8_t> clocks;
+        for (int i = 0; i < R; ++i) {
+            if (!(r.mask >> i & 1)) continue;
+            clocks.resize(clocks.size() + 8);
+            put_f64(clocks.data() + clocks.size() - 8, r.clocks[i]);
+        }
         std::vector<zmq::const_buffer> frames{zmq::const_buffer(clocks.data(), clocks.size())};
         uint64_t bytes = 0, msgs = 0;
         for (int i = 0; i < R; ++i) {
-            if (i == p.rank) continue;
+            if (i == p.rank || !(r.mask >> i & 1)) continue;
             frames.push_back(zmq::const_buffer(r.payload[i]->data(), r.payload[i]->size()));
             bytes += r.payload[i]->size();
             ++msgs;
@@ -148,8 +194,12 @@ void HubRelay::serve() {
             counters_.sent_bytes[kOuter] += bytes;
             counters_.sent_msgs[kOuter] += msgs;
         }
-        reply(p.peer, kDownload, kOk, p.round, std::move(frames));
-        if (++r.downloaded == R) rounds.erase(p.round);
+        member[p.rank].served = true;
+        r.served |= uint64_t{1} << p.rank;
+        const bool done = r.served == r.mask;
+        held_rounds_ = rounds.size() - (done ? 1 : 0);
+        reply(p.peer, kDownload, kOk, p.round, std::move(frames));  // copies the payloads: erasable after
+        if (done) rounds.erase(p.round);
     };
 
     std::vector<zmq::message_t> parts;
@@ -177,7 +227,17 @@ void HubRelay::serve() {
         const std::string peer = parts[0].to_string();
         const auto& h = parts[1];
         const auto* hb = static_cast<const uint8_t*>(h.data());
-        if (h.size() != kRequestHeader || std::memcmp(hb, kMagic, 4) != 0) {
+        if (h.size() < 5 || std::memcmp(hb, kMagic, 4) != 0) {
+            refuse(peer, 0, 0, "a request starts with a " + std::to_string(kRequestHeader) + "-byte TWHB header, got " +
+                                   std::to_string(h.size()) + " bytes");
+            continue;
+        }
+        if (hb[4] != kVersion) {  // before the length: an older member's header is shorter
+            refuse(peer, 0, 0, "version " + std::to_string(hb[4]) + " (this relay speaks " + std::to_string(kVersion) +
+                                   ")");
+            continue;
+        }
+        if (h.size() != kRequestHeader) {
             refuse(peer, 0, 0, "a request starts with a " + std::to_string(kRequestHeader) + "-byte TWHB header, got " +
                                    std::to_string(h.size()) + " bytes");
             continue;
@@ -187,11 +247,7 @@ void HubRelay::serve() {
         const uint64_t round = get_u64(hb + 16), len = get_u64(hb + 24);
         const double clock = get_f64(hb + 32);
         const uint64_t token = get_u64(hb + 40);
-        if (hb[4] != kVersion) {
-            refuse(peer, op, round, "version " + std::to_string(hb[4]) + " (this relay speaks " +
-                                        std::to_string(kVersion) + ")");
-            continue;
-        }
+        const uint64_t mask = get_u64(hb + 48);
         if (op != kUpload && op != kDownload) {
             refuse(peer, op, round, "unknown op " + std::to_string(op));
             continue;
@@ -215,20 +271,24 @@ void HubRelay::serve() {
             continue;
         }
         const std::string who = "replica " + std::to_string(rank);
+        if ((mask & ~all_ranks) != 0 || !(mask >> rank & 1)) {
+            refuse(peer, op, round, who + ": round " + std::to_string(round) + " names members " + mask_text(mask) +
+                                        ", which " + ((mask & ~all_ranks) ? "are not all ranks below " + std::to_string(R)
+                                                                           : std::string("leave out the sender")));
+            continue;
+        }
+        Member& me = member[rank];
         if (op == kUpload) {
             if (parts.size() != 3) {
                 refuse(peer, op, round, who + ": an upload is a header and one payload frame, got " +
                                             std::to_string(parts.size() - 1) + " frames");
                 continue;
             }
-            if (round != next_upload[rank]) {
-                refuse(peer, op, round, who + " uploaded round " + std::to_string(round) + "; its next round is " +
-                                            std::to_string(next_upload[rank]));
-                continue;
-            }
-            if (next_download[rank] != next_upload[rank]) {  // bounds what one member can make the relay hold
-                refuse(peer, op, round, who + " uploaded round " + std::to_string(round) + " before downloading round " +
-                                            std::to_string(next_download[rank]));
+            if (me.newest && round <= *me.newest) {
+                refuse(peer, op, round, round == *me.newest
+                                            ? who + " uploaded round " + std::to_string(round) + " twice"
+                                            : who + " uploaded round " + std::to_string(round) + " after round " +
+                                                  std::to_string(*me.newest) + " (a member's rounds only go up)");
                 continue;
             }
             if (len > opts_.max_payload_bytes) {
@@ -245,20 +305,36 @@ void HubRelay::serve() {
                 refuse(peer, op, round, who + ": its simulated clock is not a finite time");
                 continue;
             }
+            if (auto it = rounds.find(round); it != rounds.end() && it->second.mask != mask) {
+                refuse(peer, op, round, who + " names members " + mask_text(mask) + " for round " +
+                                            std::to_string(round) + ", but replica " + std::to_string(it->second.first) +
+                                            "'s upload named " + mask_text(it->second.mask));
+                continue;
+            }
+            // Its previous round, left without a download, is given up (the member abandoned it).
+            if (me.newest && !me.served)
+                drop_round(*me.newest, "round " + std::to_string(*me.newest) + " was given up: " + who +
+                                           " moved on to round " + std::to_string(round) + " without its download");
             Round& r = rounds[round];
-            if (r.payload.empty()) r.payload.resize(R), r.clocks.assign(R, 0.0);
+            if (r.payload.empty()) {
+                r.payload.resize(R);
+                r.clocks.assign(R, 0.0);
+                r.mask = mask;
+                r.first = static_cast<int>(rank);
+            }
             const auto* d = static_cast<const uint8_t*>(parts[2].data());
             r.payload[rank] = std::vector<uint8_t>(d, d + parts[2].size());
             r.clocks[rank] = clock;
-            ++r.uploaded;
-            ++next_upload[rank];
+            r.uploaded |= uint64_t{1} << rank;
+            me = Member{round, false, false, {}};
+            held_rounds_ = rounds.size();
             {
                 std::lock_guard<std::mutex> lock(counters_mu_);
                 counters_.recv_bytes[kOuter] += len;
                 counters_.recv_msgs[kOuter] += 1;
             }
             reply(peer, kUpload, kOk, round, {});
-            if (r.uploaded == R) {
+            if (r.uploaded == r.mask) {
                 std::vector<Pending> ready, rest;
                 for (auto& p : pending) (p.round == round ? ready : rest).push_back(std::move(p));
                 pending = std::move(rest);
@@ -269,17 +345,28 @@ void HubRelay::serve() {
                 refuse(peer, op, round, who + ": a download is a header alone");
                 continue;
             }
-            if (round != next_download[rank] || round >= next_upload[rank]) {
+            if (!me.newest || round != *me.newest || me.asked) {
                 refuse(peer, op, round, who + " asked for round " + std::to_string(round) +
                                             "; it may download only the round it uploaded last (" +
-                                            (next_upload[rank] == 0 ? std::string("none yet")
-                                                                    : std::to_string(next_upload[rank] - 1)) +
-                                            ")");
+                                            (me.newest ? std::to_string(*me.newest) : std::string("none yet")) +
+                                            "), once");
                 continue;
             }
-            ++next_download[rank];
+            me.asked = true;
             Pending p{peer, static_cast<int>(rank), round};
-            if (rounds.at(round).uploaded == R) serve_download(p);
+            auto it = rounds.find(round);
+            // Dropped since its upload (perhaps begun again by a member that came late, without
+            // this member's payload): said so, as to those already waiting.
+            if (it == rounds.end() || !(it->second.uploaded >> rank & 1)) {
+                give_up_reply(p, me.given_up);
+                continue;
+            }
+            if (it->second.mask != mask) {
+                refuse(peer, op, round, who + " asks for round " + std::to_string(round) + " among members " +
+                                            mask_text(mask) + ", but the round is among " + mask_text(it->second.mask));
+                continue;
+            }
+            if (it->second.uploaded == it->second.mask) serve_download(p);
             else pending.push_back(std::move(p));
         }
     }
@@ -290,8 +377,9 @@ void HubRelay::serve() {
 
 Result<std::unique_ptr<HubClient>> HubClient::connect(std::shared_ptr<zmq::context_t> ctx, HubClientOptions o) {
     using R = Result<std::unique_ptr<HubClient>>;
-    if (o.members < 2 || o.rank < 0 || o.rank >= o.members)
-        return R::error("hub client: rank " + std::to_string(o.rank) + " of " + std::to_string(o.members));
+    if (o.members < 2 || o.members > kMaxHubMembers || o.rank < 0 || o.rank >= o.members)
+        return R::error("hub client: rank " + std::to_string(o.rank) + " of " + std::to_string(o.members) +
+                        " (a hub serves 2 to " + std::to_string(kMaxHubMembers) + " members)");
     if (!o.own.empty() && !is_z85_key(o.relay_key))
         return R::error("hub client: this node has CurveZMQ keys but its role names no relay key");
     std::unique_ptr<HubClient> c(new HubClient());
@@ -313,44 +401,65 @@ HubClient::~HubClient() {
 }
 
 namespace {
-// Receives one reply (all its frames) within `timeout_ms`; checks its header against op and round.
-Result<std::vector<zmq::message_t>> await_reply(zmq::socket_t& s, uint8_t op, uint64_t round, int64_t timeout_ms,
-                                                const std::string& endpoint,
-                                                const std::function<bool()>& abort = {}) {
-    using R = Result<std::vector<zmq::message_t>>;
+// One reply as read: its header's op, status and round, and every frame.
+struct Reply {
+    uint8_t op = 0, status = 0;
+    uint64_t round = 0;
+    std::vector<zmq::message_t> parts;
+};
+
+// Receives one reply (all its frames) within `wait_ms`; none = nothing came. Replies to a request
+// of an earlier round (a download given up by an abandoned attempt, answered since) are skipped.
+Result<std::optional<Reply>> read_reply(zmq::socket_t& s, uint64_t round, int64_t wait_ms) {
+    using R = Result<std::optional<Reply>>;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(wait_ms);
+    for (;;) {
+        if (!poll_in(s, static_cast<int>(ms_until(deadline)))) return std::optional<Reply>{};
+        Reply r;
+        for (;;) {
+            zmq::message_t m;
+            if (!s.recv(m, zmq::recv_flags::dontwait)) break;
+            const bool more = m.more();
+            r.parts.push_back(std::move(m));
+            if (!more) break;
+        }
+        if (r.parts.empty() || r.parts[0].size() != kReplyHeader || std::memcmp(r.parts[0].data(), kMagic, 4) != 0)
+            return R::error("hub: the relay's reply does not parse");
+        const auto* h = static_cast<const uint8_t*>(r.parts[0].data());
+        r.op = h[5];
+        r.status = h[6];
+        r.round = get_u64(h + 8);
+        if (r.round < round && r.status != kRefused) continue;  // a stale answer
+        return std::optional<Reply>(std::move(r));
+    }
+}
+
+// Waits up to `timeout_ms` for the reply to (op, round); fails on a refusal (with the relay's text),
+// a reply to another request, `abort`, or the timeout.
+Result<Reply> await_reply(zmq::socket_t& s, uint8_t op, uint64_t round, int64_t timeout_ms, const std::string& endpoint,
+                          const std::function<bool()>& abort = {}) {
+    using R = Result<Reply>;
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     for (;;) {
         const int64_t left = ms_until(deadline);
         if (left <= 0) return R::error("hub: no answer from the relay at " + endpoint + " within " +
                                        std::to_string(timeout_ms) + " ms");
         if (abort && abort()) return R::error("collective: aborted (stop requested)");
-        if (!poll_in(s, static_cast<int>(std::min<int64_t>(left, 100)))) continue;
-        std::vector<zmq::message_t> parts;
-        for (;;) {
-            zmq::message_t m;
-            if (!s.recv(m, zmq::recv_flags::none)) break;
-            const bool more = m.more();
-            parts.push_back(std::move(m));
-            if (!more) break;
-        }
-        if (parts.empty() || parts[0].size() != kReplyHeader ||
-            std::memcmp(parts[0].data(), kMagic, 4) != 0)
-            return R::error("hub: the relay's reply does not parse");
-        const auto* h = static_cast<const uint8_t*>(parts[0].data());
-        if (h[6] == kRefused) {
-            const std::string text = parts.size() > 1 ? parts[1].to_string() : "hub: refused";
-            return R::error(text);
-        }
-        if (h[5] != op || get_u64(h + 8) != round) return R::error("hub: a reply for another request");
-        return parts;
+        auto r = read_reply(s, round, std::min<int64_t>(left, 100));
+        if (!r) return r.status();
+        if (!*r) continue;
+        if ((*r)->status != kOk) return R::error((*r)->parts.size() > 1 ? (*r)->parts[1].to_string() : "hub: refused");
+        if ((*r)->op != op || (*r)->round != round) return R::error("hub: a reply for another request");
+        return std::move(**r);
     }
 }
 }  // namespace
 
 Status HubClient::raw_upload(uint32_t rank, uint32_t members, uint64_t round, uint64_t declared_len,
-                             const std::vector<uint8_t>& payload, int64_t timeout_ms) {
+                             const std::vector<uint8_t>& payload, int64_t timeout_ms, uint64_t mask) {
     uint8_t h[kRequestHeader];
-    request_header(h, kUpload, rank, members, round, declared_len, 0.0, o_.token);
+    if (mask == 0) mask = (members >= 64 ? ~uint64_t{0} : (uint64_t{1} << members) - 1);
+    request_header(h, kUpload, rank, members, round, declared_len, 0.0, o_.token, mask);
     try {
         sock_->send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore);
         sock_->send(zmq::const_buffer(payload.data(), payload.size()), zmq::send_flags::none);
@@ -362,9 +471,10 @@ Status HubClient::raw_upload(uint32_t rank, uint32_t members, uint64_t round, ui
     return Status::ok();
 }
 
-Status HubClient::raw_download(uint32_t rank, uint32_t members, uint64_t round, int64_t timeout_ms) {
+Status HubClient::raw_download(uint32_t rank, uint32_t members, uint64_t round, int64_t timeout_ms, uint64_t mask) {
     uint8_t h[kRequestHeader];
-    request_header(h, kDownload, rank, members, round, 0, 0.0, o_.token);
+    if (mask == 0) mask = (members >= 64 ? ~uint64_t{0} : (uint64_t{1} << members) - 1);
+    request_header(h, kDownload, rank, members, round, 0, 0.0, o_.token, mask);
     try {
         sock_->send(zmq::const_buffer(h, sizeof h), zmq::send_flags::none);
         auto r = await_reply(*sock_, kDownload, round, timeout_ms, o_.endpoint);
@@ -375,57 +485,111 @@ Status HubClient::raw_download(uint32_t rank, uint32_t members, uint64_t round, 
     return Status::ok();
 }
 
-Status HubClient::upload(uint64_t round, const std::vector<uint8_t>& mine, double clock, int64_t timeout_ms,
-                         const std::function<bool()>& abort) {
-    uint8_t h[kRequestHeader];
-    request_header(h, kUpload, static_cast<uint32_t>(o_.rank), static_cast<uint32_t>(o_.members), round, mine.size(),
-                   clock, o_.token);
-    sock_->send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore);
-    sock_->send(zmq::const_buffer(mine.data(), mine.size()), zmq::send_flags::none);
-    auto r = await_reply(*sock_, kUpload, round, timeout_ms, o_.endpoint, abort);
-    if (!r) return r.status();
-    counters_.sent_bytes[kOuter] += mine.size();
-    counters_.sent_msgs[kOuter] += 1;
+Status HubClient::begin_round(uint64_t round, uint64_t mask, const std::vector<uint8_t>& mine, double sim_clock_s,
+                              int64_t timeout_ms, const std::function<bool()>& abort) {
+    const uint64_t all = o_.members >= 64 ? ~uint64_t{0} : (uint64_t{1} << o_.members) - 1;
+    if ((mask & ~all) != 0 || !(mask >> o_.rank & 1))
+        return Status::error("hub: round " + std::to_string(round) + " names members " + mask_text(mask) +
+                             ", not a set of ranks below " + std::to_string(o_.members) + " holding rank " +
+                             std::to_string(o_.rank));
+    pending_ = false;
+    try {
+        uint8_t h[kRequestHeader];
+        request_header(h, kUpload, static_cast<uint32_t>(o_.rank), static_cast<uint32_t>(o_.members), round,
+                       mine.size(), sim_clock_s, o_.token, mask);
+        sock_->send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore);
+        sock_->send(zmq::const_buffer(mine.data(), mine.size()), zmq::send_flags::none);
+        auto r = await_reply(*sock_, kUpload, round, timeout_ms, o_.endpoint, abort);
+        if (!r) return r.status();
+        counters_.sent_bytes[kOuter] += mine.size();
+        counters_.sent_msgs[kOuter] += 1;
+        request_header(h, kDownload, static_cast<uint32_t>(o_.rank), static_cast<uint32_t>(o_.members), round, 0, 0.0,
+                       o_.token, mask);
+        sock_->send(zmq::const_buffer(h, sizeof h), zmq::send_flags::none);
+    } catch (const zmq::error_t& e) {
+        return Status::error(std::string("hub: ") + e.what());
+    }
+    round_ = round;
+    mask_ = mask;
+    mine_ = mine;
+    pending_ = true;
     return Status::ok();
 }
 
-Result<std::vector<std::vector<uint8_t>>> HubClient::round(uint64_t round, const std::vector<uint8_t>& mine,
-                                                           double sim_clock_s, std::vector<double>* clocks,
-                                                           int64_t timeout_ms, const std::function<bool()>& abort) {
-    using R = Result<std::vector<std::vector<uint8_t>>>;
+Result<HubPoll> HubClient::poll_round(int64_t wait_ms, std::vector<double>* clocks) {
+    using R = Result<HubPoll>;
+    if (!pending_) return R::error("hub: no round is waiting for its download");
+    HubPoll out;
     try {
-        if (Status s = upload(round, mine, sim_clock_s, timeout_ms, abort); !s) return s;
-        uint8_t h[kRequestHeader];
-        request_header(h, kDownload, static_cast<uint32_t>(o_.rank), static_cast<uint32_t>(o_.members), round, 0, 0.0,
-                       o_.token);
-        sock_->send(zmq::const_buffer(h, sizeof h), zmq::send_flags::none);
-        auto parts = await_reply(*sock_, kDownload, round, timeout_ms, o_.endpoint, abort);
-        if (!parts) return parts.status();
-        const size_t R_ = static_cast<size_t>(o_.members);
-        if (parts->size() != R_ + 1 || (*parts)[1].size() != 8 * R_)
-            return R::error("hub: the relay's download for round " + std::to_string(round) + " has " +
-                            std::to_string(parts->size()) + " frames, expected " + std::to_string(R_ + 1));
-        const auto* cb = static_cast<const uint8_t*>((*parts)[1].data());
-        if (clocks) {
-            clocks->resize(R_);
-            for (size_t i = 0; i < R_; ++i) (*clocks)[i] = get_f64(cb + 8 * i);
+        auto got = read_reply(*sock_, round_, wait_ms);
+        if (!got) return got.status();
+        if (!*got) return out;  // nothing yet
+        Reply& r = **got;
+        pending_ = false;
+        const std::string text = r.parts.size() > 1 ? r.parts[1].to_string() : "hub: refused";
+        if (r.status == kGivenUp && r.op == kDownload && r.round == round_) {
+            out.state = HubPoll::kGivenUp;
+            out.why = text;
+            return out;
         }
-        std::vector<std::vector<uint8_t>> all(R_);
+        if (r.status != kOk) return R::error(text);
+        if (r.op != kDownload || r.round != round_) return R::error("hub: a reply for another request");
+        std::vector<int> ranks;
+        for (int i = 0; i < o_.members; ++i)
+            if (mask_ >> i & 1) ranks.push_back(i);
+        const size_t k = ranks.size();
+        if (r.parts.size() != k + 1 || r.parts[1].size() != 8 * k)
+            return R::error("hub: the relay's download for round " + std::to_string(round_) + " has " +
+                            std::to_string(r.parts.size()) + " frames, expected " + std::to_string(k + 1));
+        const auto* cb = static_cast<const uint8_t*>(r.parts[1].data());
+        if (clocks) {
+            clocks->resize(k);
+            for (size_t i = 0; i < k; ++i) (*clocks)[i] = get_f64(cb + 8 * i);
+        }
+        out.all.resize(k);
         size_t f = 2;
-        for (size_t i = 0; i < R_; ++i) {
-            if (static_cast<int>(i) == o_.rank) {
-                all[i] = mine;
+        for (size_t i = 0; i < k; ++i) {
+            if (ranks[i] == o_.rank) {
+                out.all[i] = std::move(mine_);
                 continue;
             }
-            const auto& m = (*parts)[f++];
+            const auto& m = r.parts[f++];
             const auto* d = static_cast<const uint8_t*>(m.data());
-            all[i].assign(d, d + m.size());
+            out.all[i].assign(d, d + m.size());
             counters_.recv_bytes[kOuter] += m.size();
             counters_.recv_msgs[kOuter] += 1;
         }
-        return all;
+        mine_.clear();
+        out.state = HubPoll::kDone;
+        return out;
     } catch (const zmq::error_t& e) {
+        pending_ = false;
         return R::error(std::string("hub: ") + e.what());
+    }
+}
+
+Result<std::vector<std::vector<uint8_t>>> HubClient::round(uint64_t round, uint64_t mask,
+                                                           const std::vector<uint8_t>& mine, double sim_clock_s,
+                                                           std::vector<double>* clocks, int64_t timeout_ms,
+                                                           const std::function<bool()>& abort) {
+    using R = Result<std::vector<std::vector<uint8_t>>>;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    if (Status s = begin_round(round, mask, mine, sim_clock_s, timeout_ms, abort); !s) return s;
+    for (;;) {
+        const int64_t left = ms_until(deadline);
+        if (left <= 0) {
+            pending_ = false;
+            return R::error("hub: no answer from the relay at " + o_.endpoint + " within " +
+                            std::to_string(timeout_ms) + " ms");
+        }
+        if (abort && abort()) {
+            pending_ = false;
+            return R::error("collective: aborted (stop requested)");
+        }
+        auto p = poll_round(std::min<int64_t>(left, 100), clocks);
+        if (!p) return p.status();
+        if (p->state == HubPoll::kGivenUp) return R::error(p->why);
+        if (p->state == HubPoll::kDone) return std::move(p->all);
     }
 }
 

@@ -90,9 +90,16 @@ public:
     double real_exchange_s() const override { return real_exchange_s_; }
     void add_real_exchange_s(double s) override { real_exchange_s_ += s; }
     // The hub topology's round through the relay at MeshOptions::hub_endpoint (connected on first
-    // use, on this mesh's context); its payload bytes are counted here like the mesh's.
+    // use, on this mesh's context); its payload bytes are counted here like the mesh's. A hub round
+    // takes this transport's next round number (begin_epoch's numbering, so a redone attempt is a
+    // larger round for the relay too). While it waits for the relay's answer it reads the data
+    // plane as a mesh round does, so a member of the round found lost (silent past
+    // silence_timeout_s, gone) or giving the attempt up ends the wait with an error.
     Result<std::vector<std::vector<uint8_t>>> hub_round(const std::vector<uint8_t>& mine, double sim_clock_s,
                                                         std::vector<double>* clocks) override;
+    Result<std::vector<std::vector<uint8_t>>> hub_round_among(const std::vector<int>& members,
+                                                              const std::vector<uint8_t>& mine, double sim_clock_s,
+                                                              std::vector<double>* clocks) override;
     bool has_hub() const override { return !opts_.hub_endpoint.empty(); }
     std::vector<int> lost_members() const override;
     void begin_epoch(uint64_t epoch) override;
@@ -140,7 +147,6 @@ private:
     std::unique_ptr<LinkShaper> shaper_;
     std::function<bool()> abort_;
     std::unique_ptr<HubClient> hub_;
-    uint64_t hub_rounds_ = 0;
 };
 
 }  // namespace tw

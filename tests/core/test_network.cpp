@@ -116,6 +116,18 @@ TEST(HubEndpoint, ARemoteHubRunNamesAReachableEndpointAndBadOnesAreRefused) {
     ASSERT_FALSE(c);
     EXPECT_NE(c.message().find("pipeline replicas sync per stage, which the relay does not serve"), std::string::npos)
         << c.message();
+    // A hub round names its members in a 64-bit mask: 64 replicas at most; and [faults] takes the hub.
+    const std::string hub = "[outer]\nalgorithm = \"sparseloco\"\ntopology = \"hub\"\n";
+    c = parse_config(hub + "replicas = 65\n", "hub.toml");
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.message().find("a hub round names its members in a 64-bit mask, so at most 64 replicas (outer.replicas "
+                               "is 65)"),
+              std::string::npos)
+        << c.message();
+    EXPECT_TRUE(parse_config(hub + "replicas = 64\n", "hub.toml"));
+    auto f = parse_config(hub + "replicas = 3\n[train]\nsteps = 40\n[faults]\nevents = [\"kill 2 at 15 rejoin 25\"]\n",
+                          "hub.toml");
+    EXPECT_TRUE(f) << f.message();
 }
 
 }  // namespace

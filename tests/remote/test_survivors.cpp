@@ -1,7 +1,9 @@
 // Rounds that survive lost members on the real data plane (ZmqCollective over inproc://, the
 // MemberView of core/member_view.h): a silent member is declared lost and the round is redone
 // among the others; a member that gives an attempt up frees whoever waits for it at once and
-// passes on whom it found lost; messages of an abandoned attempt are discarded.
+// passes on whom it found lost; messages of an abandoned attempt are discarded; over the hub relay
+// a lost member ends the wait for the relay's answer the same way, and the redo runs among the
+// survivors through the relay.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,6 +11,7 @@
 #include <zmq.hpp>
 
 #include "core/member_view.h"
+#include "remote/hub_relay.h"
 #include "remote/zmq_collective.h"
 
 namespace tw {
@@ -60,6 +63,61 @@ TEST(Survivors, ASilentMemberIsLostAndTheRoundIsRedoneAmongTheOthers) {
     EXPECT_EQ(got_b, want);
     // The failed attempt's single bytes were sent; the redo's two bytes each: what the counters hold.
     EXPECT_EQ(a->counters().sent_bytes[static_cast<int>(LinkClass::kOuterSync)], 2u * 1 + 1u * 2);
+    (void)c;
+}
+
+TEST(Survivors, OverTheHubASilentMemberEndsTheRelayWaitAndTheRoundIsRedoneAmongTheOthers) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    HubRelayOptions ro;
+    ro.members = 3;
+    auto relay = HubRelay::start(ctx, "inproc://sv-hub", ro);
+    ASSERT_TRUE(relay) << relay.message();
+    std::vector<std::string> eps{"inproc://svh0", "inproc://svh1", "inproc://svh2"};
+    auto with_hub = [&](MeshOptions o) {
+        o.hub_endpoint = (*relay)->endpoint();
+        return o;
+    };
+    auto a = ZmqCollective::create(ctx, eps, 0, with_hub(live(0.5))).value();
+    auto b = ZmqCollective::create(ctx, eps, 1, with_hub(live(0.5))).value();
+    MeshOptions dead;  // member 2: bound, but it never beats nor uploads (a frozen process)
+    dead.timeout_ms = 20000;
+    auto c = ZmqCollective::create(ctx, eps, 2, with_hub(dead)).value();
+    auto survive = [](ZmqCollective& m, uint8_t mine, std::vector<std::vector<uint8_t>>& out, std::vector<int>& lost) {
+        m.begin_epoch(1);
+        MemberView all(m, {0, 1, 2});
+        auto first = all.hub_round({mine}, 1.0, nullptr);
+        ASSERT_FALSE(first);
+        // Found silent here, or told by the other survivor, which found it first (its abandon
+        // frame names member 2 as lost: lost_members() below).
+        EXPECT_TRUE(first.message().find("mesh member 2") != std::string::npos ||
+                    first.message().find("gave up this round attempt") != std::string::npos)
+            << first.message();
+        lost = m.lost_members();
+        all.abandon({m.rank() == 0 ? 1 : 0});
+        m.begin_epoch(2);
+        MemberView rest(m, {0, 1});
+        std::vector<double> clocks;
+        auto second = rest.hub_round({mine, mine}, 2.0 + m.rank(), &clocks);
+        ASSERT_TRUE(second) << second.message();
+        EXPECT_EQ(clocks, (std::vector<double>{2.0, 3.0}));
+        out = *second;
+    };
+    std::vector<std::vector<uint8_t>> got_a, got_b;
+    std::vector<int> lost_a, lost_b;
+    std::thread tb([&] { survive(*b, 2, got_b, lost_b); });
+    survive(*a, 1, got_a, lost_a);
+    tb.join();
+    EXPECT_EQ(lost_a, (std::vector<int>{2}));
+    EXPECT_EQ(lost_b, (std::vector<int>{2}));
+    const std::vector<std::vector<uint8_t>> want{{1, 1}, {2, 2}};
+    EXPECT_EQ(got_a, want);
+    EXPECT_EQ(got_b, want);
+    // Sent: the given-up upload (1 byte) and the redo's (2 bytes); received: the other's 2 bytes.
+    constexpr int kOuter = static_cast<int>(LinkClass::kOuterSync);
+    EXPECT_EQ(a->counters().sent_bytes[kOuter], 1u + 2u);
+    EXPECT_EQ(a->counters().recv_bytes[kOuter], 2u);
+    EXPECT_EQ((*relay)->held_rounds(), 0u);  // the given-up round was dropped, the redo fully served
+    EXPECT_EQ((*relay)->refused(), 0u);
     (void)c;
 }
 
