@@ -122,6 +122,17 @@ public:
     virtual void forgive(int r) { (void)r; }
     // Member `r` is lost, as a peer found (a joiner learns it from its donor, docs/faults.md).
     virtual void declare_lost(int r) { (void)r; }
+    // A joiner tells `peer` (its donor) that it is up and waits for the state after the round at
+    // `step`, and the donor waits for that word before it sends: a node process restarted after a
+    // kill must not have its state sent to the process that died (docs/faults.md). Framing only,
+    // outside round attempts. wait_ready fails when `peer` is lost or gone, or on abort; no backstop.
+    // Defaults: a transport that never loses a member needs no word.
+    virtual void tell_ready(int peer, uint64_t step) { (void)peer, (void)step; }
+    virtual Status wait_ready(int peer, uint64_t step) { (void)peer, (void)step; return Status::ok(); }
+    // This member stops receiving for good, without a bye: its process is about to be killed by a
+    // fault schedule, and what its peers send from now on must wait for the process that takes its
+    // endpoint over (docs/faults.md). Nothing may be received afterwards. Default: nothing.
+    virtual void go_quiet() {}
 };
 
 }  // namespace tw

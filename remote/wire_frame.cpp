@@ -9,7 +9,7 @@ namespace tw::wire {
 namespace {
 
 constexpr char kMagic[4] = {'T', 'W', 'A', 'G'};
-constexpr uint8_t kKinds = 6;  // FrameKind values 0..5
+constexpr uint8_t kKinds = 7;  // FrameKind values 0..6
 
 template <class T>
 T load(const uint8_t* p) {

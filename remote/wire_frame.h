@@ -19,7 +19,8 @@
 //   40 u64 aux           kAgree: the sender's state hash; kRound: the wall-clock time (ns since
 //                        the Unix epoch) at which the sender began its round, for the measured
 //                        exchange time (zmq_collective.h); kBye: why the run ended; kAbandon: the
-//                        lost members' bit mask; 0 otherwise
+//                        lost members' bit mask; kReady: the round step whose state the sender
+//                        waits for; 0 otherwise
 // Only payload bytes count toward the byte counters; the header is framing (header_bytes()).
 #pragma once
 
@@ -31,7 +32,7 @@
 
 namespace tw::wire {
 
-inline constexpr uint8_t kFrameVersion = 5;  // 5: kAbandon and epochs (survivors); 4: kind byte, token, aux
+inline constexpr uint8_t kFrameVersion = 6;  // 6: kReady; 5: kAbandon and epochs (survivors); 4: kind byte, token, aux
 inline constexpr size_t kFrameHeaderBytes = 48;
 
 // Values are stable: they name the frame on the wire.
@@ -43,6 +44,8 @@ enum class FrameKind : uint8_t {
     kAgree = 4,         // after round `round`: aux = hash of the state the members must hold alike
     kAbandon = 5,       // the sender gave up the round attempt whose first round is `round`; aux = bit
                         // mask of the members it found lost (ranks < 64); empty payload
+    kReady = 6,         // a joiner is up and waits for the state after the round at step aux
+                        // (Collective::tell_ready); empty payload, outside any round attempt
 };
 
 struct FrameHeader {

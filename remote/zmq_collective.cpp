@@ -70,6 +70,7 @@ struct ZmqCollective::Sockets {
     std::vector<Clock::time_point> bye_at;
     std::set<int> lost;                      // members found lost (lost_members())
     std::map<int, uint64_t> abandoned;       // members that gave up an attempt → its first round
+    std::map<int, uint64_t> ready;           // joiners that said they wait for a round's state → its step
 };
 
 // Sends a heartbeat frame to every peer each interval from its own thread and sockets.
@@ -209,7 +210,7 @@ ZmqCollective::~ZmqCollective() {
         }
         p.set(zmq::sockopt::linger, 200);
     }
-    s_->pull.set(zmq::sockopt::linger, 0);
+    if (s_->pull) s_->pull.set(zmq::sockopt::linger, 0);  // closed already when it went quiet
 }
 
 std::string ZmqCollective::member(int r) const {
@@ -297,6 +298,10 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
             s.abandoned[from] = fh->round;
             for (int r = 0; r < size() && r < 64; ++r)
                 if (r != rank_ && (fh->aux >> r & 1)) s.lost.insert(r);
+            return Status::ok();
+        case wire::FrameKind::kReady:
+            if (!body.empty()) return drop("a ready frame with a payload");
+            s.ready[from] = fh->aux;
             return Status::ok();
         case wire::FrameKind::kBye:
             s.bye[from] = fh->aux;
@@ -630,6 +635,50 @@ void ZmqCollective::abandon(const std::vector<int>& peers) {
         } catch (const zmq::error_t&) {
         }
     }
+}
+
+void ZmqCollective::tell_ready(int peer, uint64_t step) {
+    if (peer == rank_ || peer < 0 || peer >= size()) return;
+    wire::FrameHeader fh;
+    fh.kind = wire::FrameKind::kReady;
+    fh.counted = false;
+    fh.rank = static_cast<uint16_t>(rank_);
+    fh.token = opts_.token;
+    fh.aux = step;
+    uint8_t h[wire::kFrameHeaderBytes];
+    wire::encode_frame_header(fh, h);
+    auto& p = s_->push[static_cast<size_t>(peer)];
+    try {
+        if (p.send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
+            (void)p.send(zmq::const_buffer(h, 0), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t&) {
+    }
+}
+
+Status ZmqCollective::wait_ready(int peer, uint64_t step) {
+    if (peer == rank_ || peer < 0 || peer >= size())
+        return Status::error("collective: no member " + std::to_string(peer) + " to wait for");
+    const auto wait_start = Clock::now();
+    const std::string what = "the word of rank " + std::to_string(peer) + " that it waits for the state after step " +
+                             std::to_string(step);
+    try {
+        for (;;) {
+            if (auto it = s_->ready.find(peer); it != s_->ready.end() && it->second == step) return Status::ok();
+            if (Status st = pump_until(what, [peer] { return std::vector<int>{peer}; }, wait_start, 100, /*backstop=*/false);
+                !st)
+                return st;
+        }
+    } catch (const zmq::error_t& e) {
+        return Status::error(std::string("collective: ") + e.what());
+    }
+}
+
+void ZmqCollective::go_quiet() {
+    // Closing the data port drops the peers' connections: what they send from now on waits in
+    // their own queues and reaches the process that binds this endpoint next.
+    if (!s_ || !s_->pull) return;
+    s_->pull_log.reset();  // it watches the socket
+    s_->pull.close();
 }
 
 void ZmqCollective::declare_lost(int r) {

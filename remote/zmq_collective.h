@@ -106,6 +106,9 @@ public:
     void abandon(const std::vector<int>& peers) override;
     void forgive(int r) override;
     void declare_lost(int r) override;
+    void tell_ready(int peer, uint64_t step) override;
+    Status wait_ready(int peer, uint64_t step) override;
+    void go_quiet() override;
     // Rounds an attempt may use (the epoch's base is epoch × this): a gather, an agreement, the
     // deadline's clock exchange and the ring's opening fit with room to spare.
     static constexpr uint64_t kEpochRounds = 16;

@@ -139,8 +139,21 @@ private:
     // replicas that rejoin now and to the late ones; a late replica receives it.
     Status catch_up(int64_t step, double end_s, const std::vector<int>& late);
     // A joiner's or late replica's side: waits for the donor's state (the lowest of `candidates`
-    // that is alive) and takes it on.
-    Status receive_state(int64_t step, const std::vector<int>& candidates);
+    // that is alive) and takes it on. A joiner (`joining`) first tells the donor it is ready: the
+    // donor waits for that word, so a state is never sent to a process that has since died.
+    Status receive_state(int64_t step, const std::vector<int>& candidates, bool joining = true);
+    // The transport's attempt number of the round at `step` (a multiple of the round period):
+    // 16 per round, so an attempt's frames and the next round's stay inside the transport's window.
+    uint64_t epoch_of(int64_t step, int attempt) const {
+        return static_cast<uint64_t>(step / round_period(cfg_)) * 16 + static_cast<uint64_t>(attempt);
+    }
+    // Begins attempt `e` unless one as late has begun: a joiner enters the round it joins after
+    // before it waits, so the next round's frames from its peers are not "too far ahead" for it.
+    void enter_epoch(uint64_t e) {
+        if (e <= epoch_) return;
+        mesh_->begin_epoch(e);
+        epoch_ = e;
+    }
     // To mesh rank `to`; `slot` ≥ 0 hands a spare that replica's place.
     Status send_state(int to, int slot, int64_t step, double clock_s);
     // The scheduled faults that start after step `step` (a kill returns with `left` set when the
@@ -208,7 +221,8 @@ private:
     std::vector<int> holder_;       // mesh rank holding replica r's place (elastic runs; see rank_of)
     bool standby_ = false;          // a spare not (yet) holding a place
     bool leaving_ = false;          // the replica leaves the run (may_leave)
-    int64_t rounds_ = 0;            // synchronisation rounds so far: the transport's attempt numbers
+    int64_t rounds_ = 0;            // synchronisation rounds this replica's place took part in
+    uint64_t epoch_ = 0;            // the transport's attempt number last begun (enter_epoch)
     int64_t down_until_ = -1;       // disconnected: away through the round at this step; −1 = present
     uint64_t recovery_sent_ = 0, recovery_recv_ = 0;
     int64_t tokens_done_ = 0;       // tokens this replica trained on
@@ -458,6 +472,8 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
     using R = Result<RoundReport>;
     const int me = role_.replica;
     ++rounds_;
+    // The round's attempt numbers follow from its step, the same on every member: a joiner, a
+    // restarted process or a spare knows them without having counted the rounds it missed.
     std::vector<int> members;
     for (int r : scheduled_members(step))
         if (!lost(r)) members.push_back(r);
@@ -483,7 +499,7 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
                             "), cluster.min_replicas is " + std::to_string(cfg_.cluster.min_replicas));
         }
         if (attempt >= 15) return R::error("the round was redone 15 times; giving up");
-        mesh_->begin_epoch(static_cast<uint64_t>(rounds_) * 16 + static_cast<uint64_t>(attempt));
+        enter_epoch(epoch_of(step, attempt));
         MemberView all(*mesh_, ranks_of(members));
         std::vector<int> on_time = members;
         late.clear();
@@ -629,21 +645,32 @@ Status ReplicaWorker::catch_up(int64_t step, double end_s, const std::vector<int
     for (int r : faults_.rejoining(step))
         if (!lost(r)) to.push_back(r);
     if (to.empty() && spares.empty()) return Status::ok();
-    if (std::find(late.begin(), late.end(), me) != late.end()) return receive_state(step, members_);
+    if (std::find(late.begin(), late.end(), me) != late.end()) return receive_state(step, members_, /*joining=*/false);
     if (members_.empty() || members_.front() != me) return Status::ok();
-    for (int r : to)
+    for (int r : to) {
+        // A replica rejoining by the schedule says when it is up (a restarted process takes a while).
+        if (std::find(late.begin(), late.end(), r) == late.end())
+            if (Status st = mesh_->wait_ready(rank_of(r), static_cast<uint64_t>(step)); !st) {
+                if (lost(r)) continue;  // gone again: nobody to send to
+                return Status::error(role_.name + ": waiting for replica " + std::to_string(r) + " to rejoin: " + st.message());
+            }
         if (Status st = send_state(rank_of(r), -1, step, end_s); !st) return st;
+    }
     for (auto [r, k] : spares)
         if (Status st = send_state(k, r, step, end_s); !st) return st;
     return Status::ok();
 }
 
-Status ReplicaWorker::receive_state(int64_t step, const std::vector<int>& candidates) {
+Status ReplicaWorker::receive_state(int64_t step, const std::vector<int>& candidates, bool joining) {
     // The donor is the lowest of the round's members by mesh rank that is alive: wait for each in
     // that order, moving on when one is lost. recv_any over one peer has no backstop: a live donor
     // that has not reached the round yet is waited for as long as that takes.
     for (int d : by_rank(candidates)) {
         if (d == role_.replica) continue;
+        if (joining) {
+            enter_epoch(epoch_of(step, 0));
+            mesh_->tell_ready(rank_of(d), static_cast<uint64_t>(step));
+        }
         for (;;) {
             int from = -1;
             auto m = mesh_->recv_any({rank_of(d)}, &from);
@@ -725,6 +752,7 @@ Status ReplicaWorker::take_state(const RecoveryState& s, size_t bytes, int from)
     auto params = trainer_->model()->parameters();
     if (Status st = apply_donor_state(*outer_, params, s.outer); !st) return Status::error(where + st.message());
     rounds_ = s.rounds;
+    enter_epoch(epoch_of(s.step, 0));  // a spare's first: see receive_state
     members_ = s.members;
     last_round_ = s.members;
     for (int k : s.lost)
@@ -871,6 +899,7 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
                 if (cfg_.cluster.mode == "local") {
                     // A child process: its coordinator kills it for real on this report (coordinator/
                     // scheduled_kills.h), and starts a fresh one to rejoin. The rows so far go first.
+                    mesh_->go_quiet();
                     event(EventLevel::kWarning, "fault", what + ": the node process is killed");
                     sink_->metrics(std::exchange(rows_, {}));
                     while (!ctl_->stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -79,7 +79,8 @@ TEST(FuzzReplay, FrameSeeds) {
             {"refuse-version-3", "header frame of 24 bytes"},
             {"refuse-version-3-padded", "frame version 3"},
             {"refuse-version-4", "frame version 4"},
-            {"refuse-kind-6", "unknown frame kind 6"}});
+            {"refuse-version-5", "frame version 5"},
+            {"refuse-kind-7", "unknown frame kind 7"}});
 }
 
 // The checks themselves can fail: a broken round trip is reported, not swallowed.
