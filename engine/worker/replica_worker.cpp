@@ -29,6 +29,7 @@
 #include "engine/pipeline/subspace.h"
 #include "engine/train/trainer.h"
 #include "engine/worker/recovery.h"
+#include "engine/worker/replica_places.h"
 #include "engine/worker/run_checkpoint.h"
 #include "engine/worker/stage_rounds.h"
 
@@ -96,36 +97,19 @@ private:
         const auto l = mesh_->lost_members();
         return std::find(l.begin(), l.end(), k) != l.end();
     }
-    // ---- spares (cluster.spares, docs/faults.md "Spares") ----
-    // Replica r's place is held by mesh rank holder_[r]: r itself until a spare takes it over.
-    int rank_of(int r) const { return holder_.empty() ? r : holder_[static_cast<size_t>(r)]; }
-    // The replica whose place mesh rank `k` holds; −1 for a spare standing by.
-    int slot_of(int k) const {
-        for (size_t r = 0; r < holder_.size(); ++r)
-            if (holder_[r] == k) return static_cast<int>(r);
-        return holder_.empty() ? k : -1;
-    }
+    // ---- spares (cluster.spares, docs/faults.md "Spares"): places_ says who holds each replica ----
+    int rank_of(int r) const { return places_.rank_of(r); }
+    int slot_of(int k) const { return places_.replica_at(k); }
     // Whether replica r takes part in the round at `step`: scheduled in, or its place refilled.
-    bool scheduled(int r, int64_t step) const { return faults_.in_round(r, step) || rank_of(r) != r; }
+    bool scheduled(int r, int64_t step) const { return faults_.in_round(r, step) || places_.refilled(r); }
     std::vector<int> scheduled_members(int64_t step) const {
         std::vector<int> out;
         for (int r = 0; r < role_.replicas; ++r)
             if (scheduled(r, step)) out.push_back(r);
         return out;
     }
-    // `replicas` in the order of the mesh ranks holding them (a round's member order).
-    std::vector<int> by_rank(std::vector<int> replicas) const {
-        std::sort(replicas.begin(), replicas.end(), [this](int a, int b) { return rank_of(a) < rank_of(b); });
-        return replicas;
-    }
-    // Mesh ranks of `replicas` (given in the order of their ranks, as every member list of a round is).
-    std::vector<int> ranks_of(const std::vector<int>& replicas) const {
-        std::vector<int> out;
-        for (int r : replicas) out.push_back(rank_of(r));
-        return out;
-    }
     // After the round at `step`: the places lost for good, each given to a spare standing by (every
-    // member computes the same pairs); returns (replica, spare's mesh rank) and updates holder_.
+    // member computes the same pairs); returns (replica, spare's mesh rank).
     std::vector<std::pair<int, int>> refill(int64_t step);
     // A spare's wait: until a donor hands it a lost replica's place (taken on), or every peer is
     // gone (`needed` = false: the run ended without it).
@@ -218,7 +202,7 @@ private:
     // order; ascending replicas until a spare takes a place).
     std::vector<int> members_;      // replicas of the last round's aggregate (empty until the first)
     std::vector<int> last_round_;   // replicas present at the last round (the late included)
-    std::vector<int> holder_;       // mesh rank holding replica r's place (elastic runs; see rank_of)
+    ReplicaPlaces places_;          // who holds each replica's place (elastic runs; engine/worker/replica_places.h)
     bool standby_ = false;          // a spare not (yet) holding a place
     bool leaving_ = false;          // the replica leaves the run (may_leave)
     int64_t rounds_ = 0;            // synchronisation rounds this replica's place took part in
@@ -324,8 +308,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     real_at_last_round_ = real_exchange_s();  // the start-up checks are not a round
     if (elastic()) {
         // Every replica holds its own place; spares (mesh ranks R..) stand by (docs/faults.md).
-        holder_.resize(static_cast<size_t>(role_.replicas));
-        for (int r = 0; r < role_.replicas; ++r) holder_[static_cast<size_t>(r)] = r;
+        places_ = ReplicaPlaces(role_.replicas, mesh_->size());
         standby_ = role_.kind == "spare";
     } else if (role_.kind == "spare") {
         return Status::error(role_.name + ": a spare needs a run whose replicas may be lost (docs/faults.md)");
@@ -477,7 +460,7 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
     std::vector<int> members;
     for (int r : scheduled_members(step))
         if (!lost(r)) members.push_back(r);
-    members = by_rank(members);
+    members = places_.by_rank(members);
     // A member of the last round that is gone now is noticed the way a real loss is: by waiting out
     // the heartbeat timeout. The simulated clock pays that wait once (docs/faults.md), so a
     // scheduled kill costs what a real one would.
@@ -500,7 +483,7 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
         }
         if (attempt >= 15) return R::error("the round was redone 15 times; giving up");
         enter_epoch(epoch_of(step, attempt));
-        MemberView all(*mesh_, ranks_of(members));
+        MemberView all(*mesh_, places_.ranks_of(members));
         std::vector<int> on_time = members;
         late.clear();
         Status st;
@@ -525,7 +508,7 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
         }
         const bool in_round = std::find(on_time.begin(), on_time.end(), me) != on_time.end();
         if (st && in_round) {
-            MemberView view(*mesh_, ranks_of(on_time));
+            MemberView view(*mesh_, places_.ranks_of(on_time));
             auto r = outer_->after_step(step, view, clock_.now_s());
             if (!r) {
                 st = r.status();
@@ -605,7 +588,7 @@ Status ReplicaWorker::send_state(int to, int slot, int64_t step, double clock_s)
     s.members = members_;
     s.lost = mesh_->lost_members();
     s.slot = slot;
-    s.holders = holder_;
+    s.holders = places_.holders();
     s.outer = donor_state(*outer_, trainer_->model()->parameters());
     const auto bytes = encode_recovery(s);
     // Not counted on the link's round counters: recovery bytes are their own figure.
@@ -620,21 +603,15 @@ Status ReplicaWorker::send_state(int to, int slot, int64_t step, double clock_s)
 }
 
 std::vector<std::pair<int, int>> ReplicaWorker::refill(int64_t step) {
-    std::vector<std::pair<int, int>> out;
-    if (cfg_.cluster.spares == 0 || holder_.empty()) return out;
-    std::vector<int> idle;  // spares standing by, by mesh rank
-    for (int k = role_.replicas; k < mesh_->size(); ++k)
-        if (slot_of(k) < 0 && !rank_lost(k)) idle.push_back(k);
-    size_t next = 0;
-    for (int r = 0; r < role_.replicas && next < idle.size(); ++r) {
-        if (std::find(last_round_.begin(), last_round_.end(), r) != last_round_.end()) continue;
-        // A place is free when its holder is lost, or killed with no rejoin; a replica away for a
-        // while (disconnected, or killed and coming back) keeps its own.
-        if (!lost(r) && !faults_.gone_for_good(r, step)) continue;
-        holder_[static_cast<size_t>(r)] = idle[next++];
-        out.emplace_back(r, holder_[static_cast<size_t>(r)]);
-    }
-    return out;
+    if (cfg_.cluster.spares == 0 || places_.empty()) return {};
+    // A place is free when its holder is lost, or killed with no rejoin; a replica away for a while
+    // (disconnected, or killed and coming back) keeps its own.
+    std::vector<int> free;
+    for (int r = 0; r < role_.replicas; ++r)
+        if (std::find(last_round_.begin(), last_round_.end(), r) == last_round_.end() &&
+            (lost(r) || faults_.gone_for_good(r, step)))
+            free.push_back(r);
+    return places_.refill(free, [this](int k) { return rank_lost(k); });
 }
 
 Status ReplicaWorker::catch_up(int64_t step, double end_s, const std::vector<int>& late) {
@@ -665,7 +642,7 @@ Status ReplicaWorker::receive_state(int64_t step, const std::vector<int>& candid
     // The donor is the lowest of the round's members by mesh rank that is alive: wait for each in
     // that order, moving on when one is lost. recv_any over one peer has no backstop: a live donor
     // that has not reached the round yet is waited for as long as that takes.
-    for (int d : by_rank(candidates)) {
+    for (int d : places_.by_rank(candidates)) {
         if (d == role_.replica) continue;
         if (joining) {
             enter_epoch(epoch_of(step, 0));
@@ -719,22 +696,14 @@ Status ReplicaWorker::stand_by(bool& needed) {
 Status ReplicaWorker::take_state(const RecoveryState& s, size_t bytes, int from) {
     const std::string where = role_.name + ": the state from mesh rank " + std::to_string(from) + ": ";
     // The places are checked before anything is taken on: they decide whom this node talks to.
-    if (static_cast<int>(s.holders.size()) != role_.replicas)
-        return Status::error(where + "names " + std::to_string(s.holders.size()) + " places for " +
-                             std::to_string(role_.replicas) + " replicas");
-    for (size_t r = 0; r < s.holders.size(); ++r) {
-        if (s.holders[r] >= mesh_->size())
-            return Status::error(where + "place " + std::to_string(r) + " held by mesh rank " + std::to_string(s.holders[r]) +
-                                 ", beyond the mesh's " + std::to_string(mesh_->size()));
-        for (size_t q = 0; q < r; ++q)
-            if (s.holders[q] == s.holders[r]) return Status::error(where + "mesh rank " + std::to_string(s.holders[r]) + " holds two places");
-    }
+    ReplicaPlaces next = places_;
+    if (Status st = next.adopt(s.holders); !st) return Status::error(where + st.message());
     const int mine = s.slot >= 0 ? s.slot : role_.replica;
     if (s.slot >= 0 && !standby_) return Status::error(where + "offers replica " + std::to_string(s.slot) + "'s place to a node that holds one");
-    if (s.holders[static_cast<size_t>(mine)] != mesh_->rank())
+    if (next.rank_of(mine) != mesh_->rank())
         return Status::error(where + "gives replica " + std::to_string(mine) + "'s place to mesh rank " +
-                             std::to_string(s.holders[static_cast<size_t>(mine)]) + ", not this node's " + std::to_string(mesh_->rank()));
-    holder_ = s.holders;
+                             std::to_string(next.rank_of(mine)) + ", not this node's " + std::to_string(mesh_->rank()));
+    places_ = std::move(next);
     if (s.slot >= 0) {
         // A spare becomes replica `slot`: its part of the data from the donor's step on, a fresh
         // optimizer, the replica's compute model; then the state like any joiner.

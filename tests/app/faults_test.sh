@@ -133,16 +133,24 @@ wait_rows() {  # run name, train.loss rows → run id
   done
   return 1
 }
-(cd "$work" && "$tw" --db "$db" run micro.toml "${three[@]}" --set cluster.mode=local --set train.steps=1500 \
-   --set run.name=sigkill > "$work/sigkill.log" 2>&1) &
-sub=$!
-id="$(wait_rows sigkill 60)" || fail "the run to kill never stored metrics: $(cat "$work/sigkill.log")"
-coord="$(pgrep -P "$sub" -f "run micro.toml" || echo "$sub")"
-victim="$(pgrep -P "$coord" | tail -1)"
-[ -n "$victim" ] || fail "no node process to kill"
-kill -KILL "$victim"
-set +e; wait "$sub"; rc=$?; set -e
-[ "$rc" -eq 0 ] || fail "the run with a killed replica exited $rc: $(tail -20 "$work/sigkill.log")"
+# A run of NAME in child processes with STEPS steps and the extra arguments; once it has stored 20
+# steps, SIGKILLs its NTH node process (nodes start in role order, so pids ascend with it); the run
+# must still exit 0. Prints the run id.
+kill_mid_run() {
+  local name="$1" nth="$2" steps="$3"; shift 3
+  (cd "$work" && "$tw" --db "$db" run micro.toml "${three[@]}" "$@" --set cluster.mode=local --set train.steps="$steps" \
+     --set run.name="$name" > "$work/$name.log" 2>&1) &
+  local sub=$! id coord victim rc
+  id="$(wait_rows "$name" 20)" || fail "$name never stored metrics: $(cat "$work/$name.log")"
+  coord="$(pgrep -P "$sub" -f "run micro.toml" || echo "$sub")"
+  victim="$(pgrep -P "$coord" | sort -n | sed -n "${nth}p")"
+  [ -n "$victim" ] || fail "$name: no node process $nth to kill"
+  kill -KILL "$victim"
+  set +e; wait "$sub"; rc=$?; set -e
+  [ "$rc" -eq 0 ] || fail "$name exited $rc: $(tail -20 "$work/$name.log")"
+  echo "$id"
+}
+id="$(kill_mid_run sigkill 3 1500)"  # replica-2
 show="$("$tw" --db "$db" runs show "$id")"
 grep -q "finished" <<<"$show" || fail "the run with a killed replica is not finished: $show"
 grep -q "replica(s) go on" <<<"$show" || fail "no node-lost event: $show"
@@ -155,16 +163,7 @@ awk -F, '$2 == "replica-0" && $7 == "round.group_mask" && $8 != 3 {bad = 1} END 
   fail "a round after the kill is not among replicas 0 and 1"
 
 # --- a replica process killed for real, and a spare process taking its place -----------------------
-(cd "$work" && "$tw" --db "$db" run micro.toml "${three[@]}" --set cluster.spares=1 --set cluster.mode=local \
-   --set train.steps=600 --set run.name=sigkill-spare > "$work/spare.log" 2>&1) &
-sub=$!
-id="$(wait_rows sigkill-spare 60)" || fail "the spare run never stored metrics: $(cat "$work/spare.log")"
-coord="$(pgrep -P "$sub" -f "run micro.toml" || echo "$sub")"
-victim="$(pgrep -P "$coord" | sort -n | sed -n 3p)"  # nodes start in role order: replica-0, -1, -2, spare-0
-[ -n "$victim" ] || fail "no replica-2 process to kill"
-kill -KILL "$victim"
-set +e; wait "$sub"; rc=$?; set -e
-[ "$rc" -eq 0 ] || fail "the run with a spare exited $rc: $(tail -20 "$work/spare.log")"
+id="$(kill_mid_run sigkill-spare 3 600 --set cluster.spares=1)"  # replica-2 (then spare-0)
 show="$("$tw" --db "$db" runs show "$id")"
 grep -q "finished" <<<"$show" || fail "the run with a spare is not finished: $show"
 grep -q "spare-0 takes replica 2's place" <<<"$show" || fail "the spare did not take replica 2's place: $show"
@@ -177,22 +176,14 @@ h0="$(value "$c" replica-0 "$first" round.state_hash)"; hs="$(value "$c" spare-0
 [ "$(rows "$c" spare-0 train.loss)" -ge 10 ] || fail "the spare trained $(rows "$c" spare-0 train.loss) steps"
 
 # --- a node of a two-node replica killed for real: the replica leaves as a whole -------------------
-(cd "$work" && "$tw" --db "$db" run micro.toml "${three[@]}" --set cluster.nodes_per_replica=2 --set cluster.mode=local \
-   --set train.steps=600 --set run.name=group-leave > "$work/group.log" 2>&1) &
-sub=$!
-id="$(wait_rows group-leave 60)" || fail "the group run never stored metrics: $(cat "$work/group.log")"
-coord="$(pgrep -P "$sub" -f "run micro.toml" || echo "$sub")"
-victim="$(pgrep -P "$coord" | sort -n | sed -n 6p)"  # role order: replica-0.0, 0.1, 1.0, 1.1, 2.0, 2.1
-[ -n "$victim" ] || fail "no replica-2.1 process to kill"
-kill -KILL "$victim"
-set +e; wait "$sub"; rc=$?; set -e
-[ "$rc" -eq 0 ] || fail "the run with a lost group node exited $rc: $(tail -20 "$work/group.log")"
+# (Enough steps that the kill lands mid-run even when the store lags behind a loaded machine.)
+id="$(kill_mid_run group-leave 6 1200 --set cluster.nodes_per_replica=2)"  # replica-2.1 (0.0, 0.1, 1.0, 1.1, 2.0, 2.1)
 show="$("$tw" --db "$db" runs show "$id")"
 grep -q "finished" <<<"$show" || fail "the run with a lost group node is not finished: $show"
 grep -q "replica 2 leaves the run as a whole" <<<"$show" || fail "no leave event: $show"
 c="$("$tw" --db "$db" runs export "$id" --format csv)"
-[ "$(rows "$c" replica-0.0 train.loss)" -eq 600 ] || fail "replica-0.0 did not finish its steps"
-[ "$(rows "$c" replica-1.1 train.loss)" -eq 600 ] || fail "replica-1.1 did not finish its steps"
+[ "$(rows "$c" replica-0.0 train.loss)" -eq 1200 ] || fail "replica-0.0 did not finish its steps"
+[ "$(rows "$c" replica-1.1 train.loss)" -eq 1200 ] || fail "replica-1.1 did not finish its steps"
 awk -F, '$2 == "replica-0.0" && $7 == "round.group_mask" && $8 == 3 {n++} END {exit !(n >= 1)}' <<<"$c" ||
   fail "no round among replicas 0 and 1 after replica 2 left"
 echo "faults_test: ok"
