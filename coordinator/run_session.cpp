@@ -150,7 +150,9 @@ void Session::body(RunConfig cfg) {
     if (uses_hub(cfg)) {
         const uint64_t token = random_token();
         HubRelayOptions ho;
-        ho.members = static_cast<int>(cfg.outer.replicas);
+        // Spares are members too (mesh ranks R..R+S-1): one that takes a lost replica's place
+        // uploads under its own rank, and each round's mask names whoever holds the places.
+        ho.members = static_cast<int>(cfg.outer.replicas + cfg.cluster.spares);
         ho.token = token;
         ho.max_payload_bytes = largest_data_frame_bytes(cfg);
         ho.log = [](const std::string& line) { std::fprintf(stderr, "thinwire: %s\n", line.c_str()); };

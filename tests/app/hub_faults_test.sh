@@ -5,7 +5,8 @@
 # replica 0 and, after its first round, holds the same global weights as the others (the agreed
 # state's hash, recorded on every replica). Then a replica child process SIGKILLed mid-run: the
 # survivors find it lost (while waiting for the relay or on the data plane), redo the round among
-# themselves through the relay, and the run finishes. SparseLoCo (the hub relays sparse payloads
+# themselves through the relay, and the run finishes. A spare takes a lost replica's place over the
+# relay, whose members are the replicas and the spares. SparseLoCo (the hub relays sparse payloads
 # only; DiLoCo all-reduces) on the micro model under the flops clock (flops_micro.sh).
 # Usage: hub_faults_test.sh PATH_TO_THINWIRE
 set -euo pipefail
@@ -51,6 +52,23 @@ show="$("$tw" --db "$db" runs show "$(id_of hub-rejoin)")"
 grep -q "kill 2 at 15 rejoin 25: the worker stops" <<<"$show" || fail "no fault event: $show"
 grep -q "took the state after the round at step 30 from replica 0" <<<"$show" || fail "no rejoin event: $show"
 grep -q "hub relay: received" <<<"$show" || fail "no relay event: $show"
+
+# --- a spare takes the place of a replica killed for good, through the relay ---------------------
+# The relay's members are the replicas and the spares (mesh ranks 0..2 and 3): the round at 20 is
+# among replicas 0 and 1; spare-0 then takes replica 2's place and uploads under its own rank.
+out="$(run "${hub[@]}" --set cluster.spares=1 --set run.name=hub-spare --set 'faults.events=["kill 2 at 15"]')" ||
+  fail "the hub run with a spare failed: $out"
+c="$(csv hub-spare)"
+[ "$(value "$c" replica-0 20 round.group_mask)" = "3" ] || fail "hub spare: the round at 20 is not among replicas 0, 1"
+[ "$(rows "$c" spare-0 train.loss)" -eq 20 ] || fail "spare-0 trained $(rows "$c" spare-0 train.loss) steps, not 20"
+for s in 30 40; do
+  [ -z "$(value "$c" replica-0 $s round.group_mask)" ] || fail "hub spare: the round at $s is not among three places"
+done
+h0="$(value "$c" replica-0 30 round.state_hash)"; hs="$(value "$c" spare-0 30 round.state_hash)"
+[ -n "$h0" ] && [ "$h0" = "$hs" ] || fail "hub spare: after its first round the spare's global weights differ: $h0 / $hs"
+show="$("$tw" --db "$db" runs show "$(id_of hub-spare)")"
+grep -q "spare-0 takes replica 2's place" <<<"$show" || fail "hub spare: no spare event: $show"
+grep -q "hub relay: .* refused 0" <<<"$show" || fail "hub spare: the relay refused requests: $show"
 
 # --- a replica process killed for real --------------------------------------------------------------
 wait_rows() {  # run name, train.loss rows → run id
