@@ -12,7 +12,7 @@ namespace tw::cli {
 namespace {
 
 int run_report(const Globals& g, ReportOptions a) {
-    RunStore store = unwrap(RunStore::open(g.db_path));
+    RunStore store = unwrap(RunStore::open(g.db_path, StoreAccess::kExisting));
     a.db_label = g.db_path;
     const ReportFiles files = unwrap(write_report(store, a));
     std::printf("wrote %s", files.report.c_str());
@@ -29,7 +29,7 @@ Command add_report(CLI::App& app, const Globals& g) {
     auto* sub = app.add_subcommand(
         "report", "A Markdown report of runs: settings that differ, summary, loss against bytes and simulated time");
     sub->add_option("runs", args->ids, "run ids");
-    sub->add_option("--group", args->groups, "every run of this group (repeat for several)")
+    sub->add_option("--group", args->groups, "every run of this group (repeat for several); a layout's name alone means its latest launch")
         ->allow_extra_args(false);  // one name per --group, so `--group g 3` still reads 3 as a run id
     sub->add_option("--out", args->out, "directory to write (default: report-<first id>)");
     sub->add_flag("--force", args->force, "overwrite an existing report");

@@ -1,4 +1,5 @@
-// `thinwire runs list | show | compare | export`: the run history from the SQLite store.
+// `thinwire runs list | show | compare | export | retime | delete`: the run history from the SQLite
+// store. Every subcommand needs an existing store (a mistyped --db is an error, never a new file).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -10,6 +11,8 @@
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "app/commands.h"
 #include "app/cmd_runs_compare.h"
 #include "app/cmd_runs_retime.h"
@@ -17,9 +20,9 @@
 #include "core/config_io.h"
 #include "core/metric_names.h"
 #include "core/network.h"
+#include "core/output_file.h"
 #include "core/skippipe.h"
 #include "core/status.h"
-#include "core/algorithm.h"
 #include "core/timeline.h"
 #include "storage/export.h"
 #include "storage/run_liveness.h"
@@ -35,22 +38,88 @@ struct RunsArgs {
     std::string format = "csv";
     std::string out;
     std::string sqlite;
+    bool force = false;  // export: replace an existing --out file
+    bool yes = false;    // delete: no question asked
+    // list filters ("" = any): status, group (exact), algorithm (exact), name (substring).
+    std::string status, group, algorithm, name;
     RetimeArgs retime;
 };
 
-int run_list(RunStore& store, const Globals& g) {
-    auto runs = unwrap(store.list_runs());
-    if (runs.empty()) {
-        std::printf("no runs in %s\n", g.db_path.c_str());
+// The run's outer algorithm from its stored config ("-" when the config does not name one).
+std::string algorithm_of_run(RunStore& store, int64_t id) {
+    auto toml = store.config_toml(id);
+    if (!toml) return "-";
+    const auto kv = config_key_values(*toml);
+    auto it = kv.find("outer.algorithm");
+    if (it == kv.end()) return "-";
+    std::string a = it->second;
+    if (a.size() >= 2 && (a.front() == '"' || a.front() == '\'') && a.back() == a.front()) a = a.substr(1, a.size() - 2);
+    return a;
+}
+
+int run_list(RunStore& store, const Globals& g, const RunsArgs& a) {
+    if (!a.status.empty() && !parse_run_status(a.status))
+        throw Error("runs list --status " + a.status + ": not a status (running, finished, failed, interrupted)");
+    auto all = unwrap(store.list_runs());
+    struct Row {
+        RunSummary r;
+        std::string algorithm;
+    };
+    std::vector<Row> rows;
+    for (auto& r : all) {
+        std::string algo = algorithm_of_run(store, r.id);
+        if (!a.status.empty() && to_string(r.status) != a.status) continue;
+        if (!a.group.empty() && r.group != a.group && r.group.rfind(a.group + "@", 0) != 0) continue;
+        if (!a.algorithm.empty() && algo != a.algorithm) continue;
+        if (!a.name.empty() && r.name.find(a.name) == std::string::npos) continue;
+        rows.push_back({r, std::move(algo)});
+    }
+    if (rows.empty()) {
+        std::printf(all.empty() ? "no runs in %s\n" : "no runs in %s match\n", g.db_path.c_str());
         return 0;
     }
-    std::printf("%5s  %-20s  %-11s  %-20s  %7s  %10s  %10s  %s\n", "id", "name", "status", "created (UTC)", "steps",
-                "train loss", "val loss", "group");
-    for (auto& r : runs)
-        std::printf("%5lld  %-20s  %-11s  %-20s  %7lld  %10s  %10s  %s\n", (long long)r.id,
-                    r.name.substr(0, 20).c_str(), to_string(r.status), r.created_at.substr(0, 19).c_str(),
-                    (long long)r.last_step.value_or(0), fmt_opt(r.last_train_loss).c_str(),
-                    fmt_opt(r.last_val_loss).c_str(), r.group.empty() ? "-" : r.group.c_str());
+    // Names in full: the column is as wide as the longest.
+    int wn = 4, wg = 5;
+    for (auto& row : rows) {
+        wn = std::max(wn, static_cast<int>(row.r.name.size()));
+        wg = std::max(wg, static_cast<int>(row.r.group.size()));
+    }
+    // The algorithm goes last: scripts that read the columns before it keep working.
+    std::printf("%5s  %-*s  %-11s  %-20s  %7s  %10s  %10s  %-*s  %s\n", "id", wn, "name", "status", "created (UTC)",
+                "steps", "train loss", "val loss", wg, "group", "algorithm");
+    for (auto& row : rows) {
+        const RunSummary& r = row.r;
+        std::printf("%5lld  %-*s  %-11s  %-20s  %7lld  %10s  %10s  %-*s  %s\n", (long long)r.id, wn, r.name.c_str(),
+                    to_string(r.status), r.created_at.substr(0, 19).c_str(), (long long)r.last_step.value_or(0),
+                    fmt_opt(r.last_train_loss).c_str(), fmt_opt(r.last_val_loss).c_str(), wg,
+                    r.group.empty() ? "-" : r.group.c_str(), row.algorithm.c_str());
+    }
+    return 0;
+}
+
+// Deletes the runs after one question per command (or --yes). Without a terminal to ask on, --yes
+// is required: a script never deletes by accident.
+int run_delete(RunStore& store, const RunsArgs& a) {
+    std::vector<RunSummary> runs;
+    for (int64_t id : a.ids) runs.push_back(unwrap(store.get_run(id)));  // every id exists before any goes
+    if (!a.yes) {
+        if (!::isatty(STDIN_FILENO))
+            throw Error("runs delete: no terminal to confirm on; add --yes to delete without a question");
+        for (auto& r : runs)
+            std::printf("  %lld \"%s\" %s, %lld steps\n", (long long)r.id, r.name.c_str(), to_string(r.status),
+                        (long long)r.last_step.value_or(0));
+        std::printf("delete %zu run(s) from %s? [y/N] ", runs.size(), store.path().c_str());
+        std::fflush(stdout);
+        std::string answer;
+        if (!std::getline(std::cin, answer) || (answer != "y" && answer != "Y" && answer != "yes")) {
+            std::printf("nothing deleted\n");
+            return 1;
+        }
+    }
+    for (auto& r : runs) {
+        check(store.delete_run(r.id));
+        std::printf("deleted run %lld \"%s\"\n", (long long)r.id, r.name.c_str());
+    }
     return 0;
 }
 
@@ -106,21 +175,27 @@ int run_export(RunStore& store, const RunsArgs& a) {
         std::fprintf(stderr, "run %lld written to %s\n", (long long)id, a.sqlite.c_str());
         return 0;
     }
-    std::ofstream file;
-    if (!a.out.empty()) {
-        file.open(a.out);
-        if (!file) throw Error("cannot write " + a.out);
+    auto write = [&](std::ostream& out) {
+        return a.format == "json" ? write_run_json(store, id, out) : write_run_csv(store, id, out);
+    };
+    if (a.out.empty()) {
+        check(write(std::cout));
+        return 0;
     }
-    std::ostream& out = a.out.empty() ? std::cout : file;
-    check(a.format == "json" ? write_run_json(store, id, out) : write_run_csv(store, id, out));
+    // The run is checked first, and the file written beside the target and moved into place only
+    // when complete: a failed export leaves an existing file as it was.
+    check(store.get_run(id).status());
+    check(write_output_file(a.out, a.force ? Overwrite::kReplace : Overwrite::kRefuse, write));
+    std::fprintf(stderr, "run %lld written to %s\n", (long long)id, a.out.c_str());
     return 0;
 }
 
 int dispatch(const Globals& g, const RunsArgs& a) {
-    RunStore store = unwrap(RunStore::open(g.db_path));
+    RunStore store = unwrap(RunStore::open(g.db_path, StoreAccess::kExisting));
     // A running run whose coordinator is gone is interrupted: recorded before anything is shown.
     unwrap(mark_lost_runs(store));
-    if (a.sub == "list") return run_list(store, g);
+    if (a.sub == "list") return run_list(store, g, a);
+    if (a.sub == "delete") return run_delete(store, a);
     if (a.sub == "show") return run_show(store, a.ids.at(0));
     if (a.sub == "compare") return run_compare(store, a.ids);
     if (a.sub == "retime") return run_retime(store, a.retime);
@@ -134,7 +209,12 @@ Command add_runs(CLI::App& app, const Globals& g) {
     sub->require_subcommand(1);
     auto args = std::make_shared<RunsArgs>();
     auto pick = [args](const char* name) { return [args, name] { args->sub = name; }; };
-    sub->add_subcommand("list", "List runs with their status and last losses")->callback(pick("list"));
+    auto* list = sub->add_subcommand("list", "List runs with their algorithm, status and last losses");
+    list->add_option("--status", args->status, "only runs with this status (running, finished, failed, interrupted)");
+    list->add_option("--group", args->group, "only runs of this group (the name the layout gave it)");
+    list->add_option("--algorithm", args->algorithm, "only runs of this outer algorithm (ddp, diloco, ...)");
+    list->add_option("--name", args->name, "only runs whose name contains this text");
+    list->callback(pick("list"));
     auto* show = sub->add_subcommand("show", "One run: status, metric summary, resolved config");
     show->add_option("run", args->ids, "run id")->required()->expected(1);
     show->callback(pick("show"));
@@ -145,8 +225,13 @@ Command add_runs(CLI::App& app, const Globals& g) {
     exp->add_option("run", args->ids, "run id")->required()->expected(1);
     exp->add_option("--format", args->format, "csv | json")->check(CLI::IsMember({"csv", "json"}))->capture_default_str();
     exp->add_option("--out", args->out, "file to write (default: standard output)");
-    exp->add_option("--sqlite", args->sqlite, "write a standalone SQLite database with just this run");
+    exp->add_option("--sqlite", args->sqlite, "write a standalone SQLite database with just this run (a new file)");
+    exp->add_flag("--force", args->force, "replace an existing --out file");
     exp->callback(pick("export"));
+    auto* del = sub->add_subcommand("delete", "Delete runs (metrics, events, nodes) from the store, after a question");
+    del->add_option("runs", args->ids, "run ids")->required()->expected(1, 1000);
+    del->add_flag("--yes", args->yes, "delete without asking (required without a terminal)");
+    del->callback(pick("delete"));
     auto* rt = sub->add_subcommand("retime", "Recompute a finished run's simulated timeline for another network");
     add_retime_options(rt, args->retime);
     rt->callback(pick("retime"));

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "app/commands.h"
+#include "app/engine_node.h"
 
 // glibc serves large tensors with mmap and trims the heap eagerly, so every training step (and
 // every outer round's wire buffers) returned its memory to the OS and faulted it in again:
@@ -21,7 +22,11 @@ int main(int argc, char** argv) {
     CLI::App app{"thinwire — pre-training language models over thin wires"};
     app.require_subcommand(1);
     tw::cli::Globals g;
-    app.add_option("--db", g.db_path, "SQLite run store")->capture_default_str();
+    app.set_version_flag("--version", std::string("thinwire ") + tw::cli::thinwire_version());
+    // --db before or after the subcommand (`thinwire runs list --db X`): subcommands added below
+    // inherit fallthrough, so an option they do not know is matched against this app's.
+    app.fallthrough();
+    app.add_option("--db", g.db_path, "SQLite run store (read-only commands never create it)")->capture_default_str();
     const tw::cli::Command commands[] = {tw::cli::add_train(app, g), tw::cli::add_data(app, g),
                                          tw::cli::add_runs(app, g), tw::cli::add_bench(app, g),
                                          tw::cli::add_run(app, g), tw::cli::add_sweep(app, g), tw::cli::add_node(app, g), tw::cli::add_keys(app, g),

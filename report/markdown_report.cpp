@@ -124,9 +124,15 @@ std::vector<int64_t> select_runs(RunStore& store, const ReportOptions& a) {
     if (!a.groups.empty()) {
         const auto runs = unwrap(store.list_runs());
         for (const std::string& group : a.groups) {
+            // The group as stored ("dp_compare@1795463535"), or as the user knows it: the layout's
+            // name ("dp_compare") stands for its latest launch, the group of the newest such run.
+            std::string stored = group;
+            if (std::none_of(runs.begin(), runs.end(), [&](const RunSummary& r) { return r.group == group; }))
+                for (const RunSummary& r : runs)  // oldest first: the last match is the newest launch
+                    if (r.group.rfind(group + "@", 0) == 0) stored = r.group;
             size_t found = 0;
             for (const RunSummary& r : runs)
-                if (r.group == group) add(r.id), ++found;
+                if (r.group == stored) add(r.id), ++found;
             if (found > 0) continue;
             std::set<std::string> known;
             for (const RunSummary& r : runs)

@@ -99,7 +99,8 @@ std::optional<RunStatus> parse_run_status(std::string_view text) {
     return std::nullopt;
 }
 
-Result<RunStore> RunStore::open(const std::string& path) {
+Result<RunStore> RunStore::open(const std::string& path, StoreAccess access) {
+    if (Status s = probe_store(path, access, latest_schema_version()); !s) return s;
     auto db = Database::open(path);
     if (!db) return db.status();
     if (Status s = migrate(*db); !s) return s;
@@ -289,6 +290,25 @@ Result<int64_t> RunStore::delete_metrics_after(int64_t id, int64_t step) {
     st->bind_int64(2, step);
     if (Status s = st->run(); !s) return s;
     return static_cast<int64_t>(db_.changes());
+}
+
+Status RunStore::delete_run(int64_t id) {
+    auto run = get_run(id);
+    if (!run) return run.status();
+    if (run->status == RunStatus::kRunning)
+        return Status::error("run " + std::to_string(id) + " is running; stop it first (or wait until a reader marks "
+                             "it interrupted)");
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto tx = Transaction::begin(db_);
+    if (!tx) return tx.status();
+    for (const char* sql : {"DELETE FROM run_nodes WHERE run_id = ?1", "DELETE FROM metrics WHERE run_id = ?1",
+                            "DELETE FROM events WHERE run_id = ?1", "DELETE FROM runs WHERE id = ?1"}) {
+        auto st = db_.prepare(sql);
+        if (!st) return st.status();
+        st->bind_int64(1, id);
+        if (Status s = st->run(); !s) return s;
+    }
+    return tx->commit();
 }
 
 Status RunStore::update_text(int64_t id, const char* sql, const std::string& text) {

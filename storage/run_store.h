@@ -11,6 +11,7 @@
 
 #include "core/metrics.h"
 #include "core/status.h"
+#include "storage/store_probe.h"
 #include "storage/sqlite.h"
 
 namespace tw {
@@ -68,9 +69,11 @@ std::optional<RunStatus> parse_run_status(std::string_view text);
 // while one writer writes, and writers wait up to 5 s for each other. Move-only.
 class RunStore {
   public:
-    // Opens or creates the database at `path` (":memory:" for a throw-away one) and migrates it to the latest
-    // schema; fails if the file is not a database or has a newer schema than this build knows.
-    static Result<RunStore> open(const std::string& path);
+    // Opens or creates (kCreate) the database at `path` (":memory:" for a throw-away one) and migrates it to the
+    // latest schema. Fails, before anything is written to the file, when it is not a database, is another
+    // application's (tables but no thinwire ones), has a newer schema than this build knows, or (kExisting)
+    // does not exist (storage/store_probe.h).
+    static Result<RunStore> open(const std::string& path, StoreAccess access = StoreAccess::kCreate);
 
     // --- writing a run ---
 
@@ -106,6 +109,11 @@ class RunStore {
     // Deletes the run's metric rows after `step` (a resume replaces them; never duplicates them).
     // Returns how many rows went.
     Result<int64_t> delete_metrics_after(int64_t id, int64_t step);
+
+    // Deletes the run: its nodes, metrics, events and the run row, in one transaction. Refuses a run
+    // whose status is running ("stop it first"); "no run with id N" if missing. Checkpoint files on
+    // disk are not touched.
+    Status delete_run(int64_t id);
 
     // --- reading ---
 

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The CLI forgives and the store is never damaged (issue 17, items 6 and 7), through the binary:
+#  * --version; --db accepted after the subcommand as before it;
+#  * read-only commands (runs list/show/export, report) never create a database: a mistyped --db is
+#    an error and no file appears;
+#  * runs list filters by status, group (as the layout named it), algorithm and name, in full names;
+#  * report --group takes the layout's name for its latest launch;
+#  * runs export --out refuses an existing file without --force, and a failed export (no such run)
+#    leaves the file as it was;
+#  * another application's SQLite file, and a store with a newer schema, are refused with their
+#    bytes untouched (no thinwire tables added, no switch to WAL);
+#  * runs delete asks, needs --yes without a terminal, and deletes only what it names.
+# Usage: cli_forgives_test.sh PATH_TO_THINWIRE
+set -euo pipefail
+tw="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+db="$work/runs.db"
+py=/usr/bin/python3
+
+source "$(dirname "$0")/micro_corpus.sh"
+micro_corpus "$work/corpus"
+source "$(dirname "$0")/flops_micro.sh"
+flops_micro_layout 5
+
+v="$("$tw" --version)"
+[[ "$v" =~ ^thinwire\ [0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "--version printed '$v'"
+
+# A mistyped --db: an error naming the file, and no file created, wherever --db stands.
+for args in "--db $work/typo.db runs list" "runs list --db $work/typo.db" "runs show 1 --db $work/typo.db" \
+            "--db $work/typo.db runs export 1" "--db $work/typo.db report 1"; do
+  set +e; out="$("$tw" $args 2>&1)"; rc=$?; set -e
+  [ "$rc" -ne 0 ] || fail "'$args' succeeded on a missing store"
+  grep -q "typo.db': no such file" <<<"$out" || fail "'$args' did not name the missing store: $out"
+  [ ! -e "$work/typo.db" ] || fail "'$args' created $work/typo.db"
+done
+
+# Two runs of one layout (group micro@...), DiLoCo and DDP.
+run --set train.steps=10 --set run.name=alpha-diloco-long-name-kept-in-full > /dev/null || fail "first run failed"
+run --set train.steps=10 --set outer.algorithm=ddp --set run.name=beta-ddp > /dev/null || fail "second run failed"
+list="$("$tw" runs list --db "$db")"  # --db after the subcommand
+grep -q "alpha-diloco-long-name-kept-in-full" <<<"$list" || fail "runs list cut a name: $list"
+only() { "$tw" --db "$db" runs list "$@" | awk '$1 ~ /^[0-9]+$/ {print $2}' | tr '\n' ' '; }
+[ "$(only --algorithm ddp)" = "beta-ddp " ] || fail "--algorithm ddp: $(only --algorithm ddp)"
+[ "$(only --name alpha)" = "alpha-diloco-long-name-kept-in-full " ] || fail "--name alpha: $(only --name alpha)"
+[ "$(only --group micro)" = "alpha-diloco-long-name-kept-in-full beta-ddp " ] || fail "--group micro: $(only --group micro)"
+[ "$(only --status failed)" = "" ] || fail "--status failed: $(only --status failed)"
+set +e; out="$("$tw" --db "$db" runs list --status finsihed 2>&1)"; rc=$?; set -e
+[ "$rc" -ne 0 ] && grep -q "not a status" <<<"$out" || fail "a mistyped status was accepted: $out"
+
+# report --group by the name the user wrote (the layout's): its latest launch, the second run (each
+# `thinwire run` is a launch of its own, stored as micro@<time>).
+(cd "$work" && "$tw" --db "$db" report --group micro --out "$work/rep" > /dev/null) || fail "report --group micro failed"
+grep -q "beta-ddp" "$work/rep/report.md" || fail "the report of group micro lacks its latest launch's run"
+! grep -q "alpha-diloco" "$work/rep/report.md" || fail "the report of group micro holds an earlier launch's run"
+
+# Exports: an existing file is kept unless --force; a failed export never touches it.
+echo "keep me" > "$work/keep.csv"
+set +e; out="$("$tw" --db "$db" runs export 999 --out "$work/keep.csv" 2>&1)"; rc=$?; set -e
+[ "$rc" -ne 0 ] && grep -q "no run with id 999" <<<"$out" || fail "export of a missing run: rc $rc, $out"
+[ "$(cat "$work/keep.csv")" = "keep me" ] || fail "a failed export changed keep.csv"
+set +e; out="$("$tw" --db "$db" runs export 1 --out "$work/keep.csv" 2>&1)"; rc=$?; set -e
+[ "$rc" -ne 0 ] && grep -q "exists; --force replaces it" <<<"$out" || fail "export overwrote keep.csv without --force: $out"
+[ "$(cat "$work/keep.csv")" = "keep me" ] || fail "a refused export changed keep.csv"
+"$tw" --db "$db" runs export 1 --out "$work/keep.csv" --force 2> /dev/null
+[ "$(grep -c ',train.loss,' "$work/keep.csv")" -eq 20 ] || fail "the forced export lacks run 1's 20 train.loss rows"
+[ -z "$(ls "$work" | grep 'keep.csv.tmp')" ] || fail "a temporary export file was left: $(ls "$work")"
+
+# Another application's database, and a newer thinwire's store: refused, byte for byte untouched.
+$py - "$work/other.db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1]); c.execute("CREATE TABLE users(id, name)"); c.execute("INSERT INTO users VALUES (1, 'ada')"); c.commit()
+PY
+cp "$db" "$work/newer.db"
+$py - "$work/newer.db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1]); c.execute("PRAGMA journal_mode=DELETE"); c.execute("PRAGMA user_version=999"); c.commit()
+PY
+for f in other newer; do
+  before="$(sha256sum < "$work/$f.db")"
+  for args in "runs list" "run micro.toml --set train.steps=2"; do
+    set +e; out="$(cd "$work" && "$tw" --db "$work/$f.db" $args 2>&1)"; rc=$?; set -e
+    [ "$rc" -ne 0 ] || fail "'$args' accepted $f.db"
+    grep -Eq "is not a thinwire run store|has schema version 999" <<<"$out" || fail "'$args' on $f.db: $out"
+  done
+  [ "$(sha256sum < "$work/$f.db")" = "$before" ] || fail "$f.db changed"
+  [ ! -e "$work/$f.db-wal" ] || fail "$f.db was switched to WAL"
+done
+
+# Delete: needs --yes without a terminal; deletes only the run named.
+set +e; out="$("$tw" --db "$db" runs delete 2 < /dev/null 2>&1)"; rc=$?; set -e
+[ "$rc" -ne 0 ] && grep -q "add --yes" <<<"$out" || fail "runs delete without a terminal did not ask for --yes: $out"
+[ "$(only)" = "alpha-diloco-long-name-kept-in-full beta-ddp " ] || fail "a refused delete deleted: $(only)"
+"$tw" --db "$db" runs delete 2 --yes > /dev/null
+[ "$(only)" = "alpha-diloco-long-name-kept-in-full " ] || fail "runs delete 2: left $(only)"
+[ "$("$tw" --db "$db" runs export 1 --format csv | grep -c ',train.loss,')" -eq 20 ] || fail "run 1 lost rows"
+echo "cli_forgives_test: ok"
