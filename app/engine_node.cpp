@@ -46,7 +46,7 @@ DataPreparer engine_data_preparer() {
         r.fingerprint = to_wire(*fp);
         // The run's vocabulary: the model's when the layout fixes it, else the tokenizer's.
         const int64_t vocab = cfg.model.vocab_size > 0 ? cfg.model.vocab_size : data->vocab_size;
-        r.unigram_loss = unigram_loss(*data->train, *data->val, vocab);
+        r.unigram_loss = unigram_loss_of(*data, cfg.data.genres, vocab);  // the documents the run uses
         return r;
     });
 }

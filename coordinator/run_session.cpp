@@ -14,6 +14,7 @@
 
 #include "core/hdee_results.h"
 #include "coordinator/store_sink.h"
+#include "core/config_warnings.h"
 #include "core/algorithm.h"
 #include "core/config_io.h"
 #include "core/data_root.h"
@@ -259,6 +260,8 @@ void Session::body(RunConfig cfg) {
                        add_log(e.node + ": " + e.kind + ": " + e.text);
                        kills.on_event(e);
                    });
+    // Settings that run but probably not as meant (core/config_warnings.h): stored, printed, listed.
+    for (const std::string& w : config_warnings(cfg)) sink.on_event({0, "coordinator", EventLevel::kWarning, "config", w});
     set_phase("running");
     std::optional<RunOutcome> outcome;
     {
@@ -336,6 +339,7 @@ void Session::body(RunConfig cfg) {
         }
     }
     if (Status f = sink.flush(); !f) std::fprintf(stderr, "thinwire: metrics not stored: %s\n", f.message().c_str());
+    sink.finish();
     if (Status st = store.add_event(out.run_id, {since_s(t0), "coordinator",
                                        outcome->status == RunStatus::kFinished ? EventLevel::kInfo : EventLevel::kError,
                                        to_string(outcome->status), outcome->reason}); !st)

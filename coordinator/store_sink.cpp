@@ -31,16 +31,24 @@ StoreSink::StoreSink(RunStore& store, int64_t run_id, int64_t steps, int64_t eve
       tty_(print && isatty(fileno(stdout)) != 0), nodes_(std::move(nodes)), on_event_(std::move(on_event)) {}
 
 void StoreSink::on_metrics(const std::vector<MetricRecord>& records) {
+    // The whole batch first, then the lines it asks for: a step's bytes and evaluation follow its
+    // loss in the batch, and the line shows them.
+    std::vector<std::string> due;
     for (auto& m : records) {
         Line& l = lines_[m.node];
-        if (m.name == metric::kTrainLoss) l.step = m.step, l.loss = m.value;
-        else if (m.name == metric::kValLoss) l.val = m.value;
-        else if (metric::is_bytes_sent(m.name)) l.sent[m.name] = m.value;
+        if (m.name == metric::kTrainLoss) {
+            l.step = m.step, l.loss = m.value;
+            if (l.first_step < 0) l.first_step = m.step, l.first_at = Clock::now();
+            if (print_ && !tty_ && (m.step % every_ == 0 || m.step == steps_)) due.push_back(m.node);
+        } else if (m.name == metric::kValLoss) {
+            l.val = m.value;
+        } else if (metric::is_bytes_sent(m.name)) {
+            l.sent[m.name] = m.value;
+        }
         l.sim_s = m.sim_s;
-        if (print_ && !tty_ && m.name == metric::kTrainLoss && (m.step % every_ == 0 || m.step == steps_))
-            print_line(m.node, l);
         buf_.add(m);
     }
+    for (const std::string& node : due) print_line(node, lines_[node]);
     // A coordinator crash loses at most a second of metrics. A failed write keeps its rows
     // pending for the next flush (storage/metric_writer.h); say so once per failure.
     if (since_s(last_flush_) > 1.0)
@@ -72,13 +80,42 @@ void StoreSink::redraw() {
     std::fflush(stdout);
 }
 
-void StoreSink::print_line(const std::string& node, const Line& l) {
+void StoreSink::finish() {
+    if (!print_) return;
+    if (tty_) {
+        last_draw_ = Clock::time_point{};  // past the redraw throttle
+        redraw();
+        return;
+    }
+    for (auto& n : nodes_) {
+        Line& l = lines_[n];
+        if (l.first_step >= 0 && line_text(n, l) != l.printed) print_line(n, l);
+    }
+    std::fflush(stdout);
+}
+
+std::string StoreSink::line_text(const std::string& node, const Line& l) const {
     double sent = 0;
     for (auto& [k, v] : l.sent) sent += v;
-    std::printf("%s%-12s step %6lld/%-6lld loss %7.4f%s  sent %10s  sim %8.1f s\n", tty_ ? "\033[2K" : "", node.c_str(),
-                (long long)l.step, (long long)steps_, l.loss,
-                std::isnan(l.val) ? "" : ("  val " + std::to_string(l.val).substr(0, 6)).c_str(),
-                human_bytes(sent).c_str(), l.sim_s);
+    // "-" until the node reports a loss, never "nan"; the validation loss as the summary prints it.
+    char loss[32] = "      -", val[32] = "", eta[32] = "";
+    if (!std::isnan(l.loss)) std::snprintf(loss, sizeof loss, "%7.4f", l.loss);
+    if (!std::isnan(l.val)) std::snprintf(val, sizeof val, "  val %.4f", l.val);
+    // ETA from this node's own pace since its first step here (a resumed run starts past 0).
+    if (l.first_step >= 0 && l.step > l.first_step && l.step < steps_) {
+        const double per_step = since_s(l.first_at) / static_cast<double>(l.step - l.first_step);
+        const auto left = static_cast<long long>(per_step * static_cast<double>(steps_ - l.step) + 0.5);
+        std::snprintf(eta, sizeof eta, "  eta %lld:%02lld", left / 60, left % 60);
+    }
+    char text[256];
+    std::snprintf(text, sizeof text, "%-12s step %6lld/%-6lld loss %s%s  sent %10s  sim %8.1f s%s", node.c_str(),
+                  (long long)l.step, (long long)steps_, loss, val, human_bytes(sent).c_str(), l.sim_s, eta);
+    return text;
+}
+
+void StoreSink::print_line(const std::string& node, Line& l) {
+    l.printed = line_text(node, l);
+    std::printf("%s%s\n", tty_ ? "\033[2K" : "", l.printed.c_str());
 }
 
 }  // namespace tw

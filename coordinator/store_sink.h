@@ -36,6 +36,11 @@ public:
     Status flush();
     // Redraws the block of progress lines on a terminal (at most twice a second).
     void redraw();
+    // After the run: every node's line once more with its final figures (redrawn on a terminal;
+    // printed again otherwise when they changed since its last line), so the last lines agree with
+    // the summary table printed after them (the final evaluation and the last round's bytes arrive
+    // after the last step's loss).
+    void finish();
     std::map<std::string, ExpertScores> scores;  // by node: HDEE experts' scores (core/hdee_mixture.h)
 
 private:
@@ -44,8 +49,13 @@ private:
         int64_t step = 0;
         double loss = NAN, val = NAN, sim_s = 0;  // NAN = not reported yet
         std::map<std::string, double> sent;  // bytes.*.sent by metric name
+        // For the ETA: the first step seen and when (a resumed run starts past 0).
+        int64_t first_step = -1;
+        Clock::time_point first_at;
+        std::string printed;  // the text of its last printed line (non-terminal output)
     };
-    void print_line(const std::string& node, const Line& l);
+    std::string line_text(const std::string& node, const Line& l) const;
+    void print_line(const std::string& node, Line& l);
 
     RunStore& store_;
     int64_t run_id_;

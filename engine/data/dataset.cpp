@@ -206,3 +206,18 @@ double unigram_loss(const std::vector<uint16_t>& train, const std::vector<uint16
 }
 
 }  // namespace tw
+
+namespace tw {
+
+double unigram_loss_of(const PreparedData& d, const std::vector<std::string>& genres, int64_t vocab_size) {
+    if (genres.empty() || d.docs.empty()) return unigram_loss(*d.train, *d.val, vocab_size);  // every document
+    auto gather = [](const std::vector<uint16_t>& stream, const std::vector<std::pair<int64_t, int64_t>>& spans) {
+        std::vector<uint16_t> v;
+        for (auto& [off, len] : spans) v.insert(v.end(), stream.begin() + off, stream.begin() + off + len);
+        return v;
+    };
+    return unigram_loss(gather(*d.train, select_spans(d, false, genres)), gather(*d.val, select_spans(d, true, genres)),
+                        vocab_size);
+}
+
+}  // namespace tw

@@ -55,5 +55,9 @@ Result<DataFingerprint> data_fingerprint(const PreparedData& d);
 // Cross-entropy (nats/token) of `val` under an add-one-smoothed unigram model fit on `train`:
 // the floor a language model must beat.
 double unigram_loss(const std::vector<uint16_t>& train, const std::vector<uint16_t>& val, int64_t vocab_size);
+// The baseline of a run that trains and validates on `genres`' documents (data.genres; all when
+// empty): fit on its training documents, scored on its validation documents (select_spans), not
+// on the whole corpus.
+double unigram_loss_of(const PreparedData& d, const std::vector<std::string>& genres, int64_t vocab_size);
 
 }  // namespace tw

@@ -48,12 +48,7 @@ HdeeDomainSplit split_domain(const PreparedData& data, const std::vector<std::st
     HdeeSpanSplit parts = split_alternate(val, doc_tokens);
     out.eval = std::move(parts.eval);
     out.prior = std::move(parts.prior);
-    auto gather = [](const std::vector<uint16_t>& stream, const std::vector<std::pair<int64_t, int64_t>>& spans) {
-        std::vector<uint16_t> v;
-        for (auto& [off, len] : spans) v.insert(v.end(), stream.begin() + off, stream.begin() + off + len);
-        return v;
-    };
-    out.unigram = unigram_loss(gather(*data.train, select_spans(data, false, genres)), gather(*data.val, val), vocab);
+    out.unigram = unigram_loss_of(data, genres, vocab);
     return out;
 }
 

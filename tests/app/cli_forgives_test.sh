@@ -9,7 +9,9 @@
 #    leaves the file as it was;
 #  * another application's SQLite file, and a store with a newer schema, are refused with their
 #    bytes untouched (no thinwire tables added, no switch to WAL);
-#  * runs delete asks, needs --yes without a terminal, and deletes only what it names.
+#  * runs delete asks, needs --yes without a terminal, and deletes only what it names;
+#  * progress lines never show nan, carry an ETA, and the last one agrees with the summary table;
+#  * a run whose last steps are never synchronised is warned about, and the warning is stored.
 # Usage: cli_forgives_test.sh PATH_TO_THINWIRE
 set -euo pipefail
 tw="$1"
@@ -37,7 +39,14 @@ for args in "--db $work/typo.db runs list" "runs list --db $work/typo.db" "runs 
 done
 
 # Two runs of one layout (group micro@...), DiLoCo and DDP.
-run --set train.steps=10 --set run.name=alpha-diloco-long-name-kept-in-full > /dev/null || fail "first run failed"
+out="$(run --set train.steps=10 --set train.log_every=5 --set run.name=alpha-diloco-long-name-kept-in-full)" ||
+  fail "first run failed"
+# Progress lines: never "nan", and the last one of replica-0 shows the summary table's figures.
+! grep -qi "nan" <<<"$out" || fail "a progress line shows nan: $out"
+last="$(grep -E '^replica-0 +step' <<<"$out" | tail -1)"
+table_val="$(awk '$1 == "replica-0" && $2 == 10 {print $4}' <<<"$out")"
+[ -n "$table_val" ] && grep -q "val $table_val " <<<"$last" || fail "the last progress line ($last) lacks the table's val $table_val"
+grep -q "eta" <<<"$(grep -E '^replica-0 +step +5/' <<<"$out")" || fail "no ETA on a progress line: $out"
 run --set train.steps=10 --set outer.algorithm=ddp --set run.name=beta-ddp > /dev/null || fail "second run failed"
 list="$("$tw" runs list --db "$db")"  # --db after the subcommand
 grep -q "alpha-diloco-long-name-kept-in-full" <<<"$list" || fail "runs list cut a name: $list"
@@ -87,6 +96,14 @@ for f in other newer; do
   [ "$(sha256sum < "$work/$f.db")" = "$before" ] || fail "$f.db changed"
   [ ! -e "$work/$f.db-wal" ] || fail "$f.db was switched to WAL"
 done
+
+# A run whose last steps are never synchronised says so, and the store keeps the warning.
+out="$(run --set train.steps=7 --set run.name=tail)" || fail "the run with an unsynced tail failed"
+grep -q "warning\|config: train.steps 7 is not a multiple of outer.inner_steps 5: the last 2 steps" <<<"$out" ||
+  fail "no warning about the unsynced tail: $out"
+grep -q "config .*the last 2 steps are never synchronised" <<<"$("$tw" --db "$db" runs show "$(id_of tail)")" ||
+  fail "the unsynced-tail warning is not stored with the run"
+"$tw" --db "$db" runs delete "$(id_of tail)" --yes > /dev/null
 
 # Delete: needs --yes without a terminal; deletes only the run named.
 set +e; out="$("$tw" --db "$db" runs delete 2 < /dev/null 2>&1)"; rc=$?; set -e

@@ -197,6 +197,21 @@ TEST(Dataset, PlainTextFolderIsPreparedAndCached) {
     EXPECT_LT(unigram_loss(*d->train, *d->val, 60), std::log(60.0));
 }
 
+// The baseline of a genre-filtered run counts only its genres' documents. Vocabulary 3; train
+// documents: genre a = [0 0], genre b = [1 1 2 2]; validation: a = [0], b = [2]. With genres {a}:
+// counts (add-one) 0:3, 1:1, 2:1 of 5, scored on [0] -> -log(3/5). Every document: 0:3, 1:3, 2:3 of 9,
+// scored on [0 2] -> -log(3/9).
+TEST(Unigram, AGenreFilteredRunScoresItsOwnDocuments) {
+    PreparedData d;
+    d.vocab_size = 3;
+    d.train = std::make_shared<const std::vector<uint16_t>>(std::vector<uint16_t>{0, 0, 1, 1, 2, 2});
+    d.val = std::make_shared<const std::vector<uint16_t>>(std::vector<uint16_t>{0, 2});
+    d.docs = {{"a1", 'a', false, 0, 2}, {"b1", 'b', false, 2, 4}, {"a2", 'a', true, 0, 1}, {"b2", 'b', true, 1, 1}};
+    EXPECT_NEAR(unigram_loss_of(d, {"a"}, 3), -std::log(3.0 / 5.0), 1e-12);
+    EXPECT_NEAR(unigram_loss_of(d, {}, 3), -std::log(3.0 / 9.0), 1e-12);
+    EXPECT_DOUBLE_EQ(unigram_loss_of(d, {}, 3), unigram_loss(*d.train, *d.val, 3));
+}
+
 // A protobuf length-delimited field: tag (field << 3 | 2), one-byte length, bytes.
 std::string pb_field(int field, const std::string& bytes) {
     return std::string(1, static_cast<char>(field << 3 | 2)) + static_cast<char>(bytes.size()) + bytes;

@@ -1,0 +1,28 @@
+// core/config_warnings.h.
+#include "core/config_warnings.h"
+
+#include "core/algorithm.h"
+
+namespace tw {
+
+std::vector<std::string> config_warnings(const RunConfig& cfg) {
+    std::vector<std::string> w;
+    const auto algo = parse_algorithm(cfg.outer.algorithm);
+    // Rounds every H inner steps (time-budgeted rounds and HDEE experts follow other rules).
+    if (!algo || !traits_of(*algo).outer_rounds || cfg.outer.round_time_s > 0 || cfg.hdee.enabled()) return w;
+    const int64_t H = cfg.outer.inner_steps, steps = cfg.train.steps;
+    if (H <= 0 || steps <= 0) return w;
+    const std::string s = std::to_string(steps), h = std::to_string(H);
+    if (steps < H) {
+        w.push_back("train.steps " + s + " < outer.inner_steps " + h + ": no outer round runs, the replicas never " +
+                    "synchronise and the global model evaluated is the untrained one");
+    } else if (steps % H != 0) {
+        const int64_t last = steps / H * H;
+        w.push_back("train.steps " + s + " is not a multiple of outer.inner_steps " + h + ": the last " +
+                    std::to_string(steps - last) + " steps are never synchronised; the global model evaluated is " +
+                    "the one after the round at step " + std::to_string(last));
+    }
+    return w;
+}
+
+}  // namespace tw
