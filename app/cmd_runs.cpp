@@ -136,6 +136,15 @@ void print_nodes(const std::vector<RunNode>& nodes) {
         std::printf(row, n.node.c_str(), or_dash(n.endpoint).c_str(), or_dash(n.role).c_str(), or_dash(n.kind).c_str(),
                     or_dash(n.replica, -1).c_str(), or_dash(n.stage, -1).c_str(), or_dash(n.rank, -1).c_str(),
                     or_dash(n.host).c_str(), or_dash(n.version).c_str(), or_dash(n.threads, 0).c_str());
+    // What the numbers were computed on: bit-identical re-runs hold on one machine; another CPU
+    // or BLAS gives other last digits. One line per distinct platform.
+    std::map<std::string, std::vector<std::string>> platforms;
+    for (auto& n : nodes)
+        platforms[or_dash(n.cpu) + ", BLAS " + or_dash(n.blas)].push_back(n.node);
+    for (auto& [platform, names] : platforms)
+        std::printf("computed on %s: %s\n", platform.c_str(),
+                    names.size() == nodes.size() ? "every node" : (names.front() + (names.size() > 1 ? " and " +
+                                                       std::to_string(names.size() - 1) + " more" : "")).c_str());
 }
 
 int run_show(RunStore& store, int64_t id) {

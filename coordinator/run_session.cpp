@@ -230,6 +230,8 @@ void Session::body(RunConfig cfg) {
         rn.host = ni.host;
         rn.version = ni.version;
         rn.threads = ni.threads;
+        rn.cpu = ni.cpu;
+        rn.blas = ni.blas;
         check(store.add_node(out.run_id, rn));
     }
     if (print_ && cfg.hdee.enabled())

@@ -1,6 +1,8 @@
 // Coordinator: request/reply over one DEALER per node, one SUB for every node's stream.
 #include "remote/coordinator.h"
 
+#include "core/platform_info.h"
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -178,6 +180,9 @@ Result<std::unique_ptr<Coordinator>> Coordinator::connect(std::shared_ptr<zmq::c
         n.pid = b.value("pid", int64_t{0});
         n.memory_bytes = b.value("memory_bytes", uint64_t{0});
         n.state = b.value("state", "");
+        // Free text from the node: printable and bounded before it is stored or shown.
+        n.cpu = printable_label(b.value("cpu", ""));
+        n.blas = printable_label(b.value("blas", ""));
     }
     return c;
 }

@@ -28,6 +28,7 @@ struct NodeInfo {
     std::string endpoint;          // control endpoint
     std::string name;              // role name once configured ("" = not part of the run)
     std::string host, version, device;
+    std::string cpu, blas;         // what it computes on (core/platform_info.h), as it reported it
     int64_t threads = 0, pid = 0;
     uint64_t memory_bytes = 0;
     std::string state;             // as last reported: idle, configured, running, paused, finished, ...

@@ -1,6 +1,8 @@
 // Node server: control loop, worker thread, metric stream. See node_server.h.
 #include "remote/node_server.h"
 
+#include "core/platform_info.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -295,6 +297,7 @@ Message NodeServer::Impl::handle(const Message& req, const std::string& key) {
     if (req.kind == MsgKind::kStart && token.empty()) return make_error("start needs a configured node (state is idle)");
     switch (req.kind) {
         case MsgKind::kHello: {
+            static const PlatformInfo platform = this_platform();  // after start-up: every library mapped
             Message caps;
             caps.kind = MsgKind::kCapabilities;
             caps.body = {{"node_version", opts.version}, {"protocol", kProtocolVersion},
@@ -302,7 +305,7 @@ Message NodeServer::Impl::handle(const Message& req, const std::string& key) {
                          {"memory_bytes", static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
                                               static_cast<uint64_t>(sysconf(_SC_PAGE_SIZE))},
                          {"device", opts.device}, {"host", host_name()}, {"pid", static_cast<int64_t>(getpid())},
-                         {"state", state}};
+                         {"state", state}, {"cpu", platform.cpu}, {"blas", platform.blas}};
             return caps;
         }
         case MsgKind::kConfigure:

@@ -144,8 +144,8 @@ Status RunStore::add_node(int64_t id, const RunNode& node) {
     std::lock_guard<std::mutex> lock(*mu_);
     if (Status s = require_run(id); !s) return s;
     auto st = db_.prepare(
-        "INSERT INTO run_nodes (run_id, node, endpoint, role, replica, stage, kind, host, version, threads, rank) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+        "INSERT INTO run_nodes (run_id, node, endpoint, role, replica, stage, kind, host, version, threads, rank, cpu, "
+        "blas) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
     if (!st) return st.status();
     st->bind_int64(1, id);
     st->bind_text(2, node.node);
@@ -158,6 +158,8 @@ Status RunStore::add_node(int64_t id, const RunNode& node) {
     st->bind_text(9, node.version);
     st->bind_int64(10, node.threads);
     st->bind_int64(11, node.rank);
+    st->bind_text(12, node.cpu);
+    st->bind_text(13, node.blas);
     return st->run();
 }
 
@@ -402,7 +404,7 @@ Result<std::vector<RunNode>> RunStore::nodes(int64_t id) {
     std::lock_guard<std::mutex> lock(*mu_);
     if (Status s = require_run(id); !s) return s;
     auto st = db_.prepare(
-        "SELECT node, endpoint, role, replica, stage, kind, host, version, threads, rank FROM run_nodes "
+        "SELECT node, endpoint, role, replica, stage, kind, host, version, threads, rank, cpu, blas FROM run_nodes "
         "WHERE run_id = ?1 ORDER BY rowid");
     if (!st) return st.status();
     st->bind_int64(1, id);
@@ -422,6 +424,8 @@ Result<std::vector<RunNode>> RunStore::nodes(int64_t id) {
         n.version = st->column_text(7);
         n.threads = st->column_int64(8);
         n.rank = st->column_int64(9);
+        n.cpu = st->column_text(10);
+        n.blas = st->column_text(11);
         out.push_back(std::move(n));
     }
     return out;

@@ -53,6 +53,8 @@ struct RunNode {
     std::string version;   // thinwire version of the node's binary, "" when unknown
     int64_t threads = 0;   // intra-op threads the node used, 0 when unknown
     int64_t rank = -1;     // rank inside its replica's DDP group, -1 when the replica is one process
+    std::string cpu;       // its CPU model (schema v4), "" when unknown
+    std::string blas;      // the BLAS library its process mapped (schema v4), "" when unknown
 };
 
 // How a run was launched (schema v3), for `thinwire run --resume`.

@@ -83,6 +83,14 @@ ALTER TABLE runs ADD COLUMN launch_toml TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN uid TEXT NOT NULL DEFAULT '';
 )sql";
 
+// What each node computed on (issue 17): its CPU model and the BLAS library its process mapped.
+// Re-runs are bit-identical on one machine; across CPUs the BLAS kernels differ, so a stored run
+// says which ones produced its numbers.
+const char* const kSchemaV4 = R"sql(
+ALTER TABLE run_nodes ADD COLUMN cpu TEXT NOT NULL DEFAULT '';
+ALTER TABLE run_nodes ADD COLUMN blas TEXT NOT NULL DEFAULT '';
+)sql";
+
 // Applies `m` if the database is still at m.version - 1. Returns the version found under the write lock.
 Result<int> apply_one(Database& db, const Migration& m) {
     auto tx = Transaction::begin(db);
@@ -107,6 +115,7 @@ const std::vector<Migration>& schema_migrations() {
         {1, "runs, run_nodes, metrics, events", kSchemaV1},
         {2, "run groups and clusters, node kind, host, version, threads, rank", kSchemaV2},
         {3, "coordinator pid, host and heartbeat; launch config", kSchemaV3},
+        {4, "nodes' CPU model and BLAS library", kSchemaV4},
     };
     return kMigrations;
 }

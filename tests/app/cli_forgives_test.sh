@@ -11,7 +11,8 @@
 #    bytes untouched (no thinwire tables added, no switch to WAL);
 #  * runs delete asks, needs --yes without a terminal, and deletes only what it names;
 #  * progress lines never show nan, carry an ETA, and the last one agrees with the summary table;
-#  * a run whose last steps are never synchronised is warned about, and the warning is stored.
+#  * a run whose last steps are never synchronised is warned about, and the warning is stored;
+#  * runs show says which CPU and BLAS library the nodes computed on.
 # Usage: cli_forgives_test.sh PATH_TO_THINWIRE
 set -euo pipefail
 tw="$1"
@@ -57,6 +58,11 @@ only() { "$tw" --db "$db" runs list "$@" | awk '$1 ~ /^[0-9]+$/ {print $2}' | tr
 [ "$(only --status failed)" = "" ] || fail "--status failed: $(only --status failed)"
 set +e; out="$("$tw" --db "$db" runs list --status finsihed 2>&1)"; rc=$?; set -e
 [ "$rc" -ne 0 ] && grep -q "not a status" <<<"$out" || fail "a mistyped status was accepted: $out"
+
+# Every run records what its nodes computed on (CPU model and the BLAS library mapped).
+cpu="$(grep -m1 "model name" /proc/cpuinfo | sed 's/.*: *//')"
+grep -q "computed on ${cpu:--}, BLAS .*: every node" <<<"$("$tw" --db "$db" runs show 1)" ||
+  fail "runs show lacks the nodes' platform: $("$tw" --db "$db" runs show 1 | grep -i computed)"
 
 # report --group by the name the user wrote (the layout's): its latest launch, the second run (each
 # `thinwire run` is a launch of its own, stored as micro@<time>).

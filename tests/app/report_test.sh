@@ -48,7 +48,7 @@ TOML
 list="$("$tw" --db "$db" runs list)"
 ddp="$(awk '$2 ~ /ddp/ {print $1}' <<<"$list")"
 diloco="$(awk '$2 ~ /diloco/ {print $1}' <<<"$list")"
-group="$(awk -v id="$ddp" '$1 == id {print $NF}' <<<"$list")"
+group="$(awk -v id="$ddp" '$1 == id {print $(NF-1)}' <<<"$list")"
 [ -n "$ddp" ] && [ -n "$diloco" ] || fail "runs not found: $list"
 [ -n "$group" ] && [ "$group" != "-" ] || fail "the variants have no group: $list"
 

@@ -59,7 +59,7 @@ RunSummary running(int64_t pid, const std::string& host, double heartbeat) {
 }
 
 TEST(Liveness, SchemaV3AddsTheCoordinatorColumns) {
-    EXPECT_EQ(latest_schema_version(), 3);
+    EXPECT_EQ(latest_schema_version(), 4);
     EXPECT_NE(schema_migrations()[2].sql.find("coordinator_pid"), std::string::npos);
     EXPECT_NE(schema_migrations()[2].sql.find("heartbeat_at"), std::string::npos);
 }

@@ -1,6 +1,7 @@
 // Background loading of the run store; see run_cache.h.
 #include "ui/data/run_cache.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -38,6 +39,13 @@ Result<RunData> load_run(RunStore& store, int64_t id) {
     if (auto toml = store.config_toml(id)) {
         auto cfg = parse_config(*toml, "run " + std::to_string(id));
         if (cfg) d.cfg = *cfg, d.cfg_ok = true, d.key_settings = key_settings(*cfg);
+    }
+    auto nodes = store.nodes(id);
+    if (!nodes) return nodes.status();
+    for (const RunNode& n : *nodes) {
+        if (n.cpu.empty() && n.blas.empty()) continue;
+        const std::string p = (n.cpu.empty() ? "-" : n.cpu) + ", BLAS " + (n.blas.empty() ? "-" : n.blas);
+        if (std::find(d.platforms.begin(), d.platforms.end(), p) == d.platforms.end()) d.platforms.push_back(p);
     }
     auto events = store.events(id);
     if (!events) return events.status();

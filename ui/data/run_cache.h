@@ -39,6 +39,9 @@ struct RunData {
     std::map<std::string, NodeData> nodes;  // by node name
     std::string key_settings;               // "ddp, R=4, H=15, lr 0.6, wan-1g" for tooltips
     std::vector<EventRecord> faults;        // the run's fault events (ui/logic/fault_events.h), stored order
+    // What its nodes computed on, one entry per distinct CPU and BLAS ("AMD EPYC, BLAS
+    // libopenblasp-r0.3.21.so (openblas-pthread)"); empty for runs stored before schema v4.
+    std::vector<std::string> platforms;
     // What the what-if re-timing replays (finished runs only; storage/run_traces.h), or why it cannot.
     std::shared_ptr<const StoredRunTraces> traces;
     std::string traces_error;

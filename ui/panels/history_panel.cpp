@@ -1,6 +1,10 @@
 // History; see history_panel.h.
 #include "ui/panels/history_panel.h"
 
+#include <filesystem>
+
+#include "core/output_file.h"
+
 #include <imgui.h>
 
 #include <cmath>
@@ -22,13 +26,13 @@ bool matches(const RunSummary& r, const std::string& f) {
 
 }  // namespace
 
-void HistoryPanel::background(ViewState& v, std::function<Status(RunStore&)> fn) {
+void HistoryPanel::background(ViewState& v, std::function<Status(RunStore&)> fn, std::string done_text) {
     const std::string path = db_path;
-    writes.push_back(std::async(std::launch::async, [path, fn] {
+    writes.emplace_back(std::async(std::launch::async, [path, fn] {
         auto store = RunStore::open(path);
         if (!store) return store.status();
         return fn(*store);
-    }));
+    }), std::move(done_text));
     v.status_line = "working...";
 }
 
@@ -40,6 +44,9 @@ void HistoryPanel::draw_details(ViewState& v, RunDriver& driver, const RunSummar
     }
     ImGui::Text("run %lld \"%s\": %s%s%s", (long long)r.id, r.name.c_str(), to_string(r.status),
                 r.reason.empty() ? "" : " - ", r.reason.c_str());
+    // What its numbers were computed on: re-runs are bit-identical on one machine, not across CPUs.
+    if (auto it = v.cache->loaded.find(r.id); it != v.cache->loaded.end() && it->second)
+        for (const std::string& p : it->second->platforms) ImGui::TextWrapped("computed on %s", p.c_str());
     ImGui::InputText("tags", tags, sizeof tags);
     ImGui::InputTextMultiline("notes", notes, sizeof notes, ImVec2(-1, 50));
     const int64_t id = r.id;
@@ -55,17 +62,19 @@ void HistoryPanel::draw_details(ViewState& v, RunDriver& driver, const RunSummar
         if (ImGui::Button((std::string("Export ") + fmt).c_str())) {
             const std::string path = "run-" + std::to_string(id) + "." + fmt;
             const bool json = std::strcmp(fmt, "json") == 0;
+            // Never over an existing file, and never half a file (core/output_file.h).
             background(v, [id, path, json](RunStore& s) {
-                std::ofstream out(path);
-                if (!out) return Status::error("cannot write " + path);
-                return json ? write_run_json(s, id, out) : write_run_csv(s, id, out);
-            });
+                return write_output_file(path, Overwrite::kRefuse, [&](std::ostream& out) {
+                    return json ? write_run_json(s, id, out) : write_run_csv(s, id, out);
+                });
+            }, "wrote " + std::filesystem::absolute(path).string());
         }
         ImGui::SameLine();
     }
     if (ImGui::Button("Export SQLite")) {
         const std::string path = "run-" + std::to_string(id) + ".db";
-        background(v, [id, path](RunStore& s) { return s.copy_run_to(id, path); });
+        background(v, [id, path](RunStore& s) { return s.copy_run_to(id, path); },
+                   "wrote " + std::filesystem::absolute(path).string());
     }
     const ResumeButton resume = resume_button(r.status, v.driver.active && !v.driver.done);
     if (resume.shown) {
@@ -82,12 +91,12 @@ void HistoryPanel::draw_details(ViewState& v, RunDriver& driver, const RunSummar
 
 void HistoryPanel::draw(ViewState& v, RunDriver& driver) {
     for (auto it = writes.begin(); it != writes.end();) {
-        if (it->wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+        if (it->first.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
             ++it;
             continue;
         }
-        Status s = it->get();
-        v.status_line = s ? "done" : s.message();
+        Status s = it->first.get();
+        v.status_line = s ? it->second : s.message();
         it = writes.erase(it);
     }
     if (!v.cache) return;

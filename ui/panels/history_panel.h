@@ -18,13 +18,14 @@ struct HistoryPanel {
     char notes[1024] = "";
     char tags[256] = "";
     int64_t edited = 0;    // run the text buffers belong to
-    std::vector<std::future<Status>> writes;
+    // Background writes and what the status line says when each succeeds.
+    std::vector<std::pair<std::future<Status>, std::string>> writes;
 
     void draw(ViewState& v, RunDriver& driver);
 
 private:
     void draw_details(ViewState& v, RunDriver& driver, const RunSummary& r);
-    void background(ViewState& v, std::function<Status(RunStore&)> fn);
+    void background(ViewState& v, std::function<Status(RunStore&)> fn, std::string done_text = "done");
 };
 
 }  // namespace tw::ui
