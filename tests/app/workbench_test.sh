@@ -4,7 +4,7 @@
 # (Tableau blue 31,119,180), which it does not without the run. A second run with a scheduled kill
 # (docs/faults.md): with the mouse on the kill's step its marker and hover text show in the fault
 # red (214,39,40), which the run without faults does not have there. The PNG is read by an
-# independent decoder (png_colour.py). Usage: workbench_test.sh PATH_TO_THINWIRE PATH_TO_WORKBENCH
+# independent decoder (png_colour.py). Every experiment file opens in the layout editor. Usage: workbench_test.sh PATH_TO_THINWIRE PATH_TO_WORKBENCH
 set -euo pipefail
 tw="$1"
 wb="$2"
@@ -47,4 +47,13 @@ red="$($py "$here/png_colour.py" "$work/faults.png" $rect2 214 39 40)"
 rect1="$(shot "$work/nofaults.png" --open 1 --hover 0.359,0.5)"
 red1="$($py "$here/png_colour.py" "$work/nofaults.png" $rect1 214 39 40)"
 [ "$red1" -lt 10 ] || fail "the run without faults has $red1 pixels of the fault red"
-echo "workbench_test: ok ($blue curve pixels with the run, $blue0 without; $red fault-marker pixels, $red1 without faults)"
+# Every experiment file opens in the layout editor (variants, sweeps, reports, SkipPipe, HDEE):
+# the workbench refuses to start on a layout it cannot load, naming the file and the key.
+n=0
+for f in "$here"/../../experiments/*.toml; do
+  out="$(xvfb-run -a -s "-screen 0 1280x800x24" "$wb" --db "$work/runs.db" --layout "$f" --screenshot "$work/layout.png" \
+           --frames 2 --width 1280 --height 800 2>&1)" || fail "the editor did not open $f: $out"
+  n=$((n + 1))
+done
+[ "$n" -ge 10 ] || fail "only $n experiment files found"
+echo "workbench_test: ok ($n experiment files open in the editor; $blue curve pixels with the run, $blue0 without; $red fault-marker pixels, $red1 without faults)"

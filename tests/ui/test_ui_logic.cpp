@@ -416,6 +416,54 @@ TEST(LayoutModel, SaveThenLoadGivesTheSameConfigAndLeavesNoTempFile) {
     EXPECT_NE(s.message().find(dir + "/gone/layout.toml"), std::string::npos);
 }
 
+// Every file in experiments/ loads as `thinwire run` reads it ([variants], [sweep], [report],
+// [skippipe], [hdee] included), into as many runs as the CLI makes of it, each one valid.
+TEST(LayoutModel, EveryExperimentFileLoadsWithItsRuns) {
+    int files = 0;
+    for (auto& e : fs::directory_iterator(std::string(TW_SOURCE_DIR) + "/experiments")) {
+        if (e.path().extension() != ".toml") continue;
+        ++files;
+        const std::string path = e.path().string();
+        LayoutModel m;
+        Status s = m.load_file(path);
+        ASSERT_TRUE(s) << s.message();
+        auto plan = load_run_plan(path);
+        ASSERT_TRUE(plan);
+        ASSERT_EQ(m.file_runs().size(), plan->runs.size()) << path;
+        for (size_t i = 0; i < m.file_runs().size(); ++i) {
+            m.choose_run(i);
+            EXPECT_EQ(m.to_toml(), to_toml(plan->runs[i].second)) << path << " run " << i;
+            EXPECT_TRUE(m.general_errors().empty()) << path << ": " << m.general_errors().front();
+        }
+    }
+    EXPECT_GE(files, 10);
+}
+
+TEST(LayoutModel, AVariantFilePicksEachRunAndSaveAsAsksBeforeReplacingAHandWrittenFile) {
+    const std::string dir = temp_dir(), path = dir + "/two.toml";
+    write_file(path, "# two variants\n[outer]\nalgorithm = \"diloco\"\nreplicas = 2\n"
+                     "[variants]\nfast = [\"outer.inner_steps=5\"]\nslow = [\"outer.inner_steps=50\"]\n");
+    LayoutModel m;
+    ASSERT_TRUE(m.load_file(path));
+    ASSERT_EQ(m.file_runs().size(), 2u);
+    EXPECT_EQ(m.file_runs()[0].first, "fast");
+    EXPECT_EQ(m.config().outer.inner_steps, 5);
+    m.choose_run(1);
+    EXPECT_EQ(m.chosen_run(), 1u);
+    EXPECT_EQ(m.config().outer.inner_steps, 50);
+    m.choose_run(7);  // out of range: nothing changes
+    EXPECT_EQ(m.config().outer.inner_steps, 50);
+    // The hand-written file is "other"; a new path is "new"; what the editor wrote is its own.
+    EXPECT_EQ(LayoutModel::save_target(path), LayoutModel::SaveTarget::kOtherFile);
+    EXPECT_EQ(LayoutModel::save_target(dir + "/new.toml"), LayoutModel::SaveTarget::kNew);
+    ASSERT_TRUE(m.save_file(dir + "/new.toml"));
+    EXPECT_EQ(LayoutModel::save_target(dir + "/new.toml"), LayoutModel::SaveTarget::kEditorFile);
+    LayoutModel back;
+    ASSERT_TRUE(back.load_file(dir + "/new.toml"));
+    EXPECT_EQ(back.config().outer.inner_steps, 50);
+    fs::remove_all(dir);
+}
+
 TEST(AttachErrors, SplitsARealMultiProblemMessageByKey) {
     auto r = parse_config("[outer]\ninner_steps = 0\nfoo = 1\n[model]\nd_model = 2\n[bogus]\nx = 1\n",
                           "layouts/run.name");  // a file named like a key is not a key

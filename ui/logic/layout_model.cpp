@@ -160,9 +160,36 @@ Status LayoutModel::load_file(const std::string& path) {
     if (path.empty()) return Status::error("no layout file given");
     std::ifstream in(path);
     if (!in) return Status::error("cannot read layout file " + path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return load_toml_text(ss.str(), path);
+    auto plan = load_run_plan(path);  // as `thinwire run` reads it: variants, sweep, report
+    if (!plan) {
+        by_key_.clear();
+        general_ = problem_lines(plan.message());
+        return plan.status();
+    }
+    if (plan->runs.empty()) return Status::error(path + ": the file makes no run");
+    file_runs_ = std::move(plan->runs);
+    file_path_ = path;
+    chosen_ = 0;
+    cfg_ = file_runs_.front().second;
+    by_key_.clear();
+    general_.clear();
+    validate();
+    return Status::ok();
+}
+
+void LayoutModel::choose_run(size_t i) {
+    if (i >= file_runs_.size()) return;
+    chosen_ = i;
+    cfg_ = file_runs_[i].second;
+    validate();
+}
+
+LayoutModel::SaveTarget LayoutModel::save_target(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) return SaveTarget::kNew;
+    std::string first;
+    std::getline(in, first);
+    return first == kEditorMark ? SaveTarget::kEditorFile : SaveTarget::kOtherFile;
 }
 
 Status LayoutModel::load_toml_text(const std::string& text, const std::string& source) {
@@ -176,6 +203,9 @@ Status LayoutModel::load_toml_text(const std::string& text, const std::string& s
         return parsed.status();
     }
     cfg_ = std::move(parsed.value());
+    file_runs_ = {{"", cfg_}};
+    file_path_.clear();
+    chosen_ = 0;
     validate();
     return Status::ok();
 }
@@ -199,7 +229,8 @@ Status LayoutModel::save_file(const std::string& path) const {
     std::string tmp = path + ".tmp-XXXXXX";
     const int fd = ::mkstemp(tmp.data());
     if (fd < 0) return Status::error("cannot write layout file " + path + ": " + std::strerror(errno));
-    bool ok = write_all(fd, tw::to_toml(cfg_)) && ::fchmod(fd, 0644) == 0 && ::fsync(fd) == 0;
+    bool ok = write_all(fd, std::string(kEditorMark) + "\n" + tw::to_toml(cfg_)) && ::fchmod(fd, 0644) == 0 &&
+              ::fsync(fd) == 0;
     int err = errno;
     if (::close(fd) != 0 && ok) ok = false, err = errno;
     if (ok && std::rename(tmp.c_str(), path.c_str()) == 0) return Status::ok();

@@ -32,14 +32,37 @@ public:
 
     // The layout as TOML (resolved: every key), as `thinwire run` reads it.
     std::string to_toml() const;
-    // Replaces the model with a file's layout; on failure the model is unchanged and the error
-    // names the file and key. `load_toml_text` does the same for text (source names it).
+    // Replaces the model with a file's layout, read as `thinwire run` reads it: a file with
+    // [variants], a [sweep] grid or [report] loads, each of its runs becomes one entry of
+    // file_runs() and the editor holds the first. On failure the model is unchanged and the error
+    // names the file and key. `load_toml_text` reads one plain config (source names it).
     Status load_file(const std::string& path);
     Status load_toml_text(const std::string& text, const std::string& source);
-    Status save_file(const std::string& path) const;  // writes atomically (temp file + rename)
+
+    // The runs of the file last loaded, (variant or sweep point name, config) in the order
+    // `thinwire run` runs them; one entry named "" for a plain file; empty before any load.
+    const std::vector<std::pair<std::string, RunConfig>>& file_runs() const { return file_runs_; }
+    const std::string& file_path() const { return file_path_; }
+    // Puts run `i` of file_runs() in the editor (what it shows and Start starts); edits of the
+    // previous one are dropped. Out of range: ignored.
+    void choose_run(size_t i);
+    size_t chosen_run() const { return chosen_; }
+
+    // What saving to `path` would replace: nothing, a file this editor wrote (its first line is
+    // kEditorMark), or any other file (a hand-written layout: its comments, [variants] and
+    // [sweep] would be lost), which the editor asks about before writing over.
+    enum class SaveTarget { kNew, kEditorFile, kOtherFile };
+    static SaveTarget save_target(const std::string& path);
+    static constexpr const char* kEditorMark = "# written by the thinwire workbench's layout editor";
+    // Writes the editor's config (resolved, every key) after kEditorMark, atomically (temp file +
+    // rename). The caller decides about an existing file (save_target).
+    Status save_file(const std::string& path) const;
 
 private:
     RunConfig cfg_;
+    std::vector<std::pair<std::string, RunConfig>> file_runs_;
+    std::string file_path_;
+    size_t chosen_ = 0;
     std::map<std::string, std::string> by_key_;
     std::vector<std::string> general_;
 };

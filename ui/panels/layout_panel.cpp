@@ -357,6 +357,67 @@ void LayoutPanel::draw_faults() {
     }
 }
 
+void LayoutPanel::draw_file_runs(ViewState& v) {
+    // A file with [variants] or a [sweep] grid makes several runs: the editor holds one of them.
+    const auto& runs = model.file_runs();
+    if (runs.size() < 2) return;
+    const size_t chosen = model.chosen_run();
+    ImGui::SetNextItemWidth(260);
+    const std::string label = runs[chosen].first.empty() ? "(base)" : runs[chosen].first;
+    if (ImGui::BeginCombo("run of the file", label.c_str())) {
+        for (size_t i = 0; i < runs.size(); ++i) {
+            const std::string name = runs[i].first.empty() ? "(base)" : runs[i].first;
+            if (ImGui::Selectable((name + "##run" + std::to_string(i)).c_str(), i == chosen)) {
+                model.choose_run(i);
+                v.status_line = "editing " + name + " of " + model.file_path() + " (" + std::to_string(runs.size()) +
+                                " runs; Run all starts each)";
+            }
+        }
+        ImGui::EndCombo();
+    }
+}
+
+void LayoutPanel::draw_save_as(ViewState& v) {
+    // Save never writes over a file without asking: the layout goes to the path typed here, and an
+    // existing file (above all one the editor did not write: its comments and variants would go)
+    // needs a second click.
+    ImGui::SetNextItemWidth(260);
+    ImGui::InputTextWithHint("##saveas", "save as: path.toml", save_path, sizeof save_path);
+    ImGui::SameLine();
+    if (ImGui::Button("Save as")) {
+        const std::string target = save_path;
+        if (target.empty()) {
+            v.status_line = "type a path to save the layout to";
+        } else if (LayoutModel::save_target(target) == LayoutModel::SaveTarget::kNew) {
+            Status s = model.save_file(target);
+            v.status_line = s ? "saved " + target : s.message();
+        } else {
+            confirm_path_ = target;
+            ImGui::OpenPopup("overwrite?");
+        }
+    }
+    if (ImGui::BeginPopupModal("overwrite?", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+        const bool ours = LayoutModel::save_target(confirm_path_) == LayoutModel::SaveTarget::kEditorFile;
+        ImGui::PushTextWrapPos(420);
+        ImGui::TextWrapped(ours ? "%s exists (written by this editor). Replace it?"
+                                : "%s was not written by this editor: its comments, [variants] and [sweep] would "
+                                  "be lost. Replace it with the resolved layout?",
+                           confirm_path_.c_str());
+        ImGui::PopTextWrapPos();
+        if (ImGui::Button("Replace")) {
+            Status s = model.save_file(confirm_path_);
+            v.status_line = s ? "saved " + confirm_path_ : s.message();
+            ImGui::CloseCurrentPopup();
+        }
+        ImGui::SameLine();
+        if (ImGui::Button("Cancel")) {
+            v.status_line = "not saved";
+            ImGui::CloseCurrentPopup();
+        }
+        ImGui::EndPopup();
+    }
+}
+
 void LayoutPanel::draw(ViewState& v) {
     if (!ImGui::CollapsingHeader("Layout", ImGuiTreeNodeFlags_DefaultOpen)) return;
     RunConfig& c = model.config();
@@ -367,11 +428,8 @@ void LayoutPanel::draw(ViewState& v) {
         Status s = model.load_file(path);
         v.status_line = s ? std::string("loaded ") + path : s.message();
     }
-    ImGui::SameLine();
-    if (ImGui::Button("Save")) {
-        Status s = model.save_file(path);
-        v.status_line = s ? std::string("saved ") + path : s.message();
-    }
+    draw_file_runs(v);
+    draw_save_as(v);
     ImGui::PushTextWrapPos(0);
     for (auto& g : model.general_errors()) ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "%s", g.c_str());
     ImGui::PopTextWrapPos();

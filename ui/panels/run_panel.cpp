@@ -14,8 +14,29 @@ void RunPanel::draw(ViewState& v, RunDriver& driver, LayoutModel& layout) {
     if (ImGui::Button("Start")) {
         Status s = driver.start(layout.config());
         v.status_line = s ? "run started" : s.message();
+        queue.clear();
     }
     ImGui::EndDisabled();
+    // A file with several runs ([variants], [sweep]): "Run all" starts them one after another, as
+    // `thinwire run FILE` does.
+    const auto& runs = layout.file_runs();
+    if (runs.size() > 1) {
+        ImGui::SameLine();
+        ImGui::BeginDisabled(running || !queue.empty());
+        if (ImGui::Button(("Run all " + std::to_string(runs.size())).c_str())) {
+            queue.clear();
+            for (auto& [name, cfg] : runs) queue.push_back(cfg);
+        }
+        ImGui::EndDisabled();
+    }
+    if (!queue.empty() && !running) {
+        Status s = driver.start(queue.front());
+        v.status_line = s ? "run " + queue.front().run.name + " started (" + std::to_string(queue.size() - 1) +
+                                " more to run)"
+                          : queue.front().run.name + ": " + s.message();
+        queue.erase(queue.begin());
+        if (!s) queue.clear();
+    }
     ImGui::SameLine();
     ImGui::BeginDisabled(!running || d.phase != "running");
     if (ImGui::Button("Pause")) driver.pause();
