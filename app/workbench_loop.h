@@ -32,6 +32,7 @@ struct WorkbenchArgs {
     std::string what_if_network;   // --what-if-network: re-time the --open runs for this network profile
     std::string what_if_hardware;  // --what-if-hardware: ... and this hardware profile
     double what_if_efficiency = 0; // --what-if-efficiency (0 = the profile's)
+    double bench_idle_s = 0;       // --bench-idle: measure the idle window's CPU for this long, then exit
 };
 
 // Runs until the window closes, --frames frames have been drawn, or the screenshot is saved.

@@ -2,6 +2,7 @@
 // uses. Headless modes for tests and the README:
 //   thinwire-workbench --db FILE --open RUN --screenshot out.png --frames N   (under xvfb-run)
 //   thinwire-workbench --bench-frames N      (10 runs × 100k points, CPU ms per frame)
+//   thinwire-workbench --bench-idle S        (CPU the idle window uses per second)
 #include <CLI/CLI.hpp>
 #include <GLFW/glfw3.h>
 #include <imgui.h>
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
     app.add_option("--screenshot", a.screenshot, "render --frames frames, save the window as PNG, exit");
     app.add_option("--frames", a.frames, "frames to render before exiting (0 = until closed)");
     app.add_option("--bench-frames", a.bench_frames, "time N frames of 10 runs × 100k points and exit");
+    app.add_option("--bench-idle", a.bench_idle_s, "measure the CPU the idle window uses over S seconds and exit");
     app.add_option("--width", a.width)->capture_default_str();
     app.add_option("--height", a.height)->capture_default_str();
     app.add_option("--tab", a.tab, "first tab: Plots, \"Bytes and time\", Plan or History")->capture_default_str();

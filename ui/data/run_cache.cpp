@@ -186,7 +186,28 @@ std::shared_ptr<const CacheState> RunCache::state() const {
 
 void RunCache::load_now() { refresh(); }
 
+namespace {
+
+// What the History table and the plots show of a run's summary (the heartbeat left out: it
+// changes every few seconds while nothing visible does).
+bool same_summary(const RunSummary& a, const RunSummary& b) {
+    return a.id == b.id && a.name == b.name && a.status == b.status && a.finished_at == b.finished_at &&
+           a.last_step == b.last_step && a.last_train_loss == b.last_train_loss && a.last_val_loss == b.last_val_loss &&
+           a.reason == b.reason && a.notes == b.notes && a.tags == b.tags && a.group == b.group;
+}
+
+// Nothing the UI draws differs: the window need not redraw (its idle frames are skipped).
+bool same_state(const CacheState& a, const CacheState& b) {
+    if (a.error != b.error || a.runs.size() != b.runs.size() || a.loaded != b.loaded) return false;
+    for (size_t i = 0; i < a.runs.size(); ++i)
+        if (!same_summary(a.runs[i], b.runs[i])) return false;
+    return true;
+}
+
+}  // namespace
+
 void RunCache::refresh() {
+    std::lock_guard<std::mutex> refreshing(refresh_mu_);  // load_now() and the loop's thread
     auto next = std::make_shared<CacheState>();
     std::set<int64_t> wanted;
     std::shared_ptr<const CacheState> prev;
@@ -195,9 +216,15 @@ void RunCache::refresh() {
         wanted = wanted_;
         prev = state_;
     }
-    auto store = RunStore::open(db_path_);
+    // One connection for the window's life (reopened after a failure), not one per refresh.
+    if (!store_) {
+        auto opened = RunStore::open(db_path_);
+        if (opened) store_ = std::make_unique<RunStore>(std::move(*opened));
+        else next->error = opened.message();
+    }
+    RunStore* store = store_.get();
     if (!store) {
-        next->error = store.message();
+        // next->error says why
     } else if (auto lost = mark_lost_runs(*store); !lost) {  // a dead coordinator's run is interrupted
         next->error = lost.message();
     } else if (auto runs = store->list_runs(); !runs) {
@@ -216,7 +243,13 @@ void RunCache::refresh() {
             else next->error = d.message();
         }
     }
+    if (!next->error.empty()) store_.reset();  // try a fresh connection next time
+    // A running run reloads every refresh: its new state is published even when equal, so a live
+    // plot never misses a point; otherwise the previous state stays (same pointer: no redraw).
+    bool running = false;
+    for (auto& [id, d] : next->loaded) running = running || d->summary.status == RunStatus::kRunning;
     std::lock_guard<std::mutex> lock(mu_);
+    if (!running && wanted == wanted_ && same_state(*next, *prev)) return;
     state_ = next;
 }
 

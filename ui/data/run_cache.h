@@ -70,6 +70,8 @@ private:
 
     std::string db_path_;
     double refresh_s_;
+    std::mutex refresh_mu_;             // one refresh at a time; guards store_
+    std::unique_ptr<RunStore> store_;   // opened at the first refresh, kept
     mutable std::mutex mu_;
     std::condition_variable cv_;
     std::set<int64_t> wanted_;
