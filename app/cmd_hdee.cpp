@@ -1,4 +1,4 @@
-// `thinwire hdee FILE [--set k=v]... [--data-root DIR]`: HDEE (METHODS.md §9, docs/hdee.md) as a
+// `thinwire hdee FILE [--set k=v]... [--data-root DIR]`: HDEE (docs/methods.md §9, docs/hdee.md) as a
 // short alias of `thinwire run FILE`. The file's [hdee] section makes the run's nodes experts (one
 // per ensemble and domain, core/hdee_plan.h); they train alone, score the shared evaluation
 // documents and send their log-probabilities up, and the coordinator combines them
@@ -30,7 +30,7 @@ int run_hdee(const Globals& g, const HdeeArgs& a) {
 }  // namespace
 
 Command add_hdee(CLI::App& app, const Globals& g) {
-    auto* sub = app.add_subcommand("hdee", "HDEE domain-expert ensembles at equal compute (METHODS.md §9): "
+    auto* sub = app.add_subcommand("hdee", "HDEE domain-expert ensembles at equal compute (docs/methods.md §9): "
                                            "`thinwire run` for a layout with an [hdee] section");
     auto args = std::make_shared<HdeeArgs>();
     sub->add_option("file", args->file, "TOML run layout with an [hdee] section, e.g. experiments/hdee.toml")

@@ -1,5 +1,5 @@
 // `thinwire skippipe FILE [--set k=v]... [--full]`: a short alias of `thinwire run FILE` for SkipPipe
-// layouts (METHODS.md §8, docs/skippipe.md). The run goes the one way every run goes: layout →
+// layouts (docs/methods.md §8, docs/skippipe.md). The run goes the one way every run goes: layout →
 // coordinator → S·N SkipPipe nodes (engine/worker/skippipe_worker.h) → metric stream → store.
 // `--full` is `--set skippipe.full=true` (the full-pipeline baseline) with "-full" added to the name.
 #include <CLI/CLI.hpp>
@@ -34,7 +34,7 @@ int run_skippipe(const Globals& g, const SkipArgs& a) {
 }  // namespace
 
 Command add_skippipe(CLI::App& app, const Globals& g) {
-    auto* sub = app.add_subcommand("skippipe", "SkipPipe partial pipelines on nodes (METHODS.md §8): `run` for a "
+    auto* sub = app.add_subcommand("skippipe", "SkipPipe partial pipelines on nodes (docs/methods.md §8): `run` for a "
                                                "[skippipe] layout");
     auto args = std::make_shared<SkipArgs>();
     sub->add_option("file", args->file, "TOML layout with a [skippipe] section")->required();

@@ -19,7 +19,7 @@ void keep_freed_memory() {
 
 int main(int argc, char** argv) {
     keep_freed_memory();
-    CLI::App app{"thinwire — pre-training language models over thin wires"};
+    CLI::App app{"thinwire — pre-training language models over thin wires (see docs/ in the source tree)"};
     app.require_subcommand(1);
     tw::cli::Globals g;
     app.set_version_flag("--version", std::string("thinwire ") + tw::cli::thinwire_version());

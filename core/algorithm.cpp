@@ -10,7 +10,7 @@ namespace {
 
 using Problems = std::vector<std::string>;
 
-// SparseLoCo (METHODS.md §3): the Top-k count must split into pairs (12-bit positions travel two
+// SparseLoCo (docs/methods.md §3): the Top-k count must split into pairs (12-bit positions travel two
 // in three bytes) and fit a chunk.
 void check_sparseloco(const RunConfig& c, Problems& p) {
     if (c.outer.topk_k % 2 != 0 || c.outer.topk_k > c.outer.topk_chunk * c.outer.topk_chunk)

@@ -20,7 +20,7 @@ namespace tw {
 
 enum class Algorithm : int {
     kNone,             // one node, no synchronisation (`thinwire train`)
-    kDdp,              // gradients all-reduced every step (METHODS.md §1)
+    kDdp,              // gradients all-reduced every step (docs/methods.md §1)
     kDiLoCo,           // dense pseudo-gradients every H steps, outer Nesterov (§2)
     kSparseLoCo,       // Top-k + 2-bit pseudo-gradients with error feedback (§3)
     kStreamingDiLoCo,  // fragments synced in turn, overlapped, quantised (§4)

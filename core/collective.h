@@ -1,4 +1,4 @@
-// The byte-level collective an outer algorithm receives (ARCHITECTURE.md: the engine never opens a
+// The byte-level collective an outer algorithm receives (docs/architecture.md §1: the engine never opens a
 // socket). remote/ implements it over ZeroMQ; every byte that crosses a link is counted here.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 namespace tw {
 
-// Link classes of METHODS.md §10; values reach the DB as metric names, so keep them stable.
+// Link classes of docs/methods.md §10; values reach the DB as metric names, so keep them stable.
 enum class LinkClass : uint8_t { kIntraReplica = 0, kInterStage = 1, kOuterSync = 2 };
 
 inline const char* to_string(LinkClass c) {

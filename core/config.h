@@ -8,7 +8,7 @@
 
 namespace tw {
 
-// [model] — LLaMA-style decoder, METHODS.md §0. `preset` fills the shape; explicit keys override it.
+// [model] — LLaMA-style decoder, docs/methods.md §0. `preset` fills the shape; explicit keys override it.
 struct ModelConfig {
     std::string preset = "tiny";  // tiny | small | base | paper178m | paper1b | llama8b
     int64_t vocab_size = 0;       // 0 = take it from the tokenizer / shards
@@ -73,18 +73,18 @@ struct OuterConfig {
     // (core/algorithm.h), filled in when the config is parsed: ring for diloco and streaming_diloco,
     // mesh for noloco (which takes ring too), mesh only for sparseloco and demo (sparse payloads).
     std::string topology;
-    // SparseLoCo (METHODS.md §3)
+    // SparseLoCo (docs/methods.md §3)
     int64_t topk_chunk = 64;         // chunk side: 64×64 blocks for matrices, runs of 64² for vectors
     int64_t topk_k = 64;             // kept entries per full chunk (even); density = topk_k / topk_chunk²
     double ef_beta = 0.95;           // β, error-feedback decay
     std::string aggregation = "mean_over_replicas";  // mean_over_replicas | mean_over_selectors
     bool clip_median = false;        // scale each replica's values to at most the median L2 norm
-    // Streaming DiLoCo (METHODS.md §4)
+    // Streaming DiLoCo (docs/methods.md §4)
     int64_t fragments = 3;           // F: fragments of the blocks, one syncs every H/F steps
     std::string fragment_order = "sequential";  // sequential (contiguous layers) | strided (every F-th)
     int64_t overlap_steps = 0;       // τ < H/F: inner steps that run while a fragment's exchange is in flight
     double mix_alpha = 0.0;          // α: local fragment ← (1−α)·global + α·local
-    // NoLoCo (METHODS.md §5)
+    // NoLoCo (docs/methods.md §5)
     int64_t group_size = 2;          // g: replicas per random group
     // DeMo (docs/demo.md): momentum, chunked DCT, Top-k coefficients on the wire, sign update
     int64_t demo_chunk = 64;         // s: chunk side: s×s tiles (2-D DCT) for matrices, runs of s (1-D) otherwise
@@ -106,7 +106,7 @@ struct OuterConfig {
     double round_deadline_s = 0;
 };
 
-// [network] — simulated links (METHODS.md §10); overrides of 0 keep the profile's value.
+// [network] — simulated links (docs/methods.md §10); overrides of 0 keep the profile's value.
 struct NetworkConfig {
     std::string profile = "wan-1g";  // datacenter | wan-1g | wan-100m | home-20m
     double outer_bandwidth_bps = 0;  // override for the outer-sync link (between replicas)
@@ -136,7 +136,7 @@ struct ComputeConfig {
     std::vector<double> node_speed;     // per replica (outer.replicas entries): rate multiplier, > 0; empty = all 1
 };
 
-// [cluster] — where the nodes run and how they form replicas (ARCHITECTURE.md "Processes").
+// [cluster] — where the nodes run and how they form replicas (docs/architecture.md §3).
 struct ClusterConfig {
     std::string mode = "threads";        // threads (inproc://) | local (child processes, tcp loopback) | remote
     std::vector<std::string> endpoints;  // remote: control endpoints of running `thinwire node`s, tcp://HOST:PORT
@@ -162,7 +162,7 @@ struct ClusterConfig {
     int64_t spares = 0;
 };
 
-// [pipeline] — pipeline replicas and their compressed boundaries (METHODS.md §5–§7); read when
+// [pipeline] — pipeline replicas and their compressed boundaries (docs/methods.md §5–§7); read when
 // cluster.stages > 1. The last `replicas` of outer.replicas are pipelines of cluster.stages nodes
 // (one stage each); the others are full replicas (whole model, one node).
 struct PipelineConfig {
@@ -175,9 +175,9 @@ struct PipelineConfig {
     std::string coord_dtype = "fp32";    // fp32 | bf16 | int8: subspace coordinates on the wire
     std::string constraint = "project";  // project (W ← U·Uᵀ·W after each step) | reparam (W = U·Z, Z trained;
                                          // pipeline stages only, implies AD1; AD5 full replicas project)
-    double frozen_std = 1.0;             // std of the frozen embedding T_fixed (METHODS.md §6: N(0, 1))
+    double frozen_std = 1.0;             // std of the frozen embedding T_fixed (docs/methods.md §6: N(0, 1))
     std::string routing = "fixed";       // fixed (own replica's next stage) | random (NoLoCo: a seeded random replica's)
-    // Heterogeneous SparseLoCo adaptations (METHODS.md §7): any of ad1 ad2 ad3 ad5 ad6
+    // Heterogeneous SparseLoCo adaptations (docs/methods.md §7): any of ad1 ad2 ad3 ad5 ad6
     std::vector<std::string> adaptations = {"ad1", "ad2", "ad6"};
 
     bool has(const std::string& ad) const {
@@ -187,7 +187,7 @@ struct PipelineConfig {
     }
 };
 
-// [skippipe] — SkipPipe (METHODS.md §8, docs/skippipe.md): partial pipelines on S·N nodes, node (s, n)
+// [skippipe] — SkipPipe (docs/methods.md §8, docs/skippipe.md): partial pipelines on S·N nodes, node (s, n)
 // holding stage s for "replica" n. Off unless `stages` ≥ 2; then every node of the run is a SkipPipe
 // stage node and outer.algorithm stays "none" (the holders of a stage average its gradients every
 // step themselves). Keys whose default depends on others are filled in when the config is parsed
@@ -211,7 +211,7 @@ struct SkipPipeConfig {
     bool enabled() const { return stages >= 2; }
 };
 
-// [hdee] — HDEE expert ensembles (METHODS.md §9, docs/hdee.md; planning in core/hdee_plan.h).
+// [hdee] — HDEE expert ensembles (docs/methods.md §9, docs/hdee.md; planning in core/hdee_plan.h).
 // Active when `domains` is set: the run's nodes are then experts, one per (ensemble, domain) for the
 // three ensembles homogeneous, hetero_size and hetero_steps, each training alone on its domain's
 // genres. The homogeneous experts train train.steps steps at homogeneous_d_ff and set the FLOPs

@@ -1,4 +1,4 @@
-// HDEE's ensemble rules (METHODS.md §9; docs/hdee.md) as plain arithmetic over per-token
+// HDEE's ensemble rules (docs/methods.md §9; docs/hdee.md) as plain arithmetic over per-token
 // log-probabilities, Torch-free: the coordinator combines what the expert nodes send up
 // (ExpertScores, the `scores` stream message of remote/protocol.h). A "sequence" is one loader
 // window: T predicted tokens with the window's own prefix as context, so the posterior restarts at

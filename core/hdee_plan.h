@@ -1,4 +1,4 @@
-// HDEE planning (Ersoy et al., arXiv 2502.19385; METHODS.md §9; docs/hdee.md), Torch-free: the
+// HDEE planning (Ersoy et al., arXiv 2502.19385; docs/methods.md §9; docs/hdee.md), Torch-free: the
 // coordinator turns a config's [hdee] section into expert nodes once, before any node trains.
 //
 // Three ensembles of one expert per domain: "homogeneous" (every expert the same width, train.steps

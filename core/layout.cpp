@@ -80,7 +80,7 @@ std::vector<NodeRole> pipeline_roles(const RunConfig& cfg, const std::vector<Nod
     return roles;
 }
 
-// Roles of a SkipPipe run (METHODS.md §8): S·N nodes, node (s, n) at index n·S + s holds stage s for
+// Roles of a SkipPipe run (docs/methods.md §8): S·N nodes, node (s, n) at index n·S + s holds stage s for
 // replica n; all of them are one data-plane mesh (micro-batches hop to any replica's next stage, and
 // the N holders of a stage average its gradients every step).
 std::vector<NodeRole> skippipe_roles(const RunConfig& cfg, const std::vector<NodeEndpoints>& eps) {

@@ -16,7 +16,7 @@ struct MetricRecord {
     int64_t step = 0;        // inner optimizer step (1-based after the step completed)
     int64_t outer_step = -1; // outer round, -1 when not applicable
     double wall_s = 0;       // seconds since the run started, real clock
-    double sim_s = 0;        // simulated seconds (METHODS.md §10); equals wall_s when nothing is simulated
+    double sim_s = 0;        // simulated seconds (docs/methods.md §10); equals wall_s when nothing is simulated
     std::string name;
     double value = 0;
 };

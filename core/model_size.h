@@ -1,4 +1,4 @@
-// Sizes of the model family (METHODS.md §0) computed from its config alone, without building it.
+// Sizes of the model family (docs/methods.md §0) computed from its config alone, without building it.
 // Torch-free so the coordinator can plan compute budgets (core/hdee_plan.h); the engine's model
 // (engine/model/llama.h) is the reference they count.
 #pragma once

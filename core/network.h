@@ -1,4 +1,4 @@
-// The network and time model of METHODS.md §10: per link class a bandwidth and a latency; a
+// The network and time model of docs/methods.md §10: per link class a bandwidth and a latency; a
 // message costs latency + 8·bytes/bandwidth of simulated time.
 #pragma once
 

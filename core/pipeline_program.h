@@ -2,7 +2,7 @@
 // simulated clock: receive a payload, run a compute segment, send a payload. The pipeline worker's
 // executor walks this list to train (engine/pipeline/executor.h), and re-timing walks the same
 // list over a stored trace (core/timeline.h), so the live clock and the re-timed one follow one
-// order of operations (METHODS.md §10: bubbles and exposed transfers are idle time).
+// order of operations (docs/methods.md §10: bubbles and exposed transfers are idle time).
 //
 // Pure functions of the config; Torch-free; thread-safe.
 #pragma once
@@ -46,7 +46,7 @@ struct StageEvent {
 // of the replica and received from each, in stage order; then the optimizer step.
 std::vector<StageEvent> stage_iteration(const RunConfig& cfg, int replica, int stage, int64_t iteration);
 
-// AD2 on a compressed pipeline replica (METHODS.md §7): after every outer round (and, except under
+// AD2 on a compressed pipeline replica (docs/methods.md §7): after every outer round (and, except under
 // SparseLoCo, once before the first step) stage 0 sends T_fixed's update to every later stage of
 // its replica, which waits for it. Empty when the replica's stages need no such message.
 std::vector<StageEvent> frozen_table_events(const RunConfig& cfg, int replica, int stage);

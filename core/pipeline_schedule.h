@@ -1,5 +1,5 @@
 // Pipeline schedules (GPipe, Huang et al., arXiv 1811.06965; 1F1B / PipeDream-flush, Narayanan et al.,
-// arXiv 2006.09503) and their simulated time under the clock rules of METHODS.md §10.
+// arXiv 2006.09503) and their simulated time under the clock rules of docs/methods.md §10.
 //
 // A pipeline replica of S stages runs m micro-batches per iteration. Each stage is one node that runs
 // one op (a forward or a backward of one micro-batch) at a time, in the fixed order stage_ops gives;

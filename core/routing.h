@@ -1,5 +1,5 @@
 // NoLoCo's random routing of micro-batches between pipeline replicas (Kolehmainen et al., arXiv
-// 2506.10911), METHODS.md §5: instead of a fixed pipeline per replica, every micro-batch leaving a
+// 2506.10911), docs/methods.md §5: instead of a fixed pipeline per replica, every micro-batch leaving a
 // stage-s node goes to the stage-(s+1) node of a random replica, and its gradient returns the same
 // way. Every node computes the same permutation from shared integers, so routing needs no message.
 #pragma once

@@ -1,4 +1,4 @@
-// One node's simulated clock (METHODS.md §10). Every worker advances one live (compute segments,
+// One node's simulated clock (docs/methods.md §10). Every worker advances one live (compute segments,
 // messages on a link, waits for peers, synchronisation rounds), and re-timing replays stored
 // traces through the same object (core/timeline.h), so a run re-timed on the network it ran on
 // reproduces its recorded clocks bit for bit: there is one copy of the arithmetic.

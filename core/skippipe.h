@@ -1,4 +1,4 @@
-// SkipPipe (Blagoev et al., arXiv 2502.19913), METHODS.md §8: partial pipelines in which every
+// SkipPipe (Blagoev et al., arXiv 2502.19913), docs/methods.md §8: partial pipelines in which every
 // micro-batch visits only L of the S stages, scheduled over N replicas' nodes so that no node runs
 // two ops at once or holds more micro-batches than its memory allows.
 //

@@ -50,7 +50,7 @@ private:
     std::variant<T, Status> v_;
 };
 
-// Thrown only at the boundaries STYLE.md names (main, worker top, command handler) to carry a Status.
+// Thrown only at the boundaries docs/style.md §3 names (main, worker top, command handler) to carry a Status.
 struct Error : std::exception {
     explicit Error(std::string m) : message(std::move(m)) {}
     const char* what() const noexcept override { return message.c_str(); }

@@ -1,4 +1,4 @@
-// Re-timing a finished run for another network (METHODS.md §10): loss per step does not depend on
+// Re-timing a finished run for another network (docs/methods.md §10): loss per step does not depend on
 // bandwidth, so a run's simulated timeline follows from what its nodes stored — per-step compute,
 // per-round bytes, and for pipeline stages every compute segment and message — replayed through
 // the clock the workers advanced live (core/sim_clock.h), in the order the workers ran them

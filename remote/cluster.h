@@ -1,4 +1,4 @@
-// Nodes this process brings up for a run (ARCHITECTURE.md "Local clusters"): node servers on
+// Nodes this process brings up for a run (docs/architecture.md §3): node servers on
 // threads of this process over inproc://, or `thinwire node` child processes on loopback TCP.
 // A remote cluster is just a list of endpoints and needs nothing from here.
 #pragma once

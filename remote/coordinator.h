@@ -1,4 +1,4 @@
-// The coordinator (ARCHITECTURE.md "Processes"): a library the CLI and the workbench share. It
+// The coordinator (docs/architecture.md §2): a library the CLI and the workbench share. It
 // greets the nodes of a cluster, configures each with its role, relays start/pause/resume/stop,
 // sends heartbeats, and turns the nodes' metric streams into calls on a sink. It never blocks
 // longer than the timeout given to poll(), so a GUI can call it every frame.

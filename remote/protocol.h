@@ -1,4 +1,4 @@
-// The node control protocol (ARCHITECTURE.md "Processes"): coordinator DEALER → node ROUTER for
+// The node control protocol (docs/architecture.md §2): coordinator DEALER → node ROUTER for
 // commands and replies, node PUB → coordinator SUB for heartbeats, metrics, events and the end.
 //
 // Wire: a message is one header frame, a JSON object {"v": kProtocolVersion, "kind": "...", ...},

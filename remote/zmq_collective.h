@@ -6,7 +6,7 @@
 // messages queue per sender; rounds are buffered by number. Only payload bytes are counted; the
 // header is the transport's framing, listed separately by header_bytes().
 //
-// Hostile input (ARCHITECTURE.md "hostile by default"): a frame that is malformed, carries another
+// Hostile input (docs/style.md §4): a frame that is malformed, carries another
 // run's token, comes from a key that is not the claimed member's, belongs to a round already
 // gathered, repeats one, or comes from outside the round's group is dropped, counted and reported
 // through MeshOptions::on_event; the run goes on. With CURVE keys only the run's members can

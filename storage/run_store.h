@@ -1,4 +1,4 @@
-// RunStore: the runs, their nodes, metrics and events in one SQLite file (ARCHITECTURE.md "Persistence").
+// RunStore: the runs, their nodes, metrics and events in one SQLite file (docs/architecture.md §5).
 #pragma once
 
 #include <cstdint>

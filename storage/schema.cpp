@@ -1,4 +1,4 @@
-// Schema migrations for the run store; migration 1 is the v1 schema of ARCHITECTURE.md "Persistence".
+// Schema migrations for the run store; migration 1 is the v1 schema (docs/architecture.md §5).
 #include "storage/schema.h"
 
 namespace tw {

@@ -71,7 +71,7 @@ Result<Database> Database::open(const std::string& path) {
                                        "', WAL is required (is the file on a filesystem without shared memory?)");
     }
     // In WAL mode NORMAL never corrupts the file and a process crash loses no committed transaction;
-    // only a power loss can drop the last commits, which is the trade ARCHITECTURE.md accepts.
+    // only a power loss can drop the last commits, which is the trade docs/architecture.md §5 accepts.
     if (Status s = db.exec("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON"); !s) {
         return Result<Database>::error("cannot open database '" + path + "': " + s.message());
     }

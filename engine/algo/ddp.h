@@ -1,4 +1,4 @@
-// DDP: gradients all-reduced every step, METHODS.md §1.
+// DDP: gradients all-reduced every step, docs/methods.md §1.
 //
 // Each replica computes gradients on its own part of the global batch; GradAllReduce averages them
 // over all replicas with one c10d all-reduce (ProcessGroupGloo on CPU; ProcessGroupNCCL when thinwire
@@ -80,7 +80,7 @@ public:
     // `size` ranks: core/ring_schedule.h's split and schedule (sizes differ by at most one element,
     // earlier chunks larger; in reduce-scatter step s (0..size−2) rank r sends chunk (r − s) mod size,
     // in all-gather step s chunk (r + 1 − s) mod size). Summed over ranks this is exactly
-    // 2·(size−1)·numel·elem_bytes, i.e. METHODS.md's 2·(R−1)/R·P·b per replica on average.
+    // 2·(size−1)·numel·elem_bytes, i.e. docs/methods.md §1's 2·(R−1)/R·P·b per replica on average.
     static uint64_t ring_allreduce_bytes(int64_t numel, int elem_bytes, int size, int rank);
 
 private:

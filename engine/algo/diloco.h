@@ -1,4 +1,4 @@
-// DiLoCo (Douillard et al., arXiv 2311.08105), METHODS.md §2: every H inner steps each replica
+// DiLoCo (Douillard et al., arXiv 2311.08105), docs/methods.md §2: every H inner steps each replica
 // sends its pseudo-gradient Δ_r = θ − θ_r, all replicas average them and take one outer Nesterov
 // step with PyTorch semantics:  b ← μ·b + Δ̄;  θ ← θ − η·(Δ̄ + μ·b);  then θ_r ← θ.
 // The inner optimizer's state is left alone (kept across rounds). With guard_ratio > 0 each Δ_r whose

@@ -1,4 +1,4 @@
-// DiLoCo (Douillard et al., arXiv 2311.08105), METHODS.md §2, as an OuterAlgorithm: fp32/bf16 on
+// DiLoCo (Douillard et al., arXiv 2311.08105), docs/methods.md §2, as an OuterAlgorithm: fp32/bf16 on
 // the wire run the DiLoCo class (diloco.h) every H steps; int8/fp4 run Streaming DiLoCo with one
 // fragment, τ = 0, α = 0, which is exactly DiLoCo with the codec applied per tensor. Its registry
 // row (registry.cpp) points at the two functions below.

@@ -1,4 +1,4 @@
-// NoLoCo (Kolehmainen et al., arXiv 2506.10911), METHODS.md §5: no collective over all replicas; every
+// NoLoCo (Kolehmainen et al., arXiv 2506.10911), docs/methods.md §5: no collective over all replicas; every
 // H steps each replica averages with a small random group instead.
 //
 // Replica i keeps fast weights θ_i (the live parameters), slow weights φ_i and momentum δ_i. Every

@@ -1,5 +1,5 @@
 // The OuterAlgorithm interface's shared parts: the global-weights swap for evaluation and the
-// round agreement (METHODS.md §2–§5). Construction is the registry's (registry.cpp).
+// round agreement (docs/methods.md §2–§5, §11). Construction is the registry's (registry.cpp).
 #include "engine/algo/outer.h"
 
 #include <torch/torch.h>

@@ -1,4 +1,4 @@
-// The interface every outer algorithm implements for the replica worker (METHODS.md §2–§5):
+// The interface every outer algorithm implements for the replica worker (docs/methods.md §2–§5, §11):
 // after each inner step the worker calls after_step(); the algorithm does whatever it does at that
 // step (most steps: nothing) over the byte-level Collective, and reports what crossed the wire and
 // whose clocks it waited for, so the worker can advance the node's simulated clock by one rule.
@@ -40,7 +40,7 @@ struct AgreedState {
 };
 
 // Adaptations a worker attaches to whatever outer algorithm it holds: heterogeneous SparseLoCo's AD
-// switches (METHODS.md §7) keep subspace-constrained replicas inside their subspace through the
+// switches (docs/methods.md §7) keep subspace-constrained replicas inside their subspace through the
 // algorithm's rounds. Empty hooks change nothing.
 struct RoundHooks {
     // AD3: runs on each tensor's outer-gradient buffer (SparseLoCo: the error feedback after

@@ -1,4 +1,4 @@
-// SparseLoCo (Sarfi et al., arXiv 2508.15706), METHODS.md §3: error feedback, chunked Top-k and 2-bit
+// SparseLoCo (Sarfi et al., arXiv 2508.15706), docs/methods.md §3: error feedback, chunked Top-k and 2-bit
 // values instead of DiLoCo's dense pseudo-gradients and outer momentum.
 //
 // Every H inner steps, per replica r and per parameter tensor:
@@ -46,7 +46,7 @@ struct SparseLoCoConfig {
     Topology topology = Topology::kMesh;  // mesh or hub (core/topology.h)
 };
 
-// Heterogeneous SparseLoCo's hooks (METHODS.md §7) are the outer-algorithm interface's RoundHooks
+// Heterogeneous SparseLoCo's hooks (docs/methods.md §7) are the outer-algorithm interface's RoundHooks
 // (engine/algo/outer.h); SparseLoCo runs all three.
 using SparseLoCoHooks = RoundHooks;
 

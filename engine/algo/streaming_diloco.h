@@ -1,4 +1,4 @@
-// Streaming DiLoCo (Douillard et al., arXiv 2501.18512), METHODS.md §4: DiLoCo one fragment at a time,
+// Streaming DiLoCo (Douillard et al., arXiv 2501.18512), docs/methods.md §4: DiLoCo one fragment at a time,
 // with the exchange overlapped with τ inner steps and quantised outer gradients.
 //
 // The blocks are split into F fragments, `sequential` (contiguous layers) or `strided` (layer at

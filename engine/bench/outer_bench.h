@@ -1,4 +1,4 @@
-// Per-round cost of a DiLoCo outer step (METHODS.md §2) outside communication: R replicas of one
+// Per-round cost of a DiLoCo outer step (docs/methods.md §2) outside communication: R replicas of one
 // model run as threads over the Collectives the caller hands in (the engine never opens a socket),
 // and DiLoCo::last_timings() splits every round into encode, all-gather and apply.
 #pragma once

@@ -1,4 +1,4 @@
-// Outer-sync payload codecs (METHODS.md §3, §4): dense fp32 / bf16, int8, fp4 (E3M0) and
+// Outer-sync payload codecs (docs/methods.md §3, §4): dense fp32 / bf16, int8, fp4 (E3M0) and
 // SparseLoCo's chunked Top-k + 2-bit quantiser. Wire layouts are written down in codec.h.
 // Hot loops read and write raw fp32 / byte buffers (one core; no per-chunk tensors).
 #include "engine/codec/codec.h"

@@ -1,4 +1,4 @@
-// Codecs for outer-sync payloads (METHODS.md §3, §4): pure functions over fp32 tensors with an
+// Codecs for outer-sync payloads (docs/methods.md §3, §4): pure functions over fp32 tensors with an
 // exact wire size. Every byte a codec writes is counted by the transport, so wire_bytes() must
 // equal what encode() appends, to the byte. Each codec's wire layout is written down in its
 // section below. Errors are values: NaN or Inf input, a truncated or malformed payload.
@@ -48,7 +48,7 @@ public:
 //   a finite value that rounds to ±Inf in bf16 is an error).
 // int8: fp32 scale s = max|x| / 127 (s = 0 for all-zero input), then round_half_even(x / s)
 //   clamped to [−127, 127] as int8 → 4 + n bytes; decode v = s·q (fp32 accumulation).
-// fp4 (E3M0, METHODS.md §4): fp32 scale s = max|x|, then per value a 4-bit code: sign bit + 3-bit
+// fp4 (E3M0, docs/methods.md §4): fp32 scale s = max|x|, then per value a 4-bit code: sign bit + 3-bit
 //   exponent e in 0..7, magnitude s·2^(e−7) (e = 0 → exact zero), nearest in log2 space
 //   (ties to the larger magnitude); two codes per byte, low nibble first → 4 + ceil(n / 2) bytes.
 //   Precisely: e = how many of the thresholds t_1 = s·2^−7 (half the smallest level: zero has no
@@ -60,7 +60,7 @@ std::unique_ptr<Codec> make_int8_codec();
 std::unique_ptr<Codec> make_fp4_codec();
 
 // ---------------------------------------------------------------------------------------------
-// SparseLoCo (METHODS.md §3): chunked Top-k, then the 2-bit statistical quantiser.
+// SparseLoCo (docs/methods.md §3): chunked Top-k, then the 2-bit statistical quantiser.
 // Chunks: a 2-D tensor [R, C] is cut into block × block tiles (row-major over tiles; edge tiles
 //   smaller), any other tensor is flattened into runs of block² elements (the last shorter).
 //   A chunk of n elements keeps k_n = min(n, k) if n is a full chunk, else the even number

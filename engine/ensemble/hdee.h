@@ -1,4 +1,4 @@
-// HDEE, heterogeneous domain expert ensembles (Ersoy et al., arXiv 2502.19385; METHODS.md §9;
+// HDEE, heterogeneous domain expert ensembles (Ersoy et al., arXiv 2502.19385; docs/methods.md §9;
 // docs/hdee.md): the engine's part. Experts are trained independently, one per node, and meet only
 // on the coordinator, which combines their per-token log-probabilities (core/hdee_mixture.h; the
 // plan and the domain split's rule are core/hdee_plan.h). Here: scoring windows with a trained

@@ -1,4 +1,4 @@
-// LLaMA-style decoder (METHODS.md §0): RoPE, RMSNorm, SwiGLU, causal attention, tied or untied head.
+// LLaMA-style decoder (docs/methods.md §0): RoPE, RMSNorm, SwiGLU, causal attention, tied or untied head.
 // The same module class is the whole model and any contiguous stage of it: a stage is built
 // with a layer range, and every parameter is initialised from a generator seeded by (seed, name),
 // so a stage built alone on another node holds exactly the full model's slice.
@@ -27,7 +27,7 @@ struct StageSpec {
 // Requires 1 <= n_stages <= n_layer.
 StageSpec stage_spec(const ModelConfig& cfg, int64_t stage, int64_t n_stages);
 
-// SkipPipe's split (METHODS.md §8): stage 0 holds the embedding, its blocks AND the final norm and head
+// SkipPipe's split (docs/methods.md §8): stage 0 holds the embedding, its blocks AND the final norm and head
 // (every path starts and ends there); stage s > 0 holds its blocks only. The blocks are
 // stage_spec(cfg, s, n_stages)'s; the ends are written in StageSpec's own terms (has_embedding: stage 0,
 // has_head: the last of n_stages): stage 0 as {0, 1, ...} (first and last), stage s as {s, n_stages + 1, ...}
@@ -56,13 +56,13 @@ public:
     // Mean next-token cross-entropy of a [B, T+1] window (whole model only).
     torch::Tensor loss(const torch::Tensor& window);
 
-    // Subspace-compressed pipelines (METHODS.md §6): a frozen token embedding T_fixed [V, d], added
+    // Subspace-compressed pipelines (docs/methods.md §6): a frozen token embedding T_fixed [V, d], added
     // to the trainable one where the model embeds (stage 0). A buffer, never a parameter: it is not
     // trained and not synced. Undefined (the default) = no frozen embedding.
     void set_frozen_embedding(torch::Tensor t_fixed);
     torch::Tensor& frozen_embedding() { return frozen_emb_; }
 
-    // SkipPipe (METHODS.md §8), whole model only: the embedding, then the blocks of stages `path`
+    // SkipPipe (docs/methods.md §8), whole model only: the embedding, then the blocks of stages `path`
     // of an n_stages split in that order (stages may be left out or swapped), then norm and head.
     // ids [B, T] → logits [B, T, V].
     torch::Tensor forward_path(const torch::Tensor& ids, const std::vector<int64_t>& path, int64_t n_stages);

@@ -1,4 +1,4 @@
-// How one pipeline boundary travels (METHODS.md §6): what the stage before it encodes its output
+// How one pipeline boundary travels (docs/methods.md §6): what the stage before it encodes its output
 // into and the stage after it decodes, and the same for the gradient going back. A stage owns one
 // codec per boundary it touches (engine/pipeline/stage.h); both ends of a boundary build equal ones
 // from the config.

@@ -1,4 +1,4 @@
-// Heterogeneous SparseLoCo's bookkeeping (METHODS.md §7): which stage a parameter belongs to, which
+// Heterogeneous SparseLoCo's bookkeeping (docs/methods.md §7): which stage a parameter belongs to, which
 // subspace each replica's writers are kept in, and the view of the mesh one stage's holders sync over.
 #pragma once
 

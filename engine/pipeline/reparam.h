@@ -1,4 +1,4 @@
-// The `reparam` constraint (METHODS.md §6): a constrained residual writer W [d, in] is held as
+// The `reparam` constraint (docs/methods.md §6): a constrained residual writer W [d, in] is held as
 // U·Z with Z [k, in] its coordinates in the subspace span(U) (U [d, k], orthonormal columns); the
 // embedding W [V, d] as Z·Uᵀ with Z [V, k]. Z is what the inner optimizer steps; W stays the tensor
 // the model uses and the outer algorithm syncs, rebuilt from Z after every step.

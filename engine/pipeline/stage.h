@@ -1,4 +1,4 @@
-// One pipeline stage's compute, one micro-batch at a time (METHODS.md §6): the model slice, the
+// One pipeline stage's compute, one micro-batch at a time (docs/methods.md §6): the model slice, the
 // codecs of its two boundaries, and what it keeps between a micro-batch's forward and backward.
 // It moves no bytes itself: the pipeline worker (engine/worker/pipeline_worker) carries the
 // payloads over the data plane, and the tests chain stages directly.

@@ -1,5 +1,5 @@
 // Subspace-compressed pipeline boundaries, Protocol Models / Subspace Networks, arXiv 2506.01260
-// (METHODS.md §6, and AD2/AD3 of §7).
+// (docs/methods.md §6, and AD2/AD3 of §7).
 //
 // Every node derives the same orthonormal basis U [d, k] and frozen token embedding T_fixed [V, d]
 // from a seed. While the residual-stream writers of the compressed stages (the trainable embedding

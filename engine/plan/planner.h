@@ -49,7 +49,7 @@ struct Plan {
     Timeline timeline;  // the replay, nodes in order
     double utilisation() const;       // Σ compute / Σ (compute + exposed): bubbles and transfers count
     double sync_utilisation() const;  // Σ compute / Σ (compute + sync_exposed): the paper's measure
-                                      // (METHODS.md §7), outer-sync waits only
+                                      // (docs/methods.md §7), outer-sync waits only
     double sim_s() const;           // the latest node's clock
 };
 

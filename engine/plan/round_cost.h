@@ -1,6 +1,6 @@
 // What one outer round sends from one replica, for the planner (engine/plan/planner.h): over the
 // whole model (a full replica of a run without pipelines) or over one stage's tensors (a stage
-// slice of a run with pipeline replicas, METHODS.md §7: the holders of stage s sync θ_s alone).
+// slice of a run with pipeline replicas, docs/methods.md §7: the holders of stage s sync θ_s alone).
 // The bytes come from the codecs the algorithms' rounds build (engine/algo/registry.cpp) through
 // their own wire_bytes, and for rings from engine/algo/ring_allreduce.h's ring_payload_bytes, over
 // the tensors' shapes: never a formula of the planner's own, so a plan's bytes are a run's.

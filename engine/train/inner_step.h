@@ -1,4 +1,4 @@
-// The inner optimizer every training loop steps (METHODS.md §2–§3): AdamW with weight decay on
+// The inner optimizer every training loop steps (docs/methods.md §0): AdamW with weight decay on
 // matrices only, the warm-up + cosine schedule (schedule.h), and clipping by a global gradient
 // norm. Shared by the single-replica trainer (train/trainer.h), the pipeline stages (with
 // `reparam`'s coordinates) and SkipPipe's step (train/skippipe_step.h), so the three cannot drift.

@@ -1,4 +1,4 @@
-// SkipPipe (Blagoev et al., arXiv 2502.19913), METHODS.md §8: the training semantics of partial
+// SkipPipe (Blagoev et al., arXiv 2502.19913), docs/methods.md §8: the training semantics of partial
 // pipelines on one whole model in one process. Each micro-batch runs only the stages of its path
 // (LlamaImpl::forward_path), so only those stages receive its gradient; the optimizer then steps
 // every parameter that some micro-batch reached. Where the nodes are and when they run is the

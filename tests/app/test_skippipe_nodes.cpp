@@ -1,4 +1,4 @@
-// SkipPipe as a node run (engine/worker/skippipe_worker.h, METHODS.md §8): S·N = 3×2 workers on
+// SkipPipe as a node run (engine/worker/skippipe_worker.h, docs/methods.md §8): S·N = 3×2 workers on
 // threads over an inproc data-plane mesh, on the micro corpus. Checked against the schedule every
 // node computes (core/skippipe.h SkipPipeTiming) and the one-process form (engine/train/skippipe_step.h):
 // every micro-batch visits its path's stages and nodes in order (forwards, head, backwards), the loss

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# PyTorch reference of thinwire's SparseLoCo compressor (engine/codec/codec.h, METHODS.md §3):
+# PyTorch reference of thinwire's SparseLoCo compressor (engine/codec/codec.h, docs/methods.md §3):
 # chunked Top-k (64×64 tiles for matrices, runs of 4096 otherwise, tails kept in proportion),
 # the 2-bit statistical quantiser and decode, written with PyTorch tensor operations only and
 # independently of the C++ code. Wire packing is not reproduced (it does not change values).

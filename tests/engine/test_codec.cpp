@@ -439,7 +439,7 @@ TEST(Codec, SparseLoCoIs146TimesSmallerThanFp32AtDefaultDensity) {
     EXPECT_EQ(sparse, 458772u);
     EXPECT_EQ(dense, 67108864u);
     const double ratio = static_cast<double>(dense) / static_cast<double>(sparse);
-    // METHODS.md §3: P·d·(2 + 12)/8 + 20 → 4 / (0.015625 · 14 / 8) = 146.3 without the 20 bytes.
+    // docs/methods.md §3: P·d·(2 + 12)/8 + 20 → 4 / (0.015625 · 14 / 8) = 146.3 without the 20 bytes.
     const double formula = 4.0 * 4096 * 4096 / (4096.0 * 4096 * 0.015625 * 14 / 8 + 20);
     std::printf("sparseloco 4096x4096 k=64: %llu bytes vs fp32 %llu: %.2fx smaller (formula %.2fx)\n",
                 (unsigned long long)sparse, (unsigned long long)dense, ratio, formula);

@@ -1,4 +1,4 @@
-// Outer algorithms behind make_outer_algorithm (METHODS.md §2–§5): SparseLoCo's agreement, bytes,
+// Outer algorithms behind make_outer_algorithm (docs/methods.md §2–§5): SparseLoCo's agreement, bytes,
 // error feedback and aggregation switches; Streaming DiLoCo's fragments, overlap and its reduction to
 // DiLoCo; NoLoCo's groups and its reduction to heavy-ball DiLoCo; the factory's checks; NaN refused.
 // Replicas are threads over real ZmqCollectives on inproc://.

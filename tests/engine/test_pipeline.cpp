@@ -1,4 +1,4 @@
-// Pipeline stages composed against the whole model (METHODS.md §0, §6): an uncompressed S-stage
+// Pipeline stages composed against the whole model (docs/methods.md §0, §6): an uncompressed S-stage
 // pipeline over micro-batches gives the whole model's loss and gradients; a compressed one with
 // k = d does too; bytes per boundary per micro-batch are the formula's.
 #include <gtest/gtest.h>

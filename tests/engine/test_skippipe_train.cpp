@@ -1,4 +1,4 @@
-// SkipPipe training (engine/train/skippipe_step.h, METHODS.md §8): forward_path against forward and
+// SkipPipe training (engine/train/skippipe_step.h, docs/methods.md §8): forward_path against forward and
 // against the blocks run by hand, one training step that leaves unvisited stages untouched, and the
 // per-stage compute times the scheduler is given (measure_stage_times).
 #include <ATen/CPUGeneratorImpl.h>

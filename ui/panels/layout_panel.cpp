@@ -130,7 +130,7 @@ void draw_replica_rows(RunConfig& c) {
     ImGui::EndTable();
 }
 
-// [pipeline]: schedule, compression and the heterogeneous SparseLoCo switches (METHODS.md §5–§7).
+// [pipeline]: schedule, compression and the heterogeneous SparseLoCo switches (docs/methods.md §5–§7).
 void draw_pipeline(LayoutModel& model, RunConfig& c) {
     choice_field(model, "schedule", "pipeline.schedule", c.pipeline.schedule, {"1f1b", "gpipe"});
     int_field(model, "micro-batches (m)", "pipeline.micro_batches", c.pipeline.micro_batches);
