@@ -363,10 +363,13 @@ std::vector<std::string> write_plots(const fs::path& dir, std::vector<RunFacts>&
             ps.label = run_label(runs[i]);
             ps.data = &s;
             ps.color = ui::plot_palette(i);
+            ps.points = true;    // one point per round: a one-point run (DDP's final evaluation) shows
+            ps.smooth = false;
             series.push_back(std::move(ps));
         }
         ui::PlotOptions opt;
-        opt.x_label = bytes ? "bytes sent, all nodes (cumulative)" : "simulated time (s)";
+        opt.x_label = bytes ? "bytes sent, all nodes (cumulative)" : "simulated time";
+        opt.x_unit = bytes ? ui::AxisUnit::kBytes : ui::AxisUnit::kSeconds;
         opt.y_label = "validation loss (nats/token)";
         opt.line_width = 2;
         // Bytes of different methods span decades (DDP against SparseLoCo): log x when they do.

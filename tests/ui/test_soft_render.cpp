@@ -182,5 +182,65 @@ TEST(SoftRender, OffscreenPlotDrawsEachSeriesInItsColourAndRestoresTheContext) {
     EXPECT_GT(count(img, [](int, int, ImU32 p) { return near(p, IM_COL32(0, 0, 0, 255), 40); }), 100);
 }
 
+// Lowest row (largest y) holding a pixel near `col` in columns [x0, x1); -1 if none.
+int lowest_row(const RgbaImage& img, ImU32 col, int x0, int x1) {
+    for (int y = img.height - 1; y >= 0; --y)
+        for (int x = x0; x < x1; ++x)
+            if (near(img.at(x, y), col, 30)) return y;
+    return -1;
+}
+
+// A validation series (one point per round) ends at its last recorded value although the plot
+// smooths: drawn with smooth = false and dots, its last dot sits on a reference line at that value.
+// Smoothed (as before), a drop from 8.0 to 7.2 at the last point would end near 7.6: far above.
+TEST(SoftRender, AValidationSeriesIsNeverSmoothedAndEndsAtItsLastValue) {
+    Series val, ref;
+    for (int i = 1; i <= 6; ++i) val.x.push_back(i * 50), val.y.push_back(i < 6 ? 8.0 : 7.2);
+    ref.x = {50, 300}, ref.y = {7.2, 7.2};
+    auto draw = [&](bool smooth) {
+        std::vector<PlotSeries> series(2);
+        series[0].label = "val", series[0].data = &val, series[0].color = plot_palette(0);
+        series[0].smooth = smooth, series[0].points = !smooth;
+        series[1].label = "7.2", series[1].data = &ref, series[1].color = plot_palette(1), series[1].smooth = false;
+        PlotOptions opt;
+        opt.smoothing = 0.8;
+        opt.legend = false;
+        return render_plot_image(series, opt, OffscreenOptions{400, 300, true});
+    };
+    const RgbaImage raw = draw(false), smoothed = draw(true);
+    const int ref_row = lowest_row(raw, plot_palette(1), 300, 390);
+    ASSERT_GT(ref_row, 0);
+    const int end_raw = lowest_row(raw, plot_palette(0), 360, 395);
+    EXPECT_NEAR(end_raw, ref_row, 4) << "the drawn last point is not at the stored last value";
+    const int end_smooth = lowest_row(smoothed, plot_palette(0), 360, 395);
+    EXPECT_LT(end_smooth, ref_row - 40) << "the smoothed control should end well above 7.2";
+}
+
+// A band between lo and hi is filled at a fifth of the curve's colour, under the curve.
+TEST(SoftRender, ABandIsFilledBetweenItsBounds) {
+    Series mid, lo, hi;
+    for (int i = 0; i <= 40; ++i) {
+        mid.x.push_back(i), mid.y.push_back(5);
+        lo.x.push_back(i), lo.y.push_back(4);
+        hi.x.push_back(i), hi.y.push_back(6);
+    }
+    std::vector<PlotSeries> series(1);
+    series[0].label = "run", series[0].data = &mid, series[0].color = plot_palette(0);
+    series[0].band_lo = &lo, series[0].band_hi = &hi;
+    PlotOptions opt;
+    opt.legend = false;
+    const RgbaImage img = render_plot_image(series, opt, OffscreenOptions{400, 300, true});
+    const ImU32 c = plot_palette(0);
+    auto tint = [&](int shift) { return 255 - (255 - channel(c, shift)) / 5; };  // 20% over white
+    const ImU32 band = IM_COL32(tint(IM_COL32_R_SHIFT), tint(IM_COL32_G_SHIFT), tint(IM_COL32_B_SHIFT), 255);
+    const int n = count(img, [&](int, int, ImU32 p) { return near(p, band, 12); });
+    EXPECT_GT(n, 10000) << "the band covers a third of the plot's height across its width";
+    std::vector<PlotSeries> bare(1);
+    bare[0] = series[0];
+    bare[0].band_lo = bare[0].band_hi = nullptr;
+    const RgbaImage none = render_plot_image(bare, opt, OffscreenOptions{400, 300, true});
+    EXPECT_LT(count(none, [&](int, int, ImU32 p) { return near(p, band, 12); }), 100);
+}
+
 }  // namespace
 }  // namespace tw::ui

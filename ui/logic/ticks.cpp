@@ -131,4 +131,83 @@ std::vector<Tick> log_ticks(double lo, double hi, int target) {
     return out;
 }
 
+namespace {
+
+struct UnitScale {
+    double factor = 1;  // value / factor is printed
+    const char* suffix = "";
+};
+
+// The unit for a magnitude `m` (the largest absolute value to label).
+UnitScale scale_for(AxisUnit unit, double m) {
+    switch (unit) {
+        case AxisUnit::kBytes: {
+            static const char* const names[] = {" B", " kB", " MB", " GB", " TB", " PB"};
+            int k = 0;
+            double f = 1;
+            while (k < 5 && m >= f * 1000) f *= 1000, ++k;
+            return {f, names[k]};
+        }
+        case AxisUnit::kSeconds:
+            if (m < 120) return {1, " s"};
+            if (m < 7200) return {60, " min"};
+            if (m < 2 * 86400) return {3600, " h"};
+            return {86400, " d"};
+        case AxisUnit::kCount:
+            if (m >= 1e9) return {1e9, "G"};
+            if (m >= 1e6) return {1e6, "M"};
+            if (m >= 1e4) return {1e3, "k"};
+            return {1, ""};
+        case AxisUnit::kNumber:
+            break;
+    }
+    return {1, ""};
+}
+
+// "12345" → "12,345" (an integer's digits; anything else is returned as it is).
+std::string with_separators(const std::string& s) {
+    const bool neg = !s.empty() && s[0] == '-';
+    const std::string digits = neg ? s.substr(1) : s;
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return s;
+    std::string out;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return neg ? "-" + out : out;
+}
+
+std::string scaled_label(double v, const UnitScale& u, int digits) {
+    if (v == 0) return "0";
+    std::string n = format_value(v / u.factor, digits);
+    if (u.factor == 1 && std::fabs(v) < 1e6) n = with_separators(n);
+    return n + u.suffix;
+}
+
+}  // namespace
+
+std::vector<Tick> unit_linear_ticks(double lo, double hi, int target, AxisUnit unit) {
+    if (unit == AxisUnit::kNumber) return linear_ticks(lo, hi, target);
+    const UnitScale u = scale_for(unit, std::max(std::fabs(lo), std::fabs(hi)));
+    std::vector<Tick> ticks = linear_ticks(lo / u.factor, hi / u.factor, target);
+    for (Tick& t : ticks) {
+        if (t.major && !t.label.empty()) {
+            t.label = t.value == 0 ? "0" : (u.factor == 1 ? with_separators(t.label) : t.label) + u.suffix;
+        }
+        t.value *= u.factor;
+    }
+    return ticks;
+}
+
+void label_log_ticks(std::vector<Tick>& ticks, AxisUnit unit) {
+    if (unit == AxisUnit::kNumber) return;
+    for (Tick& t : ticks)
+        if (t.major) t.label = scaled_label(t.value, scale_for(unit, std::fabs(t.value)), 4);
+}
+
+std::string unit_text(double v, AxisUnit unit, int digits) {
+    if (unit == AxisUnit::kNumber || !std::isfinite(v)) return format_value(v, digits);
+    return scaled_label(v, scale_for(unit, std::fabs(v)), digits);
+}
+
 }  // namespace tw::ui

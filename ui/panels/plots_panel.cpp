@@ -4,7 +4,10 @@
 #include <imgui.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
+
+#include "core/config_io.h"
 
 #include "ui/panels/fault_markers.h"
 
@@ -12,7 +15,7 @@
 namespace tw::ui {
 namespace {
 
-const char* const kAxisNames[] = {"step", "tokens", "bytes sent (cumulative)", "simulated time (s)", "wall time (s)"};
+const char* const kAxisNames[] = {"step", "tokens", "bytes sent (cumulative)", "simulated time", "wall time"};
 
 ImU32 shade(ImU32 c, float alpha) {
     ImVec4 f = ImGui::ColorConvertU32ToFloat4(c);
@@ -22,17 +25,79 @@ ImU32 shade(ImU32 c, float alpha) {
 
 }  // namespace
 
+PlotsPanel::Built& PlotsPanel::node_curve(const std::string& key, const RunData& d, const NodeData& nd, bool val,
+                                          const WhatIf& what_if, const void* replay, const RetimedRun* retimed,
+                                          const std::string& node) {
+    Built& b = built_[key];
+    if (b.from == &d && b.axis == axis_ && b.what_if == what_if && b.replay == replay) return b;
+    // A run that cannot be re-timed keeps its recorded axis.
+    const auto* rt = !retimed || !retimed->nodes.count(node) ? nullptr : &retimed->nodes.at(node).clock_at;
+    const auto& steps = val ? nd.val_step : nd.step;
+    const auto& ys = val ? nd.val : nd.loss;
+    b.data = Series{};
+    b.member = MemberCurve{};
+    for (size_t i = 0; i < steps.size(); ++i) {
+        const double x = x_of(nd, static_cast<XAxis>(axis_), steps[i], (val ? nd.val_sim_s : nd.sim_s)[i],
+                              (val ? nd.val_wall_s : nd.wall_s)[i], rt);
+        if (std::isnan(x) || (!b.data.x.empty() && x < b.data.x.back())) continue;
+        b.data.x.push_back(x);
+        b.data.y.push_back(ys[i]);
+        b.member.step.push_back(steps[i]);
+        b.member.x.push_back(x);
+        b.member.y.push_back(ys[i]);
+    }
+    b.from = &d, b.axis = axis_, b.what_if = what_if, b.replay = replay;
+    return b;
+}
+
+PlotsPanel::Line& PlotsPanel::line(const std::string& key, const std::string& signature,
+                                   const std::function<std::vector<MemberCurve>()>& members) {
+    Line& l = lines_[key];
+    if (l.signature != signature) {
+        l.band = mean_band(members(), band_ == 1 ? BandKind::kStdDev : BandKind::kMinMax);
+        l.signature = signature;
+    }
+    return l;
+}
+
+std::string PlotsPanel::setting(const RunData& d, int64_t id, const std::string& key) {
+    if (key.empty() || key == "run") return std::to_string(id);
+    auto& kv = settings_[&d];
+    if (kv.empty() && d.cfg_ok) kv = config_key_values(to_toml(d.cfg));
+    auto it = kv.find(key);
+    if (it == kv.end()) return "-";
+    std::string v = it->second;
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    return v;
+}
+
 void PlotsPanel::rebuild(ViewState& v) {
     series_.clear();
-    series_keys_.clear();
+    owners_.clear();
     markers_.clear();
+    x_label_ = kAxisNames[axis_];
     if (!v.cache) return;
-    size_t run_index = 0;
+    const std::string colour_key = colour_by_, group_key = group_by_;
+    std::map<std::string, size_t> colour_of;  // setting value → palette index, in order of appearance
+    auto colour = [&](const std::string& value) {
+        auto it = colour_of.emplace(value, colour_of.size()).first;
+        return plot_palette(it->second);
+    };
+    // Each run's mean lines, and (grouping) the members of each group.
+    struct GroupAcc {
+        std::vector<const MeanBand*> train;  // the runs' lines
+        std::vector<const Built*> val;       // the runs' validation curves
+        std::string signature;
+        size_t runs = 0;
+        std::string tooltip;
+    };
+    std::map<std::string, GroupAcc> groups;
+    std::vector<std::string> group_order;
+    std::string retimed_for;
     for (int64_t id : v.runs) {
         auto it = v.cache->loaded.find(id);
         if (it == v.cache->loaded.end()) continue;
         const RunData& d = *it->second;
-        const ImU32 color = plot_palette(run_index++);
         auto wi = v.what_if.find(id);
         const WhatIf what_if = wi == v.what_if.end() ? WhatIf{} : wi->second;
         // The what-if's replay runs on a background task: until it is there the curve keeps its
@@ -40,6 +105,7 @@ void PlotsPanel::rebuild(ViewState& v) {
         std::shared_ptr<const Result<RetimedRun>> replay;
         if (!what_if.empty() && axis_ == static_cast<int>(XAxis::kSimTime)) replay = v.retimes.get(id, it->second, what_if);
         const RetimedRun* retimed = replay && *replay ? &replay->value() : nullptr;
+        if (retimed) retimed_for = what_if.label();
         if (show_faults_) {
             BuiltMarks& m = marks_[id];
             if (m.from != &d || m.axis != axis_ || m.replay != replay.get()) {
@@ -48,45 +114,127 @@ void PlotsPanel::rebuild(ViewState& v) {
             }
             append_markers(m.marks, markers_);
         }
-        size_t node_index = 0;
+        // Members: every node reporting a training loss; the validation series is the evaluating
+        // node's (the one with the most validation points: the global model, once per round).
+        std::vector<std::pair<std::string, Built*>> replica_curves;
+        Built* val = nullptr;
+        size_t val_points = 0;
+        const std::string run_key = std::to_string(id);
         for (auto& [node, nd] : d.nodes) {
-            const std::string key = std::to_string(id) + "/" + node;
-            const float fade = 1.0f - 0.12f * static_cast<float>(node_index++ % 4);
-            for (int kind = 0; kind < 2; ++kind) {
-                const bool val = kind == 1;
-                if ((val && (!show_val_ || nd.val.empty())) || (!val && (!show_train_ || nd.loss.empty()))) continue;
-                const std::string curve = key + (val ? "/val" : "/train");
-                const bool hidden = v.hidden_nodes.count(curve) && v.hidden_nodes.at(curve);
-                Built& b = built_[curve];
-                if (b.from != &d || b.axis != axis_ || b.what_if != what_if || b.replay != replay.get()) {
-                    // A run that cannot be re-timed keeps its recorded axis.
-                    const auto* rt = !retimed || !retimed->nodes.count(node) ? nullptr : &retimed->nodes.at(node).clock_at;
-                    const auto& steps = val ? nd.val_step : nd.step;
-                    const auto& ys = val ? nd.val : nd.loss;
-                    b.data.x.clear();
-                    b.data.y.clear();
-                    for (size_t i = 0; i < steps.size(); ++i) {
-                        const double x = x_of(nd, static_cast<XAxis>(axis_), steps[i],
-                                              (val ? nd.val_sim_s : nd.sim_s)[i], (val ? nd.val_wall_s : nd.wall_s)[i], rt);
-                        if (std::isnan(x) || (!b.data.x.empty() && x < b.data.x.back())) continue;
-                        b.data.x.push_back(x);
-                        b.data.y.push_back(ys[i]);
-                    }
-                    b.from = &d;
-                    b.axis = axis_;
-                    b.what_if = what_if;
-                    b.replay = replay.get();
-                }
-                PlotSeries s;
-                s.label = "run " + std::to_string(id) + " " + d.summary.name + " / " + node + (val ? " val" : "");
-                s.data = &b.data;
-                s.color = val ? shade(color, 1.0f) : shade(color, 0.85f * fade);
-                s.visible = !hidden;
-                s.tooltip = d.key_settings + (what_if.empty() ? "" : retimed ? " (re-timed for " + what_if.label() + ")" : "");
-                series_.push_back(std::move(s));
-                series_keys_.push_back(curve);
+            if (!nd.loss.empty()) {
+                Built& b = node_curve(run_key + "/" + node + "/train", d, nd, false, what_if, replay.get(), retimed, node);
+                replica_curves.emplace_back(node, &b);
+            }
+            if (nd.val.size() > val_points) {
+                val_points = nd.val.size();
+                val = &node_curve(run_key + "/" + node + "/val", d, nd, true, what_if, replay.get(), retimed, node);
             }
         }
+        // The signature of a run's line: its data, axis, replay and band kind.
+        char sig[160];
+        std::snprintf(sig, sizeof sig, "%p/%d/%p/%d/%s", static_cast<const void*>(&d), axis_, replay.get(), band_,
+                      what_if.label().c_str());
+        Line& run_train = line(run_key + "/train", sig, [&] {
+            std::vector<MemberCurve> m;
+            for (auto& [node, b] : replica_curves) m.push_back(b->member);
+            return m;
+        });
+        const size_t replicas = replica_curves.size();
+        const std::string tip = d.key_settings + (what_if.empty() ? "" : retimed ? " (re-timed for " + what_if.label() + ")" : "");
+        if (!group_key.empty()) {
+            const std::string value = setting(d, id, group_key);
+            auto [g, fresh] = groups.try_emplace(value);
+            if (fresh) group_order.push_back(value);
+            if (replicas > 0) g->second.train.push_back(&run_train.band);
+            if (val) g->second.val.push_back(val);
+            g->second.signature += std::string(sig) + ";";
+            g->second.runs++;
+            if (g->second.tooltip.empty()) g->second.tooltip = tip;
+            continue;
+        }
+        const std::string cvalue = setting(d, id, colour_key);
+        const ImU32 col = colour(colour_key == "run" || colour_key.empty() ? run_key : cvalue);
+        std::string label = "run " + run_key + " " + d.summary.name;
+        if (!colour_key.empty() && colour_key != "run") label += " (" + cvalue + ")";
+        if (show_train_ && replicas > 0) {
+            PlotSeries s;
+            s.label = label;
+            s.data = &run_train.band.mean;
+            if (replicas > 1) s.band_lo = &run_train.band.lo, s.band_hi = &run_train.band.hi;
+            s.color = col;
+            s.tooltip = "mean of " + std::to_string(replicas) + " replica(s); " + tip;
+            series_.push_back(std::move(s));
+            owners_.push_back(run_key);
+            if (replicas_ && replicas > 1)
+                for (auto& [node, b] : replica_curves) {
+                    PlotSeries r;
+                    r.label = label + " / " + node;
+                    r.data = &b->data;
+                    r.color = shade(col, 0.45f);
+                    r.in_legend = false;
+                    r.tooltip = tip;
+                    series_.push_back(std::move(r));
+                    owners_.push_back(run_key);
+                }
+        }
+        if (show_val_ && val) {
+            PlotSeries s;
+            s.label = label + " val";
+            s.data = &val->data;
+            s.color = col;
+            s.points = true;
+            s.smooth = false;  // one point per round: drawn as recorded
+            s.in_legend = !show_train_ || replicas == 0;
+            s.tooltip = tip;
+            series_.push_back(std::move(s));
+            owners_.push_back(run_key);
+        }
+    }
+    // Groups: the mean over their runs' lines, with the band across the runs.
+    for (const std::string& value : group_order) {
+        GroupAcc& g = groups[value];
+        const std::string key = "G:" + value;
+        const ImU32 col = colour(value);
+        const std::string label = group_key + " = " + value + " (" + std::to_string(g.runs) + " run" + (g.runs == 1 ? "" : "s") + ")";
+        if (show_train_ && !g.train.empty()) {
+            Line& l = line(key + "/train", g.signature, [&] {
+                std::vector<MemberCurve> m;
+                for (const MeanBand* b : g.train) m.push_back({b->step, b->mean.x, b->mean.y});
+                return m;
+            });
+            PlotSeries s;
+            s.label = label;
+            s.data = &l.band.mean;
+            if (g.runs > 1) s.band_lo = &l.band.lo, s.band_hi = &l.band.hi;
+            s.color = col;
+            s.tooltip = "mean of " + std::to_string(g.runs) + " run(s) (each the mean of its replicas)";
+            series_.push_back(std::move(s));
+            owners_.push_back(key);
+        }
+        if (show_val_ && !g.val.empty()) {
+            Line& l = line(key + "/val", g.signature, [&] {
+                std::vector<MemberCurve> m;
+                for (const Built* b : g.val) m.push_back(b->member);
+                return m;
+            });
+            PlotSeries s;
+            s.label = label + " val";
+            s.data = &l.band.mean;
+            if (g.runs > 1) s.band_lo = &l.band.lo, s.band_hi = &l.band.hi;
+            s.color = col;
+            s.points = true;
+            s.smooth = false;
+            s.in_legend = !show_train_ || g.train.empty();
+            s.tooltip = "validation: mean of " + std::to_string(g.runs) + " run(s)";
+            series_.push_back(std::move(s));
+            owners_.push_back(key);
+        }
+    }
+    if (!retimed_for.empty()) x_label_ += " on " + retimed_for + " (what-if)";
+    // Hidden rows (a legend click) hide every curve of their run or group.
+    for (size_t i = 0; i < series_.size(); ++i) {
+        auto h = v.hidden_nodes.find(owners_[i]);
+        series_[i].visible = h == v.hidden_nodes.end() || !h->second;
     }
 }
 
@@ -138,7 +286,22 @@ void PlotsPanel::draw(ViewState& v) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(110);
     ImGui::SliderFloat("smoothing", &smoothing_, 0.0f, 0.99f, "%.2f");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("debiased EMA of the training loss; validation points are never smoothed");
+    // Second row: how runs become lines.
+    ImGui::Checkbox("replicas", &replicas_);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("each replica's own curve under its run's mean");
     ImGui::SameLine();
+    const char* bands[] = {"band: min-max", "band: ± std"};
+    ImGui::SetNextItemWidth(130);
+    ImGui::Combo("##band", &band_, bands, 2);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(150);
+    ImGui::InputTextWithHint("colour by", "run or a config key", colour_by_, sizeof colour_by_);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("run, or a dotted config key: outer.algorithm, outer.topk_density, pipeline.rank, ...");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(150);
+    ImGui::InputTextWithHint("group by", "none, or a config key", group_by_, sizeof group_by_);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("runs sharing this setting's value become one line: their mean, with a band across them\n(run.seed for seeds, a sweep's key for its points)");
     ImGui::SetNextItemWidth(140);
     ImGui::InputText("##export", export_path_, sizeof export_path_);
     ImGui::SameLine();
@@ -149,18 +312,20 @@ void PlotsPanel::draw(ViewState& v) {
     if (ImGui::Button("PNG")) v.png_request = std::string(export_path_) + ".png";
 
     rebuild(v);
-    // Per-node toggles live in the legend (a click hides a curve); remember them across rebuilds.
     PlotOptions opt;
-    opt.x_label = kAxisNames[axis_];
+    opt.x_label = x_label_;
     opt.y_label = "loss (nats/token)";
+    const AxisUnit units[] = {AxisUnit::kCount, AxisUnit::kCount, AxisUnit::kBytes, AxisUnit::kSeconds, AxisUnit::kSeconds};
+    opt.x_unit = units[axis_];
     opt.log_x = log_x_;
     opt.log_y = log_y_;
     opt.smoothing = smoothing_;
     opt.markers = &markers_;
     if (series_.empty()) ImGui::TextDisabled("tick runs in History (or start one) to plot them");
     rect_ = plot("loss", series_, opt, view_, ImVec2(0, 0));
-    // The legend toggles curves; remember them across rebuilds.
-    for (size_t i = 0; i < series_.size(); ++i) v.hidden_nodes[series_keys_[i]] = !series_[i].visible;
+    // A legend click toggles a run's (or group's) row: remember it for every curve of that row.
+    for (size_t i = 0; i < series_.size(); ++i)
+        if (series_[i].in_legend) v.hidden_nodes[owners_[i]] = !series_[i].visible;
 }
 
 }  // namespace tw::ui

@@ -1,15 +1,21 @@
 // Live plots: training and validation loss of the overlaid runs against step, tokens, cumulative
-// bytes sent, simulated time (re-timed for a what-if network when one is set) or wall time;
-// linear or log axes, smoothing, per-run and per-node toggles; the runs' fault events as vertical
-// markers (docs/faults.md; a checkbox hides them); export of the plotted data as CSV or JSON and of
-// the plot area as PNG.
+// bytes sent, simulated time (re-timed for a what-if network when one is set, and the axis says
+// so) or wall time, in human units. A run is one line: the mean over its replicas (the nodes that
+// report a training loss) with a band across them (min–max or ± standard deviation), expandable to
+// each replica; its validation loss (the evaluating node's, one point per round) as dots, never
+// smoothed. Runs are coloured by run or by a setting, and can be grouped by a setting into one
+// line per value (mean and band across the group's runs). One legend row per run or group; the
+// runs' fault events as vertical markers (docs/faults.md); export of the plotted data as CSV or
+// JSON and of the plot area as PNG.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "ui/data/run_faults.h"
+#include "ui/logic/mean_band.h"
 #include "ui/plot/plot_widget.h"
 #include "ui/view_state.h"
 
@@ -26,13 +32,21 @@ public:
     PlotRect last_rect() const { return rect_; }
 
 private:
-    // One curve, rebuilt when its run's data, the x-axis or the what-if network change.
+    // One node's curve, rebuilt when its run's data, the x-axis or the what-if replay change: its
+    // points by step (for the means) and as a Series (for its own line).
     struct Built {
         const RunData* from = nullptr;
         int axis = -1;
         WhatIf what_if;
         const void* replay = nullptr;  // the what-if's replay it was built with (null: recorded axis)
+        MemberCurve member;
         Series data;
+    };
+    // A mean line with its band (a run over its replicas, a group over its runs), remade when the
+    // signature of what it averages changes. Map entries keep their address: the widget caches by it.
+    struct Line {
+        std::string signature;
+        MeanBand band;
     };
     // One run's fault markers, rebuilt when its data, the x-axis or the what-if replay change.
     struct BuiltMarks {
@@ -42,18 +56,33 @@ private:
         std::vector<FaultMark> marks;
     };
     void rebuild(ViewState& v);
+    // The node curve `key` of run `d`, brought up to date.
+    Built& node_curve(const std::string& key, const RunData& d, const NodeData& nd, bool val, const WhatIf& what_if,
+                      const void* replay, const RetimedRun* retimed, const std::string& node);
+    // The line `key`, remade from `members()` only when `signature` changed (frames are cheap).
+    Line& line(const std::string& key, const std::string& signature,
+               const std::function<std::vector<MemberCurve>()>& members);
+    // A run's setting for colour and grouping: "run" (its id), or a dotted config key's value.
+    std::string setting(const RunData& d, int64_t id, const std::string& key);
     void export_data(ViewState& v, bool json) const;
 
     int axis_ = 0;
     bool log_x_ = false, log_y_ = false, show_train_ = true, show_val_ = true, show_faults_ = true;
+    bool replicas_ = false;  // each replica's own curve under its run's mean
+    int band_ = 0;           // BandKind: 0 min–max, 1 ± standard deviation
     float smoothing_ = 0.8f;
+    char colour_by_[64] = "run";  // "run" or a dotted config key (outer.algorithm, outer.topk_density, ...)
+    char group_by_[64] = "";      // "" or a dotted config key: runs sharing its value become one line
     char export_path_[256] = "thinwire-plot";
+    std::string x_label_;
     PlotView view_;
-    std::map<std::string, Built> built_;   // "RUN/node/train|val" → curve
+    std::map<std::string, Built> built_;    // "RUN/node/train|val" → curve
+    std::map<std::string, Line> lines_;     // "RUN/train", "G:value/val", ... → mean and band
+    std::map<const RunData*, std::map<std::string, std::string>> settings_;  // a run's config, key → value
     std::map<int64_t, BuiltMarks> marks_;   // run → its fault markers on the current axis
     std::vector<PlotMarker> markers_;       // this frame's markers of every overlaid run
     std::vector<PlotSeries> series_;
-    std::vector<std::string> series_keys_;  // "RUN/node/train|val" of each entry of series_
+    std::vector<std::string> owners_;       // the legend row each entry of series_ belongs to ("3", "G:diloco")
     PlotRect rect_{};
 };
 

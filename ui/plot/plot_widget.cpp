@@ -346,8 +346,8 @@ bool fit_range(double lo, double hi, double pad, double& out_lo, double& out_hi)
     return true;
 }
 
-std::vector<Tick> axis_ticks(const Axis& a, int target) {
-    if (!a.log) return linear_ticks(a.lo, a.hi, target);
+std::vector<Tick> axis_ticks(const Axis& a, int target, AxisUnit unit) {
+    if (!a.log) return unit_linear_ticks(a.lo, a.hi, target, unit);
     const double lo = a.to_data(a.lo), hi = a.to_data(a.hi);
     std::vector<Tick> t = log_ticks(lo, hi, target);
     int decades = 0;
@@ -355,11 +355,12 @@ std::vector<Tick> axis_ticks(const Axis& a, int target) {
         const double e = std::log10(k.value);
         if (k.major && std::abs(e - std::round(e)) < 1e-9) ++decades;
     }
+    label_log_ticks(t, unit);
     if (decades < 2) {
         // Less than a labelled decade in view (a loss between 2.1 and 9.7): log_ticks would label only
         // the ends, so place nice linear values instead; their spacing shows the log scale.
         t.clear();
-        for (Tick& k : linear_ticks(lo, hi, target))
+        for (Tick& k : unit_linear_ticks(lo, hi, target, unit))
             if (k.value > 0) t.push_back(std::move(k));
     }
     for (Tick& k : t) k.value = std::log10(k.value);
@@ -501,6 +502,60 @@ void draw_curve(ImDrawList* dl, const Series& d, const Axis& xa, const Axis& ya,
 
 // Text reading bottom to top with its baseline's start at `bottom_left` (ImGui 1.86 has no rotated
 // text: draw it flat, then turn its vertices by 90° about that point).
+// The filled area between `lo` and `hi` (same x as `data`, data units) at ~20% of the curve's
+// colour: per pixel column the lowest and highest bound, joined column to column by quads.
+void draw_band(ImDrawList* dl, const Series& data, const Series& lo, const Series& hi, const Axis& xa, const Axis& ya,
+               ImU32 col) {
+    const size_t n = std::min({data.x.size(), lo.y.size(), hi.y.size()});
+    const ImU32 fill = with_alpha(col, 0.2f);
+    bool have = false;
+    float px = 0, ptop = 0, pbot = 0;  // the previous column
+    float cx = 0, ctop = 0, cbot = 0;  // the column being gathered
+    bool open = false;
+    auto flush = [&] {
+        if (!open) return;
+        if (have && cx > px) {
+            dl->PathLineTo(ImVec2(px, ptop));
+            dl->PathLineTo(ImVec2(cx, ctop));
+            dl->PathLineTo(ImVec2(cx, cbot));
+            dl->PathLineTo(ImVec2(px, pbot));
+            dl->PathFillConvex(fill);
+        } else if (!have) {
+            dl->AddLine(ImVec2(cx, ctop), ImVec2(cx, cbot), fill);
+        }
+        px = cx, ptop = ctop, pbot = cbot, have = true;
+        open = false;
+    };
+    for (size_t i = 0; i < n; ++i) {
+        const double ax = xa.to_axis(data.x[i]), a_lo = ya.to_axis(lo.y[i]), a_hi = ya.to_axis(hi.y[i]);
+        if (!std::isfinite(ax) || !std::isfinite(a_lo) || !std::isfinite(a_hi)) {
+            flush();
+            have = false;  // a gap: the band breaks as the curve does
+            continue;
+        }
+        const float x = std::floor(xa.px(ax)) + 0.5f, top = ya.px(a_hi), bottom = ya.px(a_lo);
+        if (open && x == cx) {
+            ctop = std::min(ctop, top), cbot = std::max(cbot, bottom);
+            continue;
+        }
+        flush();
+        cx = x, ctop = top, cbot = bottom, open = true;
+    }
+    flush();
+}
+
+// A dot on every point in view (sparse series: validation losses, one per round).
+void draw_points(ImDrawList* dl, const Series& axis_pts, const Axis& xa, const Axis& ya, ImU32 col) {
+    const auto first = std::lower_bound(axis_pts.x.begin(), axis_pts.x.end(), xa.lo) - axis_pts.x.begin();
+    const auto last = std::upper_bound(axis_pts.x.begin(), axis_pts.x.end(), xa.hi) - axis_pts.x.begin();
+    if (last - first > 4000) return;  // dense: the line says it all
+    for (auto i = first; i < last; ++i) {
+        const double ay = ya.to_axis(axis_pts.y[size_t(i)]);
+        if (!std::isfinite(ay)) continue;
+        dl->AddCircleFilled(ImVec2(xa.px(axis_pts.x[size_t(i)]), ya.px(ay)), 3.0f, col);
+    }
+}
+
 void add_text_vertical(ImDrawList* dl, ImVec2 bottom_left, ImU32 col, const char* text) {
     const int begin = dl->VtxBuffer.Size;
     dl->AddText(bottom_left, col, text);
@@ -519,6 +574,7 @@ struct Layout {
 struct LegendRow {
     ImVec2 min, max;
     bool hovered = false;
+    size_t series = 0;  // the series the row stands for
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -566,12 +622,15 @@ std::vector<LegendRow> legend_buttons(std::vector<PlotSeries>& series, const Plo
     if (series.empty()) return rows;
     const float fs = ImGui::GetFontSize(), pad = 4, swatch = fs * 1.2f, row_h = fs + 2;
     float label_w = 0;
-    for (const PlotSeries& s : series) label_w = std::max(label_w, ImGui::CalcTextSize(s.label.c_str()).x);
+    for (const PlotSeries& s : series)
+        if (s.in_legend) label_w = std::max(label_w, ImGui::CalcTextSize(s.label.c_str()).x);
     const float w = swatch + 6 + label_w + 2 * pad;
     ImVec2 p(r.max.x - 8 - w, r.min.y + 8);
-    for (size_t i = 0; i < series.size(); ++i) {
+    for (size_t i = 0, shown = 0; i < series.size(); ++i) {
+        if (!series[i].in_legend) continue;
         LegendRow row;
-        row.min = ImVec2(p.x, p.y + pad + float(i) * row_h);
+        row.series = i;
+        row.min = ImVec2(p.x, p.y + pad + float(shown++) * row_h);
         row.max = ImVec2(p.x + w, row.min.y + row_h);
         if (row.max.y > r.max.y || row.min.x < r.min.x) break;  // no room: the rest go unlisted
         ImGui::SetCursorScreenPos(row.min);
@@ -595,7 +654,7 @@ void draw_legend(ImDrawList* dl, const std::vector<PlotSeries>& series, const st
     dl->AddRect(bg_min, bg_max, ImGui::GetColorU32(ImGuiCol_Border), 3.0f);
     for (size_t i = 0; i < rows.size(); ++i) {
         const LegendRow& row = rows[i];
-        const PlotSeries& s = series[i];
+        const PlotSeries& s = series[row.series];
         if (row.hovered) dl->AddRectFilled(row.min, row.max, ImGui::GetColorU32(ImGuiCol_HeaderHovered, 0.5f));
         const float y = (row.min.y + row.max.y) / 2;
         const ImU32 col = s.visible ? s.color : ImGui::GetColorU32(ImGuiCol_TextDisabled);
@@ -666,9 +725,9 @@ void draw_hover(ImDrawList* dl, const std::vector<PlotSeries>& series, const std
             ImGui::TableSetColumnIndex(0);
             ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(s.color), "%s", s.label.c_str());
             ImGui::TableSetColumnIndex(1);
-            ImGui::TextUnformatted(format_value(x, 6).c_str());
+            ImGui::TextUnformatted(unit_text(x, opt.x_unit, 6).c_str());
             ImGui::TableSetColumnIndex(2);
-            ImGui::TextUnformatted(std::isnan(shown) ? "gap" : format_value(shown, 5).c_str());
+            ImGui::TextUnformatted(std::isnan(shown) ? "gap" : unit_text(shown, opt.y_unit, 5).c_str());
             if (smoothed) {
                 ImGui::TableSetColumnIndex(3);
                 ImGui::TextDisabled("%s", std::isnan(y) ? "gap" : format_value(y, 5).c_str());
@@ -705,8 +764,17 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
     double fx_lo = kInf, fx_hi = -kInf, fy_lo = kInf, fy_hi = -kInf;
     for (size_t i = 0; i < series.size(); ++i) {
         if (!series[i].visible || !series[i].data) continue;
-        curves[i] = prepare(series[i].data, alpha, opt.log_x);
+        curves[i] = prepare(series[i].data, series[i].smooth ? alpha : 0.0, opt.log_x);
         const Prepared& p = *curves[i].bounds;
+        // A band widens the y-range the curve needs.
+        for (const Series* b : {series[i].band_lo, series[i].band_hi}) {
+            if (!b) continue;
+            for (double y : b->y) {
+                if (!std::isfinite(y) || (opt.log_y && y <= 0)) continue;
+                const double v = opt.log_y ? std::log10(y) : y;
+                fy_lo = std::min(fy_lo, v), fy_hi = std::max(fy_hi, v);
+            }
+        }
         fx_lo = std::min(fx_lo, p.x_lo);
         fx_hi = std::max(fx_hi, p.x_hi);
         const double ylo = opt.log_y ? p.y_pos : p.y_lo;
@@ -729,7 +797,8 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
     const float plot_h = size.y - top - bottom;
     const int y_target = std::clamp(int(plot_h / (fs * 2.5f)), 2, 10);
     float label_w = 0;
-    for (const Tick& t : axis_ticks(ya, y_target)) label_w = std::max(label_w, ImGui::CalcTextSize(t.label.c_str()).x);
+    for (const Tick& t : axis_ticks(ya, y_target, opt.y_unit))
+        label_w = std::max(label_w, ImGui::CalcTextSize(t.label.c_str()).x);
     const float left = 4 + (opt.y_label.empty() ? 0 : fs + 6) + label_w + 6;
     PlotRect r{ImVec2(std::floor(origin.x + left), std::floor(origin.y + top)),
                ImVec2(std::floor(origin.x + size.x - right), std::floor(origin.y + size.y - bottom))};
@@ -770,7 +839,7 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
     ImDrawList* dl = ImGui::GetWindowDrawList();
     dl->AddRectFilled(r.min, r.max, ImGui::GetColorU32(ImGuiCol_FrameBg, 0.35f));
     const int x_target = std::clamp(int((r.max.x - r.min.x) / (fs * 6)), 2, 12);
-    draw_grid_and_ticks(dl, r, xa, ya, axis_ticks(xa, x_target), axis_ticks(ya, y_target));
+    draw_grid_and_ticks(dl, r, xa, ya, axis_ticks(xa, x_target, opt.x_unit), axis_ticks(ya, y_target, opt.y_unit));
     const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
     if (!opt.x_label.empty()) {
         const float w = ImGui::CalcTextSize(opt.x_label.c_str()).x;
@@ -785,6 +854,9 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
     const size_t buckets = opt.buckets ? opt.buckets : size_t(std::max(1.0f, r.max.x - r.min.x));
     dl->PushClipRect(r.min, r.max, true);
     bool drawn = false;
+    for (size_t i = 0; i < series.size(); ++i)  // bands first: every curve stays on top of them
+        if (curves[i].raw && series[i].band_lo && series[i].band_hi)
+            draw_band(dl, *series[i].data, *series[i].band_lo, *series[i].band_hi, xa, ya, series[i].color);
     for (size_t i = 0; i < series.size(); ++i) {
         const Curve& cv = curves[i];
         if (!cv.raw) continue;
@@ -796,6 +868,7 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
         draw_curve(dl, decimate(raw, *cv.lod_raw, xa.lo, xa.hi, buckets), xa, ya,
                    smooth ? with_alpha(col, kRawAlpha) : col, smooth ? 1.0f : opt.line_width);
         if (smooth) draw_curve(dl, decimate(*cv.smooth, *cv.lod_smooth, xa.lo, xa.hi, buckets), xa, ya, col, 2.0f);
+        if (series[i].points) draw_points(dl, raw, xa, ya, col);
     }
     if (!drawn) {
         const ImVec2 t = ImGui::CalcTextSize("no data");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ui/logic/series.h"
+#include "ui/logic/ticks.h"
 
 namespace tw::ui {
 
@@ -29,7 +30,16 @@ struct PlotSeries {
     ImU32 color = 0xFFFFFFFF;      // IM_COL32; the raw line is drawn with ~25% of its alpha when smoothing
     bool visible = true;           // toggled by a click on the legend entry
     std::string tooltip;           // extra hover text, e.g. the run's key settings ("diloco H=15 lr=0.7")
+    bool smooth = true;            // false: drawn as recorded even when the plot smooths (sparse series:
+                                   // a validation loss per round must end at its last value)
+    bool points = false;           // a dot at every point (sparse series; a one-point series shows)
+    bool in_legend = true;         // false: no legend row (a run's replicas under its own row)
+    // A band drawn under the curve, filled at ~20% of its colour: between band_lo and band_hi,
+    // which have the data's x values (e.g. the min and max over a run's replicas). Not owned.
+    const Series* band_lo = nullptr;
+    const Series* band_hi = nullptr;
 };
+
 
 // A vertical marker at one x, e.g. a fault event of a run (ui/data/run_faults.h): a thin line
 // across the plot area, `label` written along it near the top, and `text` (may hold several lines)
@@ -45,6 +55,7 @@ struct PlotMarker {
 struct PlotOptions {
     std::string x_label;   // under the x axis, e.g. "step"
     std::string y_label;   // left of the y axis, drawn vertically, e.g. "train.loss"
+    AxisUnit x_unit = AxisUnit::kNumber, y_unit = AxisUnit::kNumber;  // tick and tooltip labels
     bool log_x = false;    // log10 axis; points with x <= 0 are skipped (drawn as gaps)
     bool log_y = false;    // log10 axis; points with y <= 0 are skipped (drawn as gaps)
     double smoothing = 0;  // debiased EMA weight on the past in [0, 1); > 0 draws the raw curve faint
