@@ -53,6 +53,8 @@ int workbench_loop(const WorkbenchArgs& a, GLFWwindow* window) {
     opts.what_if.hardware.hardware = a.what_if_hardware;
     opts.what_if.hardware.efficiency = a.what_if_efficiency;
     opts.show_train = !a.val_only;
+    opts.history_sort = a.history_sort.substr(0, a.history_sort.find(':'));
+    opts.history_ascending = a.history_sort.find(":desc") == std::string::npos;
     if (a.val_only) opts.smoothing = 0;  // a few validation points: show them as they are
     tw::ui::Workbench wb(opts, driver);
     if (!a.layout.empty()) tw::check(wb.load_layout(a.layout));
@@ -152,6 +154,12 @@ int workbench_loop(const WorkbenchArgs& a, GLFWwindow* window) {
             // The plot area in image pixels (top-left origin), for tests that look inside it.
             std::printf("screenshot %s %dx%d plot %d %d %d %d\n", a.screenshot.c_str(), fw, fh, int(r.min.x), int(r.min.y),
                         int(r.max.x), int(r.max.y));
+            if (a.tab == "Plots") std::printf("plot curves %zu legend rows %zu\n", wb.plot_curves(), wb.legend_rows());
+            if (a.tab == "History") {  // the table's rows as drawn, for tests of its sorting
+                std::printf("history order:");
+                for (int64_t id : wb.history_order()) std::printf(" %lld", (long long)id);
+                std::printf("\n");
+            }
             glfwSwapBuffers(window);
             break;
         }

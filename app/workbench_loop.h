@@ -33,6 +33,7 @@ struct WorkbenchArgs {
     std::string what_if_hardware;  // --what-if-hardware: ... and this hardware profile
     double what_if_efficiency = 0; // --what-if-efficiency (0 = the profile's)
     double bench_idle_s = 0;       // --bench-idle: measure the idle window's CPU for this long, then exit
+    std::string history_sort;      // --history-sort COLUMN[:desc]: History's first sort
 };
 
 // Runs until the window closes, --frames frames have been drawn, or the screenshot is saved.

@@ -43,6 +43,8 @@ int main(int argc, char** argv) {
     app.add_option("--what-if-network", a.what_if_network, "re-time the --open runs for this network profile (Bytes and time)");
     app.add_option("--what-if-hardware", a.what_if_hardware, "re-time the --open runs' compute for this hardware profile");
     app.add_option("--what-if-efficiency", a.what_if_efficiency, "with --what-if-hardware: its efficiency (0 = the profile's)");
+    app.add_option("--history-sort", a.history_sort,
+                   "History's first sort: a column (\"val loss\", \"bytes/replica\", \"sim time\", ...), :desc for descending");
     app.add_option("--hover", a.hover, "FX,FY: place the mouse at this fraction of the plot (tooltip screenshots)");
     CLI11_PARSE(app, argc, argv);
     if (!a.screenshot.empty() && a.frames <= 0) a.frames = 5;

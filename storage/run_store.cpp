@@ -294,6 +294,31 @@ Result<int64_t> RunStore::delete_metrics_after(int64_t id, int64_t step) {
     return static_cast<int64_t>(db_.changes());
 }
 
+Result<RunStore::Totals> RunStore::totals(int64_t id) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (Status s = require_run(id); !s) return s;
+    Totals t;
+    t.sim_s = std::numeric_limits<double>::quiet_NaN();
+    auto bytes = db_.prepare(
+        "SELECT node, name, max(value) FROM metrics WHERE run_id = ?1 AND name IN ('bytes.outer.sent', "
+        "'bytes.intra.sent', 'bytes.stage.sent') GROUP BY node, name");
+    if (!bytes) return bytes.status();
+    bytes->bind_int64(1, id);
+    for (;;) {
+        auto row = bytes->step();
+        if (!row) return row.status();
+        if (!row.value()) break;
+        t.bytes_sent += bytes->column_double(2);
+    }
+    auto sim = db_.prepare("SELECT max(sim_s), count(*) FROM metrics WHERE run_id = ?1");
+    if (!sim) return sim.status();
+    sim->bind_int64(1, id);
+    auto row = sim->step();
+    if (!row) return row.status();
+    if (row.value() && sim->column_int64(1) > 0) t.sim_s = sim->column_double(0);
+    return t;
+}
+
 Status RunStore::delete_run(int64_t id) {
     auto run = get_run(id);
     if (!run) return run.status();

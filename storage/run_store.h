@@ -119,6 +119,15 @@ class RunStore {
 
     // --- reading ---
 
+    // What a run's table row shows of its metrics: Σ over nodes of each node's last bytes.outer.sent,
+    // bytes.intra.sent and bytes.stage.sent (cumulative counters: their largest value), and the
+    // largest simulated clock of any record (NaN when none). "no run with id N" if missing.
+    struct Totals {
+        double bytes_sent = 0;
+        double sim_s = 0;
+    };
+    Result<Totals> totals(int64_t id);
+
     // All runs, oldest first (ascending id).
     Result<std::vector<RunSummary>> list_runs();
     // One run; "no run with id N" if missing.

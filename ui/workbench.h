@@ -31,6 +31,8 @@ struct WorkbenchOptions {
     bool show_train = true;       // training-loss curves (validation curves are always offered)
     float smoothing = 0.8f;       // debiased EMA weight of the plots
     WhatIf what_if;               // a what-if (network, hardware) set on every --open run from the start
+    std::string history_sort;     // History's first sort: a column name ("val loss", "bytes/replica", ...)
+    bool history_ascending = true;
 };
 
 class Workbench {
@@ -54,6 +56,10 @@ public:
     bool live() const { return view_.driver.active && !view_.driver.done; }
     // Something to draw without input: a live run, or the store's view changed since last frame.
     bool needs_frame() const { return live() || cache_.state() != view_.cache; }
+    // The run ids in History's table as shown last frame, top to bottom (screenshot tests).
+    const std::vector<int64_t>& history_order() const { return history_.shown_order; }
+    size_t plot_curves() const { return plots_.curves(); }
+    size_t legend_rows() const { return plots_.legend_rows(); }
 
 private:
     WorkbenchOptions opts_;

@@ -4,7 +4,8 @@
 # (Tableau blue 31,119,180), which it does not without the run. A second run with a scheduled kill
 # (docs/faults.md): with the mouse on the kill's step its marker and hover text show in the fault
 # red (214,39,40), which the run without faults does not have there. The PNG is read by an
-# independent decoder (png_colour.py). Every experiment file opens in the layout editor. Usage: workbench_test.sh PATH_TO_THINWIRE PATH_TO_WORKBENCH
+# independent decoder (png_colour.py). Seven runs of three replicas plot as seven lines with seven
+# legend rows, and History sorts them by final loss. Every experiment file opens in the layout editor. Usage: workbench_test.sh PATH_TO_THINWIRE PATH_TO_WORKBENCH
 set -euo pipefail
 tw="$1"
 wb="$2"
@@ -47,6 +48,31 @@ red="$($py "$here/png_colour.py" "$work/faults.png" $rect2 214 39 40)"
 rect1="$(shot "$work/nofaults.png" --open 1 --hover 0.359,0.5)"
 red1="$($py "$here/png_colour.py" "$work/nofaults.png" $rect1 214 39 40)"
 [ "$red1" -lt 10 ] || fail "the run without faults has $red1 pixels of the fault red"
+# Seven runs compared (issue 17): one legend row per run (not one per replica), each run's line in
+# its palette colour, and History sorted by final validation loss in the order the store gives.
+db7="$work/seven.db"
+for i in 1 2 3 4 5 6 7; do
+  "$tw" --db "$db7" run /dev/null --data-root "$work" --set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" \
+    --set data.vocab_size=200 --set model.d_model=32 --set model.n_layer=2 --set model.n_head=2 \
+    --set model.seq_len=32 --set train.batch_size=4 --set train.warmup_steps=2 --set train.steps=30 \
+    --set train.eval_every=10 --set outer.algorithm=diloco --set outer.inner_steps=5 --set outer.replicas=3 \
+    --set train.lr="0.00$i" --set run.name="seven-$i" >/dev/null || fail "run $i of seven failed"
+done
+out="$(xvfb-run -a -s "-screen 0 1280x800x24" "$wb" --db "$db7" --screenshot "$work/seven.png" --frames 5 --wait-s 1.5 \
+         --width 1280 --height 800 --open 1 --open 2 --open 3 --open 4 --open 5 --open 6 --open 7)"
+rect7="$(awk '$1 == "screenshot" {print $5, $6, $7, $8}' <<<"$out")"
+grep -q "legend rows 7$" <<<"$out" || fail "seven runs of three replicas: not one legend row per run: $out"
+palette=("31 119 180" "255 127 14" "44 160 44" "214 39 40" "148 103 189" "140 86 75" "227 119 194")
+for c in "${palette[@]}"; do
+  n="$($py "$here/png_colour.py" "$work/seven.png" $rect7 $c 40)"
+  [ "$n" -ge 100 ] || fail "the run coloured ($c) has only $n pixels in the plot"
+done
+out="$(xvfb-run -a -s "-screen 0 1280x800x24" "$wb" --db "$db7" --screenshot "$work/table.png" --frames 5 --wait-s 1.5 \
+         --width 1280 --height 800 --tab History --history-sort "val loss")"
+order="$(awk '$1 == "history" {$1 = $2 = ""; print}' <<<"$out" | xargs)"
+want="$("$tw" --db "$db7" runs list | awk '$1 ~ /^[0-9]+$/ {print $7, $1}' | sort -g | awk '{print $2}' | xargs)"
+[ -n "$order" ] && [ "$order" = "$want" ] || fail "History sorted by val loss shows '$order', the store's order is '$want'"
+
 # Every experiment file opens in the layout editor (variants, sweeps, reports, SkipPipe, HDEE):
 # the workbench refuses to start on a layout it cannot load, naming the file and the key.
 n=0

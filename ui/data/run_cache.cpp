@@ -198,7 +198,7 @@ bool same_summary(const RunSummary& a, const RunSummary& b) {
 
 // Nothing the UI draws differs: the window need not redraw (its idle frames are skipped).
 bool same_state(const CacheState& a, const CacheState& b) {
-    if (a.error != b.error || a.runs.size() != b.runs.size() || a.loaded != b.loaded) return false;
+    if (a.error != b.error || a.runs.size() != b.runs.size() || a.loaded != b.loaded || a.rows != b.rows) return false;
     for (size_t i = 0; i < a.runs.size(); ++i)
         if (!same_summary(a.runs[i], b.runs[i])) return false;
     return true;
@@ -231,6 +231,20 @@ void RunCache::refresh() {
         next->error = runs.message();
     } else {
         next->runs = *runs;
+        // Table rows: a finished run's never changes; a running one's is remade every refresh.
+        std::map<int64_t, RunStatus> was;
+        for (const RunSummary& r : prev->runs) was[r.id] = r.status;
+        for (const RunSummary& r : next->runs) {
+            auto old = prev->rows.find(r.id);
+            if (old != prev->rows.end() && r.status != RunStatus::kRunning && was[r.id] == r.status) {
+                next->rows[r.id] = old->second;
+                continue;
+            }
+            auto toml = store->config_toml(r.id);
+            auto totals = store->totals(r.id);
+            if (!toml || !totals) continue;  // deleted meanwhile: no row
+            next->rows[r.id] = std::make_shared<const RunRow>(make_run_row(r.id, config_key_values(*toml), *totals));
+        }
         for (int64_t id : wanted) {
             auto old = prev->loaded.find(id);
             // A finished run never changes: keep what was loaded.

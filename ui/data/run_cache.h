@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "ui/data/run_row.h"
 #include "storage/run_store.h"
 #include "storage/run_traces.h"
 #include "ui/logic/hardware_retime.h"
@@ -49,6 +50,7 @@ struct RunData {
 
 struct CacheState {
     std::vector<RunSummary> runs;                           // all runs, oldest first
+    std::map<int64_t, std::shared_ptr<const RunRow>> rows;  // every run's table row (ui/data/run_row.h)
     std::map<int64_t, std::shared_ptr<const RunData>> loaded;  // the runs asked for
     std::string error;                                      // last load error ("" if none)
 };

@@ -4,6 +4,10 @@
 #include <filesystem>
 
 #include "core/output_file.h"
+#include "ui/data/run_row.h"
+#include "ui/logic/ticks.h"
+#include "ui/logic/units.h"
+#include "ui/plot/plot_widget.h"
 
 #include <imgui.h>
 
@@ -89,6 +93,193 @@ void HistoryPanel::draw_details(ViewState& v, RunDriver& driver, const RunSummar
     }
 }
 
+namespace {
+
+std::vector<std::string> split_keys(const char* text) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (const char* p = text;; ++p) {
+        if (*p == ',' || *p == ' ' || *p == '\0') {
+            if (!cur.empty()) out.push_back(cur);
+            cur.clear();
+            if (*p == '\0') break;
+        } else {
+            cur += *p;
+        }
+    }
+    return out;
+}
+
+bool row_matches(const RunSummary& r, const RunRow* row, const std::string& f) {
+    return matches(r, f) || (row && (row->algorithm == f || row->compression == f));
+}
+
+}  // namespace
+
+void HistoryPanel::draw_table(ViewState& v) {
+    ImGui::SetNextItemWidth(240);
+    ImGui::InputTextWithHint("##filter", "filter: name, tag, note, group, status, algorithm", filter, sizeof filter);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(260);
+    ImGui::InputTextWithHint("##extra", "extra columns: config keys, e.g. outer.lr, train.steps", extra_keys,
+                             sizeof extra_keys);
+    const std::vector<std::string> extra = split_keys(extra_keys);
+    std::vector<TableRun> runs;
+    for (const RunSummary& r : v.cache->runs) {
+        auto it = v.cache->rows.find(r.id);
+        const RunRow* row = it == v.cache->rows.end() ? nullptr : it->second.get();
+        if (row_matches(r, row, filter)) runs.push_back({&r, row});
+    }
+    const char* const heads[] = {"id", "name", "algorithm", "replicas", "density/rank", "bytes/replica",
+                                 "sim time", "val loss", "status", "tags"};
+    const int fixed = 1 + 10;
+    const int columns = fixed + int(extra.size());
+    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY |
+                                  ImGuiTableFlags_ScrollX | ImGuiTableFlags_Sortable | ImGuiTableFlags_Resizable;
+    if (!ImGui::BeginTable("runs", columns, flags, ImVec2(0, ImGui::GetContentRegionAvail().y * 0.5f))) return;
+    ImGui::TableSetupColumn("plot", ImGuiTableColumnFlags_NoSort | ImGuiTableColumnFlags_WidthFixed);
+    bool named = false;
+    for (int c = 0; c < 10; ++c) named = named || first_sort == heads[c];
+    for (int c = 0; c < 10; ++c) {
+        ImGuiTableColumnFlags f = ImGuiTableColumnFlags_None;
+        if (named ? first_sort == heads[c] : c == 0)
+            f = ImGuiTableColumnFlags_DefaultSort |
+                (named && first_ascending ? ImGuiTableColumnFlags_PreferSortAscending
+                                          : ImGuiTableColumnFlags_PreferSortDescending);
+        ImGui::TableSetupColumn(heads[c], f);
+    }
+    for (const std::string& k : extra) ImGui::TableSetupColumn(k.c_str());
+    ImGui::TableSetupScrollFreeze(2, 1);
+    ImGui::TableHeadersRow();
+    if (ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs(); specs && specs->SpecsCount > 0) {
+        const ImGuiTableColumnSortSpecs& sc = specs->Specs[0];
+        const int col = sc.ColumnIndex - 1;  // after the plot checkbox
+        const RunColumn which = col < 10 ? static_cast<RunColumn>(col) : RunColumn::kSetting;
+        sort_runs(runs, which, sc.SortDirection == ImGuiSortDirection_Ascending,
+                  col >= 10 ? extra[size_t(col - 10)] : std::string());
+    }
+    shown_order.clear();
+    for (const TableRun& t : runs) shown_order.push_back(t.summary->id);
+    for (const TableRun& t : runs) {
+        const RunSummary& r = *t.summary;
+        const RunRow* row = t.row;
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        bool on = v.runs.count(r.id) > 0;
+        if (ImGui::Checkbox(("##plot" + std::to_string(r.id)).c_str(), &on)) {
+            if (on) v.runs.insert(r.id);
+            else v.runs.erase(r.id);
+        }
+        ImGui::TableNextColumn();
+        if (ImGui::Selectable(std::to_string(r.id).c_str(), selected == r.id, ImGuiSelectableFlags_SpanAllColumns))
+            selected = r.id;
+        ImGui::TableNextColumn(); ImGui::TextUnformatted(r.name.c_str());
+        ImGui::TableNextColumn(); ImGui::TextUnformatted(row ? row->algorithm.c_str() : "");
+        ImGui::TableNextColumn(); if (row) ImGui::Text("%lld", (long long)row->replicas);
+        ImGui::TableNextColumn(); ImGui::TextUnformatted(row ? row->compression.c_str() : "");
+        ImGui::TableNextColumn(); if (row) ImGui::TextUnformatted(bytes_text(row->bytes_per_replica).c_str());
+        ImGui::TableNextColumn(); if (row && std::isfinite(row->sim_s)) ImGui::TextUnformatted(unit_text(row->sim_s, AxisUnit::kSeconds, 4).c_str());
+        ImGui::TableNextColumn();
+        if (r.last_val_loss && !std::isnan(*r.last_val_loss)) ImGui::Text("%.4f", *r.last_val_loss);
+        else ImGui::TextDisabled("-");
+        ImGui::TableNextColumn(); ImGui::TextUnformatted(to_string(r.status));
+        ImGui::TableNextColumn(); ImGui::TextUnformatted(r.tags.c_str());
+        for (const std::string& k : extra) {
+            ImGui::TableNextColumn();
+            if (!row) continue;
+            auto it = row->config.find(k);
+            ImGui::TextUnformatted(it == row->config.end() ? "-" : it->second.c_str());
+        }
+    }
+    ImGui::EndTable();
+}
+
+void HistoryPanel::draw_compare(ViewState& v) {
+    std::vector<const RunRow*> rows;
+    std::vector<const RunSummary*> sums;
+    for (int64_t id : v.runs) {
+        auto it = v.cache->rows.find(id);
+        if (it == v.cache->rows.end()) continue;
+        for (const RunSummary& r : v.cache->runs)
+            if (r.id == id) rows.push_back(it->second.get()), sums.push_back(&r);
+    }
+    if (rows.size() < 2) {
+        ImGui::TextDisabled("tick two or more runs to compare their settings");
+        return;
+    }
+    const std::vector<std::string> keys = differing_settings(rows);
+    if (keys.empty()) ImGui::TextDisabled("the ticked runs have the same settings");
+    if (!keys.empty() && ImGui::BeginTable("differ", int(rows.size()) + 1,
+                                           ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollX)) {
+        ImGui::TableSetupColumn("setting");
+        for (const RunSummary* s : sums) ImGui::TableSetupColumn(("run " + std::to_string(s->id)).c_str());
+        ImGui::TableHeadersRow();
+        for (const std::string& k : keys) {
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(k.c_str());
+            for (const RunRow* r : rows) {
+                ImGui::TableNextColumn();
+                auto it = r->config.find(k);
+                ImGui::TextUnformatted(it == r->config.end() ? "-" : it->second.c_str());
+            }
+        }
+        ImGui::EndTable();
+    }
+    // Parallel coordinates: one vertical axis per numeric setting that differs, then the final
+    // validation loss; one polyline per run, in its plot colour (its place among the ticked runs).
+    std::vector<std::string> axes;
+    for (const std::string& k : keys) {
+        bool numeric = true;
+        for (const RunRow* r : rows) {
+            auto it = r->config.find(k);
+            char* end = nullptr;
+            if (it == r->config.end() || (std::strtod(it->second.c_str(), &end), !end || *end != '\0')) numeric = false;
+        }
+        if (numeric) axes.push_back(k);
+    }
+    if (axes.empty()) return;
+    axes.push_back("final val loss");
+    const ImVec2 p0 = ImGui::GetCursorScreenPos();
+    const float w = std::max(200.0f, ImGui::GetContentRegionAvail().x), h = 180;
+    ImGui::Dummy(ImVec2(w, h + 30));
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const float fs = ImGui::GetFontSize(), top = p0.y + fs + 4, bottom = p0.y + h;
+    auto value = [&](size_t run, size_t axis) {
+        if (axis + 1 == axes.size()) return sums[run]->last_val_loss ? *sums[run]->last_val_loss : NAN;
+        return std::strtod(rows[run]->config.at(axes[axis]).c_str(), nullptr);
+    };
+    std::vector<float> xs(axes.size());
+    for (size_t a = 0; a < axes.size(); ++a) {
+        xs[a] = p0.x + 40 + (w - 80) * (axes.size() == 1 ? 0.5f : float(a) / float(axes.size() - 1));
+        dl->AddLine(ImVec2(xs[a], top), ImVec2(xs[a], bottom), ImGui::GetColorU32(ImGuiCol_Text, 0.5f));
+        const float tw = ImGui::CalcTextSize(axes[a].c_str()).x;
+        dl->AddText(ImVec2(xs[a] - tw / 2, p0.y), ImGui::GetColorU32(ImGuiCol_Text), axes[a].c_str());
+    }
+    std::vector<double> lo(axes.size(), INFINITY), hi(axes.size(), -INFINITY);
+    for (size_t r = 0; r < rows.size(); ++r)
+        for (size_t a = 0; a < axes.size(); ++a)
+            if (std::isfinite(value(r, a))) lo[a] = std::min(lo[a], value(r, a)), hi[a] = std::max(hi[a], value(r, a));
+    for (size_t a = 0; a < axes.size(); ++a) {
+        if (!std::isfinite(lo[a])) continue;
+        dl->AddText(ImVec2(xs[a] + 3, bottom + 2), ImGui::GetColorU32(ImGuiCol_TextDisabled), format_value(lo[a], 4).c_str());
+        dl->AddText(ImVec2(xs[a] + 3, top - 2), ImGui::GetColorU32(ImGuiCol_TextDisabled), format_value(hi[a], 4).c_str());
+    }
+    for (size_t r = 0; r < rows.size(); ++r) {
+        const ImU32 col = plot_palette(r);
+        for (size_t a = 0; a < axes.size(); ++a) {
+            const double f0 = hi[a] > lo[a] ? (value(r, a) - lo[a]) / (hi[a] - lo[a]) : 0.5;
+            const ImVec2 q(xs[a], bottom - float(f0) * (bottom - top));
+            if (!std::isfinite(value(r, a))) continue;
+            dl->AddCircleFilled(q, 3, col);
+            if (a + 1 < axes.size() && std::isfinite(value(r, a + 1))) {
+                const double f1 = hi[a + 1] > lo[a + 1] ? (value(r, a + 1) - lo[a + 1]) / (hi[a + 1] - lo[a + 1]) : 0.5;
+                dl->AddLine(q, ImVec2(xs[a + 1], bottom - float(f1) * (bottom - top)), col, 2);
+            }
+        }
+    }
+}
+
 void HistoryPanel::draw(ViewState& v, RunDriver& driver) {
     for (auto it = writes.begin(); it != writes.end();) {
         if (it->first.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
@@ -101,40 +292,12 @@ void HistoryPanel::draw(ViewState& v, RunDriver& driver) {
     }
     if (!v.cache) return;
     if (!v.cache->error.empty()) ImGui::TextColored(ImVec4(1, 0.4f, 0.3f, 1), "%s", v.cache->error.c_str());
-    ImGui::SetNextItemWidth(240);
-    ImGui::InputTextWithHint("##filter", "filter: name, tag, note, group, status", filter, sizeof filter);
+    draw_table(v);
     const RunSummary* details = nullptr;
-    if (ImGui::BeginTable("runs", 8, ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY,
-                          ImVec2(0, ImGui::GetContentRegionAvail().y * 0.6f))) {
-        for (const char* h : {"plot", "id", "name", "status", "last step", "val loss", "group", "tags"})
-            ImGui::TableSetupColumn(h);
-        ImGui::TableSetupScrollFreeze(0, 1);
-        ImGui::TableHeadersRow();
-        for (auto it = v.cache->runs.rbegin(); it != v.cache->runs.rend(); ++it) {
-            const RunSummary& r = *it;
-            if (!matches(r, filter)) continue;
-            ImGui::TableNextRow();
-            ImGui::TableNextColumn();
-            bool on = v.runs.count(r.id) > 0;
-            if (ImGui::Checkbox(("##plot" + std::to_string(r.id)).c_str(), &on)) {
-                if (on) v.runs.insert(r.id);
-                else v.runs.erase(r.id);
-            }
-            ImGui::TableNextColumn();
-            if (ImGui::Selectable(std::to_string(r.id).c_str(), selected == r.id, ImGuiSelectableFlags_SpanAllColumns))
-                selected = r.id;
-            if (selected == r.id) details = &r;
-            ImGui::TableNextColumn(); ImGui::TextUnformatted(r.name.c_str());
-            ImGui::TableNextColumn(); ImGui::TextUnformatted(to_string(r.status));
-            ImGui::TableNextColumn(); ImGui::Text("%lld", (long long)r.last_step.value_or(0));
-            ImGui::TableNextColumn();
-            if (r.last_val_loss && !std::isnan(*r.last_val_loss)) ImGui::Text("%.4f", *r.last_val_loss);
-            else ImGui::TextDisabled("-");
-            ImGui::TableNextColumn(); ImGui::TextUnformatted(r.group.c_str());
-            ImGui::TableNextColumn(); ImGui::TextUnformatted(r.tags.c_str());
-        }
-        ImGui::EndTable();
-    }
+    for (const RunSummary& r : v.cache->runs)
+        if (r.id == selected) details = &r;
+    if (!v.runs.empty() && ImGui::CollapsingHeader("Ticked runs: settings that differ, and against final loss"))
+        draw_compare(v);
     if (details) draw_details(v, driver, *details);
     else ImGui::TextDisabled("select a run for its notes, tags and exports");
 }

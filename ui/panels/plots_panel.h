@@ -30,6 +30,13 @@ public:
     void set_show_faults(bool on) { show_faults_ = on; }
     void draw(ViewState& v);
     PlotRect last_rect() const { return rect_; }
+    // Last frame's curves and legend rows (screenshot tests: a run is one row, whatever its replicas).
+    size_t curves() const { return series_.size(); }
+    size_t legend_rows() const {
+        size_t n = 0;
+        for (const PlotSeries& s : series_) n += s.in_legend ? 1 : 0;
+        return n;
+    }
 
 private:
     // One node's curve, rebuilt when its run's data, the x-axis or the what-if replay change: its
