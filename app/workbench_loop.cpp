@@ -135,15 +135,6 @@ int workbench_loop(const WorkbenchArgs& a, GLFWwindow* window) {
         glClearColor(0.08f, 0.08f, 0.09f, 1.0f);
         glClear(GL_COLOR_BUFFER_BIT);
         ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-        if (std::string png = wb.take_png_request(); !png.empty()) {
-            // ImGui points → framebuffer pixels; GL's origin is the bottom left.
-            const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
-            const tw::ui::PlotRect r = wb.plot_rect();
-            const int x = int(r.min.x * scale.x), w = int((r.max.x - r.min.x) * scale.x);
-            const int h = int((r.max.y - r.min.y) * scale.y), y = fh - int(r.max.y * scale.y);
-            tw::Status s = tw::ui::save_framebuffer_png(png, x, y, w, h);
-            std::fprintf(stderr, "%s\n", s ? ("wrote " + png).c_str() : s.message().c_str());
-        }
         if (!a.screenshot.empty() && f + 1 >= a.frames && waited()) {
             tw::Status s = tw::ui::save_framebuffer_png(a.screenshot, 0, 0, fw, fh);
             if (!s) {

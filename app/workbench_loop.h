@@ -1,7 +1,7 @@
 // The workbench's frame loop over a GLFW window with an ImGui context (both set up by
 // app/workbench_main.cpp), including the headless modes tests and the README use: a screenshot
 // after N frames (and a minimum wait for live runs), a mouse placed over the plot for tooltips,
-// and the plot-PNG export the toolbar asks for. Runs on the main thread.
+// the idle-CPU benchmark; an interactive window sleeps while nothing changes. Runs on the main thread.
 #pragma once
 
 #include <cstdint>

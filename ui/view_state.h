@@ -18,7 +18,6 @@ struct ViewState {
     std::map<std::string, bool> hidden_nodes;    // "RUN/node/train|val" → hidden (legend click)
     std::map<int64_t, WhatIf> what_if;           // run → network and hardware its sim-time axis is re-timed for
     RetimeTasks retimes;                         // the what-ifs' replays, on background tasks
-    std::string png_request;                     // path of a PNG of the plot area to write after this frame
     std::shared_ptr<const CacheState> cache;     // this frame's snapshot of the store
     DriverSnapshot driver;                       // this frame's snapshot of the running session
     std::string status_line;                     // last action's result, shown at the bottom

@@ -55,11 +55,22 @@ void Workbench::frame() {
                  ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoBringToFrontOnFocus |
                      ImGuiWindowFlags_NoScrollWithMouse);
     const float left_w = std::max(380.0f, vp->WorkSize.x * 0.34f);
+    // Left: the run controls fixed at the top, then nodes, layout and log in a scrolling region.
+    ImGui::BeginGroup();
+    // A constant height (the buttons and three lines of message; a longer one scrolls inside), so
+    // nothing below moves when a message appears.
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float controls_h = ImGui::GetFrameHeightWithSpacing() + 4 * ImGui::GetTextLineHeightWithSpacing() +
+                             2 * style.WindowPadding.y;
+    ImGui::BeginChild("controls", ImVec2(left_w, controls_h), true);
+    run_.draw_controls(view_, driver_, layout_.model);
+    ImGui::EndChild();
     ImGui::BeginChild("left", ImVec2(left_w, -ImGui::GetFrameHeightWithSpacing()), true);
     nodes_.draw(view_, driver_, layout_.model);
     layout_.draw(view_);
-    run_.draw(view_, driver_, layout_.model);
+    run_.draw_log(view_);
     ImGui::EndChild();
+    ImGui::EndGroup();
     ImGui::SameLine();
     ImGui::BeginChild("right", ImVec2(0, -ImGui::GetFrameHeightWithSpacing()), false, ImGuiWindowFlags_NoScrollWithMouse);
     // The first frame selects the tab asked for; later the user's clicks decide.

@@ -49,8 +49,6 @@ public:
     void load_now();
     // Where the loss plot was drawn last frame (ImGui screen coordinates), e.g. for PNG export.
     PlotRect plot_rect() const { return plots_.last_rect(); }
-    // A PNG of the plot area was asked for this frame: the caller saves it after rendering.
-    std::string take_png_request() { return std::exchange(view_.png_request, {}); }
     // A run of this window is in progress: its plots change every refresh, so the window redraws
     // more often than when it only waits for the user.
     bool live() const { return view_.driver.active && !view_.driver.done; }

@@ -93,8 +93,12 @@ void NodesPanel::draw_probes(LayoutModel& layout) {
 
 void NodesPanel::draw(ViewState& v, RunDriver& driver, LayoutModel& layout) {
     if (!ImGui::CollapsingHeader("Nodes", ImGuiTreeNodeFlags_DefaultOpen)) return;
-    if (v.driver.nodes.empty()) ImGui::TextDisabled("no run: nodes of a run appear here with their role and heartbeat");
+    // A fixed height (about six rows; the table scrolls beyond): a run that starts fills it and
+    // nothing below moves under the mouse.
+    ImGui::BeginChild("session-nodes-area", ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 7.5f), false);
+    if (v.driver.nodes.empty()) ImGui::TextWrapped("no run: nodes of a run appear here with their role and heartbeat");
     else draw_session_nodes(v);
+    ImGui::EndChild();
     ImGui::SetNextItemWidth(220);
     ImGui::InputText("##endpoint", endpoint, sizeof endpoint);
     ImGui::SameLine();

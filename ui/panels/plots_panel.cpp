@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 
 #include "core/config_io.h"
+#include "core/output_file.h"
+#include "ui/plot/offscreen.h"
 
 #include "ui/panels/fault_markers.h"
 
@@ -240,31 +242,45 @@ void PlotsPanel::rebuild(ViewState& v) {
 
 void PlotsPanel::export_data(ViewState& v, bool json) const {
     const std::string path = std::string(export_path_) + (json ? ".json" : ".csv");
-    std::ofstream out(path);
-    if (!out) {
-        v.status_line = "cannot write " + path;
+    // Through a temporary file, and never over an existing one (core/output_file.h).
+    Status st = write_output_file(path, Overwrite::kRefuse, [&](std::ostream& out) {
+        out.precision(10);
+        if (json) out << "[";
+        bool first = true;
+        if (!json) out << "series,x,y\n";
+        for (auto& s : series_) {
+            if (!s.visible) continue;
+            if (json) {
+                out << (first ? "" : ",") << "\n{\"label\":\"" << s.label << "\",\"x_axis\":\"" << kAxisNames[axis_]
+                    << "\",\"x\":[";
+                for (size_t i = 0; i < s.data->x.size(); ++i) out << (i ? "," : "") << s.data->x[i];
+                out << "],\"y\":[";
+                for (size_t i = 0; i < s.data->y.size(); ++i) out << (i ? "," : "") << s.data->y[i];
+                out << "]}";
+            } else {
+                for (size_t i = 0; i < s.data->x.size(); ++i)
+                    out << '"' << s.label << "\"," << s.data->x[i] << ',' << s.data->y[i] << '\n';
+            }
+            first = false;
+        }
+        if (json) out << "\n]\n";
+        return Status::ok();
+    });
+    v.status_line = st ? "wrote " + std::filesystem::absolute(path).string() : st.message() + " (choose another name)";
+}
+
+void PlotsPanel::export_png(ViewState& v, const PlotOptions& opt) {
+    // The software renderer `thinwire report` uses: the whole plot with its axes, labels and
+    // legend, on white, at a size of its own; never over an existing file.
+    const std::string path = std::string(export_path_) + ".png";
+    if (std::filesystem::exists(path)) {
+        v.status_line = path + " exists (not replaced; choose another name)";
         return;
     }
-    out.precision(10);
-    if (json) out << "[";
-    bool first = true;
-    if (!json) out << "series,x,y\n";
-    for (auto& s : series_) {
-        if (!s.visible) continue;
-        if (json) {
-            out << (first ? "" : ",") << "\n{\"label\":\"" << s.label << "\",\"x_axis\":\"" << kAxisNames[axis_]
-                << "\",\"x\":[";
-            for (size_t i = 0; i < s.data->x.size(); ++i) out << (i ? "," : "") << s.data->x[i];
-            out << "],\"y\":[";
-            for (size_t i = 0; i < s.data->y.size(); ++i) out << (i ? "," : "") << s.data->y[i];
-            out << "]}";
-        } else {
-            for (size_t i = 0; i < s.data->x.size(); ++i) out << '"' << s.label << "\"," << s.data->x[i] << ',' << s.data->y[i] << '\n';
-        }
-        first = false;
-    }
-    if (json) out << "\n]\n";
-    v.status_line = "wrote " + path;
+    PlotOptions o = opt;
+    o.markers = &markers_;
+    Status st = render_plot_png(path, series_, o, OffscreenOptions{1200, 700, true});
+    v.status_line = st ? "wrote " + std::filesystem::absolute(path).string() + " (1200×700)" : st.message();
 }
 
 void PlotsPanel::draw(ViewState& v) {
@@ -309,7 +325,8 @@ void PlotsPanel::draw(ViewState& v) {
     ImGui::SameLine();
     if (ImGui::Button("JSON")) export_data(v, true);
     ImGui::SameLine();
-    if (ImGui::Button("PNG")) v.png_request = std::string(export_path_) + ".png";
+    const bool png = ImGui::Button("PNG");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("the plot with its axes, labels and legend, 1200×700, on white");
 
     rebuild(v);
     PlotOptions opt;
@@ -323,6 +340,7 @@ void PlotsPanel::draw(ViewState& v) {
     opt.markers = &markers_;
     if (series_.empty()) ImGui::TextDisabled("tick runs in History (or start one) to plot them");
     rect_ = plot("loss", series_, opt, view_, ImVec2(0, 0));
+    if (png) export_png(v, opt);
     // A legend click toggles a run's (or group's) row: remember it for every curve of that row.
     for (size_t i = 0; i < series_.size(); ++i)
         if (series_[i].in_legend) v.hidden_nodes[owners_[i]] = !series_[i].visible;

@@ -72,6 +72,7 @@ private:
     // A run's setting for colour and grouping: "run" (its id), or a dotted config key's value.
     std::string setting(const RunData& d, int64_t id, const std::string& key);
     void export_data(ViewState& v, bool json) const;
+    void export_png(ViewState& v, const PlotOptions& opt);
 
     int axis_ = 0;
     bool log_x_ = false, log_y_ = false, show_train_ = true, show_val_ = true, show_faults_ = true;

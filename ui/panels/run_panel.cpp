@@ -5,8 +5,7 @@
 
 namespace tw::ui {
 
-void RunPanel::draw(ViewState& v, RunDriver& driver, LayoutModel& layout) {
-    if (!ImGui::CollapsingHeader("Run", ImGuiTreeNodeFlags_DefaultOpen)) return;
+void RunPanel::draw_controls(ViewState& v, RunDriver& driver, LayoutModel& layout) {
     const DriverSnapshot& d = v.driver;
     const bool running = d.active && !d.done;
     const bool valid = layout.errors().empty() && layout.general_errors().empty();
@@ -54,7 +53,17 @@ void RunPanel::draw(ViewState& v, RunDriver& driver, LayoutModel& layout) {
     else if (d.active) ImGui::Text("run %lld: %s%s%s", (long long)d.run_id, d.phase.c_str(), d.reason.empty() ? "" : " - ",
                                    d.reason.c_str());
     else ImGui::TextDisabled("idle");
+    // The last message (an error names file and key), wrapped: never cut at the window's edge.
+    if (!v.status_line.empty()) {
+        ImGui::PushTextWrapPos(0);
+        ImGui::TextDisabled("%s", v.status_line.c_str());
+        ImGui::PopTextWrapPos();
+    }
+}
 
+void RunPanel::draw_log(ViewState& v) {
+    if (!ImGui::CollapsingHeader("Run log", ImGuiTreeNodeFlags_DefaultOpen)) return;
+    const DriverSnapshot& d = v.driver;
     ImGui::BeginChild("log", ImVec2(0, 140), true);
     for (auto& line : d.log) ImGui::TextWrapped("%s", line.c_str());
     if (d.log.size() != shown_log) {
