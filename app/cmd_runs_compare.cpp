@@ -4,12 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "core/algorithm.h"
 #include "core/config_io.h"
+#include "storage/run_store.h"
 
 namespace tw::cli {
 
@@ -28,6 +31,42 @@ std::string value_of(const std::map<std::string, std::string>& config, const std
     return it == config.end() ? "-" : it->second;
 }
 
+// A stored value as a reader writes it: a float in its shortest exact form (0.59999999999999998
+// → 0.6, the same double), strings without their quotes.
+std::string shown(const std::string& v) {
+    if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front()) return v.substr(1, v.size() - 2);
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (end && *end == '\0' && v.find_first_of(".eE") != std::string::npos && std::isfinite(d))
+        for (int prec = 1; prec <= 17; ++prec) {
+            char buf[40];
+            std::snprintf(buf, sizeof buf, "%.*g", prec, d);
+            if (std::strtod(buf, nullptr) == d) return buf;
+        }
+    return v;
+}
+
+// Whether `key` is a setting the run's algorithm reads (general keys always are; an algorithm's
+// own knobs only for it: SparseLoCo's top-k says nothing about a DiLoCo run).
+bool applies(const std::map<std::string, std::string>& config, const std::string& key) {
+    const FieldInfo* f = config_field(key);
+    if (!f || f->algorithms.empty()) return true;
+    std::string name = value_of(config, "outer.algorithm");
+    if (name.size() >= 2 && (name.front() == '\'' || name.front() == '"')) name = name.substr(1, name.size() - 2);
+    const auto algo = parse_algorithm(name);
+    return algo && std::find(f->algorithms.begin(), f->algorithms.end(), *algo) != f->algorithms.end();
+}
+
+std::string with_commas(double v) {
+    if (!std::isfinite(v)) return "-";
+    std::string d = std::to_string(static_cast<long long>(std::llround(v))), out;
+    for (size_t i = 0; i < d.size(); ++i) {
+        if (i > 0 && (d.size() - i) % 3 == 0) out += ',';
+        out += d[i];
+    }
+    return out;
+}
+
 }  // namespace
 
 int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
@@ -38,12 +77,17 @@ int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
         runs.push_back(unwrap(store.get_run(id)));
         configs.push_back(config_key_values(unwrap(store.config_toml(id))));
     }
+    std::vector<RunStore::Totals> totals;
+    for (auto& r : runs) totals.push_back(unwrap(store.totals(r.id)));
+    // Columns as wide as the widest cell: names in full.
+    int width = 16;
+    for (auto& r : runs) width = std::max(width, static_cast<int>(std::to_string(r.id).size() + 1 + r.name.size()));
     auto row = [&](const char* label, auto cell) {
         std::printf("%-24s", label);
-        for (size_t i = 0; i < runs.size(); ++i) std::printf(" %16s", cell(i).c_str());
+        for (size_t i = 0; i < runs.size(); ++i) std::printf(" %*s", width, cell(i).c_str());
         std::printf("\n");
     };
-    row("run", [&](size_t i) { return std::to_string(runs[i].id) + " " + runs[i].name.substr(0, 12); });
+    row("run", [&](size_t i) { return std::to_string(runs[i].id) + " " + runs[i].name; });
     row("status", [&](size_t i) { return std::string(to_string(runs[i].status)); });
     row("steps", [&](size_t i) { return std::to_string(runs[i].last_step.value_or(0)); });
     row("last train loss", [&](size_t i) { return fmt_opt(runs[i].last_train_loss); });
@@ -54,17 +98,31 @@ int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
         for (auto& m : v) best = best ? std::min(*best, m.value) : m.value;
         return fmt_opt(best);
     });
+    // Bytes as the summary table counts them: Σ nodes' last outer + intra + stage sent counters.
+    row("bytes sent per replica", [&](size_t i) {
+        const double r = std::atof(value_of(configs[i], "outer.replicas").c_str());
+        return with_commas(r > 0 ? totals[i].bytes_sent / r : totals[i].bytes_sent) + " B";
+    });
+    row("simulated time", [&](size_t i) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.2f s", totals[i].sim_s);
+        return std::isfinite(totals[i].sim_s) ? std::string(buf) : std::string("-");
+    });
     std::set<std::string> keys;
     for (auto& c : configs)
         for (auto& [k, v] : c) keys.insert(k);
     bool header = false;
     for (auto& k : keys) {
-        bool differs = false;
-        for (auto& c : configs) differs = differs || value_of(c, k) != value_of(configs[0], k);
-        if (!differs || k == "run.name") continue;
-        if (!header) std::printf("\nsettings that differ:\n");
+        // Compared among the runs the setting applies to; "n/a" where it does not.
+        std::vector<std::string> cells;
+        for (auto& c : configs) cells.push_back(applies(c, k) ? shown(value_of(c, k)) : "n/a");
+        std::set<std::string> distinct;
+        for (auto& v : cells)
+            if (v != "n/a") distinct.insert(v);
+        if (distinct.size() < 2 || k == "run.name") continue;
+        if (!header) std::printf("\nsettings that differ (n/a: the run's algorithm does not read it):\n");
         header = true;
-        row(k.c_str(), [&](size_t i) { return value_of(configs[i], k); });
+        row(k.c_str(), [&](size_t i) { return cells[i]; });
     }
     if (!header) std::printf("\nsettings: identical apart from the name\n");
     return 0;

@@ -12,7 +12,8 @@
 #  * runs delete asks, needs --yes without a terminal, and deletes only what it names;
 #  * progress lines never show nan, carry an ETA, and the last one agrees with the summary table;
 #  * a run whose last steps are never synchronised is warned about, and the warning is stored;
-#  * runs show says which CPU and BLAS library the nodes computed on.
+#  * runs show says which CPU and BLAS library the nodes computed on;
+#  * runs compare shows names in full, bytes per replica and simulated time.
 # Usage: cli_forgives_test.sh PATH_TO_THINWIRE
 set -euo pipefail
 tw="$1"
@@ -63,6 +64,15 @@ set +e; out="$("$tw" --db "$db" runs list --status finsihed 2>&1)"; rc=$?; set -
 cpu="$(grep -m1 "model name" /proc/cpuinfo | sed 's/.*: *//')"
 grep -q "computed on ${cpu:--}, BLAS .*: every node" <<<"$("$tw" --db "$db" runs show 1)" ||
   fail "runs show lacks the nodes' platform: $("$tw" --db "$db" runs show 1 | grep -i computed)"
+
+# runs compare: names in full, bytes per replica as the store's counters sum them, simulated time.
+cmp="$("$tw" --db "$db" runs compare 1 2)"
+grep -q "1 alpha-diloco-long-name-kept-in-full" <<<"$cmp" || fail "runs compare cut a name: $cmp"
+want="$("$tw" --db "$db" runs export 1 --format csv | awk -F, '$7 ~ /^bytes\.(outer|intra|stage)\.sent$/ {
+  k = $2 FS $7; if (!(k in m) || $8 > m[k]) m[k] = $8 } END {s = 0; for (k in m) s += m[k]; printf "%.0f", s / 2}')"
+got="$(awk '/^bytes sent per replica/ {gsub(",", "", $5); print $5}' <<<"$cmp")"
+[ -n "$got" ] && [ "$got" = "$want" ] || fail "runs compare: bytes per replica '$got', the counters sum to '$want': $cmp"
+grep -Eq "^simulated time +[0-9.]+ s +[0-9.]+ s$" <<<"$cmp" || fail "runs compare lacks simulated times: $cmp"
 
 # report --group by the name the user wrote (the layout's): its latest launch, the second run (each
 # `thinwire run` is a launch of its own, stored as micro@<time>).
