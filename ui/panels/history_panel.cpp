@@ -40,10 +40,15 @@ void HistoryPanel::background(ViewState& v, std::function<Status(RunStore&)> fn,
     v.status_line = "working...";
 }
 
+std::string HistoryPanel::export_stem(int64_t id) const {
+    return export_to[0] != '\0' ? std::string(export_to) : "run-" + std::to_string(id);
+}
+
 void HistoryPanel::draw_details(ViewState& v, RunDriver& driver, const RunSummary& r) {
     if (edited != r.id) {
         std::snprintf(notes, sizeof notes, "%s", r.notes.c_str());
         std::snprintf(tags, sizeof tags, "%s", r.tags.c_str());
+        export_to[0] = '\0';
         edited = r.id;
     }
     ImGui::Text("run %lld \"%s\": %s%s%s", (long long)r.id, r.name.c_str(), to_string(r.status),
@@ -61,10 +66,14 @@ void HistoryPanel::draw_details(ViewState& v, RunDriver& driver, const RunSummar
             return s.set_tags(id, t);
         });
     }
+    // Exports go to the path typed here (without extension; default run-ID, in the working
+    // directory), never over an existing file; the status line says where they went.
+    ImGui::SetNextItemWidth(200);
+    ImGui::InputTextWithHint("##exportto", ("export to: run-" + std::to_string(id)).c_str(), export_to, sizeof export_to);
     ImGui::SameLine();
     for (const char* fmt : {"csv", "json"}) {
         if (ImGui::Button((std::string("Export ") + fmt).c_str())) {
-            const std::string path = "run-" + std::to_string(id) + "." + fmt;
+            const std::string path = export_stem(id) + "." + fmt;
             const bool json = std::strcmp(fmt, "json") == 0;
             // Never over an existing file, and never half a file (core/output_file.h).
             background(v, [id, path, json](RunStore& s) {
@@ -76,7 +85,7 @@ void HistoryPanel::draw_details(ViewState& v, RunDriver& driver, const RunSummar
         ImGui::SameLine();
     }
     if (ImGui::Button("Export SQLite")) {
-        const std::string path = "run-" + std::to_string(id) + ".db";
+        const std::string path = export_stem(id) + ".db";
         background(v, [id, path](RunStore& s) { return s.copy_run_to(id, path); },
                    "wrote " + std::filesystem::absolute(path).string());
     }

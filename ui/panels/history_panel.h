@@ -22,6 +22,7 @@ struct HistoryPanel {
     char notes[1024] = "";
     char tags[256] = "";
     int64_t edited = 0;    // run the text buffers belong to
+    char export_to[512] = "";  // the selected run's export path without extension ("" = run-ID)
     std::string first_sort;       // the column sorted by at first ("" = id, newest first)
     bool first_ascending = true;
     std::vector<int64_t> shown_order;  // run ids as the table showed them last frame
@@ -34,6 +35,7 @@ private:
     void draw_table(ViewState& v);
     void draw_compare(ViewState& v);
     void draw_details(ViewState& v, RunDriver& driver, const RunSummary& r);
+    std::string export_stem(int64_t id) const;
     void background(ViewState& v, std::function<Status(RunStore&)> fn, std::string done_text = "done");
 };
 
