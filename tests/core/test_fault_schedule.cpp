@@ -51,7 +51,7 @@ TEST(FaultSchedule, KillAndRejoinSetMembershipByRound) {
     EXPECT_FALSE(s->gone_for_good(1, 60));  // cut off, not dead: it trains on alone
 }
 
-TEST(FaultSchedule, SparesAreRefusedWhereNoReplicaCanBeLostAndTakenOverTheHub) {
+TEST(FaultSchedule, SparesWorkOverTheHubAndAreRefusedWhereNoReplicaCanBeLost) {
     RunConfig c = diloco(3, 10, 60);
     c.cluster.spares = 1;
     std::vector<std::string> p;
