@@ -326,15 +326,7 @@ void PipelineWorker::record_bytes(int64_t step) {
     for (auto& [name, v] : byte_metrics(total_bytes(), true)) record(step, name, v);
 }
 
-ByteCounters PipelineWorker::total_bytes() const {
-    ByteCounters total = bytes_before_;
-    const ByteCounters& c = mesh_->counters();
-    for (int k = 0; k < 3; ++k) {
-        total.sent_bytes[k] += c.sent_bytes[k], total.recv_bytes[k] += c.recv_bytes[k];
-        total.sent_msgs[k] += c.sent_msgs[k], total.recv_msgs[k] += c.recv_msgs[k];
-    }
-    return total;
-}
+ByteCounters PipelineWorker::total_bytes() const { return counters_since(bytes_before_, mesh_->counters()); }
 
 StageStateParts PipelineWorker::stage_parts() {
     StageStateParts parts;

@@ -8,14 +8,16 @@
 # finished run, no checkpoint). Pipeline runs too: one replica of 2 stages with dense boundaries
 # (pipe), of 3 stages under GPipe with compressed boundaries (pipe3), and heterogeneous runs of a
 # full replica and a compressed 2-stage pipeline replica under SparseLoCo (its later stage replays
-# stage 0's rounds to follow T_fixed) and DiLoCo (stage 0 sends T_fixed), with the AD defaults.
+# stage 0's rounds to follow T_fixed) and DiLoCo (stage 0 sends T_fixed), with the AD defaults; and
+# SkipPipe (3 stages × 2 replicas, paths of 2 stages, a partial-model validation path).
 # Usage: resume_test.sh PATH_TO_THINWIRE [CASE...] (an algorithm, or pipe, pipe3, hetero_sparseloco,
-# hetero_diloco)
+# hetero_diloco, skippipe)
 set -euo pipefail
 tw="$1"
 shift
 algos=("$@")
-[ ${#algos[@]} -gt 0 ] || algos=(ddp diloco sparseloco streaming_diloco noloco demo none pipe pipe3 hetero_sparseloco hetero_diloco)
+[ ${#algos[@]} -gt 0 ] || algos=(ddp diloco sparseloco streaming_diloco noloco demo none pipe pipe3 hetero_sparseloco hetero_diloco
+                                skippipe)
 work="$(mktemp -d)"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -28,7 +30,7 @@ micro_corpus "$work/corpus"
 # The micro model under the flops clock (simulated times are a function of the layout), run.threads
 # = 1 per node; long enough to be killed mid-run, checkpoints every 40 steps.
 layout() {  # case → $work/micro.toml
-  local algo="$1" replicas=2 extra="" steps=600 cluster="" pipeline="" layers=2
+  local algo="$1" replicas=2 extra="" steps=600 cluster="" pipeline="" layers=2 more=""
   [ "$1" = none ] && replicas=1
   [ "$1" = streaming_diloco ] && extra="fragments = 2"  # at most one per layer; overlap τ = 1 by default
   case "$1" in
@@ -37,6 +39,8 @@ layout() {  # case → $work/micro.toml
       pipeline=$'micro_batches = 2\nschedule = "gpipe"\nrank = 8' ;;
     hetero_*) algo="${1#hetero_}" steps=300 cluster="stages = 2"
       pipeline=$'replicas = 1\nrank = 8\nmicro_batches = 2\nschedule = "1f1b"' ;;
+    skippipe) algo=none replicas=1 steps=300 layers=3  # SkipPipe places its own 3 × 2 nodes
+      more=$'[skippipe]\nstages = 3\nreplicas = 2\nmicro_batches = 2\npath_stages = 2\nmax_swaps = 1\neval_paths = [[0, 2]]' ;;
   esac
   { micro_tables "tie_embeddings = false" | sed "s/^steps = 20\$/steps = $steps\nckpt_every = 40/; s/^n_layer = 2\$/n_layer = $layers/"; cat <<TOML; } > "$work/micro.toml"
 [outer]
@@ -57,6 +61,7 @@ $cluster
 $pipeline
 [run]
 threads = 1
+$more
 TOML
 }
 tw_run() { (cd "$work" && "$tw" --db "$1" "${@:2}"); }
@@ -66,7 +71,7 @@ rows() {
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 for r in c.execute("SELECT node, step, name, value, sim_s FROM metrics WHERE run_id = ? AND name IN "
-                   "('train.loss', 'val.loss', 'round.bytes') ORDER BY node, name, step", (int(sys.argv[2]),)):
+                   "('train.loss', 'val.loss', 'round.bytes', 'val.loss.path_0_2') ORDER BY node, name, step", (int(sys.argv[2]),)):
     print(*(repr(x) for x in r))
 PY
 }

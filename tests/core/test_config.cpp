@@ -151,6 +151,10 @@ TEST(Config, CheckpointSettingsAreCoherentAcrossRunKinds) {
                        "model.tie_embeddings=false", "train.ckpt_every=50"}),
               "");
     EXPECT_EQ(problem({"cluster.stages=2", "model.tie_embeddings=false", "train.ckpt_every=50"}), "");
+    EXPECT_EQ(problem({"skippipe.stages=2", "skippipe.replicas=2", "skippipe.path_stages=2", "train.ckpt_every=50"}), "");
+    EXPECT_NE(problem({"skippipe.stages=2", "skippipe.replicas=2", "skippipe.path_stages=2", "train.ckpt_path=run.ckpt"})
+                  .find("train.ckpt_path: checkpoints of SkipPipe runs are not supported"),
+              std::string::npos);
     EXPECT_NE(problem({"outer.algorithm=diloco", "outer.replicas=2", "compute.model=flops", "outer.round_time_s=1",
                        "train.ckpt_every=50"})
                   .find("train.ckpt_every: checkpoints of time-budgeted rounds"),

@@ -1,7 +1,7 @@
 // A pipeline run's node state beside its model (engine/worker/stage_state.h): every part through
 // a run checkpoint file and back into other live tensors and algorithms, and a file of another
 // stage, of a node without that state, or with a name missing, added, doubled or reshaped, each a
-// named error.
+// named error. A SkipPipe node's state likewise (engine/worker/skippipe_state.h).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -11,6 +11,7 @@
 #include "engine/algo/outer.h"
 #include "engine/train/trainer.h"
 #include "engine/worker/run_checkpoint.h"
+#include "engine/worker/skippipe_state.h"
 #include "engine/worker/stage_state.h"
 #include "tests/engine/micro_run.h"
 #include "tests/engine/replica_threads.h"
@@ -194,6 +195,52 @@ TEST(StageState, ATruncatedStageNodeFileIsANamedError) {
     ASSERT_FALSE(l.is_ok());
     EXPECT_NE(l.message().find(w->path), std::string::npos) << l.message();
     fs::remove_all(root);
+}
+
+TEST(SkipPipeState, RoundTripAndMalformedStateNamed) {
+    SkipPipeNodeState s;
+    s.busy_s = 1.25, s.iter_sum_s = 7.5, s.skip_iter_sum_s = 6.0625;
+    s.block = {1e-3, 2e-3}, s.head = {3e-3, 4.5e-3};
+    s.paths["val.loss.path_0_2"] = 4.125;
+    const std::vector<std::string> known = {"val.loss.path_0_2", "val.loss.path_0_1"};
+    const NamedTensors saved = save_skippipe_state(s);
+    auto back = load_skippipe_state(saved, known);
+    ASSERT_TRUE(back.is_ok()) << back.message();
+    EXPECT_EQ(back->busy_s, 1.25);
+    EXPECT_EQ(back->iter_sum_s, 7.5);
+    EXPECT_EQ(back->skip_iter_sum_s, 6.0625);
+    EXPECT_EQ(back->block.bwd_s, 2e-3);
+    EXPECT_EQ(back->head.fwd_s, 3e-3);
+    EXPECT_EQ(back->head.bwd_s, 4.5e-3);
+    EXPECT_EQ(back->paths, s.paths);
+
+    auto error = [&](const NamedTensors& n) {
+        auto r = load_skippipe_state(n, known);
+        return r ? std::string() : r.message();
+    };
+    // A pipeline stage node's state, or none, is not a SkipPipe node's.
+    std::string e = error({{"stages", torch::tensor({0}, torch::kInt64)}});
+    EXPECT_NE(e.find("is empty or not fp64"), std::string::npos) << e;
+    e = error({});
+    EXPECT_NE(e.find("not a SkipPipe node's checkpoint (\"skippipe/sums\" missing"), std::string::npos) << e;
+    NamedTensors cut = {saved[0]};
+    e = error(cut);
+    EXPECT_NE(e.find("\"skippipe/stage_times\" missing or malformed"), std::string::npos) << e;
+    NamedTensors bad = saved;
+    bad[1].second = torch::tensor(std::vector<double>{1e-3, -2e-3, 3e-3, 4e-3}, torch::kFloat64);
+    e = error(bad);
+    EXPECT_NE(e.find("negative or not finite"), std::string::npos) << e;
+    bad[1].second = torch::tensor(std::vector<double>{1e-3, NAN, 3e-3, 4e-3}, torch::kFloat64);
+    EXPECT_NE(error(bad).find("negative or not finite"), std::string::npos);
+    bad[1].second = torch::tensor(std::vector<double>{1e-3, 2e-3, 3e-3}, torch::kFloat64);
+    EXPECT_NE(error(bad).find("missing or malformed"), std::string::npos);
+    NamedTensors other = saved;
+    other.emplace_back("skippipe/val/val.loss.path_1_2", torch::tensor(std::vector<double>{1.0}, torch::kFloat64));
+    e = error(other);
+    EXPECT_NE(e.find("\"skippipe/val/val.loss.path_1_2\" is not this run's"), std::string::npos) << e;
+    NamedTensors twice = saved;
+    twice.push_back(saved[0]);
+    EXPECT_NE(error(twice).find("appears twice"), std::string::npos);
 }
 
 }  // namespace
