@@ -8,16 +8,17 @@
 # finished run, no checkpoint). Pipeline runs too: one replica of 2 stages with dense boundaries
 # (pipe), of 3 stages under GPipe with compressed boundaries (pipe3), and heterogeneous runs of a
 # full replica and a compressed 2-stage pipeline replica under SparseLoCo (its later stage replays
-# stage 0's rounds to follow T_fixed) and DiLoCo (stage 0 sends T_fixed), with the AD defaults; and
+# stage 0's rounds to follow T_fixed) and DiLoCo (stage 0 sends T_fixed), with the AD defaults, and
+# under DiLoCo with the `reparam` constraint (the stage's AdamW steps Z); and
 # SkipPipe (3 stages × 2 replicas, paths of 2 stages, a partial-model validation path).
 # Usage: resume_test.sh PATH_TO_THINWIRE [CASE...] (an algorithm, or pipe, pipe3, hetero_sparseloco,
-# hetero_diloco, skippipe)
+# hetero_diloco, reparam_diloco, skippipe)
 set -euo pipefail
 tw="$1"
 shift
 algos=("$@")
 [ ${#algos[@]} -gt 0 ] || algos=(ddp diloco sparseloco streaming_diloco noloco demo none pipe pipe3 hetero_sparseloco hetero_diloco
-                                skippipe)
+                                reparam_diloco skippipe)
 work="$(mktemp -d)"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -39,6 +40,8 @@ layout() {  # case → $work/micro.toml
       pipeline=$'micro_batches = 2\nschedule = "gpipe"\nrank = 8' ;;
     hetero_*) algo="${1#hetero_}" steps=300 cluster="stages = 2"
       pipeline=$'replicas = 1\nrank = 8\nmicro_batches = 2\nschedule = "1f1b"' ;;
+    reparam_diloco) algo=diloco steps=300 cluster="stages = 2"  # Z, not W, is what the stage's AdamW steps
+      pipeline=$'replicas = 1\nrank = 8\nmicro_batches = 2\nconstraint = "reparam"' ;;
     skippipe) algo=none replicas=1 steps=300 layers=3  # SkipPipe places its own 3 × 2 nodes
       more=$'[skippipe]\nstages = 3\nreplicas = 2\nmicro_batches = 2\npath_stages = 2\nmax_swaps = 1\neval_paths = [[0, 2]]' ;;
   esac
