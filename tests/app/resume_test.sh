@@ -3,7 +3,7 @@
 # threads with train.ckpt_every is SIGKILLed (coordinator and nodes with it) once every node has a
 # checkpoint; `runs list` must call it interrupted; `run --resume` must finish it as the same run,
 # with per-step train.loss, val.loss and simulated clocks equal to an uninterrupted run of the same
-# layout to the last bit, and no (node, step, metric) stored twice. Then SIGTERM (a clean stop,
+# layout to the last bit, and no (node, step, metric) stored more often than uninterrupted. Then SIGTERM (a clean stop,
 # interrupted, checkpoint where it stopped) and the resume's refusals (changed key, --force,
 # finished run, no checkpoint). Pipeline runs too: one replica of 2 stages with dense boundaries
 # (pipe), of 3 stages under GPipe with compressed boundaries (pipe3), and heterogeneous runs of a
