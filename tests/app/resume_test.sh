@@ -129,6 +129,39 @@ $(diff <(counts "$ref" 1) <(counts "$db" 1) | head -5)"
   echo "ok: $algo killed at step $last, resumed from $at, $(wc -l <<<"$got") rows equal to the uninterrupted run"
 done
 
+# A stage node's file is untrusted: another stage's or a truncated one fails the resume with a named
+# error and nothing stored is lost; the files put back, the same run resumes to the uninterrupted rows.
+layout pipe
+ref="$work/ref-pipe.db" db="$work/swap.db"
+[ -f "$ref" ] || tw_run "$ref" run micro.toml >"$work/ref.log" 2>&1 || fail "swap: the reference run failed"
+(cd "$work" && exec "$tw" --db "$db" run micro.toml >"$work/swap.log" 2>&1) &
+pid=$!
+pids+=("$pid")
+for _ in $(seq 1 600); do
+  [ -n "$(complete_ckpt "$db" 1)" ] && break
+  sleep 0.05
+done
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+at="$(complete_ckpt "$db" 1)"
+[ -n "$at" ] || fail "swap: no checkpoint before the kill"
+dir="$(ls -td "$work"/cache/checkpoints/run-1-* | head -1)"  # the newest run 1's: this one's
+s0="$dir/replica-0.0.step-$at.ckpt" s1="$dir/replica-0.1.step-$at.ckpt"
+[ -f "$s0" ] && [ -f "$s1" ] || fail "swap: no stage files of step $at in $dir"
+cp "$s0" "$work/s0" && cp "$s1" "$work/s1"
+cp "$work/s1" "$s0" && cp "$work/s0" "$s1"  # each stage node finds the other's file
+out="$(tw_run "$db" run --resume 1 2>&1)" && fail "swap: a resume from the other stage's files was accepted"
+grep -q "replica-0.0.step-$at.ckpt does not fit this model" <<<"$out" || fail "swap: no named error: $out"
+[ "$(status_of "$db" 1)" = failed ] || fail "swap: the refused resume left the run $(status_of "$db" 1)"
+cp "$work/s0" "$s0" && head -c $(($(stat -c %s "$work/s1") / 2)) "$work/s1" >"$s1"
+out="$(tw_run "$db" run --resume 1 2>&1)" && fail "swap: a resume from a truncated file was accepted"
+grep -q "replica-0.1.step-$at.ckpt is truncated" <<<"$out" || fail "swap: no named error for a truncated file: $out"
+cp "$work/s1" "$s1"
+out="$(tw_run "$db" run --resume 1 2>&1)" || fail "swap: the files put back, resume failed: $out"
+grep -q "run 1 resumes at step $at" <<<"$out" && grep -q "run 1 finished" <<<"$out" || fail "swap: $out"
+[ "$(rows "$ref" 1)" = "$(rows "$db" 1)" ] || fail "swap: resumed after the refusals, the rows differ from the uninterrupted run"
+echo "ok: another stage's and a truncated stage file refused by name; put back, run resumed from $at equal to uninterrupted"
+
 # SIGTERM: a clean stop, stored interrupted, a checkpoint where it stopped, which resume continues from.
 layout none
 db="$work/term.db"
