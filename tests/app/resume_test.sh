@@ -235,7 +235,10 @@ db="$work/none.db"
 (cd "$work" && exec "$tw" --db "$db" run micro.toml --set train.ckpt_every=0 >"$work/none.log" 2>&1) &
 pid=$!
 pids+=("$pid")
-sleep 1
+for _ in $(seq 1 600); do  # until the run is stored and training (a loaded machine is slow to start it)
+  [ "$(tw_run "$db" runs list 2>/dev/null | awk '$1 == 1 {print $5}')" -gt 0 ] 2>/dev/null && break
+  sleep 0.05
+done
 kill -TERM "$pid"
 wait "$pid" || true
 out="$(tw_run "$db" run --resume 1 --set train.ckpt_every=0 2>&1)" && fail "a run without checkpoints was resumed"
