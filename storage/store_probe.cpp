@@ -17,9 +17,6 @@ class ReadOnly {
 public:
     explicit ReadOnly(const std::string& path) {
         rc_ = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
-        // A store another process is writing (a run, a reader of it) is locked for moments: wait as
-        // the store's own connections do (storage/sqlite.cpp) rather than call it unreadable.
-        if (rc_ == SQLITE_OK) sqlite3_busy_timeout(db_, 5000);
     }
     ~ReadOnly() { sqlite3_close_v2(db_); }
     ReadOnly(const ReadOnly&) = delete;
