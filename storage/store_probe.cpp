@@ -4,12 +4,16 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <string>
 #include <vector>
 
 namespace tw {
 namespace {
+
+constexpr int kBusyMs = 5000;  // as long as RunStore's writers wait for each other (storage/sqlite.cpp)
 
 // A connection that can only read: sqlite3_open_v2 without SQLITE_OPEN_CREATE never makes a file,
 // and a read-only handle cannot change the journal mode.
@@ -17,6 +21,7 @@ class ReadOnly {
 public:
     explicit ReadOnly(const std::string& path) {
         rc_ = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
+        if (rc_ == SQLITE_OK) sqlite3_busy_timeout(db_, kBusyMs);
     }
     ~ReadOnly() { sqlite3_close_v2(db_); }
     ReadOnly(const ReadOnly&) = delete;
@@ -26,16 +31,28 @@ public:
     bool opened() const { return rc_ == SQLITE_OK; }
 
     // Column 0 of every row of `sql` as text; false (error() says why) when SQLite refuses it.
+    // Another process creating or migrating the file holds a lock for a moment (switching to WAL
+    // does not consult the busy handler), so a busy answer is retried for as long as a writer
+    // would wait.
     bool column(const char* sql, std::vector<std::string>& out) {
-        sqlite3_stmt* st = nullptr;
-        if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) return false;
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            const unsigned char* t = sqlite3_column_text(st, 0);
-            out.emplace_back(t != nullptr ? reinterpret_cast<const char*>(t) : "");
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyMs);
+        for (;;) {
+            out.clear();
+            sqlite3_stmt* st = nullptr;
+            int rc = sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
+            if (rc == SQLITE_OK) {
+                while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                    const unsigned char* t = sqlite3_column_text(st, 0);
+                    out.emplace_back(t != nullptr ? reinterpret_cast<const char*>(t) : "");
+                }
+            }
+            sqlite3_finalize(st);
+            if (rc == SQLITE_DONE) return true;
+            const int code = rc & 0xff;
+            if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || std::chrono::steady_clock::now() >= deadline)
+                return false;
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
-        sqlite3_finalize(st);
-        return rc == SQLITE_DONE;
     }
 
 private:
