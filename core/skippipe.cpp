@@ -622,7 +622,6 @@ void validate_skippipe(const RunConfig& c, std::vector<std::string>& out) {
         out.push_back("skippipe.stages " + std::to_string(S) +
                       ": cluster.stages and cluster.nodes_per_replica must be 1 (SkipPipe places its own S·N nodes)");
     if (!c.train.ckpt_path.empty()) out.push_back("train.ckpt_path: checkpoints of SkipPipe runs are not supported");
-    if (c.train.ckpt_every > 0) out.push_back("train.ckpt_every: checkpoints of SkipPipe runs are not supported yet");
 }
 
 std::vector<int64_t> skip_blocks_per_stage(int64_t n_layer, int64_t stages) {

@@ -5,8 +5,11 @@
 #include <cmath>
 #include <cstring>
 
+#include <torch/optim/adamw.h>
+
 #include "core/algorithm.h"
 #include "core/compute_model.h"
+#include "core/config_io.h"
 #include "core/layout.h"
 #include "core/metric_names.h"
 #include "core/network.h"
@@ -28,6 +31,8 @@
 #include "engine/pipeline/reparam.h"
 #include "engine/worker/stage_executor.h"
 #include "engine/worker/stage_rounds.h"
+#include "engine/worker/run_checkpoint.h"
+#include "engine/worker/stage_state.h"
 
 namespace tw {
 namespace {
@@ -76,6 +81,12 @@ private:
     }
     void record_bytes(int64_t step);
     WorkerSummary summarise() const;
+    // Run-scoped checkpoints (run_checkpoint.h): the one of step `step`, its rows last among the
+    // step's; resuming, the load of role.resume_step's after setup's start-up checks.
+    Status save_run_checkpoint(int64_t step, MetricSink& sink);
+    Status resume_run_checkpoint(MetricSink& sink);
+    StageStateParts stage_parts();  // what the node keeps beside model and optimizer (stage_state.h)
+    ByteCounters total_bytes() const;  // the mesh's counters plus a resumed node's at its checkpoint
 
     RunConfig cfg_;
     NodeRole role_;
@@ -103,6 +114,8 @@ private:
     double round_compute_s_ = 0;
     int64_t outer_step_ = -1, step_ = 0;
     double last_loss_ = NAN, last_val_ = NAN;
+    RunCheckpoints run_ckpt_;
+    ByteCounters bytes_before_;
 };
 
 Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
@@ -149,6 +162,7 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     exec_ = std::make_unique<StageExecutor>(cfg_, role_.replica, role_.stage, data_, *stage_, *optim_, reparam_,
                                             [this] { rounds_->project_writers(); });
     if (Status st = rounds_->check_weights(role_.name); !st) return st;
+    if (Status st = resume_run_checkpoint(sink); !st) return st;
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                 role_.name + " starts: stage " + std::to_string(role_.stage) + " of " + std::to_string(S()) + ", " +
                     std::to_string(slice().params.size()) + " tensors"});
@@ -169,6 +183,9 @@ Status PipelineWorker::build_rounds() {
     const int64_t k0 = run_constraint_rank(cfg_, 0);
     if (cfg_.pipeline.has("ad2") && k0 > 0 && role_.stage > 0 && !frozen_table_at_start(cfg_))
         return build_embedding_shadow(subspace_basis(cfg_.model.d_model, k0, static_cast<uint64_t>(cfg_.run.seed)));
+    // A resumed node's T_fixed is its checkpoint's, and the start's sending is in its clock and
+    // rows already: not sent again (every node of a run resumes alike).
+    if (role_.resume_step >= 0) return Status::ok();
     return broadcast_frozen_embedding(0);
 }
 
@@ -306,11 +323,54 @@ Status PipelineWorker::evaluate(double& val) {
 }
 
 void PipelineWorker::record_bytes(int64_t step) {
-    for (auto& [name, v] : byte_metrics(mesh_->counters(), true)) record(step, name, v);
+    for (auto& [name, v] : byte_metrics(total_bytes(), true)) record(step, name, v);
+}
+
+ByteCounters PipelineWorker::total_bytes() const { return counters_since(bytes_before_, mesh_->counters()); }
+
+StageStateParts PipelineWorker::stage_parts() {
+    StageStateParts parts;
+    for (auto& sl : rounds_->slices()) parts.slices.emplace_back(sl.stage, sl.algo.get());
+    parts.t_fixed = t_fixed_;
+    parts.reparam = &reparam_;
+    parts.shadow_emb = shadow_emb_;
+    parts.shadow = shadow_.get();
+    return parts;
+}
+
+Status PipelineWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
+    NodeProgress p{step, outer_step_, clock_.state(), total_bytes(), last_loss_, last_val_};
+    auto w = run_ckpt_.save(p, *stage_->model(), optim_->adamw(), save_stage_state(stage_parts()), config_hash(cfg_));
+    if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
+    record(step, metric::kCkptBytes, static_cast<double>(w->bytes));
+    record(step, metric::kCkptWriteS, w->write_s);
+    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "checkpoint",
+                "step " + std::to_string(step) + " -> " + w->path + " (" + std::to_string(w->bytes) + " B in " +
+                    std::to_string(w->write_s) + " s)"});
+    return Status::ok();
+}
+
+Status PipelineWorker::resume_run_checkpoint(MetricSink& sink) {
+    run_ckpt_ = RunCheckpoints(cfg_, role_);
+    if (!run_ckpt_.resuming()) return Status::ok();
+    auto loaded = run_ckpt_.load(*stage_->model(), optim_->adamw());
+    if (!loaded) return Status::error(role_.name + ": resume: " + loaded.message());
+    if (Status st = load_stage_state(loaded->outer_state, stage_parts()); !st)
+        return Status::error(role_.name + ": resume: " + loaded->path + ": " + st.message());
+    const NodeProgress& p = loaded->progress;
+    step_ = p.step;
+    outer_step_ = p.outer_step;
+    clock_.restore(p.clock);
+    bytes_before_ = p.bytes;
+    last_loss_ = p.last_loss, last_val_ = p.last_val;
+    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume",
+                "resumed from " + loaded->path + " at step " + std::to_string(p.step)});
+    return Status::ok();
 }
 
 Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) {
     if (Status st = setup(ctl, sink); !st) return st;
+    ctl.step = step_;  // a resumed node starts where its checkpoint stands
     const int64_t steps = cfg_.train.steps, tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
     const bool evaluator = role_.replica == 0;
     const bool reports_loss = stage_->last();
@@ -361,9 +421,18 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
             }
             if (reports_loss) last_val_ = v, record(step_, metric::kValLoss, v);
         }
+        // Run-scoped checkpoints at round boundaries, where every holder has the round's result.
+        if (step_ < steps && run_ckpt_.due(step_, !rounds || round_end))
+            if (Status st = save_run_checkpoint(step_, sink); !st) {
+                failure = st;
+                break;
+            }
         ctl.step = step_;
         sink.metrics(std::exchange(rows_, {}));
     }
+    // A clean stop between steps leaves a consistent state: checkpoint it.
+    if (stopped && failure.is_ok() && run_ckpt_.enabled() && !run_ckpt_.holds(step_) && step_ > 0)
+        if (Status st = save_run_checkpoint(step_, sink); !st) failure = st;
     if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
     if (!failure.is_ok() && !ctl.stop.load()) return failure;
     if (stopped || ctl.stop.load())
@@ -382,7 +451,7 @@ WorkerSummary PipelineWorker::summarise() const {
                       {summary::kUtilisation, compute_s / std::max(1e-12, sim_s)},  // bubbles and transfers count
                       {summary::kSyncUtilisation, compute_s / std::max(1e-12, compute_s + clock_.sync_exposed_s())},
                       {summary::kWallS, since_s(t0_)}};
-    for (auto& [name, v] : byte_metrics(mesh_->counters(), false)) out[name] = v;
+    for (auto& [name, v] : byte_metrics(total_bytes(), false)) out[name] = v;
     return out;
 }
 

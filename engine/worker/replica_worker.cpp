@@ -32,6 +32,7 @@
 #include "engine/worker/replica_places.h"
 #include "engine/worker/run_checkpoint.h"
 #include "engine/worker/stage_rounds.h"
+#include "engine/worker/stage_state.h"
 
 namespace tw {
 namespace {
@@ -159,6 +160,8 @@ private:
     // rows last among the step's; and, resuming, the load of role.resume_step's.
     Status save_run_checkpoint(int64_t step, MetricSink& sink);
     Status resume_run_checkpoint(MetricSink& sink);
+    // A full replica of a pipeline run: its stage slices' outer state and T_fixed (stage_state.h).
+    StageStateParts stage_parts();
     // The metrics every synchronisation round reports, whatever the algorithm.
     void record_round(int64_t step, uint64_t bytes, int64_t hops, double compute_s, double comm_s, double exposed_s);
     // Measured exchange seconds so far: the mesh's rounds and the wall time inside Gloo's calls.
@@ -797,8 +800,10 @@ Status ReplicaWorker::checkpoint(bool final, MetricSink& sink) {
 
 Status ReplicaWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
     NodeProgress p{step, outer_step_, clock_.state(), total_bytes(), last_loss_, last_val_};
-    auto w = run_ckpt_.save(p, *trainer_->model(), trainer_->optimizer(), outer_ ? outer_->save_state() : OuterState{},
-                            config_hash(cfg_));
+    const OuterState state = outer_          ? outer_->save_state()
+                             : stage_rounds_ ? save_stage_state(stage_parts())
+                                             : OuterState{};
+    auto w = run_ckpt_.save(p, *trainer_->model(), trainer_->optimizer(), state, config_hash(cfg_));
     if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
     record(step, metric::kCkptBytes, static_cast<double>(w->bytes));
     record(step, metric::kCkptWriteS, w->write_s);
@@ -816,6 +821,9 @@ Status ReplicaWorker::resume_run_checkpoint(MetricSink& sink) {
     if (outer_) {
         if (Status st = outer_->load_state(loaded->outer_state); !st)
             return Status::error(role_.name + ": resume: " + loaded->path + ": " + outer_->name() + " state: " + st.message());
+    } else if (stage_rounds_) {
+        if (Status st = load_stage_state(loaded->outer_state, stage_parts()); !st)
+            return Status::error(role_.name + ": resume: " + loaded->path + ": " + st.message());
     } else if (!loaded->outer_state.empty()) {
         return Status::error(role_.name + ": resume: " + loaded->path + " holds an outer algorithm's state; this node runs none");
     }
@@ -828,6 +836,13 @@ Status ReplicaWorker::resume_run_checkpoint(MetricSink& sink) {
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume",
                 "resumed from " + loaded->path + " at step " + std::to_string(p.step)});
     return Status::ok();
+}
+
+StageStateParts ReplicaWorker::stage_parts() {
+    StageStateParts parts;
+    for (auto& sl : stage_rounds_->slices()) parts.slices.emplace_back(sl.stage, sl.algo.get());
+    parts.t_fixed = t_fixed_;
+    return parts;
 }
 
 void ReplicaWorker::record_bytes(int64_t step) {

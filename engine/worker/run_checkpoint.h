@@ -37,6 +37,16 @@ struct NodeProgress {
     double last_loss = NAN, last_val = NAN;
 };
 
+// A resumed node's counters: those at its checkpoint plus what its transport counted since.
+inline ByteCounters counters_since(const ByteCounters& at_checkpoint, const ByteCounters& now) {
+    ByteCounters total = at_checkpoint;
+    for (int k = 0; k < 3; ++k) {
+        total.sent_bytes[k] += now.sent_bytes[k], total.recv_bytes[k] += now.recv_bytes[k];
+        total.sent_msgs[k] += now.sent_msgs[k], total.recv_msgs[k] += now.recv_msgs[k];
+    }
+    return total;
+}
+
 class RunCheckpoints {
 public:
     // The most recent files a node keeps. More than one, because the step every node wrote (the

@@ -24,6 +24,9 @@
 #include "engine/train/schedule.h"
 #include "engine/train/skippipe_step.h"
 #include "engine/train/trainer.h"
+#include "engine/worker/run_checkpoint.h"
+#include "engine/worker/skippipe_state.h"
+#include "core/config_io.h"
 
 namespace tw {
 namespace {
@@ -101,6 +104,12 @@ private:
         rows_.push_back({role_.name, step, -1, since_s(t0_), sim_s_, name, v});
     }
     WorkerSummary summarise() const;
+    // Run-scoped checkpoints (run_checkpoint.h) after any step (a SkipPipe step ends with its stage
+    // syncs); resuming, the load of role.resume_step's before the stage times are needed: a resumed
+    // node schedules with its checkpoint's, not with times measured again.
+    Status save_run_checkpoint(int64_t step, MetricSink& sink);
+    Status resume_run_checkpoint(MetricSink& sink);
+    ByteCounters total_bytes() const { return counters_since(bytes_before_, mesh_->counters()); }
 
     RunConfig cfg_;
     NodeRole role_;
@@ -125,6 +134,9 @@ private:
     double iter_sum_s_ = 0, skip_iter_sum_s_ = 0;  // makespans trained on, and SkipPipe's, summed
     std::map<std::string, double> last_paths_;     // val.loss.path_* of the last evaluation
     int64_t step_ = 0;
+    FwdBwd block_, head_;  // the stage times every node schedules with
+    RunCheckpoints run_ckpt_;
+    ByteCounters bytes_before_;
 };
 
 Status SkipPipeWorker::setup(WorkerControl& ctl, MetricSink& sink) {
@@ -153,15 +165,17 @@ Status SkipPipeWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     if (mesh_->rank() == 0)
         val_ = std::make_unique<WindowLoader>(data_->val, select_spans(*data_, true, cfg_.data.genres),
                                               cfg_.model.seq_len, cfg_.train.batch_size, seed);
-    FwdBwd block, head;
-    if (Status st = stage_times(block, head); !st) return st;
+    if (Status st = resume_run_checkpoint(sink); !st) return st;
+    if (!run_ckpt_.resuming())
+        if (Status st = stage_times(block_, head_); !st) return st;
+    const FwdBwd block = block_, head = head_;
     auto timing = SkipPipeTiming::create(cfg_, net_, block, head);
     if (!timing) return timing.status();
     timing_ = std::make_unique<SkipPipeTiming>(std::move(*timing));
     // Same seed → same stage weights on every holder; compared as framing, not counted.
     if (Status st = mesh_->agree(holders(role_.stage), state_hash(model_->parameters())); !st)
         return Status::error("stage " + std::to_string(role_.stage) + " starts from other weights: " + st.message());
-    if (mesh_->rank() == 0) {
+    if (mesh_->rank() == 0 && !run_ckpt_.resuming()) {  // a resumed run has these rows of step 0
         const SkipPipeProblem& p = timing_->problem();
         record(0, metric::kSkipPipeBlockFwdS, block.fwd_s);
         record(0, metric::kSkipPipeBlockBwdS, block.bwd_s);
@@ -478,8 +492,48 @@ Status SkipPipeWorker::evaluate(int64_t step) {
     return status;
 }
 
+Status SkipPipeWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
+    NodeProgress p;
+    p.step = step;
+    p.clock.now_s = sim_s_, p.clock.compute_s = compute_s_;  // SkipPipe's clock is these two sums
+    p.bytes = total_bytes();
+    p.last_loss = last_loss_, p.last_val = last_val_;
+    SkipPipeNodeState state{busy_s_, iter_sum_s_, skip_iter_sum_s_, block_, head_, last_paths_};
+    auto w = run_ckpt_.save(p, *model_, *optim_, save_skippipe_state(state), config_hash(cfg_));
+    if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
+    record(step, metric::kCkptBytes, static_cast<double>(w->bytes));
+    record(step, metric::kCkptWriteS, w->write_s);
+    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "checkpoint",
+                "step " + std::to_string(step) + " -> " + w->path + " (" + std::to_string(w->bytes) + " B in " +
+                    std::to_string(w->write_s) + " s)"});
+    return Status::ok();
+}
+
+Status SkipPipeWorker::resume_run_checkpoint(MetricSink& sink) {
+    run_ckpt_ = RunCheckpoints(cfg_, role_);
+    if (!run_ckpt_.resuming()) return Status::ok();
+    auto loaded = run_ckpt_.load(*model_, *optim_);
+    if (!loaded) return Status::error(role_.name + ": resume: " + loaded.message());
+    std::vector<std::string> path_metrics;
+    for (const auto& p : cfg_.skippipe.eval_paths) path_metrics.push_back(path_metric(p));
+    auto state = load_skippipe_state(loaded->outer_state, path_metrics);
+    if (!state) return Status::error(role_.name + ": resume: " + loaded->path + ": " + state.message());
+    const NodeProgress& p = loaded->progress;
+    step_ = p.step;
+    sim_s_ = p.clock.now_s, compute_s_ = p.clock.compute_s;
+    busy_s_ = state->busy_s, iter_sum_s_ = state->iter_sum_s, skip_iter_sum_s_ = state->skip_iter_sum_s;
+    block_ = state->block, head_ = state->head;
+    last_paths_ = state->paths;
+    bytes_before_ = p.bytes;
+    last_loss_ = p.last_loss, last_val_ = p.last_val;
+    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume",
+                "resumed from " + loaded->path + " at step " + std::to_string(p.step)});
+    return Status::ok();
+}
+
 Result<WorkerSummary> SkipPipeWorker::run(WorkerControl& ctl, MetricSink& sink) {
     if (Status st = setup(ctl, sink); !st) return st;
+    ctl.step = step_;  // a resumed node starts where its checkpoint stands
     const int64_t steps = cfg_.train.steps;
     const double tokens = static_cast<double>(N() * cfg_.train.batch_size * cfg_.model.seq_len);
     Status failure;
@@ -521,16 +575,24 @@ Result<WorkerSummary> SkipPipeWorker::run(WorkerControl& ctl, MetricSink& sink) 
             record(step_, metric::kSkipPipeMaxHeld, st->schedule.max_held);
             record(step_, metric::kSkipPipeSyncS, st->sync_s);
         }
-        for (auto& [name, v] : byte_metrics(mesh_->counters(), true)) record(step_, name, v);
+        for (auto& [name, v] : byte_metrics(total_bytes(), true)) record(step_, name, v);
         const bool periodic = cfg_.train.eval_every > 0 && step_ % cfg_.train.eval_every == 0;
         if (periodic || step_ == steps)
             if (Status e = evaluate(step_); !e) {
                 failure = e;
                 break;
             }
+        if (step_ < steps && run_ckpt_.due(step_, true))
+            if (Status st2 = save_run_checkpoint(step_, sink); !st2) {
+                failure = st2;
+                break;
+            }
         ctl.step = step_;
         sink.metrics(std::exchange(rows_, {}));
     }
+    // A clean stop between steps leaves a consistent state: checkpoint it.
+    if (stopped && failure.is_ok() && run_ckpt_.enabled() && !run_ckpt_.holds(step_) && step_ > 0)
+        if (Status st = save_run_checkpoint(step_, sink); !st) failure = st;
     if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
     if (!failure.is_ok() && !ctl.stop.load()) return failure;
     if (stopped || ctl.stop.load())
@@ -554,7 +616,7 @@ WorkerSummary SkipPipeWorker::summarise() const {
         out[metric::kSkipPipeMeanSkipIterS] = skip_iter_sum_s_ / n;
         out[metric::kSkipPipeFullIterS] = timing_ ? timing_->full_schedule().makespan_s : NAN;
     }
-    for (auto& [name, v] : byte_metrics(mesh_->counters(), false)) out[name] = v;
+    for (auto& [name, v] : byte_metrics(total_bytes(), false)) out[name] = v;
     return out;
 }
 

@@ -3,15 +3,22 @@
 # threads with train.ckpt_every is SIGKILLed (coordinator and nodes with it) once every node has a
 # checkpoint; `runs list` must call it interrupted; `run --resume` must finish it as the same run,
 # with per-step train.loss, val.loss and simulated clocks equal to an uninterrupted run of the same
-# layout to the last bit, and no (node, step, metric) stored twice. Then SIGTERM (a clean stop,
+# layout to the last bit, and no (node, step, metric) stored more often than uninterrupted. Then SIGTERM (a clean stop,
 # interrupted, checkpoint where it stopped) and the resume's refusals (changed key, --force,
-# finished run, no checkpoint).
-# Usage: resume_test.sh PATH_TO_THINWIRE [ALGORITHM...]
+# finished run, no checkpoint). Pipeline runs too: one replica of 2 stages with dense boundaries
+# (pipe), of 3 stages under GPipe with compressed boundaries (pipe3), and heterogeneous runs of a
+# full replica and a compressed 2-stage pipeline replica under SparseLoCo (its later stage replays
+# stage 0's rounds to follow T_fixed) and DiLoCo (stage 0 sends T_fixed), with the AD defaults, and
+# under DiLoCo with the `reparam` constraint (the stage's AdamW steps Z); and
+# SkipPipe (3 stages × 2 replicas, paths of 2 stages, a partial-model validation path).
+# Usage: resume_test.sh PATH_TO_THINWIRE [CASE...] (an algorithm, or pipe, pipe3, hetero_sparseloco,
+# hetero_diloco, reparam_diloco, skippipe)
 set -euo pipefail
 tw="$1"
 shift
 algos=("$@")
-[ ${#algos[@]} -gt 0 ] || algos=(ddp diloco sparseloco streaming_diloco noloco demo none)
+[ ${#algos[@]} -gt 0 ] || algos=(ddp diloco sparseloco streaming_diloco noloco demo none pipe pipe3 hetero_sparseloco hetero_diloco
+                                reparam_diloco skippipe)
 work="$(mktemp -d)"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -23,13 +30,24 @@ source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 # The micro model under the flops clock (simulated times are a function of the layout), run.threads
 # = 1 per node; long enough to be killed mid-run, checkpoints every 40 steps.
-layout() {  # algorithm → $work/micro.toml
-  local replicas=2 extra=""
+layout() {  # case → $work/micro.toml
+  local algo="$1" replicas=2 extra="" steps=600 cluster="" pipeline="" layers=2 more=""
   [ "$1" = none ] && replicas=1
   [ "$1" = streaming_diloco ] && extra="fragments = 2"  # at most one per layer; overlap τ = 1 by default
-  { micro_tables "tie_embeddings = false" | sed 's/^steps = 20$/steps = 600\nckpt_every = 40/'; cat <<TOML; } > "$work/micro.toml"
+  case "$1" in
+    pipe) algo=none replicas=1 steps=300 cluster="stages = 2" pipeline="micro_batches = 2" ;;
+    pipe3) algo=none replicas=1 steps=300 cluster="stages = 3" layers=3  # a stage holds a block at least
+      pipeline=$'micro_batches = 2\nschedule = "gpipe"\nrank = 8' ;;
+    hetero_*) algo="${1#hetero_}" steps=300 cluster="stages = 2"
+      pipeline=$'replicas = 1\nrank = 8\nmicro_batches = 2\nschedule = "1f1b"' ;;
+    reparam_diloco) algo=diloco steps=300 cluster="stages = 2"  # Z, not W, is what the stage's AdamW steps
+      pipeline=$'replicas = 1\nrank = 8\nmicro_batches = 2\nconstraint = "reparam"' ;;
+    skippipe) algo=none replicas=1 steps=300 layers=3  # SkipPipe places its own 3 × 2 nodes
+      more=$'[skippipe]\nstages = 3\nreplicas = 2\nmicro_batches = 2\npath_stages = 2\nmax_swaps = 1\neval_paths = [[0, 2]]' ;;
+  esac
+  { micro_tables "tie_embeddings = false" | sed "s/^steps = 20\$/steps = $steps\nckpt_every = 40/; s/^n_layer = 2\$/n_layer = $layers/"; cat <<TOML; } > "$work/micro.toml"
 [outer]
-algorithm = "$1"
+algorithm = "$algo"
 replicas = $replicas
 inner_steps = 10
 $extra
@@ -41,8 +59,12 @@ hardware = "custom"
 peak_flops = 1e9
 [cluster]
 mode = "threads"
+$cluster
+[pipeline]
+$pipeline
 [run]
 threads = 1
+$more
 TOML
 }
 tw_run() { (cd "$work" && "$tw" --db "$1" "${@:2}"); }
@@ -52,13 +74,13 @@ rows() {
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 for r in c.execute("SELECT node, step, name, value, sim_s FROM metrics WHERE run_id = ? AND name IN "
-                   "('train.loss', 'val.loss', 'round.bytes') ORDER BY node, name, step", (int(sys.argv[2]),)):
+                   "('train.loss', 'val.loss', 'round.bytes', 'val.loss.path_0_2') ORDER BY node, name, step", (int(sys.argv[2]),)):
     print(*(repr(x) for x in r))
 PY
 }
-duplicates() {  # database, run → how many (node, step, name) are stored more than once
-  "$py" -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('SELECT COUNT(*) FROM (SELECT 1 FROM metrics \
-WHERE run_id = ? GROUP BY node, step, name HAVING COUNT(*) > 1)', (int(sys.argv[2]),)).fetchone()[0])" "$1" "$2"
+counts() {  # database, run → "node step name count" of every (node, step, name) stored more than once
+  "$py" -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); [print(*r) for r in c.execute('SELECT node, step, name, COUNT(*) \
+FROM metrics WHERE run_id = ? GROUP BY node, step, name HAVING COUNT(*) > 1 ORDER BY node, step, name', (int(sys.argv[2]),))]" "$1" "$2"
 }
 complete_ckpt() {  # database, run → the latest step every node checkpointed ("" while none)
   "$py" -c "import sqlite3,sys
@@ -89,7 +111,8 @@ for algo in "${algos[@]}"; do
   at="$(complete_ckpt "$db" 1)"
   [ -n "$at" ] || fail "$algo: no checkpoint before the kill"
   last="$(tw_run "$db" runs list | awk '$1 == 1 {print $5}')"
-  [ "$last" -lt 600 ] || fail "$algo: the run finished before it was killed (step $last)"
+  total="$(sed -n 's/^steps = //p' "$work/micro.toml")"
+  [ "$last" -lt "$total" ] || fail "$algo: the run finished before it was killed (step $last)"
   [ "$(status_of "$db" 1)" = interrupted ] || fail "$algo: a killed run is not shown interrupted: $(tw_run "$db" runs list)"
   out="$(tw_run "$db" runs show 1)"
   grep -q "interrupted: coordinator gone (process" <<<"$out" || fail "$algo: runs show does not say the coordinator is gone: $out"
@@ -97,12 +120,68 @@ for algo in "${algos[@]}"; do
   grep -q "run 1 resumes at step $at" <<<"$out" || fail "$algo: resume did not start at the checkpoint of step $at: $out"
   grep -q "run 1 finished" <<<"$out" || fail "$algo: the resumed run did not finish: $out"
   [ "$(status_of "$db" 1)" = finished ] || fail "$algo: the resumed run is not stored finished"
-  [ "$(duplicates "$db" 1)" = 0 ] || fail "$algo: the resumed run stored a (node, step, metric) twice"
+  # Stage nodes record a row per compute segment and message (clock.*): as many as uninterrupted.
+  [ "$(counts "$db" 1)" = "$(counts "$ref" 1)" ] || fail "$algo: the resumed run stored a (node, step, metric) twice: \
+$(diff <(counts "$ref" 1) <(counts "$db" 1) | head -5)"
   want="$(rows "$ref" 1)" got="$(rows "$db" 1)"
   [ -n "$want" ] && [ "$want" = "$got" ] ||
     fail "$algo: resumed (from step $at of $last) differs from uninterrupted: $(diff <(echo "$want") <(echo "$got") | head -5)"
   echo "ok: $algo killed at step $last, resumed from $at, $(wc -l <<<"$got") rows equal to the uninterrupted run"
 done
+
+# A stage node's file is untrusted: another stage's or a truncated one fails the resume with a named
+# error and nothing stored is lost; the files put back, the same run resumes to the uninterrupted rows.
+layout pipe
+ref="$work/ref-pipe.db" db="$work/swap.db"
+[ -f "$ref" ] || tw_run "$ref" run micro.toml >"$work/ref.log" 2>&1 || fail "swap: the reference run failed"
+(cd "$work" && exec "$tw" --db "$db" run micro.toml >"$work/swap.log" 2>&1) &
+pid=$!
+pids+=("$pid")
+for _ in $(seq 1 600); do
+  [ -n "$(complete_ckpt "$db" 1)" ] && break
+  sleep 0.05
+done
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+at="$(complete_ckpt "$db" 1)"
+[ -n "$at" ] || fail "swap: no checkpoint before the kill"
+dir="$(ls -td "$work"/cache/checkpoints/run-1-* | head -1)"  # the newest run 1's: this one's
+s0="$dir/replica-0.0.step-$at.ckpt" s1="$dir/replica-0.1.step-$at.ckpt"
+[ -f "$s0" ] && [ -f "$s1" ] || fail "swap: no stage files of step $at in $dir"
+cp "$s0" "$work/s0" && cp "$s1" "$work/s1"
+cp "$work/s1" "$s0" && cp "$work/s0" "$s1"  # each stage node finds the other's file
+out="$(tw_run "$db" run --resume 1 2>&1)" && fail "swap: a resume from the other stage's files was accepted"
+grep -Eq "replica-0\.[01]\.step-$at\.ckpt does not fit this model" <<<"$out" || fail "swap: no named error: $out"
+[ "$(status_of "$db" 1)" = failed ] || fail "swap: the refused resume left the run $(status_of "$db" 1)"
+cp "$work/s0" "$s0" && head -c $(($(stat -c %s "$work/s1") / 2)) "$work/s1" >"$s1"
+out="$(tw_run "$db" run --resume 1 2>&1)" && fail "swap: a resume from a truncated file was accepted"
+grep -q "replica-0.1.step-$at.ckpt is truncated" <<<"$out" || fail "swap: no named error for a truncated file: $out"
+cp "$work/s1" "$s1"
+out="$(tw_run "$db" run --resume 1 2>&1)" || fail "swap: the files put back, resume failed: $out"
+grep -q "run 1 resumes at step $at" <<<"$out" && grep -q "run 1 finished" <<<"$out" || fail "swap: $out"
+[ "$(rows "$ref" 1)" = "$(rows "$db" 1)" ] || fail "swap: resumed after the refusals, the rows differ from the uninterrupted run"
+echo "ok: another stage's and a truncated stage file refused by name; put back, run resumed from $at equal to uninterrupted"
+
+# SIGTERM of a pipeline run: interrupted; the stage nodes between steps checkpoint where they stopped,
+# one waiting for its peer does not, and the run resumes from the latest step both wrote.
+db="$work/term-pipe.db"
+(cd "$work" && exec "$tw" --db "$db" run micro.toml >"$work/term-pipe.log" 2>&1) &
+pid=$!
+pids+=("$pid")
+for _ in $(seq 1 600); do
+  [ -n "$(complete_ckpt "$db" 1)" ] && break
+  sleep 0.05
+done
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 130 ] || fail "pipeline SIGTERM: exit code $rc, not 130: $(tail -3 "$work/term-pipe.log")"
+[ "$(status_of "$db" 1)" = interrupted ] || fail "pipeline SIGTERM: the run is not stored interrupted"
+at="$(complete_ckpt "$db" 1)"
+out="$(tw_run "$db" run --resume 1 2>&1)" || fail "pipeline SIGTERM: resume failed: $out"
+grep -q "run 1 resumes at step $at" <<<"$out" && grep -q "run 1 finished" <<<"$out" || fail "pipeline SIGTERM: $out"
+[ "$(rows "$ref" 1)" = "$(rows "$db" 1)" ] || fail "pipeline SIGTERM: resumed from $at, the rows differ from the uninterrupted run"
+echo "ok: a pipeline run stopped by SIGTERM resumed from $at equal to uninterrupted"
 
 # SIGTERM: a clean stop, stored interrupted, a checkpoint where it stopped, which resume continues from.
 layout none
@@ -156,7 +235,10 @@ db="$work/none.db"
 (cd "$work" && exec "$tw" --db "$db" run micro.toml --set train.ckpt_every=0 >"$work/none.log" 2>&1) &
 pid=$!
 pids+=("$pid")
-sleep 1
+for _ in $(seq 1 600); do  # until the run is stored and training (a loaded machine is slow to start it)
+  [ "$(tw_run "$db" runs list 2>/dev/null | awk '$1 == 1 {print $5}')" -gt 0 ] 2>/dev/null && break
+  sleep 0.05
+done
 kill -TERM "$pid"
 wait "$pid" || true
 out="$(tw_run "$db" run --resume 1 --set train.ckpt_every=0 2>&1)" && fail "a run without checkpoints was resumed"

@@ -146,9 +146,14 @@ TEST(Config, CheckpointSettingsAreCoherentAcrossRunKinds) {
     const std::string p = problem({"outer.algorithm=ddp", "outer.replicas=2", "train.ckpt_path=run.ckpt"});
     EXPECT_NE(p.find("train.ckpt_path: a one-node run's file"), std::string::npos) << p;
     EXPECT_NE(p.find("train.ckpt_every"), std::string::npos) << p;
-    EXPECT_NE(problem({"outer.algorithm=sparseloco", "outer.replicas=2", "cluster.stages=2", "pipeline.replicas=1",
-                       "model.tie_embeddings=false", "train.ckpt_every=50"})
-                  .find("train.ckpt_every: checkpoints of runs with pipeline replicas"),
+    // Pipeline replicas checkpoint too, alone or beside full replicas.
+    EXPECT_EQ(problem({"outer.algorithm=sparseloco", "outer.replicas=2", "cluster.stages=2", "pipeline.replicas=1",
+                       "model.tie_embeddings=false", "train.ckpt_every=50"}),
+              "");
+    EXPECT_EQ(problem({"cluster.stages=2", "model.tie_embeddings=false", "train.ckpt_every=50"}), "");
+    EXPECT_EQ(problem({"skippipe.stages=2", "skippipe.replicas=2", "skippipe.path_stages=2", "train.ckpt_every=50"}), "");
+    EXPECT_NE(problem({"skippipe.stages=2", "skippipe.replicas=2", "skippipe.path_stages=2", "train.ckpt_path=run.ckpt"})
+                  .find("train.ckpt_path: checkpoints of SkipPipe runs are not supported"),
               std::string::npos);
     EXPECT_NE(problem({"outer.algorithm=diloco", "outer.replicas=2", "compute.model=flops", "outer.round_time_s=1",
                        "train.ckpt_every=50"})
