@@ -799,7 +799,8 @@ Status ReplicaWorker::checkpoint(bool final, MetricSink& sink) {
 }
 
 Status ReplicaWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
-    NodeProgress p{step, outer_step_, clock_.state(), total_bytes(), last_loss_, last_val_};
+    NodeProgress p{step,      outer_step_, clock_.state(), total_bytes(), last_loss_,
+                   last_val_, recovery_sent_, recovery_recv_};
     const OuterState state = outer_          ? outer_->save_state()
                              : stage_rounds_ ? save_stage_state(stage_parts())
                                              : OuterState{};
@@ -833,6 +834,10 @@ Status ReplicaWorker::resume_run_checkpoint(MetricSink& sink) {
     clock_.restore(p.clock);
     bytes_before_ = p.bytes;
     last_loss_ = p.last_loss, last_val_ = p.last_val;
+    recovery_sent_ = p.recovery_sent, recovery_recv_ = p.recovery_recv;
+    // A checkpoint's step ends a round: its members are the last round's, so a member gone at the
+    // next one is noticed (and its heartbeat timeout paid) as in an uninterrupted run.
+    if (elastic()) last_round_ = places_.by_rank(scheduled_members(p.step));
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume",
                 "resumed from " + loaded->path + " at step " + std::to_string(p.step)});
     return Status::ok();

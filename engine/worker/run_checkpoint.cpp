@@ -33,7 +33,8 @@ NamedTensors progress_tensors(const NodeProgress& p) {
             {"node/clock_due_steps", i64(due_steps)},
             {"node/clock_due_ends", f64(due_ends)},
             {"node/bytes", i64(bytes)},
-            {"node/losses", f64({p.last_loss, p.last_val})}};
+            {"node/losses", f64({p.last_loss, p.last_val})},
+            {"node/recovery", i64({static_cast<int64_t>(p.recovery_sent), static_cast<int64_t>(p.recovery_recv)})}};
 }
 
 Result<NodeProgress> progress_from(const NamedTensors& extra, const std::string& path) {
@@ -67,6 +68,14 @@ Result<NodeProgress> progress_from(const NamedTensors& extra, const std::string&
         for (int k = 0; k < 3; ++k) arrays[a][k] = static_cast<uint64_t>(b[a * 3 + k]);
     p.last_loss = losses->data_ptr<double>()[0];
     p.last_val = losses->data_ptr<double>()[1];
+    if (by.count("node/recovery")) {  // optional: files written before it was saved have none
+        auto rec = get("node/recovery", torch::kInt64, 2);
+        if (!rec) return rec.status();
+        const int64_t* r = rec->data_ptr<int64_t>();
+        if (r[0] < 0 || r[1] < 0)
+            return Result<NodeProgress>::error("checkpoint " + path + ": node/recovery holds a negative byte count");
+        p.recovery_sent = static_cast<uint64_t>(r[0]), p.recovery_recv = static_cast<uint64_t>(r[1]);
+    }
     return p;
 }
 

@@ -35,6 +35,9 @@ struct NodeProgress {
     SimClockState clock;
     ByteCounters bytes;       // cumulative over the run, every link class
     double last_loss = NAN, last_val = NAN;
+    // bytes.outer.recovery.sent / .recv so far (a [faults] run's joiners and spares); absent from
+    // older files, which count from 0.
+    uint64_t recovery_sent = 0, recovery_recv = 0;
 };
 
 // A resumed node's counters: those at its checkpoint plus what its transport counted since.

@@ -10,15 +10,18 @@
 # full replica and a compressed 2-stage pipeline replica under SparseLoCo (its later stage replays
 # stage 0's rounds to follow T_fixed) and DiLoCo (stage 0 sends T_fixed), with the AD defaults, and
 # under DiLoCo with the `reparam` constraint (the stage's AdamW steps Z); and
-# SkipPipe (3 stages × 2 replicas, paths of 2 stages, a partial-model validation path).
+# SkipPipe (3 stages × 2 replicas, paths of 2 stages, a partial-model validation path); and a
+# DiLoCo run of 3 replicas with a [faults] schedule (faults): the first checkpoint every node holds
+# comes after replica 1's kill and rejoin, and the resumed run replays replica 2's kill and
+# rejoin, its recovery bytes and the heartbeat wait the survivors' clocks pay for it.
 # Usage: resume_test.sh PATH_TO_THINWIRE [CASE...] (an algorithm, or pipe, pipe3, hetero_sparseloco,
-# hetero_diloco, reparam_diloco, skippipe)
+# hetero_diloco, reparam_diloco, skippipe, faults)
 set -euo pipefail
 tw="$1"
 shift
 algos=("$@")
 [ ${#algos[@]} -gt 0 ] || algos=(ddp diloco sparseloco streaming_diloco noloco demo none pipe pipe3 hetero_sparseloco hetero_diloco
-                                reparam_diloco skippipe)
+                                reparam_diloco skippipe faults)
 work="$(mktemp -d)"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$work"; }
@@ -42,6 +45,8 @@ layout() {  # case → $work/micro.toml
       pipeline=$'replicas = 1\nrank = 8\nmicro_batches = 2\nschedule = "1f1b"' ;;
     reparam_diloco) algo=diloco steps=300 cluster="stages = 2"  # Z, not W, is what the stage's AdamW steps
       pipeline=$'replicas = 1\nrank = 8\nmicro_batches = 2\nconstraint = "reparam"' ;;
+    faults) algo=diloco replicas=3 steps=400  # a scheduled kill with rejoin, a slow and a paused replica
+      more=$'[faults]\nevents = ["kill 1 at 25 rejoin 55", "slow 2 at 70 until 90 x 2", "kill 2 at 85 rejoin 115", "pause 0 at 125 until 130"]' ;;
     skippipe) algo=none replicas=1 steps=300 layers=3  # SkipPipe places its own 3 × 2 nodes
       more=$'[skippipe]\nstages = 3\nreplicas = 2\nmicro_batches = 2\npath_stages = 2\nmax_swaps = 1\neval_paths = [[0, 2]]' ;;
   esac
@@ -74,7 +79,8 @@ rows() {
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 for r in c.execute("SELECT node, step, name, value, sim_s FROM metrics WHERE run_id = ? AND name IN "
-                   "('train.loss', 'val.loss', 'round.bytes', 'val.loss.path_0_2') ORDER BY node, name, step", (int(sys.argv[2]),)):
+                   "('train.loss', 'val.loss', 'round.bytes', 'val.loss.path_0_2', 'bytes.outer.recovery.sent', "
+                   "'bytes.outer.recovery.recv') ORDER BY node, name, step", (int(sys.argv[2]),)):
     print(*(repr(x) for x in r))
 PY
 }
@@ -122,10 +128,10 @@ for algo in "${algos[@]}"; do
   [ "$(status_of "$db" 1)" = finished ] || fail "$algo: the resumed run is not stored finished"
   # Stage nodes record a row per compute segment and message (clock.*): as many as uninterrupted.
   [ "$(counts "$db" 1)" = "$(counts "$ref" 1)" ] || fail "$algo: the resumed run stored a (node, step, metric) twice: \
-$(diff <(counts "$ref" 1) <(counts "$db" 1) | head -5)"
+$(diff <(counts "$ref" 1) <(counts "$db" 1) | head -60)"
   want="$(rows "$ref" 1)" got="$(rows "$db" 1)"
   [ -n "$want" ] && [ "$want" = "$got" ] ||
-    fail "$algo: resumed (from step $at of $last) differs from uninterrupted: $(diff <(echo "$want") <(echo "$got") | head -5)"
+    fail "$algo: resumed (from step $at of $last) differs from uninterrupted: $(diff <(echo "$want") <(echo "$got") | head -60)"
   echo "ok: $algo killed at step $last, resumed from $at, $(wc -l <<<"$got") rows equal to the uninterrupted run"
 done
 
