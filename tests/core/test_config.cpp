@@ -159,9 +159,12 @@ TEST(Config, CheckpointSettingsAreCoherentAcrossRunKinds) {
                        "train.ckpt_every=50"})
                   .find("train.ckpt_every: checkpoints of time-budgeted rounds"),
               std::string::npos);
-    EXPECT_NE(problem({"outer.algorithm=diloco", "outer.replicas=2", "faults.events=[\"kill 1 at 10 rejoin 20\"]",
-                       "train.ckpt_every=50"})
-                  .find("train.ckpt_every: checkpoints of runs with [faults]"),
+    // A fault schedule checkpoints (the schedule plays on after a resume); spares do not.
+    EXPECT_EQ(problem({"outer.algorithm=diloco", "outer.replicas=2", "faults.events=[\"kill 1 at 10 rejoin 20\"]",
+                       "train.ckpt_every=50"}),
+              "");
+    EXPECT_NE(problem({"outer.algorithm=diloco", "outer.replicas=2", "cluster.spares=1", "train.ckpt_every=50"})
+                  .find("checkpoints of runs with spares are not supported yet"),
               std::string::npos);
 }
 
