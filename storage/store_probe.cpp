@@ -96,7 +96,7 @@ Status probe_store(const std::string& path, StoreAccess access, int latest_schem
                              " and no 'runs' table); refused before anything was written to it");
     const long long v = std::strtoll(version.front().c_str(), nullptr, 10);
     if (v > latest_schema)
-        return Status::error(where + "has schema version " + std::to_string(v) + ", this thinwire knows up to " +
+        return Status::error("database " + path + " has schema version " + std::to_string(v) + ", this thinwire knows up to " +
                              std::to_string(latest_schema) + " (written by a newer thinwire); refused before "
                              "anything was written to it");
     return Status::ok();
