@@ -76,6 +76,18 @@ private:
     }
     void record_bytes(int64_t step);
     WorkerSummary summarise() const;
+    // A pipeline replica leaves the run as a whole when one of its nodes is lost (docs/faults.md):
+    // in a run whose rounds go on among survivors, a failed step or round of this node whose replica
+    // the data plane counts lost stores a `leave` event and returns true; the worker then ends
+    // cleanly, and its end (the transport's bye) tells its mesh peers at once.
+    bool leave_if_lost(const Status& why) {
+        if (!rounds_ || !rounds_->survives_loss() || !rounds_->replica_lost(role_.replica)) return false;
+        if (sink_)
+            sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "leave",
+                          "replica " + std::to_string(role_.replica) +
+                              " leaves the run as a whole: a node of its pipeline was lost (" + why.message() + ")"});
+        return true;
+    }
 
     RunConfig cfg_;
     NodeRole role_;
@@ -103,6 +115,7 @@ private:
     double round_compute_s_ = 0;
     int64_t outer_step_ = -1, step_ = 0;
     double last_loss_ = NAN, last_val_ = NAN;
+    MetricSink* sink_ = nullptr;  // run()'s, for events
 };
 
 Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
@@ -254,6 +267,8 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     if (!rep) return rep.status();
     if (!rep->synced) return Status::ok();
     ++outer_step_;
+    if (sink_)
+        for (auto& text : rep->lost) sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "member-lost", text});
     // This node's uplink carries its payloads of every slice back to back after the slowest holder.
     const LinkSpec link = round_link(net_, role_.replica, rep->members(cfg_.outer.replicas), rep->hops);
     const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, link, rep->bytes, rep->hops));
@@ -310,6 +325,7 @@ void PipelineWorker::record_bytes(int64_t step) {
 }
 
 Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) {
+    sink_ = &sink;
     if (Status st = setup(ctl, sink); !st) return st;
     const int64_t steps = cfg_.train.steps, tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
     const bool evaluator = role_.replica == 0;
@@ -332,6 +348,7 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         const double before = clock_.now_s();
         auto it = exec_->step(step_, io);
         if (!it) {
+            if (!ctl.stop.load() && leave_if_lost(it.status())) break;
             failure = Status::error(role_.name + ": " + it.message());
             break;
         }
@@ -346,6 +363,10 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         if (compute_.modelled()) record(step_, metric::kTrainRealComputeS, compute_.take_measured_s());
         record(step_, metric::kPipeIdleS, clock_.now_s() - before - compute);
         if (Status st = outer_rounds(step_); !st) {
+            if (!ctl.stop.load() && leave_if_lost(st)) {
+                record_bytes(step_);
+                break;
+            }
             failure = st;
             break;
         }
