@@ -250,7 +250,8 @@ bool run_has_compression(const RunConfig& cfg) {
 }
 
 bool pipeline_survives_loss(const RunConfig& cfg) {
-    return cfg.cluster.stages > 1 && cfg.cluster.stages <= kMaxSurvivorStages && algorithm_traits(cfg).outer_rounds &&
+    return cfg.cluster.stages > 1 && cfg.cluster.stages <= kMaxSurvivorStages &&
+           cfg.outer.replicas <= kMaxSurvivorReplicas && algorithm_traits(cfg).outer_rounds &&
            cfg.pipeline.routing == "fixed" && !run_has_compression(cfg) && !cfg.hdee.enabled() &&
            !cfg.skippipe.enabled();
 }

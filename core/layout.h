@@ -53,8 +53,11 @@ bool run_has_compression(const RunConfig& cfg);
 // replica that loses a node"): outer rounds, fixed routing (a pipeline's activations stay inside
 // it), no compressed boundary (T_fixed and AD2's replayed rounds assume every replica), at most
 // kMaxSurvivorStages stages (each stage's round attempts take their own range of transport epochs,
-// and a member one stage ahead must stay inside the transport's window of early frames).
-inline constexpr int64_t kMaxSurvivorStages = 15;
+// and a holder a synced round ahead must stay inside the transport's window of early frames: 64
+// attempts of 16 rounds, (S + 2) · 6 ≤ 64), at most kMaxSurvivorReplicas replicas (the holders
+// compare the replicas they count present as a bit mask in a double's exact integers).
+inline constexpr int64_t kMaxSurvivorStages = 8;
+inline constexpr int64_t kMaxSurvivorReplicas = 52;
 bool pipeline_survives_loss(const RunConfig& cfg);
 
 // Checks the layout against the nodes and assigns roles, node i → roles[i]. Every problem at once:

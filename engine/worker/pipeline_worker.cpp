@@ -78,16 +78,18 @@ private:
     WorkerSummary summarise() const;
     // A pipeline replica leaves the run as a whole when one of its nodes is lost (docs/faults.md):
     // in a run whose rounds go on among survivors, a failed step or round of this node whose replica
-    // the data plane counts lost stores a `leave` event and returns true; the worker then ends
-    // cleanly, and its end (the transport's bye) tells its mesh peers at once.
+    // is out of the rounds (stage_rounds.h left_out: a node of it lost, or counted out by a peer)
+    // stores a `leave` event and returns true; the worker then ends cleanly, and its end (the
+    // transport's bye) tells its mesh peers at once. Any other failure is the run's.
     bool leave_if_lost(const Status& why) {
-        if (!rounds_ || !rounds_->survives_loss() || !rounds_->replica_lost(role_.replica)) return false;
+        if (!out_of_rounds()) return false;
         if (sink_)
             sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "leave",
-                          "replica " + std::to_string(role_.replica) +
-                              " leaves the run as a whole: a node of its pipeline was lost (" + why.message() + ")"});
+                          "replica " + std::to_string(role_.replica) + " leaves the run as a whole: " +
+                              rounds_->out_reason() + " (" + why.message() + ")"});
         return true;
     }
+    bool out_of_rounds() const { return rounds_ && rounds_->survives_loss() && rounds_->left_out(); }
 
     RunConfig cfg_;
     NodeRole role_;
@@ -129,7 +131,10 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     auto compute = ComputeTime::create(cfg_, role_.replica, role_.stage);  // vocabulary known now
     if (!compute) return Status::error(role_.name + ": " + compute.message());
     compute_ = *compute;
-    if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
+    // A wait for a peer also ends once this node's replica is out of the rounds: the others go on
+    // without it, and a wait for one of them (a round they run without this node, a message of a
+    // node that left) would only end at the backstop. run() puts the stop alone back when it ends.
+    if (set_abort_) set_abort_([this, &ctl] { return ctl.stop.load() || out_of_rounds(); });
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
     if (run_has_compression(cfg_))
         t_fixed_ = frozen_embedding(cfg_.model.vocab_size, cfg_.model.d_model, seed).mul_(cfg_.pipeline.frozen_std);
@@ -326,6 +331,15 @@ void PipelineWorker::record_bytes(int64_t step) {
 
 Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) {
     sink_ = &sink;
+    // The mesh outlives run() and the rounds (its bye asks the abort whether the node stopped):
+    // whichever way run() ends, the abort asks for the stop alone from then on.
+    struct StopOnlyAbort {
+        std::function<void(std::function<bool()>)>& set;
+        WorkerControl& ctl;
+        ~StopOnlyAbort() {
+            if (set) set([c = &ctl] { return c->stop.load(); });
+        }
+    } stop_only{set_abort_, ctl};
     if (Status st = setup(ctl, sink); !st) return st;
     const int64_t steps = cfg_.train.steps, tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
     const bool evaluator = role_.replica == 0;

@@ -7,6 +7,7 @@
 #include "core/algorithm.h"
 #include "core/layout.h"
 #include "core/member_view.h"
+#include "engine/worker/stage_members.h"
 #include "core/metric_names.h"
 #include "engine/algo/state_hash.h"
 #include "engine/pipeline/hetero.h"
@@ -211,6 +212,34 @@ Result<StageRoundsReport> StageRounds::survivor_round(int64_t step, double start
     return out;
 }
 
+bool StageRounds::left_out() const {
+    return mesh_.counted_out() || replica_lost(replica_) ||
+           std::find(present_.begin(), present_.end(), replica_) == present_.end();
+}
+
+std::string StageRounds::out_reason() const {
+    const auto lost = mesh_.lost_members();
+    const int64_t stages = cfg_.is_pipeline_replica(replica_) ? cfg_.cluster.stages : 1;
+    for (int64_t s = 0; s < stages; ++s) {
+        const int k = pipeline_mesh_rank(cfg_, replica_, static_cast<int>(s));
+        if (std::count(lost.begin(), lost.end(), k))
+            return "its stage-" + std::to_string(s) + " node (mesh member " + std::to_string(k) + ") was lost";
+    }
+    if (mesh_.counted_out()) return "a peer counts a node of it lost";
+    return "the holders of its stage left it out of their rounds";
+}
+
+// One attempt after another until one commits:
+//  1. the replicas present: those of the last attempt minus every replica a node of which counts
+//     lost here (a pipeline leaves as a whole);
+//  2. the nodes of the replicas out of the round that may not know it (alive, as far as this node
+//     knows) are told so (Collective::tell_out): they must not wait for a round that never comes;
+//  3. the holders compare their sets of present replicas (stage_members.h) in a framing-only round;
+//  4. the algorithm's round among them, then the round agreement.
+// An attempt that fails is given up (the view is told at once) and redone from the state the round
+// found when a member of it is now out, gave the attempt up, or counted other replicas present;
+// any other error ends the run. A member that gives an attempt up always redoes it (or leaves, or
+// fails the run, which then ends), so redoing on its word never waits for nobody.
 Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double start_s, StageRoundsReport& out) {
     const std::string stage = "stage " + std::to_string(sl.stage);
     // What a redo starts from: the slice's algorithm state and live weights as the round found them.
@@ -218,13 +247,15 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
     std::vector<torch::Tensor> live_before;
     for (auto& p : sl.params) live_before.push_back(p.detach().clone());
     const int me = replica_;
+    const int stage_rank = static_cast<int>(sl.stage);
     for (uint64_t attempt = 0;; ++attempt) {
         std::vector<int> rest;
         for (int r : present_)
             if (!replica_lost(r)) rest.push_back(r);
         present_ = rest;
-        if (std::find(present_.begin(), present_.end(), me) == present_.end())
-            return Status::error(stage + ": this node's replica " + std::to_string(me) + " is lost (a node of it is)");
+        if (left_out())
+            return Status::error(stage + ": this node's replica " + std::to_string(me) +
+                                 " is out of the rounds (a node of it is lost)");
         if (std::find(present_.begin(), present_.end(), 0) == present_.end())
             return Status::error(stage + ": replica 0 is lost; it evaluates the global model, and a run with pipeline "
                                          "replicas does not go on without it");
@@ -235,55 +266,82 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
         if (attempt >= kAttempts)
             return Status::error(stage + ": the round was redone " + std::to_string(kAttempts) + " times; giving up");
         mesh_.begin_epoch(stage_epoch(sl.stage, attempt));
+        std::vector<int> out_ranks;
+        for (int r = 0; r < cfg_.outer.replicas; ++r)
+            if (std::find(present_.begin(), present_.end(), r) == present_.end())
+                out_ranks.push_back(pipeline_mesh_rank(cfg_, r, stage_rank));
+        if (!out_ranks.empty()) mesh_.tell_out(out_ranks);
         std::vector<int> ranks;
-        for (int r : present_) ranks.push_back(pipeline_mesh_rank(cfg_, r, static_cast<int>(sl.stage)));
+        for (int r : present_) ranks.push_back(pipeline_mesh_rank(cfg_, r, stage_rank));
         MemberView view(mesh_, ranks);
-        const size_t lost_before = mesh_.lost_members().size();
+        const std::vector<int> attempt_members = present_;
         Status st;
-        auto rep = sl.algo->after_step(step, view, start_s);
-        if (rep) {
-            // Every holder of stage s must now hold the same state (θ_s; NoLoCo: its group's mean).
-            auto agreed = agree_on_round(*sl.algo, view);
-            if (agreed) {
-                out.bytes += rep->bytes_sent;
-                out.stage_hashes.emplace_back(sl.stage, *agreed >> 12);
-                out.guard_clipped += rep->guard_clipped;
-                out.hops = std::max(out.hops, rep->hops);
-                for (double c : rep->clocks) out.latest_s = std::max(out.latest_s, c);
-                // The report's members are view ranks (NoLoCo's group) or none (all of the view).
-                uint64_t mask = 0;
-                for (size_t i = 0; i < present_.size(); ++i)
-                    if (present_[i] < 64 && (rep->members.empty() ||
-                                             std::count(rep->members.begin(), rep->members.end(), static_cast<int>(i))))
-                        mask |= uint64_t{1} << present_[i];
-                out.grouped = out.grouped || !rep->members.empty();
-                out.member_masks.push_back(mask);
-                out.attempts = std::max<int64_t>(out.attempts, static_cast<int64_t>(attempt) + 1);
-                if (sl.ad1_after_round) sl.project_writers(sl.params);
-                return Status::ok();
-            }
-            st = Status::error(stage + ": " + agreed.message());
+        bool views_differ = false;
+        std::vector<double> sets;
+        const uint64_t mine = replica_mask(present_);
+        auto checked = view.all_gather({}, LinkClass::kOuterSync, static_cast<double>(mine), &sets);
+        if (!checked) {
+            st = checked.status();
+        } else if (auto v = check_views(mine, sets, cfg_.outer.replicas); !v) {
+            st = Status::error(stage + ": " + v.message());
+        } else if (!v->agreed) {
+            views_differ = true;
+            present_ = v->present;
+            st = Status::error("the holders count the replicas present apart: " + replica_list(attempt_members) +
+                               " here, " + replica_list(v->other) + " at another");
         } else {
-            st = rep.status();
+            auto rep = sl.algo->after_step(step, view, start_s);
+            if (rep) {
+                // Every holder of stage s must now hold the same state (θ_s; NoLoCo: its group's mean).
+                auto agreed = agree_on_round(*sl.algo, view);
+                if (agreed) {
+                    out.bytes += rep->bytes_sent;
+                    out.stage_hashes.emplace_back(sl.stage, *agreed >> 12);
+                    out.guard_clipped += rep->guard_clipped;
+                    out.hops = std::max(out.hops, rep->hops);
+                    for (double c : rep->clocks) out.latest_s = std::max(out.latest_s, c);
+                    // The report's members are view ranks (NoLoCo's group) or none (all of the view).
+                    uint64_t mask = 0;
+                    for (size_t i = 0; i < present_.size(); ++i)
+                        if (present_[i] < 64 &&
+                            (rep->members.empty() ||
+                             std::count(rep->members.begin(), rep->members.end(), static_cast<int>(i))))
+                            mask |= uint64_t{1} << present_[i];
+                    out.grouped = out.grouped || !rep->members.empty();
+                    out.member_masks.push_back(mask);
+                    out.attempts = std::max<int64_t>(out.attempts, static_cast<int64_t>(attempt) + 1);
+                    if (sl.ad1_after_round) sl.project_writers(sl.params);
+                    return Status::ok();
+                }
+                st = Status::error(stage + ": " + agreed.message());
+            } else {
+                st = rep.status();
+            }
         }
-        // The attempt failed. Whoever waits for this node in it fails at once; the round is redone
-        // when the data plane learnt of a loss meanwhile (a member silent or gone, or one a peer
-        // that gave up found lost: that peer may not have known what this node knew, and the other
-        // way round), and any other error ends the run as before.
+        // The attempt failed: whoever waits for this node in it fails at once.
         std::vector<int> peers;
         for (int i = 0; i < view.size(); ++i)
             if (i != view.rank()) peers.push_back(i);
         view.abandon(peers);
-        if (mesh_.lost_members().size() == lost_before) return st;
+        bool member_out = false, member_gave_up = false;
+        for (size_t i = 0; i < attempt_members.size(); ++i) {
+            member_out = member_out || replica_lost(attempt_members[i]);
+            member_gave_up = member_gave_up || (ranks[i] != mesh_.rank() && mesh_.gave_up(ranks[i]));
+        }
+        if (!views_differ && !member_out && !member_gave_up) return st;
         if (Status s = sl.algo->load_state(snapshot); !s) return Status::error(stage + ": rolling back the round: " + s.message());
         {
             torch::NoGradGuard no_grad;
             for (size_t i = 0; i < sl.params.size(); ++i) sl.params[i].copy_(live_before[i]);
         }
         std::vector<int> left, gone;
-        for (int r : present_) (replica_lost(r) ? gone : left).push_back(r);
-        // No member of this attempt lost: a peer gave it up, having found a loss this node had not.
-        const std::string who = gone.empty() ? "a member gave the attempt up" : "replica " + replica_list(gone) + " lost";
+        for (int r : attempt_members)
+            (replica_lost(r) || std::find(present_.begin(), present_.end(), r) == present_.end() ? gone : left).push_back(r);
+        // No member of this attempt out: a peer gave it up, having found a loss this node had not,
+        // or the holders counted the replicas present apart and the redo is among the same ones.
+        const std::string who = !gone.empty() ? "replica " + replica_list(gone) + " lost"
+                                : views_differ ? "the holders counted the replicas present apart"
+                                               : "a member gave the attempt up";
         out.lost.push_back("round at step " + std::to_string(step) + ", " + stage + ": " + who + " (" + st.message() +
                            "); the round is redone among replicas " + replica_list(left));
         // The survivors noticed the loss by waiting out the heartbeat timeout: the clock pays it.

@@ -8,9 +8,10 @@
 //
 // Survivors (docs/faults.md, core/layout.h pipeline_survives_loss): in a run that allows it, each
 // stage's round runs among the stage's holders of the replicas still present, as attempts numbered
-// with Collective::begin_epoch; a round a loss interrupts is rolled back (the slice's algorithm
-// state and live weights) and redone among the survivors. A replica counts lost as soon as any of
-// its nodes is (a pipeline replica leaves as a whole).
+// with Collective::begin_epoch; the holders first compare the replicas they count present
+// (stage_members.h), and a round a loss interrupts is rolled back (the slice's algorithm state and
+// live weights) and redone among the survivors. A replica counts lost as soon as any of its nodes
+// is (a pipeline replica leaves as a whole); its other nodes are told they are out.
 //
 // Ownership: keeps handles to the node's live parameters (changes their values in place) and to
 // T_fixed (AD2 moves the embedding's out-of-span part into it; same storage as the model's).
@@ -93,6 +94,12 @@ public:
     Result<StageRoundsReport> round(int64_t step, double start_s);
     // Whether the data plane counts replica `r` lost: any of its nodes found silent or gone.
     bool replica_lost(int r) const;
+    // Survivors: whether this node's replica is out of the rounds — a node of it counts lost here,
+    // a peer counted it out (Collective::tell_out), or the holders' sets of present replicas left it
+    // out. Its nodes then leave the run (the pipeline as a whole).
+    bool left_out() const;
+    // Why left_out() holds, for the `leave` event.
+    std::string out_reason() const;
     // Survivors only: whether this run's rounds go on among the replicas present.
     bool survives_loss() const { return survivors_; }
     // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike): one mesh
@@ -119,7 +126,10 @@ private:
     Status survivor_slice_round(StageSlice& sl, int64_t step, double start_s, StageRoundsReport& out);
     // Transport epochs (Collective::begin_epoch): attempt `a` of stage s's round in synced round n,
     // then, after the S stages, the training that follows (its point-to-point activations).
-    static constexpr uint64_t kAttempts = 4;
+    // Attempts per stage round: a loss, then holders that counted the replicas present apart, with
+    // room for a second loss. (S + 2) · kAttempts epochs must fit the transport's window of early
+    // frames (a holder may lead another by a whole synced round): core/layout.h kMaxSurvivorStages.
+    static constexpr uint64_t kAttempts = 6;
     uint64_t stage_epoch(int64_t s, uint64_t a) const {
         return (static_cast<uint64_t>(rounds_done_) * static_cast<uint64_t>(cfg_.cluster.stages + 1) +
                 static_cast<uint64_t>(s)) * kAttempts + a;
