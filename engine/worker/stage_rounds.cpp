@@ -287,8 +287,8 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
         } else if (!v->agreed) {
             views_differ = true;
             present_ = v->present;
-            st = Status::error("the holders count the replicas present apart: " + replica_list(attempt_members) +
-                               " here, " + replica_list(v->other) + " at another");
+            st = Status::error("replicas " + replica_list(attempt_members) + " present here, " +
+                               replica_list(v->other) + " at another holder");
         } else {
             auto rep = sl.algo->after_step(step, view, start_s);
             if (rep) {
