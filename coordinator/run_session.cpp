@@ -269,10 +269,13 @@ void Session::body(RunConfig cfg) {
     {
         // Survivors go on (docs/faults.md): the replicas of an outer algorithm may be lost while
         // cluster.min_replicas of them remain — a replica of several nodes as a whole — and a spare
-        // counts once it holds a place, so never more than outer.replicas are live. Every other
-        // node is vital.
-        const bool elastic = algorithm_traits(cfg).outer_rounds && cfg.cluster.stages == 1 && !cfg.hdee.enabled() &&
-                             !cfg.skippipe.enabled();
+        // counts once it holds a place, so never more than outer.replicas are live. A run with
+        // pipeline replicas whose rounds go on among survivors (core/layout.h
+        // pipeline_survives_loss) counts each replica as one unit too: a pipeline leaves as a whole.
+        // Every other node is vital.
+        const bool elastic = (algorithm_traits(cfg).outer_rounds && cfg.cluster.stages == 1 && !cfg.hdee.enabled() &&
+                              !cfg.skippipe.enabled()) ||
+                             pipeline_survives_loss(cfg);
         std::vector<int> unit(roles.size(), -1);
         for (size_t i = 0; i < roles.size() && elastic; ++i)
             unit[i] = roles[i].kind == "spare" ? static_cast<int>(cfg.outer.replicas + i) : roles[i].replica;

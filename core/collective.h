@@ -118,6 +118,16 @@ public:
     // Tells `peers` (ranks) that this member gave up the current attempt, with the members it found
     // lost, so a peer waiting for it in that attempt fails at once instead of at its timeout.
     virtual void abandon(const std::vector<int>& peers) { (void)peers; }
+    // Whether member `r` gave up the current attempt (its abandon frame for it has arrived, before
+    // or after this member began the attempt). Default: never.
+    virtual bool gave_up(int r) const { (void)r; return false; }
+    // Tells `peers` (ranks) that this member counts them out of its rounds — a node of their replica
+    // is lost, so the replica leaves as a whole (docs/faults.md) — with the members it found lost:
+    // an abandon of the current attempt naming the peers themselves, sent whether or not they count
+    // lost here. A peer that receives it knows it is counted out (counted_out()). Default: nothing.
+    virtual void tell_out(const std::vector<int>& peers) { (void)peers; }
+    // Whether a peer counted this member out of its rounds (tell_out). Sticky. Default: never.
+    virtual bool counted_out() const { return false; }
     // Member `r` is back (it rejoined): no longer counted lost.
     virtual void forgive(int r) { (void)r; }
     // Member `r` is lost, as a peer found (a joiner learns it from its donor, docs/faults.md).

@@ -249,4 +249,11 @@ bool run_has_compression(const RunConfig& cfg) {
     return false;
 }
 
+bool pipeline_survives_loss(const RunConfig& cfg) {
+    return cfg.cluster.stages > 1 && cfg.cluster.stages <= kMaxSurvivorStages &&
+           cfg.outer.replicas <= kMaxSurvivorReplicas && algorithm_traits(cfg).outer_rounds &&
+           cfg.pipeline.routing == "fixed" && !run_has_compression(cfg) && !cfg.hdee.enabled() &&
+           !cfg.skippipe.enabled();
+}
+
 }  // namespace tw

@@ -49,6 +49,17 @@ int64_t run_constraint_rank(const RunConfig& cfg, int64_t stage);
 // True when some boundary of the run is compressed: then every node builds T_fixed.
 bool run_has_compression(const RunConfig& cfg);
 
+// Whether a run with pipeline replicas goes on when a replica is lost (docs/faults.md "A pipeline
+// replica that loses a node"): outer rounds, fixed routing (a pipeline's activations stay inside
+// it), no compressed boundary (T_fixed and AD2's replayed rounds assume every replica), at most
+// kMaxSurvivorStages stages (each stage's round attempts take their own range of transport epochs,
+// and a holder a synced round ahead must stay inside the transport's window of early frames: 64
+// attempts of 16 rounds, (S + 2) · 6 ≤ 64), at most kMaxSurvivorReplicas replicas (the holders
+// compare the replicas they count present as a bit mask in a double's exact integers).
+inline constexpr int64_t kMaxSurvivorStages = 8;
+inline constexpr int64_t kMaxSurvivorReplicas = 52;
+bool pipeline_survives_loss(const RunConfig& cfg);
+
 // Checks the layout against the nodes and assigns roles, node i → roles[i]. Every problem at once:
 // too few nodes, more stages than layers, an unknown algorithm. With [hdee], node ensemble·D + domain
 // is that expert (kind "expert", named "ENSEMBLE.DOMAIN"), with the steps plan_hdee matched to the

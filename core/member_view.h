@@ -46,6 +46,9 @@ public:
     std::vector<int> lost_members() const override { return base_.lost_members(); }
     void begin_epoch(uint64_t epoch) override { base_.begin_epoch(epoch); }
     void abandon(const std::vector<int>& peers) override;  // view ranks
+    bool gave_up(int r) const override { return base_.gave_up(r); }  // a base rank
+    void tell_out(const std::vector<int>& peers) override { base_.tell_out(peers); }  // base ranks
+    bool counted_out() const override { return base_.counted_out(); }
     void forgive(int r) override { base_.forgive(r); }     // a base rank
     void declare_lost(int r) override { base_.declare_lost(r); }  // a base rank
 

@@ -70,6 +70,7 @@ struct ZmqCollective::Sockets {
     std::vector<Clock::time_point> bye_at;
     std::set<int> lost;                      // members found lost (lost_members())
     std::map<int, uint64_t> abandoned;       // members that gave up an attempt → its first round
+    bool counted_out = false;                // a peer's abandon named this member lost (tell_out)
     std::map<int, uint64_t> ready;           // joiners that said they wait for a round's state → its step
 };
 
@@ -297,7 +298,10 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
             if (!body.empty()) return drop("an abandon frame with a payload");
             s.abandoned[from] = fh->round;
             for (int r = 0; r < size() && r < 64; ++r)
-                if (r != rank_ && (fh->aux >> r & 1)) s.lost.insert(r);
+                if (fh->aux >> r & 1) {
+                    if (r == rank_) s.counted_out = true;  // the peer counts this member out (tell_out)
+                    else s.lost.insert(r);
+                }
             return Status::ok();
         case wire::FrameKind::kReady:
             if (!body.empty()) return drop("a ready frame with a payload");
@@ -616,18 +620,40 @@ void ZmqCollective::begin_epoch(uint64_t epoch) {
 }
 
 void ZmqCollective::abandon(const std::vector<int>& peers) {
+    uint64_t mask = 0;
+    for (int r : s_->lost)
+        if (r < 64) mask |= uint64_t{1} << r;
+    send_abandon(peers, mask, /*to_lost=*/false);
+}
+
+bool ZmqCollective::gave_up(int r) const {
+    auto a = s_->abandoned.find(r);
+    return a != s_->abandoned.end() && epoch_base_ > 0 && a->second == epoch_base_;
+}
+
+void ZmqCollective::tell_out(const std::vector<int>& peers) {
+    uint64_t mask = 0;
+    for (int r : s_->lost)
+        if (r < 64) mask |= uint64_t{1} << r;
+    for (int r : peers)
+        if (r >= 0 && r < 64 && r != rank_) mask |= uint64_t{1} << r;
+    send_abandon(peers, mask, /*to_lost=*/true);
+}
+
+bool ZmqCollective::counted_out() const { return s_->counted_out; }
+
+void ZmqCollective::send_abandon(const std::vector<int>& peers, uint64_t mask, bool to_lost) {
     wire::FrameHeader fh;
     fh.kind = wire::FrameKind::kAbandon;
     fh.counted = false;
     fh.rank = static_cast<uint16_t>(rank_);
     fh.round = epoch_base_;
     fh.token = opts_.token;
-    for (int r : s_->lost)
-        if (r < 64) fh.aux |= uint64_t{1} << r;
+    fh.aux = mask;
     uint8_t h[wire::kFrameHeaderBytes];
     wire::encode_frame_header(fh, h);
     for (int r : peers) {
-        if (r == rank_ || r < 0 || r >= size() || s_->lost.count(r)) continue;
+        if (r == rank_ || r < 0 || r >= size() || (!to_lost && s_->lost.count(r))) continue;
         auto& p = s_->push[static_cast<size_t>(r)];
         try {
             if (p.send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore | zmq::send_flags::dontwait))

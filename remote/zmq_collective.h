@@ -104,6 +104,9 @@ public:
     std::vector<int> lost_members() const override;
     void begin_epoch(uint64_t epoch) override;
     void abandon(const std::vector<int>& peers) override;
+    bool gave_up(int r) const override;
+    void tell_out(const std::vector<int>& peers) override;
+    bool counted_out() const override;
     void forgive(int r) override;
     void declare_lost(int r) override;
     void tell_ready(int peer, uint64_t step) override;
@@ -131,6 +134,9 @@ private:
     Status pump_until(const std::string& what, const std::function<std::vector<int>()>& awaited,
                       std::chrono::steady_clock::time_point wait_start, int max_ms, bool backstop = true);
     Status send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload);
+    // An abandon frame of the current attempt with `mask` (lost members) to each of `peers`, never
+    // blocking; `to_lost` = false skips peers counted lost here.
+    void send_abandon(const std::vector<int>& peers, uint64_t mask, bool to_lost);
     Status drop(const std::string& why);
     // With a shaper: waits (abortably, reading meanwhile) until a counted message may leave.
     Status shape_wait(LinkClass link, size_t bytes);  // counts and reports a dropped frame; always ok

@@ -87,6 +87,20 @@ private:
     Status resume_run_checkpoint(MetricSink& sink);
     StageStateParts stage_parts();  // what the node keeps beside model and optimizer (stage_state.h)
     ByteCounters total_bytes() const;  // the mesh's counters plus a resumed node's at its checkpoint
+    // A pipeline replica leaves the run as a whole when one of its nodes is lost (docs/faults.md):
+    // in a run whose rounds go on among survivors, a failed step or round of this node whose replica
+    // is out of the rounds (stage_rounds.h left_out: a node of it lost, or counted out by a peer)
+    // stores a `leave` event and returns true; the worker then ends cleanly, and its end (the
+    // transport's bye) tells its mesh peers at once. Any other failure is the run's.
+    bool leave_if_lost(const Status& why) {
+        if (!out_of_rounds()) return false;
+        if (sink_)
+            sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "leave",
+                          "replica " + std::to_string(role_.replica) + " leaves the run as a whole: " +
+                              rounds_->out_reason() + " (" + why.message() + ")"});
+        return true;
+    }
+    bool out_of_rounds() const { return rounds_ && rounds_->survives_loss() && rounds_->left_out(); }
 
     RunConfig cfg_;
     NodeRole role_;
@@ -116,6 +130,7 @@ private:
     double last_loss_ = NAN, last_val_ = NAN;
     RunCheckpoints run_ckpt_;
     ByteCounters bytes_before_;
+    MetricSink* sink_ = nullptr;  // run()'s, for events
 };
 
 Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
@@ -129,7 +144,10 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     auto compute = ComputeTime::create(cfg_, role_.replica, role_.stage);  // vocabulary known now
     if (!compute) return Status::error(role_.name + ": " + compute.message());
     compute_ = *compute;
-    if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
+    // A wait for a peer also ends once this node's replica is out of the rounds: the others go on
+    // without it, and a wait for one of them (a round they run without this node, a message of a
+    // node that left) would only end at the backstop. run() puts the stop alone back when it ends.
+    if (set_abort_) set_abort_([this, &ctl] { return ctl.stop.load() || out_of_rounds(); });
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
     if (run_has_compression(cfg_))
         t_fixed_ = frozen_embedding(cfg_.model.vocab_size, cfg_.model.d_model, seed).mul_(cfg_.pipeline.frozen_std);
@@ -271,6 +289,8 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     if (!rep) return rep.status();
     if (!rep->synced) return Status::ok();
     ++outer_step_;
+    if (sink_)
+        for (auto& text : rep->lost) sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "member-lost", text});
     // This node's uplink carries its payloads of every slice back to back after the slowest holder.
     const LinkSpec link = round_link(net_, role_.replica, rep->members(cfg_.outer.replicas), rep->hops);
     const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, link, rep->bytes, rep->hops));
@@ -369,6 +389,16 @@ Status PipelineWorker::resume_run_checkpoint(MetricSink& sink) {
 }
 
 Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) {
+    sink_ = &sink;
+    // The mesh outlives run() and the rounds (its bye asks the abort whether the node stopped):
+    // whichever way run() ends, the abort asks for the stop alone from then on.
+    struct StopOnlyAbort {
+        std::function<void(std::function<bool()>)>& set;
+        WorkerControl& ctl;
+        ~StopOnlyAbort() {
+            if (set) set([c = &ctl] { return c->stop.load(); });
+        }
+    } stop_only{set_abort_, ctl};
     if (Status st = setup(ctl, sink); !st) return st;
     ctl.step = step_;  // a resumed node starts where its checkpoint stands
     const int64_t steps = cfg_.train.steps, tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
@@ -392,6 +422,7 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         const double before = clock_.now_s();
         auto it = exec_->step(step_, io);
         if (!it) {
+            if (!ctl.stop.load() && leave_if_lost(it.status())) break;
             failure = Status::error(role_.name + ": " + it.message());
             break;
         }
@@ -406,6 +437,10 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         if (compute_.modelled()) record(step_, metric::kTrainRealComputeS, compute_.take_measured_s());
         record(step_, metric::kPipeIdleS, clock_.now_s() - before - compute);
         if (Status st = outer_rounds(step_); !st) {
+            if (!ctl.stop.load() && leave_if_lost(st)) {
+                record_bytes(step_);
+                break;
+            }
             failure = st;
             break;
         }

@@ -748,6 +748,8 @@ Status ReplicaWorker::stage_round(int64_t step) {
     if (!rep) return rep.status();
     if (!rep->synced) return Status::ok();
     ++outer_step_;
+    // Rounds redone among the survivors after a loss (stage_rounds.h, docs/faults.md).
+    for (auto& text : rep->lost) event(EventLevel::kWarning, "member-lost", text);
     const LinkSpec link = round_link(net_, role_.replica, rep->members(cfg_.outer.replicas), rep->hops);
     const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, link, rep->bytes, rep->hops));
     if (t_fixed_.defined()) {

@@ -6,12 +6,23 @@
 
 #include "core/algorithm.h"
 #include "core/layout.h"
+#include "core/member_view.h"
+#include "engine/worker/stage_members.h"
 #include "core/metric_names.h"
 #include "engine/algo/state_hash.h"
 #include "engine/pipeline/hetero.h"
 #include "engine/pipeline/subspace.h"
 
 namespace tw {
+namespace {
+
+std::string replica_list(const std::vector<int>& rs) {
+    std::string out;
+    for (int r : rs) out += (out.empty() ? "" : ", ") + std::to_string(r);
+    return out.empty() ? "none" : out;
+}
+
+}  // namespace
 
 void StageSlice::project_writers(std::vector<torch::Tensor>& tensors) const {
     if (rank == 0) return;
@@ -39,6 +50,9 @@ Result<std::unique_ptr<StageRounds>> StageRounds::create(const RunConfig& cfg, i
 Status StageRounds::build(int replica, int64_t first, int64_t last, const std::vector<torch::Tensor>& params,
                           const std::vector<std::string>& names, torch::Tensor t_fixed) {
     t_fixed_ = std::move(t_fixed);
+    survivors_ = pipeline_survives_loss(cfg_);
+    replica_ = replica;
+    for (int r = 0; r < cfg_.outer.replicas; ++r) present_.push_back(r);
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
     const int64_t S = cfg_.cluster.stages;
     const bool one_stage = first == last;
@@ -124,6 +138,7 @@ Status StageRounds::check_weights(const std::string& who) {
 Result<StageRoundsReport> StageRounds::round(int64_t step, double start_s) {
     StageRoundsReport out;
     if (!algorithm_traits(cfg_).outer_rounds || step % cfg_.outer.inner_steps != 0) return out;
+    if (survivors_) return survivor_round(step, start_s);
     out.synced = true;
     out.latest_s = start_s;
     for (int64_t s = 0; s < cfg_.cluster.stages; ++s) {
@@ -158,6 +173,182 @@ Result<StageRoundsReport> StageRounds::round(int64_t step, double start_s) {
     return out;
 }
 
+bool StageRounds::replica_lost(int r) const {
+    const auto lost = mesh_.lost_members();
+    const int64_t stages = cfg_.is_pipeline_replica(r) ? cfg_.cluster.stages : 1;
+    for (int64_t s = 0; s < stages; ++s)
+        if (std::count(lost.begin(), lost.end(), pipeline_mesh_rank(cfg_, r, static_cast<int>(s)))) return true;
+    return false;
+}
+
+// The same S stage rounds as round()'s, each in its own transport epochs: a node that sits a stage
+// out starts that stage's first attempt too (alone, nothing is sent), so whoever redoes a stage's
+// round is never in step with the others' numbering by chance; after the S stages every node starts
+// the same epoch for the training that follows, so the point-to-point activations of the next steps
+// are never taken for a given-up attempt's.
+Result<StageRoundsReport> StageRounds::survivor_round(int64_t step, double start_s) {
+    StageRoundsReport out;
+    out.synced = true;
+    out.latest_s = start_s;
+    ++rounds_done_;
+    for (int64_t s = 0; s < cfg_.cluster.stages; ++s) {
+        StageSlice* sl = nullptr;
+        for (auto& x : slices_)
+            if (x.stage == s) sl = &x;
+        if (!sl) {
+            mesh_.begin_epoch(stage_epoch(s, 0));
+            if (Status st = sit_out_round(); !st) return st;
+            if (Status st = mesh_.agree({mesh_.rank()}, 0); !st) return st;
+            continue;
+        }
+        if (Status st = survivor_slice_round(*sl, step, start_s, out); !st) return st;
+    }
+    mesh_.begin_epoch(stage_epoch(cfg_.cluster.stages, 0));
+    out.present = static_cast<int64_t>(present_.size());
+    // Rows name the members only when the rounds ran among fewer than every replica or were redone:
+    // a run without a loss records what it did before survivors existed.
+    out.survivors = out.present < cfg_.outer.replicas || out.attempts > 1;
+    out.grouped = out.grouped || out.survivors;
+    return out;
+}
+
+bool StageRounds::left_out() const {
+    return mesh_.counted_out() || replica_lost(replica_) ||
+           std::find(present_.begin(), present_.end(), replica_) == present_.end();
+}
+
+std::string StageRounds::out_reason() const {
+    const auto lost = mesh_.lost_members();
+    const int64_t stages = cfg_.is_pipeline_replica(replica_) ? cfg_.cluster.stages : 1;
+    for (int64_t s = 0; s < stages; ++s) {
+        const int k = pipeline_mesh_rank(cfg_, replica_, static_cast<int>(s));
+        if (std::count(lost.begin(), lost.end(), k))
+            return "its stage-" + std::to_string(s) + " node (mesh member " + std::to_string(k) + ") was lost";
+    }
+    if (mesh_.counted_out()) return "a peer counts a node of it lost";
+    return "the holders of its stage left it out of their rounds";
+}
+
+// One attempt after another until one commits:
+//  1. the replicas present: those of the last attempt minus every replica a node of which counts
+//     lost here (a pipeline leaves as a whole);
+//  2. the nodes of the replicas out of the round that may not know it (alive, as far as this node
+//     knows) are told so (Collective::tell_out): they must not wait for a round that never comes;
+//  3. the holders compare their sets of present replicas (stage_members.h) in a framing-only round;
+//  4. the algorithm's round among them, then the round agreement.
+// An attempt that fails is given up (the view is told at once) and redone from the state the round
+// found when a member of it is now out, gave the attempt up, or counted other replicas present;
+// any other error ends the run. A member that gives an attempt up always redoes it (or leaves, or
+// fails the run, which then ends), so redoing on its word never waits for nobody.
+Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double start_s, StageRoundsReport& out) {
+    const std::string stage = "stage " + std::to_string(sl.stage);
+    // What a redo starts from: the slice's algorithm state and live weights as the round found them.
+    const OuterState snapshot = sl.algo->save_state();
+    std::vector<torch::Tensor> live_before;
+    for (auto& p : sl.params) live_before.push_back(p.detach().clone());
+    const int me = replica_;
+    const int stage_rank = static_cast<int>(sl.stage);
+    for (uint64_t attempt = 0;; ++attempt) {
+        std::vector<int> rest;
+        for (int r : present_)
+            if (!replica_lost(r)) rest.push_back(r);
+        present_ = rest;
+        if (left_out())
+            return Status::error(stage + ": this node's replica " + std::to_string(me) +
+                                 " is out of the rounds (a node of it is lost)");
+        if (std::find(present_.begin(), present_.end(), 0) == present_.end())
+            return Status::error(stage + ": replica 0 is lost; it evaluates the global model, and a run with pipeline "
+                                         "replicas does not go on without it");
+        if (static_cast<int64_t>(present_.size()) < cfg_.cluster.min_replicas)
+            return Status::error("quorum lost: " + std::to_string(present_.size()) + " replica(s) left (" +
+                                 replica_list(present_) + "), cluster.min_replicas is " +
+                                 std::to_string(cfg_.cluster.min_replicas));
+        if (attempt >= kAttempts)
+            return Status::error(stage + ": the round was redone " + std::to_string(kAttempts) + " times; giving up");
+        mesh_.begin_epoch(stage_epoch(sl.stage, attempt));
+        std::vector<int> out_ranks;
+        for (int r = 0; r < cfg_.outer.replicas; ++r)
+            if (std::find(present_.begin(), present_.end(), r) == present_.end())
+                out_ranks.push_back(pipeline_mesh_rank(cfg_, r, stage_rank));
+        if (!out_ranks.empty()) mesh_.tell_out(out_ranks);
+        std::vector<int> ranks;
+        for (int r : present_) ranks.push_back(pipeline_mesh_rank(cfg_, r, stage_rank));
+        MemberView view(mesh_, ranks);
+        const std::vector<int> attempt_members = present_;
+        Status st;
+        bool views_differ = false;
+        std::vector<double> sets;
+        const uint64_t mine = replica_mask(present_);
+        auto checked = view.all_gather({}, LinkClass::kOuterSync, static_cast<double>(mine), &sets);
+        if (!checked) {
+            st = checked.status();
+        } else if (auto v = check_views(mine, sets, cfg_.outer.replicas); !v) {
+            st = Status::error(stage + ": " + v.message());
+        } else if (!v->agreed) {
+            views_differ = true;
+            present_ = v->present;
+            st = Status::error("replicas " + replica_list(attempt_members) + " present here, " +
+                               replica_list(v->other) + " at another holder");
+        } else {
+            auto rep = sl.algo->after_step(step, view, start_s);
+            if (rep) {
+                // Every holder of stage s must now hold the same state (θ_s; NoLoCo: its group's mean).
+                auto agreed = agree_on_round(*sl.algo, view);
+                if (agreed) {
+                    out.bytes += rep->bytes_sent;
+                    out.stage_hashes.emplace_back(sl.stage, *agreed >> 12);
+                    out.guard_clipped += rep->guard_clipped;
+                    out.hops = std::max(out.hops, rep->hops);
+                    for (double c : rep->clocks) out.latest_s = std::max(out.latest_s, c);
+                    // The report's members are view ranks (NoLoCo's group) or none (all of the view).
+                    uint64_t mask = 0;
+                    for (size_t i = 0; i < present_.size(); ++i)
+                        if (present_[i] < 64 &&
+                            (rep->members.empty() ||
+                             std::count(rep->members.begin(), rep->members.end(), static_cast<int>(i))))
+                            mask |= uint64_t{1} << present_[i];
+                    out.grouped = out.grouped || !rep->members.empty();
+                    out.member_masks.push_back(mask);
+                    out.attempts = std::max<int64_t>(out.attempts, static_cast<int64_t>(attempt) + 1);
+                    if (sl.ad1_after_round) sl.project_writers(sl.params);
+                    return Status::ok();
+                }
+                st = Status::error(stage + ": " + agreed.message());
+            } else {
+                st = rep.status();
+            }
+        }
+        // The attempt failed: whoever waits for this node in it fails at once.
+        std::vector<int> peers;
+        for (int i = 0; i < view.size(); ++i)
+            if (i != view.rank()) peers.push_back(i);
+        view.abandon(peers);
+        bool member_out = false, member_gave_up = false;
+        for (size_t i = 0; i < attempt_members.size(); ++i) {
+            member_out = member_out || replica_lost(attempt_members[i]);
+            member_gave_up = member_gave_up || (ranks[i] != mesh_.rank() && mesh_.gave_up(ranks[i]));
+        }
+        if (!views_differ && !member_out && !member_gave_up) return st;
+        if (Status s = sl.algo->load_state(snapshot); !s) return Status::error(stage + ": rolling back the round: " + s.message());
+        {
+            torch::NoGradGuard no_grad;
+            for (size_t i = 0; i < sl.params.size(); ++i) sl.params[i].copy_(live_before[i]);
+        }
+        std::vector<int> left, gone;
+        for (int r : attempt_members)
+            (replica_lost(r) || std::find(present_.begin(), present_.end(), r) == present_.end() ? gone : left).push_back(r);
+        // No member of this attempt out: a peer gave it up, having found a loss this node had not,
+        // or the holders counted the replicas present apart and the redo is among the same ones.
+        const std::string who = !gone.empty() ? "replica " + replica_list(gone) + " lost"
+                                : views_differ ? "the holders counted the replicas present apart"
+                                               : "a member gave the attempt up";
+        out.lost.push_back("round at step " + std::to_string(step) + ", " + stage + ": " + who + " (" + st.message() +
+                           "); the round is redone among replicas " + replica_list(left));
+        // The survivors noticed the loss by waiting out the heartbeat timeout: the clock pays it.
+        out.latest_s = std::max(out.latest_s, start_s + cfg_.cluster.heartbeat_timeout_s);
+    }
+}
+
 Result<uint64_t> StageRounds::agree_t_fixed(const torch::Tensor& t_fixed) {
     const uint64_t h = state_hash({t_fixed});
     std::vector<int> everyone;
@@ -182,6 +373,10 @@ std::vector<std::pair<std::string, double>> stage_round_rows(const StageRoundsRe
     if (r.guard_clipped > 0) rows.emplace_back(metric::kRoundGuardClipped, static_cast<double>(r.guard_clipped));
     if (r.grouped)
         for (uint64_t mask : r.member_masks) rows.emplace_back(metric::kRoundGroupMask, static_cast<double>(mask));
+    if (r.survivors) {
+        rows.emplace_back(metric::kRoundMembers, static_cast<double>(r.present));
+        rows.emplace_back(metric::kRoundAttempts, static_cast<double>(r.attempts));
+    }
     return rows;
 }
 

@@ -6,6 +6,13 @@
 // node holds one slice and sits out the other stages' rounds alone, so every member's sequence of
 // mesh rounds stays aligned.
 //
+// Survivors (docs/faults.md, core/layout.h pipeline_survives_loss): in a run that allows it, each
+// stage's round runs among the stage's holders of the replicas still present, as attempts numbered
+// with Collective::begin_epoch; the holders first compare the replicas they count present
+// (stage_members.h), and a round a loss interrupts is rolled back (the slice's algorithm state and
+// live weights) and redone among the survivors. A replica counts lost as soon as any of its nodes
+// is (a pipeline replica leaves as a whole); its other nodes are told they are out.
+//
 // Ownership: keeps handles to the node's live parameters (changes their values in place) and to
 // T_fixed (AD2 moves the embedding's out-of-span part into it; same storage as the model's).
 // The mesh is borrowed and must outlive this object; the config is copied. Not thread-safe: one worker thread.
@@ -52,7 +59,11 @@ struct StageRoundsReport {
     double latest_s = 0;     // the latest member clock of any slice's round (at least the start)
     std::vector<std::pair<int64_t, uint64_t>> stage_hashes;  // (stage, 52-bit agreed hash) per slice held
     std::vector<uint64_t> member_masks;  // per slice held: the replicas its round exchanged with
-    bool grouped = false;                // some round exchanged with a group only (NoLoCo)
+    bool grouped = false;                // some round exchanged with a group only (NoLoCo), or among survivors
+    int64_t present = 0;                 // replicas present in the rounds (survivors; 0 = not tracked)
+    int64_t attempts = 1;                // the most attempts any slice's round took
+    bool survivors = false;              // fewer than every replica, or a redone round: rows record it
+    std::vector<std::string> lost;       // one text per round redone after a loss (member-lost events)
 
     // The replicas any of this node's rounds exchanged with, ascending (core/network.h round_link).
     std::vector<int> members(int64_t replicas) const;
@@ -81,6 +92,16 @@ public:
     // round agreement; a stage this node holds no slice of is sat out alone. `start_s` is this
     // node's clock when the round starts.
     Result<StageRoundsReport> round(int64_t step, double start_s);
+    // Whether the data plane counts replica `r` lost: any of its nodes found silent or gone.
+    bool replica_lost(int r) const;
+    // Survivors: whether this node's replica is out of the rounds — a node of it counts lost here,
+    // a peer counted it out (Collective::tell_out), or the holders' sets of present replicas left it
+    // out. Its nodes then leave the run (the pipeline as a whole).
+    bool left_out() const;
+    // Why left_out() holds, for the `leave` event.
+    std::string out_reason() const;
+    // Survivors only: whether this run's rounds go on among the replicas present.
+    bool survives_loss() const { return survivors_; }
     // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike): one mesh
     // round over every node. Returns the 52-bit hash agreed on.
     Result<uint64_t> agree_t_fixed(const torch::Tensor& t_fixed);
@@ -99,11 +120,29 @@ private:
                  const std::vector<std::string>& names, torch::Tensor t_fixed);
     // A node holding no slice of a stage joins that stage's mesh round alone (nothing is sent).
     Status sit_out_round() { return mesh_.exchange({mesh_.rank()}, {}, LinkClass::kOuterSync).status(); }
+    // round() in a run whose rounds go on among survivors (a synced step only).
+    Result<StageRoundsReport> survivor_round(int64_t step, double start_s);
+    // One slice's round among the present replicas' holders, redone among the survivors after a loss.
+    Status survivor_slice_round(StageSlice& sl, int64_t step, double start_s, StageRoundsReport& out);
+    // Transport epochs (Collective::begin_epoch): attempt `a` of stage s's round in synced round n,
+    // then, after the S stages, the training that follows (its point-to-point activations).
+    // Attempts per stage round: a loss, then holders that counted the replicas present apart, with
+    // room for a second loss. (S + 2) · kAttempts epochs must fit the transport's window of early
+    // frames (a holder may lead another by a whole synced round): core/layout.h kMaxSurvivorStages.
+    static constexpr uint64_t kAttempts = 6;
+    uint64_t stage_epoch(int64_t s, uint64_t a) const {
+        return (static_cast<uint64_t>(rounds_done_) * static_cast<uint64_t>(cfg_.cluster.stages + 1) +
+                static_cast<uint64_t>(s)) * kAttempts + a;
+    }
 
     const RunConfig cfg_;
     Collective& mesh_;
     std::vector<StageSlice> slices_;
     torch::Tensor t_fixed_;
+    bool survivors_ = false;     // pipeline_survives_loss(cfg_)
+    int replica_ = 0;            // this node's replica
+    int64_t rounds_done_ = 0;    // synced rounds so far, counting this one (survivors: the epochs)
+    std::vector<int> present_;   // replicas present, ascending (survivors)
 };
 
 }  // namespace tw

@@ -11,7 +11,9 @@
 #  * a straggler past outer.round_deadline_s is left out of that round and told how late it was;
 #  * a spare takes the place of a replica killed for good: scheduled on threads, and with a replica
 #    process SIGKILLed for real; after its first round it holds the others' global weights;
-#  * a node of a two-node replica SIGKILLed: the replica leaves as a whole, the others go on.
+#  * a node of a two-node replica SIGKILLed: the replica leaves as a whole, the others go on;
+#  * a stage node of a pipeline replica SIGKILLed: the pipeline leaves as a whole, the full replica
+#    and the other pipeline redo their stage rounds between the two of them and finish.
 # Micro model, DiLoCo on home-20m under the flops clock (flops_micro.sh).
 # Usage: faults_test.sh PATH_TO_THINWIRE
 set -euo pipefail
@@ -126,7 +128,10 @@ wait_rows() {  # run name, train.loss rows → run id
     local id n
     id="$(id_of "$1" 2>/dev/null || true)"
     if [ -n "$id" ]; then
-      n="$("$tw" --db "$db" runs show "$id" 2>/dev/null | awk '$1 == "train.loss" {print $2}')"
+      local show
+      show="$("$tw" --db "$db" runs show "$id" 2>/dev/null || true)"
+      grep -q "^  status   failed" <<<"$show" && return 1  # e.g. it could not start: no use waiting
+      n="$(awk '$1 == "train.loss" {print $2}' <<<"$show")"
       [ -n "$n" ] && [ "$n" -ge "$2" ] && { echo "$id"; return 0; }
     fi
     sleep 0.1
@@ -186,4 +191,27 @@ c="$("$tw" --db "$db" runs export "$id" --format csv)"
 [ "$(rows "$c" replica-1.1 train.loss)" -eq 1200 ] || fail "replica-1.1 did not finish its steps"
 awk -F, '$2 == "replica-0.0" && $7 == "round.group_mask" && $8 == 3 {n++} END {exit !(n >= 1)}' <<<"$c" ||
   fail "no round among replicas 0 and 1 after replica 2 left"
+# --- a stage node of a pipeline replica killed for real: the pipeline leaves as a whole -------------
+pipes=(--set cluster.stages=2 --set pipeline.replicas=2 --set pipeline.micro_batches=2)
+id="$(kill_mid_run pipe-leave 5 1000 "${pipes[@]}")"  # replica-2.1 (replica-0, 1.0, 1.1, 2.0, 2.1)
+show="$("$tw" --db "$db" runs show "$id")"
+grep -q "finished" <<<"$show" || fail "the run with a lost stage node is not finished: $show"
+grep -q "replica 2 leaves the run as a whole" <<<"$show" || fail "no leave event from replica-2.0: $show"
+grep -q "node-lost .*replica-2.1" <<<"$show" || fail "no node-lost event for replica-2.1: $show"
+grep -q "member-lost .*the round is redone among replicas 0, 1" <<<"$show" || fail "no round redone among 0, 1: $show"
+! grep -q "replica 1 leaves the run" <<<"$show" || fail "the healthy pipeline left the run: $show"
+c="$("$tw" --db "$db" runs export "$id" --format csv)"
+[ "$(rows "$c" replica-0 train.loss)" -eq 1000 ] || fail "replica-0 did not finish its steps"
+[ "$(rows "$c" replica-1.0 train.lr)" -eq 1000 ] || fail "replica-1.0 did not finish its steps"
+[ "$(rows "$c" replica-1.1 train.loss)" -eq 1000 ] || fail "replica-1.1 did not finish its steps"
+[ "$(rows "$c" replica-2.0 train.lr)" -lt 1000 ] || fail "replica-2.0 trained to the end: it did not leave"
+# The last round is among replicas 0 and 1 only, on every holder of each stage, and they agree.
+for n in replica-0 replica-1.0 replica-1.1; do
+  [ "$(value "$c" $n 1000 round.group_mask | sort -u)" = "3" ] || fail "$n: the last round is not among replicas 0 and 1"
+done
+[ "$(value "$c" replica-0 1000 round.members)" = "2" ] || fail "the last round does not count two members"
+h0="$(value "$c" replica-0 1000 round.stage0_hash)"; h1="$(value "$c" replica-1.0 1000 round.stage0_hash)"
+[ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 0 after the last round: replica-0 $h0, replica-1.0 $h1"
+h0="$(value "$c" replica-0 1000 round.stage1_hash)"; h1="$(value "$c" replica-1.1 1000 round.stage1_hash)"
+[ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 1 after the last round: replica-0 $h0, replica-1.1 $h1"
 echo "faults_test: ok"

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 #include <zmq.hpp>
 
+#include "core/layout.h"
 #include "engine/algo/registry.h"
 #include "engine/worker/stage_rounds.h"
 #include "remote/zmq_collective.h"
@@ -118,6 +119,114 @@ TEST(StageRounds, NamesTheStageWhereAReplicaStartsFromOtherWeights) {
     for (int r = 0; r < R; ++r)
         EXPECT_NE(errors[r].find("stage 1: replica"), std::string::npos) << errors[r];
     EXPECT_NE(errors[0].find("starts from other weights than replica-0"), std::string::npos) << errors[0];
+}
+
+
+// Three full replicas of two stages whose rounds go on among survivors; heartbeats every 50 ms.
+RunConfig three_survivors() {
+    RunConfig c = two_stage_diloco();
+    c.outer.replicas = 3;
+    c.cluster.heartbeat_timeout_s = 0.5;
+    return c;
+}
+
+MeshOptions beating(double silence_s) {
+    MeshOptions o;
+    o.heartbeat_s = 0.05;
+    o.silence_timeout_s = silence_s;
+    o.timeout_ms = 20000;
+    return o;
+}
+
+// One replica's synced round: its error, or what it agreed on.
+struct RoundOutcome {
+    std::string error;
+    bool left_out = false;
+    StageRoundsReport rep;
+    std::vector<uint8_t> weights;
+};
+
+RoundOutcome one_round(const RunConfig& c, int r, ZmqCollective& mesh) {
+    RoundOutcome out;
+    auto t = testing_support::synthetic_trainer(c, r, static_cast<int>(c.outer.replicas));
+    auto rounds = StageRounds::create(c, r, 0, 1, t.model()->parameters(), names_of(t), mesh, torch::Tensor());
+    if (!rounds) {
+        out.error = rounds.message();
+        return out;
+    }
+    for (int64_t s = 1; s <= 2; ++s) {
+        (void)t.step();
+        auto rep = (*rounds)->round(s, 0.0);
+        if (!rep) {
+            out.error = rep.message();
+            out.left_out = (*rounds)->left_out();
+            return out;
+        }
+        if (rep->synced) out.rep = *rep;
+    }
+    out.weights = flat(t);
+    return out;
+}
+
+// The race of a reverted attempt at this: replica 0 knows replica 2 is lost when the round starts
+// (it found it in an earlier wait), replica 1 does not and waits for it until its silence ends the
+// wait. Replica 0 must not take replica 1's give-up for an error of its own: both redo the round
+// between the two of them and agree.
+TEST(StageRounds, AHolderThatKnewOfALossFirstRedoesTheRoundWithTheOthers) {
+    const RunConfig c = three_survivors();
+    ASSERT_TRUE(pipeline_survives_loss(c));
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::vector<std::string> eps{"inproc://stage-surv-a0", "inproc://stage-surv-a1", "inproc://stage-surv-a2"};
+    MeshOptions frozen;  // replica 2: bound, but it never beats nor sends (its process is gone)
+    frozen.timeout_ms = 20000;
+    auto dead = ZmqCollective::create(ctx, eps, 2, frozen).value();
+    std::vector<std::unique_ptr<ZmqCollective>> mesh;
+    for (int r = 0; r < 2; ++r) mesh.push_back(ZmqCollective::create(ctx, eps, r, beating(0.5)).value());
+    mesh[0]->declare_lost(2);
+    std::vector<RoundOutcome> out(2);
+    testing_support::on_threads(2, [&](int r) -> std::string {
+        out[r] = one_round(c, r, *mesh[r]);
+        return out[r].error;
+    });
+    for (int r = 0; r < 2; ++r) {
+        ASSERT_EQ(out[r].error, "") << "replica " << r;
+        EXPECT_EQ(out[r].rep.member_masks, (std::vector<uint64_t>{3, 3})) << "replica " << r << ": among 0 and 1";
+        EXPECT_GE(out[r].rep.attempts, 2) << "replica " << r << ": the first attempt of stage 0 was given up";
+        EXPECT_EQ(out[r].rep.present, 2);
+        ASSERT_FALSE(out[r].rep.lost.empty()) << "replica " << r;
+        EXPECT_NE(out[r].rep.lost.front().find("the round is redone among replicas 0, 1"), std::string::npos)
+            << out[r].rep.lost.front();
+    }
+    EXPECT_EQ(out[0].rep.stage_hashes, out[1].rep.stage_hashes);
+    EXPECT_EQ(out[0].weights, out[1].weights);
+    (void)dead;
+}
+
+// Replica 0 counts replica 2 lost (say, silent a moment too long); replica 2 is alive and so is
+// replica 1, which knows nothing of it. Replica 2 is told it is out and ends its round with an
+// error that says so (its node then leaves); replicas 0 and 1 meet on the two of them and agree.
+TEST(StageRounds, AReplicaAPeerCountsLostIsToldItIsOutAndTheOthersFinish) {
+    const RunConfig c = three_survivors();
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::vector<std::string> eps{"inproc://stage-surv-b0", "inproc://stage-surv-b1", "inproc://stage-surv-b2"};
+    std::vector<std::unique_ptr<ZmqCollective>> mesh;
+    for (int r = 0; r < 3; ++r) mesh.push_back(ZmqCollective::create(ctx, eps, r, beating(5)).value());
+    mesh[0]->declare_lost(2);
+    std::vector<RoundOutcome> out(3);
+    testing_support::on_threads(3, [&](int r) -> std::string {
+        out[r] = one_round(c, r, *mesh[r]);
+        return "";
+    });
+    EXPECT_NE(out[2].error.find("this node's replica 2 is out of the rounds"), std::string::npos) << out[2].error;
+    EXPECT_TRUE(out[2].left_out);
+    EXPECT_TRUE(mesh[2]->counted_out());
+    for (int r = 0; r < 2; ++r) {
+        ASSERT_EQ(out[r].error, "") << "replica " << r;
+        EXPECT_EQ(out[r].rep.member_masks, (std::vector<uint64_t>{3, 3})) << "replica " << r;
+        EXPECT_FALSE(mesh[r]->counted_out());
+    }
+    EXPECT_EQ(out[0].rep.stage_hashes, out[1].rep.stage_hashes);
+    EXPECT_EQ(out[0].weights, out[1].weights);
 }
 
 }  // namespace
