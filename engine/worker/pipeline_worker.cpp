@@ -118,7 +118,7 @@ private:
     // kept bit-identical by replaying stage 0's round payloads, so T_fixed follows without sending it.
     torch::Tensor shadow_emb_;
     std::unique_ptr<OuterAlgorithm> shadow_;
-    // `reparam` (METHODS.md §6): the constrained writers held as U·Z, Z stepped by the inner optimizer.
+    // `reparam` (docs/methods.md §6): the constrained writers held as U·Z, Z stepped by the inner optimizer.
     std::vector<ReparamWriter> reparam_;
     std::unique_ptr<StageExecutor> exec_;  // the schedule's iteration (GPipe / 1F1B)
     Clock::time_point t0_ = Clock::now();

@@ -1,4 +1,4 @@
-// The worker of one stage node of a pipeline replica (METHODS.md §5–§7, §10): it runs its stage of
+// The worker of one stage node of a pipeline replica (docs/methods.md §5–§7, §10): it runs its stage of
 // every micro-batch in the schedule's order (GPipe or 1F1B), receiving activations from the
 // previous stage and gradients from the next over the data plane (compressed into a subspace where
 // the layout says so, routed to a random replica's next stage under NoLoCo routing). Every H steps

@@ -1,4 +1,4 @@
-// The worker of one node of a full replica (METHODS.md §1, §2, §10): trains the model on the
+// The worker of one node of a full replica (docs/methods.md §1–§5, §10, §11): trains the model on the
 // node's part of the data, all-reduces gradients in its DDP group (c10d Gloo) every step, runs the
 // outer algorithm's rounds over the data-plane mesh, keeps the node's simulated clock, and reports
 // per-step and per-round metrics to its sink. It never opens a socket itself: the mesh arrives as a

@@ -1,4 +1,4 @@
-// The worker of one SkipPipe node (METHODS.md §8, docs/skippipe.md): node (s, n) of S·N holds stage s
+// The worker of one SkipPipe node (docs/methods.md §8, docs/skippipe.md): node (s, n) of S·N holds stage s
 // for replica n (core/layout.h), built alone with skippipe_stage_spec (stage 0: embedding, its blocks,
 // final norm and head). Every step every node computes the same schedule (core/skippipe.h
 // SkipPipeTiming: seed run.seed + step) and runs its own ops of it in the schedule's time order:

@@ -1,4 +1,4 @@
-// The per-stage outer rounds of a run with pipeline replicas (METHODS.md §7): the model is cut
+// The per-stage outer rounds of a run with pipeline replicas (docs/methods.md §7): the model is cut
 // into S stage slices, and every H steps the holders of each slice (every full replica's slice s
 // and every pipeline's stage-s node) sync it with the outer algorithm, S groups one after the
 // other over the data-plane mesh, with the AD switches' hooks. A full replica holds all S slices
