@@ -362,11 +362,8 @@ Status PipelineWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
     NodeProgress p{step, outer_step_, clock_.state(), total_bytes(), last_loss_, last_val_};
     auto w = run_ckpt_.save(p, *stage_->model(), optim_->adamw(), save_stage_state(stage_parts()), config_hash(cfg_));
     if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
-    record(step, metric::kCkptBytes, static_cast<double>(w->bytes));
-    record(step, metric::kCkptWriteS, w->write_s);
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "checkpoint",
-                "step " + std::to_string(step) + " -> " + w->path + " (" + std::to_string(w->bytes) + " B in " +
-                    std::to_string(w->write_s) + " s)"});
+    report_checkpoint(*w, step, role_.name, since_s(t0_),
+                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
     return Status::ok();
 }
 

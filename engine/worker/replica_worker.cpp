@@ -808,11 +808,8 @@ Status ReplicaWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
                                              : OuterState{};
     auto w = run_ckpt_.save(p, *trainer_->model(), trainer_->optimizer(), state, config_hash(cfg_));
     if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
-    record(step, metric::kCkptBytes, static_cast<double>(w->bytes));
-    record(step, metric::kCkptWriteS, w->write_s);
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "checkpoint",
-                "step " + std::to_string(step) + " -> " + w->path + " (" + std::to_string(w->bytes) + " B in " +
-                    std::to_string(w->write_s) + " s)"});
+    report_checkpoint(*w, step, role_.name, since_s(t0_),
+                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
     return Status::ok();
 }
 

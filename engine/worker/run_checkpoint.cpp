@@ -1,6 +1,8 @@
 // Run-scoped checkpoints; see run_checkpoint.h.
 #include "engine/worker/run_checkpoint.h"
 
+#include "core/metric_names.h"
+
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
@@ -153,6 +155,15 @@ void RunCheckpoints::prune() const {
     }
     std::sort(mine.begin(), mine.end(), [](auto& a, auto& b) { return a.first > b.first; });
     for (size_t i = kKeep; i < mine.size(); ++i) fs::remove(mine[i].second, ec);
+}
+
+void report_checkpoint(const RunCheckpoints::Written& w, int64_t step, const std::string& node, double at_s,
+                       const std::function<void(int64_t, const std::string&, double)>& record, MetricSink& sink) {
+    record(step, metric::kCkptBytes, static_cast<double>(w.bytes));
+    record(step, metric::kCkptWriteS, w.write_s);
+    sink.event({at_s, node, EventLevel::kInfo, "checkpoint",
+                "step " + std::to_string(step) + " -> " + w.path + " (" + std::to_string(w.bytes) + " B in " +
+                    std::to_string(w.write_s) + " s)"});
 }
 
 }  // namespace tw

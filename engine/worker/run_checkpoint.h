@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/collective.h"
@@ -24,6 +25,7 @@
 #include "core/role.h"
 #include "core/sim_clock.h"
 #include "core/status.h"
+#include "core/worker.h"
 #include "engine/train/checkpoint.h"
 
 namespace tw {
@@ -100,5 +102,12 @@ private:
     int64_t every_ = 0, resume_step_ = -1;
     int64_t next_due_ = 0, last_step_ = -1;
 };
+
+// What every worker reports of a checkpoint `w` it wrote at `step`: the ckpt.bytes and
+// ckpt.write_s rows through `record` (call it after the step's other rows: a ckpt.bytes row in
+// the store means the file and every earlier row exist), and a "checkpoint" event of node `node`
+// at `at_s` seconds naming the file.
+void report_checkpoint(const RunCheckpoints::Written& w, int64_t step, const std::string& node, double at_s,
+                       const std::function<void(int64_t, const std::string&, double)>& record, MetricSink& sink);
 
 }  // namespace tw

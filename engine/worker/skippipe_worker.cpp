@@ -501,11 +501,8 @@ Status SkipPipeWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
     SkipPipeNodeState state{busy_s_, iter_sum_s_, skip_iter_sum_s_, block_, head_, last_paths_};
     auto w = run_ckpt_.save(p, *model_, *optim_, save_skippipe_state(state), config_hash(cfg_));
     if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
-    record(step, metric::kCkptBytes, static_cast<double>(w->bytes));
-    record(step, metric::kCkptWriteS, w->write_s);
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "checkpoint",
-                "step " + std::to_string(step) + " -> " + w->path + " (" + std::to_string(w->bytes) + " B in " +
-                    std::to_string(w->write_s) + " s)"});
+    report_checkpoint(*w, step, role_.name, since_s(t0_),
+                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
     return Status::ok();
 }
 
