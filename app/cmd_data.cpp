@@ -1,11 +1,16 @@
-// `thinwire data prepare [FILE]`: builds (or loads) the tokenizer and shards and prints what it has.
+// `thinwire data prepare [FILE] [--data-root DIR]`: builds (or loads) the tokenizer and shards under the
+// data root and prints what it has, with the passes over the training tokens the run's budget implies.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "app/commands.h"
+#include "coordinator/run_session.h"
 #include "core/config_io.h"
+#include "core/data_root.h"
+#include "core/token_budget.h"
 #include "engine/data/dataset.h"
 
 namespace tw::cli {
@@ -14,10 +19,20 @@ namespace {
 struct DataArgs {
     std::string file;
     std::vector<std::string> sets;
+    std::string data_root;
 };
 
 int run_prepare(const DataArgs& a) {
-    RunConfig cfg = unwrap(load_config(a.file, a.sets));
+    // A layout with variants, a sweep or seeds: the data of its first run (they share [data]), the
+    // budget of each distinct run below.
+    const RunPlan plan = unwrap(load_run_plan(a.file, a.sets));
+    RunConfig cfg = plan.runs.front().second;
+    // The paths as a run reads them: relative to the data root, resolved (and confined) under it.
+    const std::string root = unwrap(coordinator_data_root(a.data_root));
+    check(relative_to_root(cfg, root));
+    RunConfig here = cfg;
+    check(confine_paths(here, root));
+    cfg.data = here.data;
     PreparedData d = unwrap(prepare_data(cfg.data, [](const std::string& s) { std::printf("%s\n", s.c_str()); }));
     std::printf("data ready in %s\n", d.dir.empty() ? "(user shards)" : d.dir.c_str());
     std::printf("  vocabulary %lld, train %zu tokens, val %zu tokens\n", (long long)d.vocab_size, d.train->size(),
@@ -31,6 +46,21 @@ int run_prepare(const DataArgs& a) {
     for (auto& [g, v] : per_genre) std::printf("  genre %c: %3d train documents, %8lld tokens\n", g, v.first, (long long)v.second);
     if (d.vocab_size > 0)
         std::printf("  unigram baseline: %.4f nats/token on val\n", unigram_loss(*d.train, *d.val, d.vocab_size));
+    // Each run's budget against this data: passes over the training tokens (docs/budgets.md); the
+    // seeds of a variant share theirs.
+    std::set<std::string> shown;
+    for (const auto& [name, run] : plan.runs) {
+        const double tokens = static_cast<double>(run.train.steps) * static_cast<double>(tokens_per_step(run));
+        const int64_t params = budget_parameters(run);
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "  budget: %lld steps x %lld tokens = %.3gM tokens, %.1f per parameter (N = %lld), %.2f epochs",
+                      (long long)run.train.steps, (long long)tokens_per_step(run), tokens / 1e6,
+                      tokens / static_cast<double>(params), (long long)params,
+                      d.train->size() > 0 ? tokens / static_cast<double>(d.train->size()) : 0.0);
+        if (!shown.insert(run.run.name + line).second) continue;
+        std::printf("%s%s\n", line, plan.runs.size() > 1 ? ("  [" + run.run.name + "]").c_str() : "");
+    }
     return 0;
 }
 
@@ -44,6 +74,8 @@ Command add_data(CLI::App& app, const Globals&) {
     auto args = std::make_shared<DataArgs>();
     prep->add_option("file", args->file, "TOML run file whose [data] section to use (default: built-in)");
     prep->add_option("--set", args->sets, "Override a key, e.g. --set data.vocab_size=8192");
+    prep->add_option("--data-root", args->data_root,
+                     "the folder the data paths are relative to (default $XDG_CACHE_HOME/thinwire or ~/.cache/thinwire)");
     return {sub, [args] { return run_prepare(*args); }};
 }
 

@@ -67,7 +67,7 @@ Command add_node(CLI::App& app, const Globals&) {
     sub->add_option("--allow", args->allow,
                     "public key (file or Z85 text) of a coordinator this node obeys; repeatable, needs keys");
     sub->add_option("--data-root", args->data_root,
-                    "the only folder a run's paths may name (corpus, cache, checkpoints); default .cache/thinwire");
+                    "the only folder a run's paths may name (corpus, cache, checkpoints); default $XDG_CACHE_HOME/thinwire or ~/.cache/thinwire");
     return {sub, [args] { return run_node(*args); }};
 }
 

@@ -69,7 +69,7 @@ int resume_layout(const Globals& g, const RunArgs& a) {
 }
 
 const char* kDataRootHelp =
-    "the folder this coordinator and the nodes it starts read and write (default: the working directory); "
+    "the folder this coordinator and the nodes it starts read and write (default: the per-user cache folder, $XDG_CACHE_HOME/thinwire or ~/.cache/thinwire); "
     "the layout's paths are relative to it, absolute ones must lie under it, and remote nodes resolve "
     "them under their own --data-root";
 

@@ -15,6 +15,7 @@
 
 #include "app/commands.h"
 #include "app/cmd_runs_compare.h"
+#include "storage/run_groups.h"
 #include "app/cmd_runs_retime.h"
 #include "core/algorithm.h"
 #include "core/config_io.h"
@@ -42,6 +43,7 @@ struct RunsArgs {
     bool yes = false;    // delete: no question asked
     // list filters ("" = any): status, group (exact), algorithm (exact), name (substring).
     std::string status, group, algorithm, name;
+    std::vector<std::string> compare_groups;  // runs compare --group
     RetimeArgs retime;
 };
 
@@ -206,7 +208,13 @@ int dispatch(const Globals& g, const RunsArgs& a) {
     if (a.sub == "list") return run_list(store, g, a);
     if (a.sub == "delete") return run_delete(store, a);
     if (a.sub == "show") return run_show(store, a.ids.at(0));
-    if (a.sub == "compare") return run_compare(store, a.ids);
+    if (a.sub == "compare") {
+        std::vector<int64_t> ids = a.ids;
+        for (const std::string& group : a.compare_groups)
+            for (int64_t id : unwrap(runs_in_group(store, group, g.db_path)))
+                if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+        return run_compare(store, ids);
+    }
     if (a.sub == "retime") return run_retime(store, a.retime);
     return run_export(store, a);
 }
@@ -228,7 +236,10 @@ Command add_runs(CLI::App& app, const Globals& g) {
     show->add_option("run", args->ids, "run id")->required()->expected(1);
     show->callback(pick("show"));
     auto* cmp = sub->add_subcommand("compare", "Runs side by side: losses and the settings that differ");
-    cmp->add_option("runs", args->ids, "run ids")->required()->expected(2, 64);
+    cmp->add_option("runs", args->ids, "run ids")->expected(0, 256);
+    cmp->add_option("--group", args->compare_groups,
+                    "every run of this group (repeat for several); a layout's name alone means its latest launch")
+        ->allow_extra_args(false);
     cmp->callback(pick("compare"));
     auto* exp = sub->add_subcommand("export", "A run's metrics as CSV or JSON, or the whole run as its own SQLite file");
     exp->add_option("run", args->ids, "run id")->required()->expected(1);

@@ -12,6 +12,7 @@
 
 #include "core/algorithm.h"
 #include "core/config_io.h"
+#include "core/seed_spread.h"
 #include "storage/run_store.h"
 
 namespace tw::cli {
@@ -67,10 +68,49 @@ std::string with_commas(double v) {
     return out;
 }
 
+// Runs that differ only in run.seed as one point each (core/seed_spread.h): the last validation
+// loss as mean ± sample standard deviation and range, bytes per replica and simulated time, and
+// each point against the first (a difference counts when it exceeds both spreads together).
+// Printed only when some point has two or more seeds.
+void print_over_seeds(const std::vector<RunSummary>& runs, const std::vector<std::map<std::string, std::string>>& configs,
+                      const std::vector<RunStore::Totals>& totals) {
+    const auto groups = group_over_seeds(configs);
+    if (std::none_of(groups.begin(), groups.end(), [](const std::vector<size_t>& g) { return g.size() >= 2; })) return;
+    std::printf("\nover seeds (runs equal apart from run.seed; mean ± sample standard deviation [min, max]):\n");
+    Spread first;
+    for (size_t g = 0; g < groups.size(); ++g) {
+        std::vector<double> val, per_replica, sim;
+        std::string ids, seeds;
+        for (size_t i : groups[g]) {
+            if (runs[i].last_val_loss) val.push_back(*runs[i].last_val_loss);
+            const double r = std::atof(value_of(configs[i], "outer.replicas").c_str());
+            per_replica.push_back(r > 0 ? totals[i].bytes_sent / r : totals[i].bytes_sent);
+            if (std::isfinite(totals[i].sim_s)) sim.push_back(totals[i].sim_s);
+            ids += (ids.empty() ? "" : ",") + std::to_string(runs[i].id);
+            seeds += (seeds.empty() ? "" : ",") + value_of(configs[i], "run.seed");
+        }
+        const Spread v = spread_of(val), b = spread_of(per_replica), t = spread_of(sim);
+        if (g == 0) first = v;
+        std::printf("  %s (runs %s; seeds %s; n = %zu)\n", runs[groups[g].front()].name.c_str(), ids.c_str(),
+                    seeds.c_str(), groups[g].size());
+        if (v.n > 0)
+            std::printf("    last val loss   %s [%.4f, %.4f]\n", format_mean_sd(v).c_str(), v.min, v.max);
+        std::printf("    bytes/replica   %s B\n", with_commas(b.mean).c_str());
+        if (t.n > 0) std::printf("    simulated time  %s s\n", format_mean_sd(t, 2).c_str());
+        if (g > 0 && v.n > 0 && first.n > 0) {
+            const char* verdict = v.n < 2 || first.n < 2            ? "one seed: no spread to compare against"
+                                  : differs_beyond_spread(v, first) ? "beyond the spread"
+                                                                    : "within the spread";
+            std::printf("    against %s: %+.4f, %s\n", runs[groups[0].front()].name.c_str(), v.mean - first.mean,
+                        verdict);
+        }
+    }
+}
+
 }  // namespace
 
 int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
-    if (ids.size() < 2) throw Error("runs compare needs at least two run ids");
+    if (ids.size() < 2) throw Error("runs compare needs at least two runs (ids, or --group NAME)");
     std::vector<RunSummary> runs;
     std::vector<std::map<std::string, std::string>> configs;
     for (auto id : ids) {
@@ -125,6 +165,7 @@ int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
         row(k.c_str(), [&](size_t i) { return cells[i]; });
     }
     if (!header) std::printf("\nsettings: identical apart from the name\n");
+    print_over_seeds(runs, configs, totals);
     return 0;
 }
 

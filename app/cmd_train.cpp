@@ -24,7 +24,7 @@ Command add_train(CLI::App& app, const Globals& g) {
     sub->add_option("file", args->file, "TOML run file (omit for the built-in default: tiny model on Brown)");
     sub->add_option("--set", args->sets, "Override a key, e.g. --set model.d_model=128 (repeatable)");
     sub->add_option("--data-root", args->data_root,
-                    "the folder the run reads and writes (data, cache, checkpoints); default the working directory");
+                    "the folder the run reads and writes (data, cache, checkpoints); default $XDG_CACHE_HOME/thinwire or ~/.cache/thinwire");
     return {sub, [&g, args] { return run_layout(g, args->file, args->sets, false, args->data_root); }};
 }
 

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     app.add_option("--resume", a.resume, "continue this interrupted or failed run at once (as History's Resume button)");
     app.add_option("--wait-s", a.wait_s, "with --screenshot: render at least this many seconds first (a live run)");
     app.add_option("--data-root", a.data_root,
-                   "the folder runs and the nodes started here read and write (default: the working directory)");
+                   "the folder runs and the nodes started here read and write (default: $XDG_CACHE_HOME/thinwire or ~/.cache/thinwire)");
     app.add_option("--what-if-network", a.what_if_network, "re-time the --open runs for this network profile (Bytes and time)");
     app.add_option("--what-if-hardware", a.what_if_hardware, "re-time the --open runs' compute for this hardware profile");
     app.add_option("--what-if-efficiency", a.what_if_efficiency, "with --what-if-hardware: its efficiency (0 = the profile's)");

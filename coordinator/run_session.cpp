@@ -449,12 +449,6 @@ SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::
     return r;
 }
 
-Result<std::string> coordinator_data_root(const std::string& given) {
-    if (!given.empty()) return resolve_node_data_root(given);
-    std::error_code ec;
-    const auto cwd = std::filesystem::canonical(std::filesystem::current_path(ec), ec);
-    if (ec) return Result<std::string>::error("data root: the working directory: " + ec.message());
-    return cwd.string();
-}
+Result<std::string> coordinator_data_root(const std::string& given) { return resolve_node_data_root(given); }
 
 }  // namespace tw

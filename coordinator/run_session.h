@@ -112,9 +112,10 @@ private:
 SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::string& group, EngineHooks hooks,
                           const std::string& data_root, const std::atomic<bool>& interrupt, int64_t resume_run = 0);
 
-// A coordinator's data root (`--data-root DIR`), absolute and canonical: DIR (created 0700 when
-// missing), or the working directory when empty, so layouts written relative to it (cache_dir =
-// ".cache/thinwire", corpus = "brown") mean what they always meant.
+// A coordinator's data root (`--data-root DIR`), absolute and canonical: DIR, or the per-user cache
+// folder when empty (core/data_root.h: default_data_root), created 0700 when missing. A layout's
+// data paths (corpus, cache_dir, shards, checkpoints) are relative to it, so a run means the same
+// from any working directory; the layout file itself is found from the working directory.
 Result<std::string> coordinator_data_root(const std::string& given);
 
 }  // namespace tw

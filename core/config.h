@@ -29,7 +29,9 @@ struct ModelConfig {
 // [data] — corpus, tokenizer, split, loader filters.
 struct DataConfig {
     std::string corpus = "brown";        // "brown", or a path to a plain-text file or folder
-    std::string cache_dir = ".cache/thinwire";  // where the corpus, tokenizer and shards are cached
+    // Where the corpus, tokenizer and shards are cached, relative to the data root (core/data_root.h;
+    // by default the per-user cache folder, e.g. ~/.cache/thinwire); "." = the data root itself.
+    std::string cache_dir = ".";
     int64_t vocab_size = 4096;            // SentencePiece BPE vocabulary
     double val_fraction = 0.1;            // held-out documents, every 1/val_fraction-th per genre
     std::vector<std::string> genres;      // Brown genre letters a–r to train on; empty = all
@@ -40,6 +42,9 @@ struct DataConfig {
 // [train] — inner optimizer and loop.
 struct TrainConfig {
     int64_t steps = 500;            // optimizer steps (default: ~1M tokens, under 3 minutes on 2 cores)
+    // Training budget in tokens per model parameter (core/token_budget.h); > 0 sets `steps` from it
+    // when the config is parsed (the stored config holds both). 20 = compute-optimal (Chinchilla).
+    double tokens_per_param = 0;
     int64_t batch_size = 16;        // sequences per step (B)
     double lr = 3e-3;               // peak AdamW learning rate
     double min_lr_frac = 0.1;       // cosine decays to lr·min_lr_frac
@@ -250,6 +255,10 @@ struct FaultConfig {
 struct RunSection {
     std::string name = "default";   // label stored with the run
     int64_t seed = 1337;            // weights, data order
+    // Seeds to repeat the run with (`thinwire run`/`sweep`): each variant or sweep point runs once
+    // per seed in the experiment's group, each run storing its own run.seed and an empty list.
+    // Empty = one run with `seed`.
+    std::vector<int64_t> seeds;
     int64_t threads = 2;            // intra-op threads (same seed + threads → identical losses)
 };
 

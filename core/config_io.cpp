@@ -6,6 +6,7 @@
 #include "core/assert.h"
 #include "core/compute_model.h"
 #include "core/time_budget.h"
+#include "core/token_budget.h"
 #include "core/hub_endpoint.h"
 #include "core/hash.h"
 #include "core/skippipe.h"
@@ -54,8 +55,9 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"run.name", &c.run.name},
         {"run.seed", &c.run.seed, 0, 9.0e15},
         {"run.threads", &c.run.threads, 1, 256},
+        {"run.seeds", &c.run.seeds, 0, 9.0e15, {}, "seeds (one run each)"},
 
-        {"model.preset", &c.model.preset, -inf, inf, {"tiny", "small", "base", "paper178m", "paper1b", "llama8b"}},
+        {"model.preset", &c.model.preset, -inf, inf, {"micro", "tiny", "small", "base", "paper178m", "paper1b", "llama8b"}},
         {"model.vocab_size", &c.model.vocab_size, 0, 1 << 20},
         {"model.d_model", &c.model.d_model, 8, 65536},
         {"model.n_layer", &c.model.n_layer, 1, 1024},
@@ -76,6 +78,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"data.val_shard", &c.data.val_shard},
 
         {"train.steps", &c.train.steps, 0, 1e12},
+        {"train.tokens_per_param", &c.train.tokens_per_param, 0, 1e9, {}, "budget: tokens per parameter (sets steps)"},
         {"train.batch_size", &c.train.batch_size, 1, 1 << 20},
         {"train.lr", &c.train.lr, 0, 10},
         {"train.min_lr_frac", &c.train.min_lr_frac, 0, 1},
@@ -341,6 +344,7 @@ bool parse_toml(const std::string& text, const std::string& source, toml::table&
 Status apply_model_preset(const std::string& preset, ModelConfig& m) {
     struct Shape { int64_t d, l, h, ff, t; };
     static const std::map<std::string, Shape> kPresets = {
+        {"micro", {64, 2, 4, 0, 128}},          // 172k with a 1024 vocabulary: 20 tokens/param = 1.76 passes over Brown
         {"tiny", {128, 4, 4, 0, 128}},          // ~1.3M with a 4096 vocabulary: trains in minutes on 2 cores
         {"small", {256, 6, 8, 0, 256}},         // ~6M
         {"base", {512, 8, 8, 0, 512}},          // ~27M
@@ -423,6 +427,7 @@ Result<RunConfig> parse_config(const std::string& text, const std::string& sourc
     if (problems.empty()) {
         resolve_skippipe_defaults(cfg.skippipe);
         resolve_topology(cfg);  // after the overrides: the default depends on the algorithm
+        if (Status s = apply_token_budget(cfg); !s) return Result<RunConfig>::error(source + ": " + s.message());
         if (Status s = validate_config(cfg); !s) return Result<RunConfig>::error(source + ": " + s.message());
         return cfg;
     }
@@ -549,7 +554,24 @@ Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::st
         auto cfg = parse_config(rest.str(), name.empty() ? source : source + where, all);
         if (!cfg) return cfg.status();
         if (!name.empty()) cfg->run.name += "-" + name;
-        plan.runs.emplace_back(name, std::move(*cfg));
+        if (cfg->run.seeds.empty()) {
+            plan.runs.emplace_back(name, std::move(*cfg));
+            continue;
+        }
+        // run.seeds: the variant once per seed, each run with its own run.seed (and the same name,
+        // so runs group by name across seeds) and no list, so a stored run resolves to one run.
+        const std::vector<int64_t> seeds = cfg->run.seeds;
+        for (size_t i = 0; i < seeds.size(); ++i)
+            for (size_t j = 0; j < i; ++j)
+                if (seeds[i] == seeds[j])
+                    return R::error(source + where.substr(name.empty() ? where.size() : 0) + ": run.seeds lists " +
+                                    std::to_string(seeds[i]) + " twice");
+        for (int64_t seed : seeds) {
+            RunConfig one = *cfg;
+            one.run.seeds.clear();
+            one.run.seed = seed;
+            plan.runs.emplace_back(name + (name.empty() ? "" : " ") + "seed=" + std::to_string(seed), std::move(one));
+        }
     }
     return plan;
 }
@@ -780,6 +802,8 @@ std::string to_toml(const RunConfig& cfg_in) {
     for (auto& f : fields_of(cfg)) {
         // Written (and so hashed) only when set, like [faults] below.
         if (f.key == "cluster.spares" && cfg.cluster.spares == 0) continue;
+        if (f.key == "train.tokens_per_param" && cfg.train.tokens_per_param <= 0) continue;
+        if (f.key == "run.seeds" && cfg.run.seeds.empty()) continue;
         auto dot = f.key.find('.');
         std::string sec = f.key.substr(0, dot), name = f.key.substr(dot + 1);
         std::visit(

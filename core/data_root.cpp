@@ -1,6 +1,11 @@
 // Data root resolution and path confinement; see data_root.h.
 #include "core/data_root.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include <filesystem>
 #include <system_error>
 #include <vector>
@@ -89,9 +94,29 @@ Result<fs::path> canonical_root(const std::string& root) {
 
 }  // namespace
 
+Result<std::string> default_data_root() {
+    using R = Result<std::string>;
+    if (const char* own = std::getenv("THINWIRE_DATA_ROOT"); own && own[0] != '\0') return std::string(own);
+    // XDG Base Directory: a relative XDG_CACHE_HOME is invalid and ignored.
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/') return (fs::path(xdg) / "thinwire").string();
+    const char* home = std::getenv("HOME");
+    if (!home || home[0] != '/') {
+        const passwd* pw = getpwuid(getuid());
+        home = pw ? pw->pw_dir : nullptr;
+    }
+    if (!home || home[0] != '/')
+        return R::error("data root: no home folder (HOME and XDG_CACHE_HOME unset); pass --data-root DIR");
+    return (fs::path(home) / ".cache" / "thinwire").string();
+}
+
 Result<std::string> resolve_node_data_root(const std::string& given) {
     using R = Result<std::string>;
-    const fs::path p = given.empty() ? fs::path(kDefaultDataRoot) : fs::path(given);
+    fs::path p(given);
+    if (given.empty()) {
+        auto d = default_data_root();
+        if (!d) return d;
+        p = *d;
+    }
     std::error_code ec;
     const bool existed = fs::exists(p, ec);
     fs::create_directories(p, ec);

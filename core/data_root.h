@@ -14,10 +14,14 @@
 
 namespace tw {
 
-// The default data root of `thinwire node`: its cache folder, relative to the working directory.
-inline constexpr const char* kDefaultDataRoot = ".cache/thinwire";
+// The default data root of every command (`run`, `train`, `node`, the workbench, ...):
+// $THINWIRE_DATA_ROOT when set (relative to the working directory when relative), else the user's
+// cache folder as the XDG Base Directory rules name it, $XDG_CACHE_HOME/thinwire when
+// XDG_CACHE_HOME is an absolute path, else $HOME/.cache/thinwire (the password database's home
+// when HOME is unset), so runs work from any directory. Not created here; an error when no home is known.
+Result<std::string> default_data_root();
 
-// `given` (or kDefaultDataRoot when empty) made absolute and canonical; created (0700) when missing.
+// `given` (or default_data_root() when empty) made absolute and canonical; created (0700) when missing.
 Result<std::string> resolve_node_data_root(const std::string& given);
 
 // The keys of a RunConfig that name a file or folder the engine reads or writes (every file the

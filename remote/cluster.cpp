@@ -82,8 +82,8 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start_threads(int n, NodeOpt
 
 Result<std::unique_ptr<LocalCluster>> LocalCluster::start_processes(int n, const std::string& exe,
                                                                     const std::string& data_root) {
-    // Without it a child would use its default root (.cache/thinwire below the working directory),
-    // under which the coordinator's relative paths name other files.
+    // Without it a child would use its own default root (the user's cache folder), which need not be
+    // the coordinator's, and the coordinator's relative paths would name other files.
     if (data_root.empty()) return Status::error("local node processes need the coordinator's data root");
     std::unique_ptr<LocalCluster> c(new LocalCluster());
     c->exe_ = exe;

@@ -14,7 +14,10 @@
 #include "core/config_io.h"
 #include "core/metric_names.h"
 #include "core/hdee_plan.h"
+#include "core/seed_spread.h"
 #include "core/status.h"
+#include "storage/run_groups.h"
+#include "ui/logic/mean_band.h"
 #include "ui/data/run_cache.h"
 #if TW_HAVE_PLOT_RENDER
 #include "ui/plot/offscreen.h"
@@ -43,6 +46,7 @@ struct RunFacts {
     bool utilisation_from_rounds = false;
     double wall_s = kNaN;  // finished − created, or the last record's wall clock while running
     ui::Series val_vs_bytes, val_vs_sim;
+    std::vector<double> bytes_step, sim_step;  // the step of each point of val_vs_bytes / val_vs_sim
 };
 
 
@@ -121,28 +125,8 @@ std::vector<int64_t> select_runs(RunStore& store, const ReportOptions& a) {
         if (!store.get_run(id)) throw Error("no run with id " + std::to_string(id) + " in " + a.db_label);
         add(id);
     }
-    if (!a.groups.empty()) {
-        const auto runs = unwrap(store.list_runs());
-        for (const std::string& group : a.groups) {
-            // The group as stored ("dp_compare@1795463535"), or as the user knows it: the layout's
-            // name ("dp_compare") stands for its latest launch, the group of the newest such run.
-            std::string stored = group;
-            if (std::none_of(runs.begin(), runs.end(), [&](const RunSummary& r) { return r.group == group; }))
-                for (const RunSummary& r : runs)  // oldest first: the last match is the newest launch
-                    if (r.group.rfind(group + "@", 0) == 0) stored = r.group;
-            size_t found = 0;
-            for (const RunSummary& r : runs)
-                if (r.group == stored) add(r.id), ++found;
-            if (found > 0) continue;
-            std::set<std::string> known;
-            for (const RunSummary& r : runs)
-                if (!r.group.empty()) known.insert(r.group);
-            std::string list;
-            for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-            throw Error("no runs in group \"" + group + "\" in " + a.db_label +
-                        (known.empty() ? " (it has no groups)" : " (groups: " + list + ")"));
-        }
-    }
+    for (const std::string& group : a.groups)
+        for (int64_t id : unwrap(runs_in_group(store, group, a.db_label))) add(id);
     if (ids.empty()) throw Error("report needs run ids or --group NAME");
     return ids;
 }
@@ -171,9 +155,9 @@ void build_series(RunFacts& f) {
         const double sim = ui::x_of(*vn, ui::XAxis::kSimTime, step, vn->val_sim_s[i], vn->val_wall_s[i], nullptr);
         // The widget needs x non-decreasing; the panel drops points that go back the same way.
         if (f.val_vs_bytes.x.empty() || bytes >= f.val_vs_bytes.x.back())
-            f.val_vs_bytes.x.push_back(bytes), f.val_vs_bytes.y.push_back(y);
+            f.val_vs_bytes.x.push_back(bytes), f.val_vs_bytes.y.push_back(y), f.bytes_step.push_back(step);
         if (!std::isnan(sim) && (f.val_vs_sim.x.empty() || sim >= f.val_vs_sim.x.back()))
-            f.val_vs_sim.x.push_back(sim), f.val_vs_sim.y.push_back(y);
+            f.val_vs_sim.x.push_back(sim), f.val_vs_sim.y.push_back(y), f.sim_step.push_back(step);
     }
 }
 
@@ -282,6 +266,56 @@ void write_settings(std::ostream& md, const std::vector<RunFacts>& runs) {
            << "); the full resolved configs are at the end.\n\n";
 }
 
+// Runs whose settings differ only in run.seed, as points (core/seed_spread.h): indices into runs.
+using SeedGroups = std::vector<std::vector<size_t>>;
+SeedGroups seed_groups(const std::vector<RunFacts>& runs) {
+    std::vector<std::map<std::string, std::string>> configs;
+    for (const RunFacts& f : runs) configs.push_back(f.config);
+    return group_over_seeds(configs);
+}
+bool has_repeats(const SeedGroups& groups) {
+    return std::any_of(groups.begin(), groups.end(), [](const std::vector<size_t>& g) { return g.size() >= 2; });
+}
+
+// One row per point: the final validation loss as mean ± sample standard deviation over its seeds,
+// its range, bytes and simulated time, and whether it differs from the first point by more than
+// the two spreads together (the registry's rule).
+void write_seed_summary(std::ostream& md, const std::vector<RunFacts>& runs, const SeedGroups& groups) {
+    md << "## Over seeds\n\nRuns whose settings differ only in `run.seed` form one point: final validation "
+          "loss as mean ± sample standard deviation over its seeds, with the range; a difference from the first "
+          "point counts only when it is larger than the two standard deviations together.\n\n"
+          "| point | runs | seeds | final val loss | min – max | bytes sent per replica | simulated time | "
+          "against the first point |\n|---|---|---|---:|---:|---:|---:|---|\n";
+    Spread first;
+    for (size_t g = 0; g < groups.size(); ++g) {
+        std::vector<double> val, per_replica, sim;
+        std::string ids, seeds;
+        for (size_t i : groups[g]) {
+            const RunFacts& f = runs[i];
+            if (f.final_val) val.push_back(*f.final_val);
+            if (f.replicas > 0) per_replica.push_back(f.bytes_sent / static_cast<double>(f.replicas));
+            if (std::isfinite(f.sim_s)) sim.push_back(f.sim_s);
+            ids += (ids.empty() ? "" : ", ") + std::to_string(f.data.summary.id);
+            seeds += (seeds.empty() ? "" : ", ") + cell(value_of(f.config, "run.seed"));
+        }
+        const Spread v = spread_of(val), b = spread_of(per_replica), t = spread_of(sim);
+        if (g == 0) first = v;
+        std::string against = "—";
+        if (g > 0 && v.n > 0 && first.n > 0) {
+            against = fixed(v.mean - first.mean, "%+.4f");
+            if (v.n >= 2 && first.n >= 2)
+                against += differs_beyond_spread(v, first) ? ", beyond the spread" : ", within the spread";
+            else
+                against += ", one seed: no spread";
+        }
+        md << "| " << cell(runs[groups[g].front()].data.summary.name) << " | " << ids << " | " << seeds << " | "
+           << format_mean_sd(v) << " | " << (v.n ? fixed(v.min, "%.4f") + " – " + fixed(v.max, "%.4f") : "—")
+           << " | " << (b.n ? with_commas(b.mean) : "—") << " | "
+           << (t.n ? format_mean_sd(t, 2) + " s" : "—") << " | " << against << " |\n";
+    }
+    md << "\n";
+}
+
 void write_summary(std::ostream& md, const std::vector<RunFacts>& runs) {
     md << "## Summary\n\n"
           "| run | final val loss | bytes sent (all nodes) | bytes sent per replica | simulated time | utilisation | "
@@ -343,7 +377,8 @@ void write_hdee(std::ostream& md, RunStore& store, const std::vector<RunFacts>& 
 }
 
 // Both plots; returns a line per plot for the Markdown (an image link, or why there is none).
-std::vector<std::string> write_plots(const fs::path& dir, std::vector<RunFacts>& runs, const ReportOptions& a) {
+std::vector<std::string> write_plots(const fs::path& dir, std::vector<RunFacts>& runs, const SeedGroups& groups,
+                                     const ReportOptions& a) {
     std::vector<std::string> md;
     std::string missing;
     for (const RunFacts& f : runs)
@@ -355,14 +390,32 @@ std::vector<std::string> write_plots(const fs::path& dir, std::vector<RunFacts>&
         const bool bytes = which == 0;
         std::vector<ui::PlotSeries> series;
         double lo_pos = INFINITY, hi = 0;
-        for (size_t i = 0; i < runs.size(); ++i) {
-            const ui::Series& s = bytes ? runs[i].val_vs_bytes : runs[i].val_vs_sim;
-            for (double x : s.x)
-                if (x > 0) lo_pos = std::min(lo_pos, x), hi = std::max(hi, x);
+        // With seeds, a point's runs are one line: their mean with a band from the lowest to the highest.
+        std::vector<ui::MeanBand> bands;
+        bands.reserve(groups.size());
+        const bool over_seeds = has_repeats(groups);
+        for (size_t g = 0; g < (over_seeds ? groups.size() : runs.size()); ++g) {
             ui::PlotSeries ps;
-            ps.label = run_label(runs[i]);
-            ps.data = &s;
-            ps.color = ui::plot_palette(i);
+            if (over_seeds) {
+                std::vector<ui::MemberCurve> members;
+                for (size_t i : groups[g]) {
+                    const RunFacts& f = runs[i];
+                    members.push_back({bytes ? f.bytes_step : f.sim_step, (bytes ? f.val_vs_bytes : f.val_vs_sim).x,
+                                       (bytes ? f.val_vs_bytes : f.val_vs_sim).y});
+                }
+                bands.push_back(ui::mean_band(members, ui::BandKind::kMinMax));
+                ps.label = runs[groups[g].front()].data.summary.name + " (" + std::to_string(groups[g].size()) +
+                           (groups[g].size() == 1 ? " seed)" : " seeds)");
+                ps.data = &bands.back().mean;
+                ps.band_lo = &bands.back().lo;
+                ps.band_hi = &bands.back().hi;
+            } else {
+                ps.label = run_label(runs[g]);
+                ps.data = bytes ? &runs[g].val_vs_bytes : &runs[g].val_vs_sim;
+            }
+            for (double x : ps.data->x)
+                if (x > 0) lo_pos = std::min(lo_pos, x), hi = std::max(hi, x);
+            ps.color = ui::plot_palette(g);
             ps.points = true;    // one point per round: a one-point run (DDP's final evaluation) shows
             ps.smooth = false;
             series.push_back(std::move(ps));
@@ -378,10 +431,14 @@ std::vector<std::string> write_plots(const fs::path& dir, std::vector<RunFacts>&
         check(ui::render_plot_png(png.string(), series, opt, ui::OffscreenOptions{a.width, a.height, true}));
         const char* title = bytes ? "Validation loss against bytes sent" : "Validation loss against simulated time";
         md.push_back(std::string("## ") + title + "\n\n![" + title + "](" + (bytes ? kBytesPng : kSimPng) + ")" +
-                     (bytes && opt.log_x ? "\n\nx axis: log scale." : "") + note + "\n\n");
+                     (bytes && opt.log_x ? "\n\nx axis: log scale." : "") +
+                     (over_seeds ? "\n\nOne line per point: the mean over its seeds, the band from the lowest "
+                                   "to the highest seed."
+                                 : "") +
+                     note + "\n\n");
     }
 #else
-    (void)dir, (void)a;
+    (void)dir, (void)a, (void)groups;
     md.push_back(
         "## Plots\n\nThis `thinwire` was built without ImGui (libimgui-dev), which the off-screen plot "
         "rendering needs: install it and rebuild to get `" +
@@ -412,7 +469,8 @@ ReportFiles write_report_or_throw(RunStore& store, const ReportOptions& a) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw Error("cannot create " + dir.string() + ": " + ec.message());
-    const std::vector<std::string> plots = write_plots(dir, runs, a);  // before report.md, which links them
+    const SeedGroups groups = seed_groups(runs);
+    const std::vector<std::string> plots = write_plots(dir, runs, groups, a);  // before report.md, which links them
 
     std::ostringstream md;
     // The title names the runs when there are few; the tables name them all.
@@ -426,6 +484,7 @@ ReportFiles write_report_or_throw(RunStore& store, const ReportOptions& a) {
     md << "\n\nFrom `" << a.db_label << "`, " << stamp << " UTC.\n\n";
     write_settings(md, runs);
     write_summary(md, runs);
+    if (has_repeats(groups)) write_seed_summary(md, runs, groups);
     write_hdee(md, store, runs);
     for (const std::string& p : plots) md << p;
     write_configs(md, store, runs);

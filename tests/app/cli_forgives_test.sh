@@ -13,11 +13,14 @@
 #  * progress lines never show nan, carry an ETA, and the last one agrees with the summary table;
 #  * a run whose last steps are never synchronised is warned about, and the warning is stored;
 #  * runs show says which CPU and BLAS library the nodes computed on;
-#  * runs compare shows names in full, bytes per replica and simulated time.
+#  * runs compare shows names in full, bytes per replica and simulated time;
+#  * runs work from any directory: the default data root is $XDG_CACHE_HOME/thinwire, and the stored
+#    config does not depend on where that is.
 # Usage: cli_forgives_test.sh PATH_TO_THINWIRE
 set -euo pipefail
 tw="$1"
 work="$(mktemp -d)"
+export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 db="$work/runs.db"
@@ -128,4 +131,20 @@ set +e; out="$("$tw" --db "$db" runs delete 2 < /dev/null 2>&1)"; rc=$?; set -e
 "$tw" --db "$db" runs delete 2 --yes > /dev/null
 [ "$(only)" = "alpha-diloco-long-name-kept-in-full " ] || fail "runs delete 2: left $(only)"
 [ "$("$tw" --db "$db" runs export 1 --format csv | grep -c ',train.loss,')" -eq 20 ] || fail "run 1 lost rows"
+# Works from any directory (item 5): without --data-root the data root is the per-user cache folder
+# ($XDG_CACHE_HOME/thinwire), the layout file is found from the working directory, nothing is
+# written there, and two machines with different roots store the same config text (and hash).
+for x in xdg-a xdg-b; do
+  mkdir -p "$work/$x/thinwire" "$work/elsewhere-$x"
+  cp -r "$work/corpus" "$work/$x/thinwire/corpus"
+  (cd "$work/elsewhere-$x" && env -u THINWIRE_DATA_ROOT XDG_CACHE_HOME="$work/$x" \
+    "$tw" --db "$work/anywhere.db" run ../micro.toml --set train.steps=5 --set run.name=anywhere > /dev/null) ||
+    fail "a run from another directory with XDG_CACHE_HOME=$work/$x failed"
+  [ -z "$(ls -A "$work/elsewhere-$x")" ] || fail "the run wrote into its working directory: $(ls -A "$work/elsewhere-$x")"
+  ls "$work/$x/thinwire/cache" | grep -q . || fail "no cache under \$XDG_CACHE_HOME/thinwire"
+done
+same="$($py -c "import sqlite3; print(len(set(sqlite3.connect('$work/anywhere.db').execute('select config_toml, config_hash from runs').fetchall())))")"
+[ "$same" = "1" ] || fail "runs under two data roots stored different configs"
+! grep -q "$work" <<<"$($py -c "import sqlite3; print(sqlite3.connect('$work/anywhere.db').execute('select config_toml from runs').fetchone()[0])")" ||
+  fail "the stored config holds a machine path"
 echo "cli_forgives_test: ok"

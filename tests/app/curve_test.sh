@@ -9,6 +9,7 @@ set -euo pipefail
 tw="$1"
 py=/usr/bin/python3  # Debian's, with python3-zmq (the python3 first on PATH may be another build)
 work="$(mktemp -d)"
+export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT

@@ -8,6 +8,7 @@
 set -euo pipefail
 tw="$(realpath "$1")"
 work="$(mktemp -d)"
+export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT

@@ -11,6 +11,7 @@ tw="$1"
 plots="${2:-png}"
 here="$(dirname "$0")"
 work="$(mktemp -d)"
+export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 py=/usr/bin/python3

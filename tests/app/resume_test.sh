@@ -23,6 +23,7 @@ algos=("$@")
 [ ${#algos[@]} -gt 0 ] || algos=(ddp diloco sparseloco streaming_diloco noloco demo none pipe pipe3 hetero_sparseloco hetero_diloco
                                 reparam_diloco skippipe faults)
 work="$(mktemp -d)"
+export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT

@@ -7,6 +7,7 @@ set -euo pipefail
 tw="$1"
 wb="$2"
 work="$(mktemp -d)"
+export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 pid=""
 cleanup() { [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT

@@ -1,5 +1,9 @@
 // Data root confinement (core/data_root.h): what a configure may name, and what it may not.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <vector>
 #include <unistd.h>
 
 #include <filesystem>
@@ -56,10 +60,10 @@ TEST_F(DataRoot, RelativePathsResolveUnderTheRoot) {
 }
 
 TEST_F(DataRoot, TheBrownKeywordAndUnsetPathsAreNotPaths) {
-    RunConfig c;  // defaults: corpus "brown", cache ".cache/thinwire", no shards, no checkpoint
+    RunConfig c;  // defaults: corpus "brown", cache "." (the root itself), no shards, no checkpoint
     ASSERT_TRUE(confine_paths(c, root_));
     EXPECT_EQ(c.data.corpus, "brown");
-    EXPECT_EQ(c.data.cache_dir, root_ + "/.cache/thinwire");
+    EXPECT_EQ(c.data.cache_dir, root_);
     EXPECT_EQ(c.data.train_shard, "");
     EXPECT_EQ(c.train.ckpt_path, "");
     RunConfig d;
@@ -185,7 +189,34 @@ TEST_F(DataRoot, CoordinatorRewritesAbsolutePathsUnderItsRootToRelativeOnes) {
     RunConfig def;  // today's layouts: keyword corpus, relative cache, unchanged
     ASSERT_TRUE(relative_to_root(def, root_));
     EXPECT_EQ(def.data.corpus, "brown");
-    EXPECT_EQ(def.data.cache_dir, ".cache/thinwire");
+    EXPECT_EQ(def.data.cache_dir, ".");
+}
+
+// The default root: THINWIRE_DATA_ROOT, else $XDG_CACHE_HOME/thinwire (absolute only, as the XDG
+// rules say), else $HOME/.cache/thinwire; never the working directory.
+TEST(DefaultDataRoot, FollowsTheEnvironmentInOrder) {
+    struct Saved {
+        const char* name;
+        std::optional<std::string> value;
+    };
+    std::vector<Saved> saved;
+    for (const char* n : {"THINWIRE_DATA_ROOT", "XDG_CACHE_HOME", "HOME"}) {
+        const char* v = std::getenv(n);
+        saved.push_back({n, v ? std::optional<std::string>(v) : std::nullopt});
+    }
+    setenv("HOME", "/home/ada", 1);
+    unsetenv("THINWIRE_DATA_ROOT");
+    unsetenv("XDG_CACHE_HOME");
+    EXPECT_EQ(default_data_root().value(), "/home/ada/.cache/thinwire");
+    setenv("XDG_CACHE_HOME", "relative/cache", 1);  // not absolute: ignored
+    EXPECT_EQ(default_data_root().value(), "/home/ada/.cache/thinwire");
+    setenv("XDG_CACHE_HOME", "/var/cache/ada", 1);
+    EXPECT_EQ(default_data_root().value(), "/var/cache/ada/thinwire");
+    setenv("THINWIRE_DATA_ROOT", "/srv/tw", 1);
+    EXPECT_EQ(default_data_root().value(), "/srv/tw");
+    for (auto& s : saved)
+        if (s.value) setenv(s.name, s.value->c_str(), 1);
+        else unsetenv(s.name);
 }
 
 TEST_F(DataRoot, CoordinatorRefusesPathsOutsideItsRootNamingKeyPathAndRoot) {

@@ -22,6 +22,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/netns.sh"
 netns_require
 work="$(mktemp -d)"
+export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 cleanup() { netns_cleanup; rm -rf "$work"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -5 "$f" >&2; }; done; exit 1; }

@@ -8,6 +8,7 @@ set -euo pipefail
 tw="$1"
 script="$(cd "$(dirname "$0")/../../scripts/launch" && pwd)/slurm_nodes.sbatch"
 work="$(mktemp -d)"
+export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 cd "$work"

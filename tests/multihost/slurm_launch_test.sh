@@ -17,6 +17,7 @@ for c in munged slurmctld slurmd sbatch sinfo unshare; do
 done
 
 work="$(mktemp -d)"
+export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 chmod 755 "$work"  # munged wants its socket's folders searchable by all
 cleanup() { set +e; netns_cleanup; wait 2> /dev/null; rm -rf "$work"; }
 trap cleanup EXIT

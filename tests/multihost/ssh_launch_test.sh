@@ -16,6 +16,7 @@ netns_require
 command -v ssh > /dev/null && command -v ssh-keygen > /dev/null || { echo "SKIP: no ssh client" >&2; exit 77; }
 
 work="$(mktemp -d)"
+export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 sshd_pids=()
 made_run_sshd=0
 cleanup() {
