@@ -9,10 +9,18 @@ void RunPanel::draw_controls(ViewState& v, RunDriver& driver, LayoutModel& layou
     const DriverSnapshot& d = v.driver;
     const bool running = d.active && !d.done;
     const bool valid = layout.errors().empty() && layout.general_errors().empty();
+    // A run that ends says so in the status line, with its reason: "run started" must not stand
+    // when the nodes failed at start (a missing corpus, a path outside the data root).
+    if (d.active && d.done && !end_said) {
+        end_said = true;
+        v.status_line = (d.run_id > 0 ? "run " + std::to_string(d.run_id) + " " : "the run ") + d.phase +
+                        (d.reason.empty() ? "" : ": " + d.reason);
+    }
     ImGui::BeginDisabled(running || !valid);
     if (ImGui::Button("Start")) {
         Status s = driver.start(layout.config());
         v.status_line = s ? "run started" : s.message();
+        end_said = !s;
         queue.clear();
     }
     ImGui::EndDisabled();
@@ -30,6 +38,7 @@ void RunPanel::draw_controls(ViewState& v, RunDriver& driver, LayoutModel& layou
     }
     if (!queue.empty() && !running) {
         Status s = driver.start(queue.front());
+        end_said = !s;
         v.status_line = s ? "run " + queue.front().run.name + " started (" + std::to_string(queue.size() - 1) +
                                 " more to run)"
                           : queue.front().run.name + ": " + s.message();

@@ -12,6 +12,7 @@ namespace tw::ui {
 
 struct RunPanel {
     size_t shown_log = 0;  // log lines seen, to scroll to new ones
+    bool end_said = true;  // whether the status line has said how the run started here ended
     std::vector<RunConfig> queue;  // "Run all": the file's runs not started yet, in order
 
     // Start (or Run all), pause, resume, stop, the session's phase and the last message: drawn at
