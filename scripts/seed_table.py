@@ -10,6 +10,10 @@ range, the bytes each replica sent (the nodes' last outer + intra + stage counte
 outer.replicas) and the simulated time (the largest clock of any record). A point differs from the
 first one only when the gap is larger than the two standard deviations together.
 
+For an HDEE run (experiments/hdee.toml, whose combined figures are hdee.ENS.posterior.DOMAIN at the
+coordinator's node "hdee") it prints each ensemble's posterior-mixture loss per domain over seeds
+and, per domain, whether a heterogeneous ensemble beats the homogeneous one beyond the spread.
+
 For the DiLoCo scaling experiment (experiments/diloco_scaling.toml: points named a_dp and
 X_mM_lrETA) it adds the paper's table beside this machine's: per M the outer learning rate with the
 lowest mean is chosen, as the paper tunes per setting."""
@@ -54,6 +58,10 @@ def main():
         return st.mean(v), sd, min(v), max(v), len(v)
 
     print(f"group {group}\n")
+    if db.execute("select 1 from metrics m join runs r on r.id = m.run_id where r.group_name = ? and "
+                  "m.name like 'hdee.%.posterior.%' limit 1", (group,)).fetchone():
+        print_hdee(db, group)  # an expert's own val.loss is not the run's figure: only the mixtures
+        return
     print("| point | seeds | steps | final val loss (mean ± sd) | min – max | bytes sent per replica | simulated time "
           "| against the first point |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
@@ -99,6 +107,43 @@ def main():
         paper = PAPER.get(m_rep)
         paper_gap = f"{paper - PAPER['dp']:+.3f}" if paper else "—"
         print(f"| DiLoCo M = {m_rep} | {paper:.3f} | {mean:.4f} ± {sd:.4f} ({n}) | {lr} | {against} | {paper_gap} |")
+
+
+def print_hdee(db, group):
+    """Per ensemble and domain: the posterior mixture's loss over the group's finished runs."""
+    rows = db.execute("select m.name, m.value from metrics m join runs r on r.id = m.run_id where r.group_name = ? "
+                      "and r.status = 'finished' and m.name like 'hdee.%.posterior.%'", (group,)).fetchall()
+    if not rows:
+        return
+    loss = {}  # (ensemble, domain) → [values, one per run]
+    for name, value in rows:
+        _, ens, _, domain = name.split(".", 3)
+        loss.setdefault((ens, domain), []).append(value)
+    ensembles = sorted({e for e, _ in loss}, key=lambda e: (e != "homogeneous", e))
+    domains = list(dict.fromkeys(d for _, d in loss))
+    print("\nHDEE posterior mixture, nats/token (mean ± sd over seeds)\n")
+    print("| ensemble | " + " | ".join(domains) + " |")
+    print("|---|" + "---:|" * len(domains))
+    for ens in ensembles:
+        cells = []
+        for d in domains:
+            v = loss.get((ens, d), [])
+            cells.append(f"{st.mean(v):.4f} ± {st.stdev(v) if len(v) > 1 else 0:.4f} (n = {len(v)})" if v else "—")
+        print(f"| {ens} | " + " | ".join(cells) + " |")
+    home = {d: loss.get(("homogeneous", d), []) for d in domains}
+    for ens in ensembles:
+        if ens == "homogeneous":
+            continue
+        verdicts = []
+        for d in domains:
+            a, b = loss.get((ens, d), []), home[d]
+            if len(a) < 2 or len(b) < 2:
+                verdicts.append(f"{d}: one seed")
+                continue
+            gap = st.mean(a) - st.mean(b)
+            beyond = abs(gap) > st.stdev(a) + st.stdev(b)
+            verdicts.append(f"{d} {gap:+.4f} ({'beyond' if beyond else 'within'} the spread)")
+        print(f"\n{ens} against homogeneous: " + "; ".join(verdicts))
 
 
 if __name__ == "__main__":
