@@ -10,6 +10,7 @@
 #include "coordinator/run_session.h"
 #include "core/config_io.h"
 #include "core/data_root.h"
+#include "core/hdee_plan.h"
 #include "core/token_budget.h"
 #include "engine/data/dataset.h"
 
@@ -21,6 +22,32 @@ struct DataArgs {
     std::vector<std::string> sets;
     std::string data_root;
 };
+
+// HDEE experts train on their domain's genres only: each expert's planned tokens (core/hdee_plan.h)
+// as passes over its domain's training tokens, the figure that must stay small (docs/budgets.md).
+void print_expert_passes(const RunConfig& run, const PreparedData& d,
+                         const std::map<char, std::pair<int, int64_t>>& per_genre) {
+    RunConfig planned = run;
+    planned.model.vocab_size = d.vocab_size;  // the planner counts the head: the run's vocabulary
+    auto ensembles = plan_hdee(planned);
+    if (!ensembles) {
+        std::printf("  hdee: %s\n", ensembles.message().c_str());
+        return;
+    }
+    const double per_step = static_cast<double>(run.train.batch_size * run.model.seq_len);
+    for (const HdeeEnsemble& e : *ensembles)
+        for (size_t i = 0; i < run.hdee.domains.size(); ++i) {
+            int64_t domain_tokens = 0;
+            for (char g : run.hdee.domain_genres[i]) {
+                auto it = per_genre.find(g);
+                if (it != per_genre.end()) domain_tokens += it->second.second;
+            }
+            const double tokens = static_cast<double>(e.steps[i]) * per_step;
+            std::printf("  expert %s.%s: %lld steps, %.3gM tokens, %.2f passes over its %lld training tokens\n",
+                        e.name.c_str(), run.hdee.domains[i].c_str(), (long long)e.steps[i], tokens / 1e6,
+                        domain_tokens > 0 ? tokens / static_cast<double>(domain_tokens) : 0.0, (long long)domain_tokens);
+        }
+}
 
 int run_prepare(const DataArgs& a) {
     // A layout with variants, a sweep or seeds: the data of its first run (they share [data]), the
@@ -60,6 +87,7 @@ int run_prepare(const DataArgs& a) {
                       d.train->size() > 0 ? tokens / static_cast<double>(d.train->size()) : 0.0);
         if (!shown.insert(run.run.name + line).second) continue;
         std::printf("%s%s\n", line, plan.runs.size() > 1 ? ("  [" + run.run.name + "]").c_str() : "");
+        if (run.hdee.enabled()) print_expert_passes(run, d, per_genre);
     }
     return 0;
 }

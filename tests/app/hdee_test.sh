@@ -49,6 +49,13 @@ last_id() { "$tw" --db "$db" runs list | awk '$1 ~ /^[0-9]+$/ {id = $1} END {pri
 csv_of() { "$tw" --db "$db" runs export "$1" --format csv > "$work/$1.csv"; echo "$work/$1.csv"; }
 value() { awk -F, -v n="$2" -v k="$3" '$2 == n && $7 == k {v = $8} END {print v}' "$1"; }  # node, metric
 
+# data prepare states each expert's passes over its own domain (docs/budgets.md): hetero_steps'
+# fiction expert, 16 steps × 4 × 16 tokens, over the train tokens of genres k and l it printed.
+prep="$("$tw" data prepare "$work/hdee.toml" --data-root "$work")" || fail "data prepare of the HDEE layout failed: $prep"
+kl="$(awk '$1 == "genre" && ($2 == "k:" || $2 == "l:") {t += $6} END {print t}' <<<"$prep")"
+want="$(awk -v t="$kl" 'BEGIN {printf "%.2f passes over its %d training tokens", 16 * 4 * 16 / t, t}')"
+grep -q "expert hetero_steps.fiction: 16 steps, .* $want" <<<"$prep" || fail "data prepare's passes (want '$want'): $prep"
+
 # Threads, one compute thread each (as child processes below).
 out="$(run --set run.threads=1 --set run.name=hdee-threads)"
 grep -q "run [0-9]* finished" <<<"$out" || fail "the threads run did not finish: $out"
