@@ -97,13 +97,8 @@ void print_over_seeds(const std::vector<RunSummary>& runs, const std::vector<std
             std::printf("    last val loss   %s [%.4f, %.4f]\n", format_mean_sd(v).c_str(), v.min, v.max);
         std::printf("    bytes/replica   %s B\n", with_commas(b.mean).c_str());
         if (t.n > 0) std::printf("    simulated time  %s s\n", format_mean_sd(t, 2).c_str());
-        if (g > 0 && v.n > 0 && first.n > 0) {
-            const char* verdict = v.n < 2 || first.n < 2            ? "one seed: no spread to compare against"
-                                  : differs_beyond_spread(v, first) ? "beyond the spread"
-                                                                    : "within the spread";
-            std::printf("    against %s: %+.4f, %s\n", runs[groups[0].front()].name.c_str(), v.mean - first.mean,
-                        verdict);
-        }
+        if (g > 0 && v.n > 0 && first.n > 0)
+            std::printf("    against %s: %s\n", runs[groups[0].front()].name.c_str(), against_text(v, first).c_str());
     }
 }
 

@@ -57,4 +57,14 @@ bool differs_beyond_spread(const Spread& a, const Spread& b) {
     return std::fabs(a.mean - b.mean) > a.sd + b.sd;
 }
 
+std::string against_text(const Spread& point, const Spread& reference) {
+    if (point.n == 0 || reference.n == 0) return "—";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%+.4f", point.mean - reference.mean);
+    const char* verdict = point.n < 2 || reference.n < 2              ? "one seed: no spread"
+                          : differs_beyond_spread(point, reference) ? "beyond the spread"
+                                                                    : "within the spread";
+    return std::string(buf) + ", " + verdict;
+}
+
 }  // namespace tw

@@ -35,4 +35,9 @@ std::vector<std::vector<size_t>> group_over_seeds(const std::vector<std::map<std
 // False when either has fewer than 2 runs (no spread to compare against).
 bool differs_beyond_spread(const Spread& a, const Spread& b);
 
+// A point against a reference point, as `runs compare` and `report` print it: "+0.1234, beyond the
+// spread", "…, within the spread", or "…, one seed: no spread" when either has a single run; "—"
+// when either has none.
+std::string against_text(const Spread& point, const Spread& reference);
+
 }  // namespace tw

@@ -300,14 +300,7 @@ void write_seed_summary(std::ostream& md, const std::vector<RunFacts>& runs, con
         }
         const Spread v = spread_of(val), b = spread_of(per_replica), t = spread_of(sim);
         if (g == 0) first = v;
-        std::string against = "—";
-        if (g > 0 && v.n > 0 && first.n > 0) {
-            against = fixed(v.mean - first.mean, "%+.4f");
-            if (v.n >= 2 && first.n >= 2)
-                against += differs_beyond_spread(v, first) ? ", beyond the spread" : ", within the spread";
-            else
-                against += ", one seed: no spread";
-        }
+        const std::string against = g > 0 ? against_text(v, first) : "—";
         md << "| " << cell(runs[groups[g].front()].data.summary.name) << " | " << ids << " | " << seeds << " | "
            << format_mean_sd(v) << " | " << (v.n ? fixed(v.min, "%.4f") + " – " + fixed(v.max, "%.4f") : "—")
            << " | " << (b.n ? with_commas(b.mean) : "—") << " | "

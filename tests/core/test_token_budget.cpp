@@ -128,6 +128,10 @@ TEST(SeedSpread, ADifferenceCountsBeyondBothDeviations) {
     EXPECT_TRUE(differs_beyond_spread(a, b));   // 0.3 > 0.1 + 0.1
     EXPECT_FALSE(differs_beyond_spread(a, c));  // 0.15 < 0.2
     EXPECT_FALSE(differs_beyond_spread(a, one)) << "one seed has no spread to compare against";
+    EXPECT_EQ(against_text(b, a), "+0.3000, beyond the spread");
+    EXPECT_EQ(against_text(c, a), "+0.1500, within the spread");
+    EXPECT_EQ(against_text(one, a), "+1.0000, one seed: no spread");
+    EXPECT_EQ(against_text(Spread{}, a), "—");
 }
 
 }  // namespace
