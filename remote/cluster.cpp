@@ -1,6 +1,8 @@
 // Local clusters: node threads and child processes. See cluster.h.
 #include "remote/cluster.h"
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -38,13 +40,15 @@ int try_bind(int port) {
 
 int free_tcp_port() { return try_bind(0); }
 
-Result<int> free_tcp_port_block(int count) {
+Result<int> free_tcp_port_block(int count, const std::vector<int>& taken) {
     std::mt19937 rng(static_cast<unsigned>(getpid()) ^ static_cast<unsigned>(
                          std::chrono::steady_clock::now().time_since_epoch().count()));
     std::uniform_int_distribution<int> pick(20000, 60000);
     for (int attempt = 0; attempt < 200; ++attempt) {
         const int p = pick(rng);
-        bool ok = true;
+        // A block handed out before may not be bound yet (its node binds its data and store ports
+        // only at configure): free now is not enough, it must not overlap one.
+        bool ok = std::none_of(taken.begin(), taken.end(), [&](int q) { return p < q + count && q < p + count; });
         for (int i = 0; i < count && ok; ++i) ok = try_bind(p + i) == p + i;
         if (ok) return p;
     }
@@ -88,9 +92,11 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start_processes(int n, const
     std::unique_ptr<LocalCluster> c(new LocalCluster());
     c->exe_ = exe;
     c->data_root_ = data_root;
+    std::vector<int> taken;  // this cluster's blocks: two nodes must never share a port
     for (int i = 0; i < n; ++i) {
-        auto port = free_tcp_port_block(4);
+        auto port = free_tcp_port_block(4, taken);
         if (!port) return port.status();
+        taken.push_back(*port);
         const std::string ep = "tcp://127.0.0.1:" + std::to_string(*port);
         auto pid = c->spawn(ep);
         if (!pid) return pid.status();

@@ -19,8 +19,9 @@ namespace tw {
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it back).
 int free_tcp_port();
-// The first port P of `count` consecutive ports that were free on 127.0.0.1 a moment ago.
-Result<int> free_tcp_port_block(int count);
+// The first port P of `count` consecutive ports that were free on 127.0.0.1 a moment ago, in no
+// block of `count` ports that starts at one of `taken` (blocks handed out before, maybe not bound yet).
+Result<int> free_tcp_port_block(int count, const std::vector<int>& taken = {});
 
 class LocalCluster {
 public:
