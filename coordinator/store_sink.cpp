@@ -27,8 +27,8 @@ std::string human_bytes(double b) {
 
 StoreSink::StoreSink(RunStore& store, int64_t run_id, int64_t steps, int64_t every, std::vector<std::string> nodes,
                      bool print, std::function<void(const EventRecord&)> on_event)
-    : store_(store), run_id_(run_id), buf_(store, run_id), steps_(steps), every_(every), print_(print),
-      tty_(print && isatty(fileno(stdout)) != 0), nodes_(std::move(nodes)), on_event_(std::move(on_event)) {}
+    : steps_(steps), every_(every), print_(print), tty_(print && isatty(fileno(stdout)) != 0),
+      nodes_(std::move(nodes)), on_event_(std::move(on_event)), writer_(store, run_id) {}
 
 void StoreSink::on_metrics(const std::vector<MetricRecord>& records) {
     // The whole batch first, then the lines it asks for: a step's bytes and evaluation follow its
@@ -46,13 +46,10 @@ void StoreSink::on_metrics(const std::vector<MetricRecord>& records) {
             l.sent[m.name] = m.value;
         }
         l.sim_s = m.sim_s;
-        buf_.add(m);
     }
     for (const std::string& node : due) print_line(node, lines_[node]);
-    // A coordinator crash loses at most a second of metrics. A failed write keeps its rows
-    // pending for the next flush (storage/metric_writer.h); say so once per failure.
-    if (since_s(last_flush_) > 1.0)
-        if (Status st = flush(); !st) std::fprintf(stderr, "thinwire: metrics not stored yet: %s\n", st.message().c_str());
+    // A coordinator crash loses at most a second of metrics (the writer commits every second).
+    writer_.add_metrics(records);
 }
 
 void StoreSink::on_event(const EventRecord& event) {
@@ -60,16 +57,12 @@ void StoreSink::on_event(const EventRecord& event) {
     // time: they get this sink's, seconds since the run's metric stream opened.
     EventRecord e = event;
     if (e.wall_s <= 0) e.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-    if (Status st = store_.add_event(run_id_, e); !st)
-        std::fprintf(stderr, "thinwire: event of %s not stored: %s\n", e.node.c_str(), st.message().c_str());
+    writer_.add_event(e);
     if (on_event_) on_event_(e);
     if (print_ && e.level != EventLevel::kInfo) std::printf("%s: %s: %s\n", e.node.c_str(), e.kind.c_str(), e.text.c_str());
 }
 
-Status StoreSink::flush() {
-    last_flush_ = Clock::now();
-    return buf_.flush();
-}
+Status StoreSink::flush() { return writer_.drain(); }
 
 void StoreSink::redraw() {
     if (!tty_ || since_s(last_draw_) < 0.5) return;

@@ -2,7 +2,9 @@
 // into the run store in batches (a coordinator crash loses at most a second of them; re-timing
 // reads its traces back from the store, storage/run_traces.h), stores and forwards events, prints one
 // progress line per node (redrawn in place on a terminal, every train.log_every steps otherwise).
-// The coordinator is the only writer of the run store. Used from the session's thread only.
+// Every store write goes through a RunWriter thread (storage/run_writer.h), so a slow disk never
+// delays the session's heartbeats to the nodes. The coordinator is the only writer of the run
+// store. Used from the session's thread only.
 #pragma once
 
 #include <chrono>
@@ -16,8 +18,8 @@
 #include "core/metrics.h"
 #include "core/status.h"
 #include "remote/coordinator.h"
-#include "storage/metric_writer.h"
 #include "storage/run_store.h"
+#include "storage/run_writer.h"
 
 namespace tw {
 
@@ -32,8 +34,11 @@ public:
     void on_event(const EventRecord& e) override;
     // Keeps an HDEE expert's scores for the session to combine once every expert has finished.
     void on_scores(const std::string& node, ExpertScores scores) override { this->scores[node] = std::move(scores); }
-    // Writes the pending metric rows; a failed write keeps them for the next flush.
+    // Waits until every metric row and event handed over so far is written; a failed write keeps
+    // its rows for the next flush.
     Status flush();
+    // Stores the coordinator's liveness heartbeat (RunStore::heartbeat) without waiting for it.
+    void heartbeat() { writer_.heartbeat(); }
     // Redraws the block of progress lines on a terminal (at most twice a second).
     void redraw();
     // After the run: every node's line once more with its final figures (redrawn on a terminal;
@@ -57,16 +62,14 @@ private:
     std::string line_text(const std::string& node, const Line& l) const;
     void print_line(const std::string& node, Line& l);
 
-    RunStore& store_;
-    int64_t run_id_;
     std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
-    MetricBuffer buf_;
     int64_t steps_, every_;
     bool print_, tty_, drawn_ = false;
     std::vector<std::string> nodes_;
     std::function<void(const EventRecord&)> on_event_;
     std::map<std::string, Line> lines_;
-    Clock::time_point last_flush_ = Clock::now(), last_draw_ = Clock::now();
+    Clock::time_point last_draw_ = Clock::now();
+    RunWriter writer_;  // last: its thread stops (writing what is left) before the members above go
 };
 
 }  // namespace tw

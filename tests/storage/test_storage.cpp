@@ -12,6 +12,7 @@
 #include "storage/bench/ingest_bench.h"
 #include "storage/metric_writer.h"
 #include "storage/run_store.h"
+#include "storage/run_writer.h"
 #include "storage/schema.h"
 #include "storage/sqlite.h"
 
@@ -901,6 +902,48 @@ TEST(IngestBench, RefusesAnExistingFileAndLeavesItAlone) {
     o.db_path.clear();
     o.batch = 0;
     EXPECT_FALSE(bench_ingest(o).is_ok());
+}
+
+}  // namespace
+}  // namespace tw
+
+// --- RunWriter -----------------------------------------------------------------------------------------------------
+
+namespace tw {
+namespace {
+
+// While another process-like connection holds the write lock, handing rows, events and heartbeats
+// to the writer returns at once (the caller never waits on the disk); once the lock is released,
+// drain() sees everything written, in full.
+TEST(RunWriter, CallersNeverWaitOnALockedStore) {
+    TempDb tmp;
+    RunStore store = open_store(tmp.path());
+    int64_t id = store.create_run("r", "run", "", "", 0).value();
+    ASSERT_EQ(store.get_run(id)->heartbeat_at, 0);
+    auto other = Database::open(tmp.path());
+    ASSERT_TRUE(other.is_ok()) << other.message();
+    {
+        RunWriter writer(store, id, 0.01);
+        ASSERT_TRUE(other->exec("BEGIN IMMEDIATE").is_ok());  // the write lock, held by someone else
+        for (int64_t s = 1; s <= 300; ++s) writer.add_metrics({metric(s, "train.loss", 1.0 / s)});
+        writer.add_event({0.5, "replica-1", EventLevel::kWarning, "node-lost", "gone"});
+        writer.heartbeat();
+        // Reaching here with the lock still held shows the calls returned without writing (a write
+        // made by the caller would have waited the busy timeout and lost the event to SQLITE_BUSY).
+        ASSERT_TRUE(other->exec("COMMIT").is_ok());
+        ASSERT_TRUE(writer.drain().is_ok());
+        auto rows = store.metrics(id, "train.loss");
+        ASSERT_EQ(rows->size(), 300u);
+        EXPECT_EQ(rows.value()[299].value, 1.0 / 300);
+        auto events = store.events(id);
+        ASSERT_TRUE(events.is_ok());
+        bool lost = false;
+        for (const EventRecord& e : events.value()) lost = lost || (e.kind == "node-lost" && e.node == "replica-1");
+        EXPECT_TRUE(lost);
+        EXPECT_GT(store.get_run(id)->heartbeat_at, 0);
+        writer.add_metrics({metric(301, "train.loss", 0.25)});
+    }  // the destructor writes what is still queued
+    EXPECT_EQ(store.metrics(id, "train.loss")->size(), 301u);
 }
 
 }  // namespace
