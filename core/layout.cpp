@@ -252,7 +252,7 @@ bool run_has_compression(const RunConfig& cfg) {
 bool pipeline_survives_loss(const RunConfig& cfg) {
     return cfg.cluster.stages > 1 && cfg.cluster.stages <= kMaxSurvivorStages &&
            cfg.outer.replicas <= kMaxSurvivorReplicas && algorithm_traits(cfg).outer_rounds &&
-           cfg.pipeline.routing == "fixed" && !run_has_compression(cfg) && !cfg.hdee.enabled() &&
+           cfg.pipeline.routing == "fixed" && !cfg.hdee.enabled() &&
            !cfg.skippipe.enabled();
 }
 

@@ -51,7 +51,8 @@ bool run_has_compression(const RunConfig& cfg);
 
 // Whether a run with pipeline replicas goes on when a replica is lost (docs/faults.md "A pipeline
 // replica that loses a node"): outer rounds, fixed routing (a pipeline's activations stay inside
-// it), no compressed boundary (T_fixed and AD2's replayed rounds assume every replica), at most
+// it; with random routing they cross pipelines), compressed boundaries included (T_fixed is compared
+// by stage 0's holders in its round and by each pipeline's nodes with their stage 0), at most
 // kMaxSurvivorStages stages (each stage's round attempts take their own range of transport epochs,
 // and a holder a synced round ahead must stay inside the transport's window of early frames: 64
 // attempts of 16 rounds, (S + 2) · 6 ≤ 64), at most kMaxSurvivorReplicas replicas (the holders

@@ -104,8 +104,9 @@ public:
     virtual std::optional<std::vector<uint8_t>> leading_tensor_payloads() const { return std::nullopt; }
     // Replays a round from such bytes on an algorithm built over that tensor alone, exactly as the
     // members ran it (aggregation, outer step, hooks), so a non-member keeps a bit-identical copy.
-    // `members` splits the bytes. Default: not replayable.
-    virtual Status replay_round(const std::vector<uint8_t>& leading_payloads, int members) {
+    // The round's members are as many as the bytes hold encodings (a round among survivors has
+    // fewer than the run's replicas); more than `max_members` is an error. Default: not replayable.
+    virtual Status replay_round(const std::vector<uint8_t>& leading_payloads, int max_members) {
         return Status::error(name() + " rounds cannot be replayed from their payloads");
     }
 };

@@ -67,11 +67,14 @@ std::optional<std::vector<uint8_t>> SparseLoCo::leading_tensor_payloads() const 
     return bytes;
 }
 
-Status SparseLoCo::replay_round(const std::vector<uint8_t>& leading_payloads, int members) {
-    const size_t R = static_cast<size_t>(std::max(members, 1)), len = leading_payloads.size() / R;
-    if (params_.size() != 1 || len * R != leading_payloads.size() || len != codec_->wire_bytes(global_[0].sizes()))
+Status SparseLoCo::replay_round(const std::vector<uint8_t>& leading_payloads, int max_members) {
+    const size_t len = global_.empty() ? 0 : codec_->wire_bytes(global_[0].sizes());
+    const size_t R = len > 0 ? leading_payloads.size() / len : 0;
+    if (params_.size() != 1 || R == 0 || R * len != leading_payloads.size() ||
+        R > static_cast<size_t>(std::max(max_members, 1)))
         return Status::error("sparseloco: leading-tensor payloads of " + std::to_string(leading_payloads.size()) +
-                             " bytes for " + std::to_string(R) + " members");
+                             " bytes are not the encodings of 1 to " + std::to_string(std::max(max_members, 1)) +
+                             " members (" + std::to_string(len) + " bytes each)");
     std::vector<std::vector<uint8_t>> payloads;
     for (size_t r = 0; r < R; ++r)
         payloads.emplace_back(leading_payloads.begin() + static_cast<long>(r * len),

@@ -88,7 +88,7 @@ public:
     HookSupport set_round_hooks(RoundHooks hooks) override;
     // Tensor 0's codec payload is the prefix of every member's payload (wire_bytes of its shape).
     std::optional<std::vector<uint8_t>> leading_tensor_payloads() const override;
-    Status replay_round(const std::vector<uint8_t>& leading_payloads, int members) override;
+    Status replay_round(const std::vector<uint8_t>& leading_payloads, int max_members) override;
 
     // Every member's payload of the last round, in member order.
     const std::vector<std::vector<uint8_t>>& last_round() const { return all_; }

@@ -246,6 +246,10 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
     const OuterState snapshot = sl.algo->save_state();
     std::vector<torch::Tensor> live_before;
     for (auto& p : sl.params) live_before.push_back(p.detach().clone());
+    // Stage 0's round moves the embedding's out-of-span part into T_fixed (AD2's hook): a redo
+    // starts from the table the round found, or the move would be made twice.
+    const bool holds_table = sl.stage == 0 && t_fixed_.defined();
+    const torch::Tensor table_before = holds_table ? t_fixed_.clone() : torch::Tensor();
     const int me = replica_;
     const int stage_rank = static_cast<int>(sl.stage);
     for (uint64_t attempt = 0;; ++attempt) {
@@ -294,6 +298,15 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
             if (rep) {
                 // Every holder of stage s must now hold the same state (θ_s; NoLoCo: its group's mean).
                 auto agreed = agree_on_round(*sl.algo, view);
+                // The holders of stage 0 hold T_fixed as its round left it; they compare it here,
+                // among the members of the round (a pipeline's later stages compare theirs with
+                // their stage 0 after it has sent them the round: agree_t_fixed).
+                if (agreed && holds_table) {
+                    std::vector<int> all;
+                    for (int i = 0; i < view.size(); ++i) all.push_back(i);
+                    if (Status t = view.agree(all, state_hash({t_fixed_})); !t)
+                        agreed = Result<uint64_t>::error("T_fixed: " + t.message());
+                }
                 if (agreed) {
                     out.bytes += rep->bytes_sent;
                     out.stage_hashes.emplace_back(sl.stage, *agreed >> 12);
@@ -333,6 +346,7 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
         {
             torch::NoGradGuard no_grad;
             for (size_t i = 0; i < sl.params.size(); ++i) sl.params[i].copy_(live_before[i]);
+            if (holds_table) t_fixed_.copy_(table_before);
         }
         std::vector<int> left, gone;
         for (int r : attempt_members)
@@ -351,9 +365,18 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
 
 Result<uint64_t> StageRounds::agree_t_fixed(const torch::Tensor& t_fixed) {
     const uint64_t h = state_hash({t_fixed});
-    std::vector<int> everyone;
-    for (int r = 0; r < mesh_.size(); ++r) everyone.push_back(r);
-    if (Status st = mesh_.agree(everyone, h); !st) return Status::error("T_fixed: " + st.message());
+    // Among survivors no node can tell every other node present; the table is compared where it is
+    // made instead: stage 0's holders in its round (survivor_slice_round), and here each pipeline's
+    // nodes with their stage 0 (a node of it lost: the agreement fails and the pipeline leaves).
+    std::vector<int> group;
+    if (!survivors_)
+        for (int r = 0; r < mesh_.size(); ++r) group.push_back(r);
+    else if (cfg_.is_pipeline_replica(replica_))
+        for (int s = 0; s < cfg_.cluster.stages; ++s) group.push_back(pipeline_mesh_rank(cfg_, replica_, s));
+    else
+        group.push_back(mesh_.rank());  // a full replica holds stage 0, compared in its round: alone,
+                                        // so every node's sequence of mesh rounds stays aligned
+    if (Status st = mesh_.agree(group, h); !st) return Status::error("T_fixed: " + st.message());
     return h >> 12;
 }
 

@@ -13,7 +13,8 @@
 #    process SIGKILLed for real; after its first round it holds the others' global weights;
 #  * a node of a two-node replica SIGKILLed: the replica leaves as a whole, the others go on;
 #  * a stage node of a pipeline replica SIGKILLed: the pipeline leaves as a whole, the full replica
-#    and the other pipeline redo their stage rounds between the two of them and finish.
+#    and the other pipeline redo their stage rounds between the two of them and finish; the same
+#    with compressed pipelines (heterogeneous SparseLoCo), whose T_fixed stays alike on every node.
 # Micro model, DiLoCo on home-20m under the flops clock (flops_micro.sh).
 # Usage: faults_test.sh PATH_TO_THINWIRE
 set -euo pipefail
@@ -213,6 +214,28 @@ done
 [ "$(value "$c" replica-0 1000 round.members)" = "2" ] || fail "the last round does not count two members"
 h0="$(value "$c" replica-0 1000 round.stage0_hash)"; h1="$(value "$c" replica-1.0 1000 round.stage0_hash)"
 [ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 0 after the last round: replica-0 $h0, replica-1.0 $h1"
+h0="$(value "$c" replica-0 1000 round.stage1_hash)"; h1="$(value "$c" replica-1.1 1000 round.stage1_hash)"
+[ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 1 after the last round: replica-0 $h0, replica-1.1 $h1"
+# --- a stage-0 node of a compressed pipeline killed for real (heterogeneous SparseLoCo, rank 8,
+# AD1/AD2/AD6): the pipeline leaves as a whole, the others redo their stage rounds among replicas
+# 0 and 1, and T_fixed stays alike on every node left (stage 0's holders compare it in their round,
+# the other pipeline's stage 1 with its stage 0 after replaying the round among two members) --------
+hetero=("${pipes[@]}" --set outer.algorithm=sparseloco --set pipeline.rank=8)
+id="$(kill_mid_run hetero-leave 4 1000 "${hetero[@]}")"  # replica-2.0 (replica-0, 1.0, 1.1, 2.0, 2.1)
+show="$("$tw" --db "$db" runs show "$id")"
+grep -q "finished" <<<"$show" || fail "the compressed run with a lost stage node is not finished: $show"
+grep -q "node-lost .*replica-2.0" <<<"$show" || fail "no node-lost event for replica-2.0: $show"
+grep -q "replica 2 leaves the run as a whole" <<<"$show" || fail "no leave event from replica-2.1: $show"
+grep -q "member-lost .*the round is redone among replicas 0, 1" <<<"$show" || fail "no round redone among 0, 1: $show"
+c="$("$tw" --db "$db" runs export "$id" --format csv)"
+for n in replica-0 replica-1.1; do
+  [ "$(rows "$c" $n train.loss)" -eq 1000 ] || fail "$n did not finish its steps"
+  [ "$(value "$c" $n 1000 round.group_mask | sort -u)" = "3" ] || fail "$n: the last round is not among replicas 0 and 1"
+done
+t0="$(value "$c" replica-0 1000 round.t_fixed_hash)"
+[ -n "$t0" ] && [ "$t0" = "$(value "$c" replica-1.0 1000 round.t_fixed_hash)" ] &&
+  [ "$t0" = "$(value "$c" replica-1.1 1000 round.t_fixed_hash)" ] ||
+  fail "T_fixed after the last round differs: replica-0 $t0, replica-1.0 $(value "$c" replica-1.0 1000 round.t_fixed_hash), replica-1.1 $(value "$c" replica-1.1 1000 round.t_fixed_hash)"
 h0="$(value "$c" replica-0 1000 round.stage1_hash)"; h1="$(value "$c" replica-1.1 1000 round.stage1_hash)"
 [ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 1 after the last round: replica-0 $h0, replica-1.1 $h1"
 echo "faults_test: ok"

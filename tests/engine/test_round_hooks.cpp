@@ -97,6 +97,15 @@ TEST(RoundHooks, AReplayOfTheLeadingTensorsPayloadsKeepsABitIdenticalCopy) {
     }
     auto bad = (*shadow)->replay_round(std::vector<uint8_t>(3), 1);
     EXPECT_FALSE(bad);
+    // The bytes say how many members the round had (a round among survivors has fewer than the
+    // run's replicas); more encodings than the run has replicas are refused before anything changes.
+    auto lead = (*member)->leading_tensor_payloads();
+    std::vector<uint8_t> two = *lead;
+    two.insert(two.end(), lead->begin(), lead->end());
+    auto too_many = (*shadow)->replay_round(two, 1);
+    ASSERT_FALSE(too_many);
+    EXPECT_NE(too_many.message().find("1 to 1 members"), std::string::npos) << too_many.message();
+    EXPECT_TRUE(torch::equal((*shadow)->eval_params()[0], (*member)->eval_params()[0]));
 }
 
 TEST(RoundHooks, DiLoCoRunsNoneAndCannotBeReplayed) {
