@@ -2,6 +2,7 @@
 #include "coordinator/resume_plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "core/config_io.h"
@@ -67,7 +68,8 @@ Result<ResumePlan> plan_resume(RunStore& store, int64_t id, const std::string& f
     return plan;
 }
 
-Result<ResumePoint> resume_point(RunStore& store, int64_t id, const std::vector<std::string>& nodes) {
+Result<ResumePoint> resume_point(RunStore& store, int64_t id, const std::vector<std::string>& nodes,
+                                 bool independent) {
     using R = Result<ResumePoint>;
     const std::string which = "run " + std::to_string(id);
     auto stored = store.nodes(id);
@@ -82,6 +84,19 @@ Result<ResumePoint> resume_point(RunStore& store, int64_t id, const std::vector<
                         std::to_string(now.size()) + " others; a resume needs the same nodes");
     auto launch = store.launch(id);
     if (!launch) return launch.status();
+    if (independent) {
+        auto latest = store.latest_step_by_node(id, metric::kCkptBytes);
+        if (!latest) return latest.status();
+        if (latest->empty())
+            return R::error(which + " has no checkpoint of any node (train.ckpt_every = 0, or it stopped before the "
+                                    "first); nothing to resume from");
+        ResumePoint at{0, launch->uid, {}};
+        for (const std::string& n : nodes)
+            if (auto it = latest->find(n); it != latest->end()) at.node_steps[n] = it->second;
+        at.step = at.node_steps.size() < nodes.size() ? 0 : std::numeric_limits<int64_t>::max();
+        for (auto& [n, s] : at.node_steps) at.step = std::min(at.step, s);
+        return at;
+    }
     auto step = store.step_every_node_reported(id, metric::kCkptBytes);
     if (!step) return step.status();
     if (!*step)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,10 +33,15 @@ Result<ResumePlan> plan_resume(RunStore& store, int64_t id, const std::string& f
 // Where the session of a resumed run goes on from: the latest step at which every node of the run
 // stored its checkpoint row (core/metric_names.h kCkptBytes), and the run's uid (its checkpoint
 // folder's name). `nodes` are the role names of the new cluster, which must be the stored ones.
+// With `independent` nodes (HDEE experts, which never exchange anything and train different step
+// counts) each node goes on from its own latest checkpoint instead (`node_steps`; a node that wrote
+// none starts over, absent from it), and `step` is the earliest of them (0 when a node starts over).
 struct ResumePoint {
     int64_t step = 0;
     std::string uid;
+    std::map<std::string, int64_t> node_steps;  // independent nodes only
 };
-Result<ResumePoint> resume_point(RunStore& store, int64_t id, const std::vector<std::string>& nodes);
+Result<ResumePoint> resume_point(RunStore& store, int64_t id, const std::vector<std::string>& nodes,
+                                 bool independent = false);
 
 }  // namespace tw

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <thread>
@@ -175,19 +176,36 @@ void Session::body(RunConfig cfg) {
     // A new run, or the one being resumed (checked before anything is changed in the store).
     LaunchRecord launch{launch_toml, ""};
     int64_t resume_step = -1;
+    // HDEE experts exchange nothing and train step counts of their own: each resumes from its own
+    // latest checkpoint (a node that wrote none starts over), not from one step common to all.
+    const bool independent = cfg.hdee.enabled();
+    std::map<std::string, int64_t> node_steps;
     if (resume_run_ > 0) {
         std::vector<std::string> names;
         for (auto& r : roles) names.push_back(r.name);
-        const ResumePoint at = unwrap(resume_point(store, resume_run_, names));
+        const ResumePoint at = unwrap(resume_point(store, resume_run_, names, independent));
         resume_step = at.step;
+        node_steps = at.node_steps;
         launch.uid = at.uid;
         out.run_id = resume_run_;
         check(store.reopen_run(out.run_id));
-        const int64_t dropped = unwrap(store.delete_metrics_after(out.run_id, resume_step));
+        int64_t dropped = 0;
+        std::string where = "at step " + std::to_string(resume_step);
+        if (independent) {
+            where = "each expert from its own latest checkpoint:";
+            for (auto& r : roles) {
+                const auto it = node_steps.find(r.name);
+                const int64_t from = it == node_steps.end() ? -1 : it->second;  // -1: every row of it goes
+                dropped += unwrap(store.delete_node_metrics_after(out.run_id, r.name, from));
+                where += " " + r.name + (from < 0 ? " anew" : " " + std::to_string(from));
+            }
+        } else {
+            dropped = unwrap(store.delete_metrics_after(out.run_id, resume_step));
+        }
         check(store.set_config(out.run_id, to_toml(cfg), config_hash(cfg)));
         check(store.add_event(out.run_id, {since_s(t0), "coordinator", EventLevel::kInfo, "resume",
-                                           "resumed at step " + std::to_string(resume_step) + " (" +
-                                               std::to_string(dropped) + " metric rows after it deleted)"}));
+                                           "resumed " + where + " (" + std::to_string(dropped) +
+                                               " metric rows after it deleted)"}));
         out.resumed_at = resume_step;
     } else {
         out.run_id = unwrap(store.create_run(cfg.run.name, "run", to_toml(cfg), config_hash(cfg), cfg.run.seed));
@@ -201,8 +219,12 @@ void Session::body(RunConfig cfg) {
     // Every node's checkpoints live in <data.cache_dir>/checkpoints/<this> under its own data root.
     const std::string checkpoint_run = "run-" + std::to_string(out.run_id) + "-" + launch.uid;
     for (NodeRole& r : roles) {
-        if (cfg.train.ckpt_every > 0 || resume_step >= 0) r.checkpoint_run = checkpoint_run;
+        if (cfg.train.ckpt_every > 0 || resume_run_ > 0) r.checkpoint_run = checkpoint_run;
         r.resume_step = resume_step;
+        if (independent) {
+            const auto it = node_steps.find(r.name);
+            r.resume_step = it == node_steps.end() ? -1 : it->second;
+        }
     }
     if (Status st = store.add_event(out.run_id,
                           {since_s(t0), "coordinator", EventLevel::kInfo, "data", "data " + to_text(fingerprint)}); !st)
@@ -214,7 +236,7 @@ void Session::body(RunConfig cfg) {
     const bool one_node = algorithm_of(cfg) == Algorithm::kNone;
     for (size_t i = 0; i < roles.size(); ++i) {
         out.nodes.push_back(roles[i].name);
-        if (resume_step >= 0) continue;  // a resumed run's nodes are stored already
+        if (resume_run_ > 0) continue;  // a resumed run's nodes are stored already
         const NodeInfo& ni = coord->nodes()[i];
         RunNode rn;
         rn.node = roles[i].name;
@@ -253,9 +275,16 @@ void Session::body(RunConfig cfg) {
                 cfg.cluster.nodes_per_replica == 1 ? "" : "s", cfg.cluster.mode.c_str(), n, n == 1 ? "" : "s",
                 (long long)cfg.run.threads, cfg.run.threads == 1 ? "" : "s", (long long)cfg.train.steps);
 
-    if (print_ && resume_step >= 0)
+    if (print_ && resume_run_ > 0 && independent) {
+        std::printf("run %lld resumes: each expert from its own latest checkpoint\n", (long long)out.run_id);
+        for (auto& r : roles)
+            std::printf("  %-12s %s\n", r.name.c_str(),
+                        r.resume_step < 0 ? "starts over (no checkpoint)"
+                                          : ("at step " + std::to_string(r.resume_step)).c_str());
+    } else if (print_ && resume_step >= 0) {
         std::printf("run %lld resumes at step %lld (every node's latest common checkpoint)\n", (long long)out.run_id,
                     (long long)resume_step);
+    }
     ScheduledKills kills(cfg, roles);
     StoreSink sink(store, out.run_id, cfg.train.steps, cfg.train.log_every, out.nodes, print_,
                    [this, &kills](const EventRecord& e) {

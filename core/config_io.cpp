@@ -682,8 +682,8 @@ void validate_hdee(const RunConfig& c, std::vector<std::string>& p) {
         p.push_back("cluster.stages / cluster.nodes_per_replica: an HDEE expert is one node");
     if (!c.data.genres.empty()) p.push_back("data.genres: leave unset with [hdee] (hdee.domain_genres sets it per expert)");
     if (!c.data.train_shard.empty()) p.push_back("data.train_shard: HDEE needs the corpus's genres");
-    if (!c.train.ckpt_path.empty()) p.push_back("train.ckpt_path: HDEE experts do not checkpoint");
-    if (c.train.ckpt_every > 0) p.push_back("train.ckpt_every: HDEE experts do not checkpoint");
+    if (!c.train.ckpt_path.empty())
+        p.push_back("train.ckpt_path: a one-node run's file; HDEE experts checkpoint with train.ckpt_every alone");
     if (c.train.steps < 1) p.push_back("train.steps: the homogeneous experts' steps must be at least 1");
     if (h.eval_doc_tokens > 0 && h.eval_doc_tokens <= c.model.seq_len)
         p.push_back("hdee.eval_doc_tokens " + std::to_string(h.eval_doc_tokens) + " is not above model.seq_len " +

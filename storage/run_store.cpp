@@ -294,6 +294,18 @@ Result<int64_t> RunStore::delete_metrics_after(int64_t id, int64_t step) {
     return static_cast<int64_t>(db_.changes());
 }
 
+Result<int64_t> RunStore::delete_node_metrics_after(int64_t id, const std::string& node, int64_t step) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (Status s = require_run(id); !s) return s;
+    auto st = db_.prepare("DELETE FROM metrics WHERE run_id = ?1 AND node = ?2 AND step > ?3");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_text(2, node);
+    st->bind_int64(3, step);
+    if (Status s = st->run(); !s) return s;
+    return static_cast<int64_t>(db_.changes());
+}
+
 Result<RunStore::Totals> RunStore::totals(int64_t id) {
     std::lock_guard<std::mutex> lock(*mu_);
     if (Status s = require_run(id); !s) return s;
@@ -423,6 +435,23 @@ Result<std::optional<int64_t>> RunStore::step_every_node_reported(int64_t id, co
     if (!row) return row.status();
     if (!row.value()) return R(std::optional<int64_t>());
     return R(std::optional<int64_t>(st->column_int64(0)));
+}
+
+Result<std::map<std::string, int64_t>> RunStore::latest_step_by_node(int64_t id, const std::string& name) {
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (Status s = require_run(id); !s) return s;
+    auto st = db_.prepare("SELECT node, MAX(step) FROM metrics WHERE run_id = ?1 AND name = ?2 GROUP BY node");
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    st->bind_text(2, name);
+    std::map<std::string, int64_t> out;
+    for (;;) {
+        auto row = st->step();
+        if (!row) return row.status();
+        if (!row.value()) break;
+        out[st->column_text(0)] = st->column_int64(1);
+    }
+    return out;
 }
 
 Result<std::vector<RunNode>> RunStore::nodes(int64_t id) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -111,6 +112,8 @@ class RunStore {
     // Deletes the run's metric rows after `step` (a resume replaces them; never duplicates them).
     // Returns how many rows went.
     Result<int64_t> delete_metrics_after(int64_t id, int64_t step);
+    // The same for one node's rows only (a run whose nodes resume from steps of their own: HDEE).
+    Result<int64_t> delete_node_metrics_after(int64_t id, const std::string& node, int64_t step);
 
     // Deletes the run: its nodes, metrics, events and the run row, in one transaction. Refuses a run
     // whose status is running ("stop it first"); "no run with id N" if missing. Checkpoint files on
@@ -139,6 +142,8 @@ class RunStore {
     // The latest step at which every node of the run (its run_nodes rows) stored the metric
     // `name` (the checkpoint metric: every node has a checkpoint of that step); nullopt when none.
     Result<std::optional<int64_t>> step_every_node_reported(int64_t id, const std::string& name);
+    // Per node, the latest step at which it stored the metric `name`; nodes that never did are absent.
+    Result<std::map<std::string, int64_t>> latest_step_by_node(int64_t id, const std::string& name);
     // The run's nodes in insertion order.
     Result<std::vector<RunNode>> nodes(int64_t id);
     // Every record named `name` from all nodes of the run, ordered by step, ties in insertion order;

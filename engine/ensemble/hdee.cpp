@@ -9,10 +9,12 @@
 
 #include "core/assert.h"
 #include "core/compute_model.h"
+#include "core/config_io.h"
 #include "core/data_fingerprint.h"
 #include "core/hdee_mixture.h"
 #include "core/metric_names.h"
 #include "engine/worker/node_data.h"
+#include "engine/worker/run_checkpoint.h"
 #include "engine/data/dataset.h"
 #include "engine/data/loader.h"
 #include "engine/model/llama.h"
@@ -68,6 +70,11 @@ private:
     }
     // Scores every domain's eval and prior documents with the trained model; false if stopped.
     Result<bool> score(Trainer& trainer, const PreparedData& data, WorkerControl& ctl, MetricSink& sink);
+    // Run-scoped checkpoints (engine/worker/run_checkpoint.h): an expert's state is its model, its
+    // AdamW and its step (the data position), beside the simulated clock and the last losses; it
+    // has no outer state and sends nothing, so its byte counters stay zero.
+    Status save_checkpoint(RunCheckpoints& ckpts, Trainer& trainer, const RunConfig& c, int64_t step,
+                           double compute_s, double last_loss, double last_val, MetricSink& sink);
 
     RunConfig cfg_;
     NodeRole role_;
@@ -123,6 +130,20 @@ Result<bool> ExpertWorker::score(Trainer& trainer, const PreparedData& data, Wor
     return true;
 }
 
+Status ExpertWorker::save_checkpoint(RunCheckpoints& ckpts, Trainer& trainer, const RunConfig& c, int64_t step,
+                                     double compute_s, double last_loss, double last_val, MetricSink& sink) {
+    NodeProgress p;
+    p.step = step;
+    p.clock.now_s = sim_s_;
+    p.clock.compute_s = compute_s;
+    p.last_loss = last_loss, p.last_val = last_val;
+    auto w = ckpts.save(p, *trainer.model(), trainer.optimizer(), {}, config_hash(c));
+    if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
+    report_checkpoint(*w, step, role_.name, since_s(t0_),
+                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
+    return Status::ok();
+}
+
 Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
     const HdeeConfig& h = cfg_.hdee;
     if (!h.enabled() || role_.expert_ensemble < 0 || role_.expert_ensemble >= static_cast<int>(kHdeeEnsembles) ||
@@ -159,7 +180,26 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
     auto compute_time = ComputeTime::create(c, 0);  // this expert's own width counts
     if (!compute_time) return Status::error(role_.name + ": " + compute_time.message());
     double compute_s = 0, last_loss = NAN, last_val = NAN;
+    // Each expert resumes from its own latest checkpoint (the coordinator's role.resume_step; HDEE
+    // experts train different step counts and never meet, so there is no step common to all).
+    RunCheckpoints ckpts(c, role_);
+    if (ckpts.resuming()) {
+        auto loaded = ckpts.load(*trainer.model(), trainer.optimizer());
+        if (!loaded) return Status::error(role_.name + ": resume: " + loaded.message());
+        if (!loaded->outer_state.empty())
+            return Status::error(role_.name + ": resume: " + loaded->path + " holds an outer algorithm's state; an expert runs none");
+        const NodeProgress& p = loaded->progress;
+        if (p.step < 0 || p.step > steps)
+            return Status::error(role_.name + ": resume: " + loaded->path + " is of step " + std::to_string(p.step) +
+                                 ", outside this expert's " + std::to_string(steps) + " steps");
+        trainer.set_step_index(p.step);
+        sim_s_ = p.clock.now_s, compute_s = p.clock.compute_s;
+        last_loss = p.last_loss, last_val = p.last_val;
+        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume",
+                    "resumed from " + loaded->path + " at step " + std::to_string(p.step)});
+    }
     bool stopped = false;
+    Status failure;
     while (trainer.step_index() < steps) {
         if (!ctl.wait_while_paused()) {
             stopped = true;
@@ -182,9 +222,22 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
             last_val = trainer.evaluate();
             record(s.step, "val.loss", last_val);
         }
+        // Unlike a replica, an expert checkpoints its last step too: a resumed run resumes a finished
+        // expert as well (the coordinator combines the scores only once every expert has sent them),
+        // and from there it only scores again.
+        if (ckpts.due(s.step, true) || (s.step == steps && ckpts.enabled()))
+            if (Status st = save_checkpoint(ckpts, trainer, c, s.step, compute_s, last_loss, last_val, sink); !st) {
+                failure = st;
+                break;
+            }
         ctl.step = s.step;
         sink.metrics(std::exchange(rows_, {}));
     }
+    if (!failure.is_ok()) return failure;
+    // A stop between steps leaves a consistent state: checkpoint it, so a resume loses nothing.
+    if (stopped && ckpts.enabled() && trainer.step_index() > 0 && !ckpts.holds(trainer.step_index()))
+        if (Status st = save_checkpoint(ckpts, trainer, c, trainer.step_index(), compute_s, last_loss, last_val, sink); !st)
+            return st;
     if (!stopped) {
         auto scored = score(trainer, *data, ctl, sink);
         if (!scored) return scored.status();

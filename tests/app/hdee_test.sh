@@ -3,7 +3,9 @@
 # evaluation documents and send their log-probabilities up; the coordinator's combined figures
 # equal what each expert computed from its own scores; the posterior stays within its bound; a
 # one-domain layout's ensembles equal their single expert; child processes give the same numbers
-# as threads; `--set train.steps` sets the budget; a Ctrl-C marks the run interrupted; the alias
+# as threads; `--set train.steps` sets the budget; a Ctrl-C marks the run interrupted; a run whose
+# coordinator is SIGKILLed resumes with each expert from its own checkpoint, to the figures of an
+# uninterrupted run; the alias
 # refuses a layout without [hdee]. Micro model on a micro corpus in the Brown layout.
 # Usage: hdee_test.sh PATH_TO_THINWIRE
 set -euo pipefail
@@ -128,6 +130,40 @@ wait "$pid" && fail "an interrupted run exited 0"
 list="$("$tw" --db "$db" runs list)"
 grep "hdee-stop" <<<"$list" | grep -q interrupted || fail "the stopped run is not interrupted: $("$tw" --db "$db" runs list)"
 grep -q running <<<"$list" && fail "a run is left running"
+
+# Checkpoints and resume (issue 16): every expert checkpoints every 50 steps (and its last step);
+# the coordinator is SIGKILLed once a checkpoint is stored, the run shows interrupted, and --resume
+# goes on with each expert from its own latest checkpoint (experts train different step counts and
+# never meet, so there is no step common to all). The figures equal an uninterrupted run's and no
+# (node, step, metric) is stored twice.
+py=/usr/bin/python3
+ck=(--set train.steps=300 --set train.ckpt_every=50 --set run.threads=1)
+run "${ck[@]}" --set run.name=hdee-ck-ref > "$work/ck-ref.log" 2>&1 || fail "the uninterrupted run failed: $(tail "$work/ck-ref.log")"
+ref="$(last_id)"
+"$tw" --db "$db" run "$work/hdee.toml" --data-root "$work" "${ck[@]}" --set run.name=hdee-ck > "$work/ck.log" 2>&1 &
+pid=$!
+ck_rows() { "$py" -c "import sqlite3,sys
+try: print(sqlite3.connect(sys.argv[1]).execute('SELECT COUNT(*) FROM metrics m JOIN runs r ON r.id = m.run_id WHERE r.name = ? AND m.name = \"ckpt.bytes\"', (sys.argv[2],)).fetchone()[0])
+except sqlite3.Error: print(0)" "$db" "$1"; }
+for _ in $(seq 1 600); do [ "$(ck_rows hdee-ck)" -ge 3 ] && break; sleep 0.05; done
+kill -KILL "$pid"; wait "$pid" 2>/dev/null || true
+id="$("$tw" --db "$db" runs list | awk '$2 == "hdee-ck" {print $1}')"
+[ "$("$tw" --db "$db" runs list | awk -v i="$id" '$1 == i {print $3}')" = interrupted ] ||
+  fail "the killed HDEE run is not interrupted: $("$tw" --db "$db" runs list)"
+out="$("$tw" --db "$db" run --resume "$id" --data-root "$work" 2>&1)" || fail "the HDEE resume failed: $out"
+grep -q "run $id resumes: each expert from its own latest checkpoint" <<<"$out" || fail "no per-expert resume: $out"
+grep -Eq "^  [^ ]+ +at step [1-9][0-9]*$" <<<"$out" || fail "no expert resumed from a checkpoint: $out"
+grep -q "run $id finished" <<<"$out" || fail "the resumed HDEE run did not finish: $out"
+figures() { "$py" -c "import sqlite3,sys
+c = sqlite3.connect(sys.argv[1])
+for r in c.execute('SELECT node, step, name, value FROM metrics WHERE run_id = ? AND (name IN (\"train.loss\", \"val.loss\") OR node = \"hdee\") ORDER BY node, step, name', (int(sys.argv[2]),)): print(*r)" "$db" "$1"; }
+twice() { "$py" -c "import sqlite3,sys
+c = sqlite3.connect(sys.argv[1])
+for r in c.execute('SELECT node, step, name FROM metrics WHERE run_id = ? GROUP BY node, step, name HAVING COUNT(*) > 1', (int(sys.argv[2]),)): print(*r)" "$db" "$1"; }
+[ -z "$(twice "$id")" ] || fail "the resumed HDEE run stored rows twice: $(twice "$id" | head)"
+want="$(figures "$ref")" got="$(figures "$id")"
+[ "$(wc -l <<<"$want")" -gt 1500 ] || fail "too few figures to compare: $(wc -l <<<"$want")"
+[ "$want" = "$got" ] || fail "the resumed HDEE run differs from the uninterrupted one: $(diff <(echo "$want") <(echo "$got") | head -20)"
 
 # The alias wants an [hdee] section.
 sed '/^\[hdee\]/,$d' "$work/hdee.toml" > "$work/plain.toml"

@@ -336,7 +336,7 @@ TEST(HdeePlan, BadSectionsNameTheKey) {
     expect_error({"hdee.homogenous_d_ff=3"}, "hdee.homogenous_d_ff: unknown key");
     expect_error({"data.genres=[\"a\"]"}, "data.genres: leave unset with [hdee]");
     expect_error({"outer.algorithm=diloco"}, "HDEE experts train alone");
-    expect_error({"train.ckpt_path=x.ckpt"}, "train.ckpt_path: HDEE experts do not checkpoint");
+    expect_error({"train.ckpt_path=x.ckpt"}, "train.ckpt_path: a one-node run's file; HDEE experts checkpoint with train.ckpt_every alone");
     // A budget no heterogeneous ensemble can meet fails at planning, naming the ensemble.
     auto c = parse_config(kExperiment, "hdee.toml", {"train.steps=1", "hdee.hetero_size_d_ff=[4000,4000,4000]"});
     ASSERT_TRUE(c) << c.message();

@@ -180,5 +180,27 @@ TEST(Resume, TheLatestStepEveryNodeReported) {
     EXPECT_EQ(s.step_every_node_reported(id, metric::kCkptBytes).value(), std::optional<int64_t>(80));
 }
 
+// HDEE experts resume from their own latest checkpoints: the store answers per node, and deletes
+// one node's rows after its own step, leaving every other node's alone.
+TEST(Resume, EachNodesLatestStepAndItsOwnRowsDeleted) {
+    TempStore t;
+    RunStore& s = *t.store;
+    const int64_t id = s.create_run("r", "run", "", "", 1).value();
+    ASSERT_TRUE(s.add_metrics(id, {{"expert-a", 50, -1, 0, 0, metric::kCkptBytes, 1},
+                                   {"expert-a", 100, -1, 0, 0, metric::kCkptBytes, 1},
+                                   {"expert-b", 50, -1, 0, 0, metric::kCkptBytes, 1},
+                                   {"expert-a", 101, -1, 0, 0, metric::kTrainLoss, 1},
+                                   {"expert-b", 51, -1, 0, 0, metric::kTrainLoss, 1},
+                                   {"expert-b", 101, -1, 0, 0, metric::kTrainLoss, 1},
+                                   {"expert-c", 3, -1, 0, 0, metric::kTrainLoss, 1}})
+                    .is_ok());
+    const auto latest = s.latest_step_by_node(id, metric::kCkptBytes).value();
+    EXPECT_EQ(latest, (std::map<std::string, int64_t>{{"expert-a", 100}, {"expert-b", 50}}));  // c wrote none
+    EXPECT_EQ(s.delete_node_metrics_after(id, "expert-b", 50).value(), 2);
+    EXPECT_EQ(s.delete_node_metrics_after(id, "expert-c", -1).value(), 1);  // starts over: every row
+    EXPECT_EQ(s.metrics(id, metric::kTrainLoss).value().size(), 1u);        // expert-a's 101 stays
+    EXPECT_FALSE(s.delete_node_metrics_after(id + 1, "expert-a", 0));
+}
+
 }  // namespace
 }  // namespace tw
