@@ -69,7 +69,7 @@ Result<ResumePlan> plan_resume(RunStore& store, int64_t id, const std::string& f
 }
 
 Result<ResumePoint> resume_point(RunStore& store, int64_t id, const std::vector<std::string>& nodes,
-                                 bool independent) {
+                                 const ResumeRule& rule) {
     using R = Result<ResumePoint>;
     const std::string which = "run " + std::to_string(id);
     auto stored = store.nodes(id);
@@ -84,7 +84,26 @@ Result<ResumePoint> resume_point(RunStore& store, int64_t id, const std::vector<
                         std::to_string(now.size()) + " others; a resume needs the same nodes");
     auto launch = store.launch(id);
     if (!launch) return launch.status();
-    if (independent) {
+    if (!rule.round_steps.empty()) {
+        auto rows = store.metrics(id, metric::kCkptBytes);
+        if (!rows) return rows.status();
+        // outer step → node → its step at that round's end (a clean stop's mid-round file is not one)
+        std::map<int64_t, std::map<std::string, int64_t>> by_round;
+        for (const MetricRecord& m : *rows) {
+            const auto h = rule.round_steps.find(m.node);
+            if (h != rule.round_steps.end() && h->second > 0 && m.step % h->second == 0)
+                by_round[m.outer_step][m.node] = m.step;
+        }
+        for (auto it = by_round.rbegin(); it != by_round.rend(); ++it) {
+            if (it->second.size() != nodes.size()) continue;
+            ResumePoint at{std::numeric_limits<int64_t>::max(), launch->uid, it->second};
+            for (auto& [n, s] : at.node_steps) at.step = std::min(at.step, s);
+            return at;
+        }
+        return R::error(which + " has no round after which every node wrote a checkpoint (train.ckpt_every = 0, or "
+                                "it stopped before the first); nothing to resume from");
+    }
+    if (rule.independent) {
         auto latest = store.latest_step_by_node(id, metric::kCkptBytes);
         if (!latest) return latest.status();
         if (latest->empty())

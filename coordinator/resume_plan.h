@@ -33,15 +33,24 @@ Result<ResumePlan> plan_resume(RunStore& store, int64_t id, const std::string& f
 // Where the session of a resumed run goes on from: the latest step at which every node of the run
 // stored its checkpoint row (core/metric_names.h kCkptBytes), and the run's uid (its checkpoint
 // folder's name). `nodes` are the role names of the new cluster, which must be the stored ones.
-// With `independent` nodes (HDEE experts, which never exchange anything and train different step
-// counts) each node goes on from its own latest checkpoint instead (`node_steps`; a node that wrote
-// none starts over, absent from it), and `step` is the earliest of them (0 when a node starts over).
+// Two kinds of run have no step common to all nodes, and the nodes go on from steps of their own
+// (`node_steps`; `step` is then the earliest of them):
+//  * independent nodes (HDEE experts, which never exchange anything and train different step
+//    counts): each from its own latest checkpoint; a node that wrote none starts over (absent from
+//    node_steps, and `step` is 0);
+//  * `round_steps` given (time-budgeted rounds: node → its steps per round): the latest round
+//    after which every node wrote a checkpoint at that round's end (the row's outer step, a step
+//    that is a multiple of the node's round), each node at its own step of it.
 struct ResumePoint {
     int64_t step = 0;
     std::string uid;
-    std::map<std::string, int64_t> node_steps;  // independent nodes only
+    std::map<std::string, int64_t> node_steps;  // independent nodes and time-budgeted rounds only
+};
+struct ResumeRule {
+    bool independent = false;
+    std::map<std::string, int64_t> round_steps;
 };
 Result<ResumePoint> resume_point(RunStore& store, int64_t id, const std::vector<std::string>& nodes,
-                                 bool independent = false);
+                                 const ResumeRule& rule = {});
 
 }  // namespace tw

@@ -24,6 +24,7 @@
 #include "core/metric_names.h"
 #include "core/hub_endpoint.h"
 #include "core/model_size.h"
+#include "core/time_budget.h"
 #include "remote/hub_relay.h"
 #include "remote/protocol.h"
 #include "remote/cluster.h"
@@ -178,12 +179,23 @@ void Session::body(RunConfig cfg) {
     int64_t resume_step = -1;
     // HDEE experts exchange nothing and train step counts of their own: each resumes from its own
     // latest checkpoint (a node that wrote none starts over), not from one step common to all.
+    // Time-budgeted rounds run a number of steps per round of each replica's own: the replicas
+    // resume after a common round, each at its own step.
     const bool independent = cfg.hdee.enabled();
     std::map<std::string, int64_t> node_steps;
     if (resume_run_ > 0) {
         std::vector<std::string> names;
         for (auto& r : roles) names.push_back(r.name);
-        const ResumePoint at = unwrap(resume_point(store, resume_run_, names, independent));
+        ResumeRule rule;
+        rule.independent = independent;
+        if (cfg.outer.round_time_s > 0) {
+            const TimeBudget plan = unwrap(time_budget(cfg));
+            for (auto& r : roles)
+                if (r.replica >= 0 && static_cast<size_t>(r.replica) < plan.inner_steps.size())
+                    rule.round_steps[r.name] = plan.inner_steps[static_cast<size_t>(r.replica)];
+        }
+        const bool own_steps = independent || !rule.round_steps.empty();
+        const ResumePoint at = unwrap(resume_point(store, resume_run_, names, rule));
         resume_step = at.step;
         node_steps = at.node_steps;
         launch.uid = at.uid;
@@ -191,8 +203,8 @@ void Session::body(RunConfig cfg) {
         check(store.reopen_run(out.run_id));
         int64_t dropped = 0;
         std::string where = "at step " + std::to_string(resume_step);
-        if (independent) {
-            where = "each expert from its own latest checkpoint:";
+        if (own_steps) {
+            where = independent ? "each expert from its own latest checkpoint:" : "after a common round, each replica at its own step:";
             for (auto& r : roles) {
                 const auto it = node_steps.find(r.name);
                 const int64_t from = it == node_steps.end() ? -1 : it->second;  // -1: every row of it goes
@@ -221,7 +233,7 @@ void Session::body(RunConfig cfg) {
     for (NodeRole& r : roles) {
         if (cfg.train.ckpt_every > 0 || resume_run_ > 0) r.checkpoint_run = checkpoint_run;
         r.resume_step = resume_step;
-        if (independent) {
+        if (!node_steps.empty() || independent) {
             const auto it = node_steps.find(r.name);
             r.resume_step = it == node_steps.end() ? -1 : it->second;
         }
@@ -275,8 +287,10 @@ void Session::body(RunConfig cfg) {
                 cfg.cluster.nodes_per_replica == 1 ? "" : "s", cfg.cluster.mode.c_str(), n, n == 1 ? "" : "s",
                 (long long)cfg.run.threads, cfg.run.threads == 1 ? "" : "s", (long long)cfg.train.steps);
 
-    if (print_ && resume_run_ > 0 && independent) {
-        std::printf("run %lld resumes: each expert from its own latest checkpoint\n", (long long)out.run_id);
+    if (print_ && resume_run_ > 0 && (independent || !node_steps.empty())) {
+        std::printf("run %lld resumes: %s\n", (long long)out.run_id,
+                    independent ? "each expert from its own latest checkpoint"
+                                : "after the latest round every replica checkpointed, each at its own step");
         for (auto& r : roles)
             std::printf("  %-12s %s\n", r.name.c_str(),
                         r.resume_step < 0 ? "starts over (no checkpoint)"

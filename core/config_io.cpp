@@ -718,8 +718,6 @@ Status validate_config(const RunConfig& c) {
     if (algo && !single && !c.train.ckpt_path.empty())
         p.push_back("train.ckpt_path: a one-node run's file; a " + c.outer.algorithm +
                     " run checkpoints every node with train.ckpt_every alone (resume: thinwire run --resume RUN)");
-    if (c.train.ckpt_every > 0 && c.outer.round_time_s > 0)
-        p.push_back("train.ckpt_every: checkpoints of time-budgeted rounds (outer.round_time_s) are not supported yet");
     if (single && c.outer.replicas > 1)
         p.push_back("outer.replicas " + std::to_string(c.outer.replicas) + " needs an outer.algorithm (e.g. \"diloco\")");
     auto multi_node = [](const AlgorithmTraits& t) { return t.multi_node_replicas; };

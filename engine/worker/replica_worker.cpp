@@ -233,6 +233,13 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         // Trainer (its schedule spans them) and the outer algorithm (its weights) are built.
         auto plan = time_budget(cfg_);
         if (!plan) return Status::error(role_.name + ": " + plan.message());
+        // Checkpoints every K rounds on every replica alike (K rounds of the configured H cover at
+        // least train.ckpt_every steps), so they meet at the same rounds though each replica runs
+        // its own H: the resume point is a round, each replica at its own step of it.
+        if (cfg_.train.ckpt_every > 0) {
+            const int64_t every_rounds = (cfg_.train.ckpt_every + cfg_.outer.inner_steps - 1) / cfg_.outer.inner_steps;
+            cfg_.train.ckpt_every = every_rounds * plan->inner_steps.at(static_cast<size_t>(role_.replica));
+        }
         cfg_ = budgeted_config(cfg_, *plan, role_.replica);
         const auto r = static_cast<size_t>(role_.replica);
         sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "time budget",
