@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "core/config_io.h"
 #include "core/data_root.h"
@@ -115,6 +116,19 @@ Result<ResumePoint> resume_point(RunStore& store, int64_t id, const std::vector<
         at.step = at.node_steps.size() < nodes.size() ? 0 : std::numeric_limits<int64_t>::max();
         for (auto& [n, s] : at.node_steps) at.step = std::min(at.step, s);
         return at;
+    }
+    if (!rule.spares.empty()) {
+        auto rows = store.metrics(id, metric::kCkptBytes);
+        if (!rows) return rows.status();
+        std::map<int64_t, std::set<std::string>> by_step;
+        for (const MetricRecord& m : *rows) by_step[m.step].insert(m.node);
+        for (auto it = by_step.rbegin(); it != by_step.rend(); ++it) {
+            bool every = true;
+            for (const std::string& n : nodes) every = every && (rule.spares.count(n) ? !it->second.count(n) : it->second.count(n) > 0);
+            if (every) return ResumePoint{it->first, launch->uid, {}};
+        }
+        return R::error(which + " has no checkpoint that every replica wrote before a spare took a place "
+                                "(train.ckpt_every = 0, or it stopped before the first); nothing to resume from");
     }
     auto step = store.step_every_node_reported(id, metric::kCkptBytes);
     if (!step) return step.status();

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,13 @@ struct ResumePoint {
     std::string uid;
     std::map<std::string, int64_t> node_steps;  // independent nodes and time-budgeted rounds only
 };
+// `spares` (cluster.spares' nodes): the common step is the latest one every other node wrote and no
+// spare did, i.e. before any spare took a place (the replica it replaced writes no more); the spares
+// start standing by again, as at the run's start, and the run's losses replay from there.
 struct ResumeRule {
     bool independent = false;
     std::map<std::string, int64_t> round_steps;
+    std::set<std::string> spares;
 };
 Result<ResumePoint> resume_point(RunStore& store, int64_t id, const std::vector<std::string>& nodes,
                                  const ResumeRule& rule = {});

@@ -194,6 +194,8 @@ void Session::body(RunConfig cfg) {
                 if (r.replica >= 0 && static_cast<size_t>(r.replica) < plan.inner_steps.size())
                     rule.round_steps[r.name] = plan.inner_steps[static_cast<size_t>(r.replica)];
         }
+        for (auto& r : roles)
+            if (r.kind == "spare") rule.spares.insert(r.name);
         const bool own_steps = independent || !rule.round_steps.empty();
         const ResumePoint at = unwrap(resume_point(store, resume_run_, names, rule));
         resume_step = at.step;
@@ -213,6 +215,8 @@ void Session::body(RunConfig cfg) {
             }
         } else {
             dropped = unwrap(store.delete_metrics_after(out.run_id, resume_step));
+            // A spare starts standing by again, as at the run's start: none of its rows stays.
+            for (const std::string& n : rule.spares) dropped += unwrap(store.delete_node_metrics_after(out.run_id, n, -1));
         }
         check(store.set_config(out.run_id, to_toml(cfg), config_hash(cfg)));
         check(store.add_event(out.run_id, {since_s(t0), "coordinator", EventLevel::kInfo, "resume",
@@ -237,6 +241,7 @@ void Session::body(RunConfig cfg) {
             const auto it = node_steps.find(r.name);
             r.resume_step = it == node_steps.end() ? -1 : it->second;
         }
+        if (r.kind == "spare") r.resume_step = -1;  // stands by again (resume_plan.h ResumeRule)
     }
     if (Status st = store.add_event(out.run_id,
                           {since_s(t0), "coordinator", EventLevel::kInfo, "data", "data " + to_text(fingerprint)}); !st)
@@ -296,8 +301,10 @@ void Session::body(RunConfig cfg) {
                         r.resume_step < 0 ? "starts over (no checkpoint)"
                                           : ("at step " + std::to_string(r.resume_step)).c_str());
     } else if (print_ && resume_step >= 0) {
-        std::printf("run %lld resumes at step %lld (every node's latest common checkpoint)\n", (long long)out.run_id,
-                    (long long)resume_step);
+        std::printf("run %lld resumes at step %lld (%s)\n", (long long)out.run_id, (long long)resume_step,
+                    cfg.cluster.spares > 0 ? "every replica's latest common checkpoint before a spare took a place; "
+                                             "the spares stand by again"
+                                           : "every node's latest common checkpoint");
     }
     ScheduledKills kills(cfg, roles);
     StoreSink sink(store, out.run_id, cfg.train.steps, cfg.train.log_every, out.nodes, print_,

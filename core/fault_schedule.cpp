@@ -117,7 +117,6 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
         else if (c.cluster.stages > 1 || c.cluster.nodes_per_replica > 1 || c.hdee.enabled() || c.skippipe.enabled())
             p.push_back(what + "spares stand in for replicas of one node only (no pipelines, Gloo groups, HDEE or SkipPipe)");
         if (c.outer.round_time_s > 0) p.push_back(what + "time-budgeted rounds (outer.round_time_s) take no spares");
-        if (c.train.ckpt_every > 0) p.push_back(what + "checkpoints of runs with spares are not supported yet");
         if (c.outer.replicas + c.cluster.spares > 64)
             p.push_back(what + "outer.replicas + cluster.spares must be at most 64 (the transport's member masks)");
     }

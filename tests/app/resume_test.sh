@@ -13,15 +13,18 @@
 # SkipPipe (3 stages × 2 replicas, paths of 2 stages, a partial-model validation path); and a
 # DiLoCo run of 3 replicas with a [faults] schedule (faults): the first checkpoint every node holds
 # comes after replica 1's kill and rejoin, and the resumed run replays replica 2's kill and
-# rejoin, its recovery bytes and the heartbeat wait the survivors' clocks pay for it.
+# rejoin, its recovery bytes and the heartbeat wait the survivors' clocks pay for it; and the same
+# with a spare (spares): replica 2 killed for good at 85, the spare takes its place at 90 and writes
+# checkpoints; the resume goes back to the latest step every replica wrote before that (80), the
+# spare stands by again, and the kill and the takeover replay to the uninterrupted rows.
 # Usage: resume_test.sh PATH_TO_THINWIRE [CASE...] (an algorithm, or pipe, pipe3, hetero_sparseloco,
-# hetero_diloco, reparam_diloco, skippipe, faults)
+# hetero_diloco, reparam_diloco, skippipe, faults, spares)
 set -euo pipefail
 tw="$1"
 shift
 algos=("$@")
 [ ${#algos[@]} -gt 0 ] || algos=(ddp diloco sparseloco streaming_diloco noloco demo none pipe pipe3 hetero_sparseloco hetero_diloco
-                                reparam_diloco skippipe faults)
+                                reparam_diloco skippipe faults spares)
 work="$(mktemp -d)"
 export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 pids=()
@@ -46,6 +49,9 @@ layout() {  # case → $work/micro.toml
       pipeline=$'replicas = 1\nrank = 8\nmicro_batches = 2\nschedule = "1f1b"' ;;
     reparam_diloco) algo=diloco steps=300 cluster="stages = 2"  # Z, not W, is what the stage's AdamW steps
       pipeline=$'replicas = 1\nrank = 8\nmicro_batches = 2\nconstraint = "reparam"' ;;
+    spares) algo=diloco replicas=3 steps=400  # replica 2 killed for good, the spare takes its place at 90
+      cluster="spares = 1"
+      more=$'[faults]\nevents = ["kill 2 at 85"]' ;;
     faults) algo=diloco replicas=3 steps=400  # a scheduled kill with rejoin, a slow and a paused replica
       more=$'[faults]\nevents = ["kill 1 at 25 rejoin 55", "slow 2 at 70 until 90 x 2", "kill 2 at 85 rejoin 115", "pause 0 at 125 until 130"]' ;;
     skippipe) algo=none replicas=1 steps=300 layers=3  # SkipPipe places its own 3 × 2 nodes
@@ -89,13 +95,20 @@ counts() {  # database, run → "node step name count" of every (node, step, nam
   "$py" -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); [print(*r) for r in c.execute('SELECT node, step, name, COUNT(*) \
 FROM metrics WHERE run_id = ? GROUP BY node, step, name HAVING COUNT(*) > 1 ORDER BY node, step, name', (int(sys.argv[2]),))]" "$1" "$2"
 }
-complete_ckpt() {  # database, run → the latest step every node checkpointed ("" while none)
+complete_ckpt() {  # database, run → the latest step every node checkpointed ("" while none); spares:
+  # every other node, and no spare (before a spare took a place: they stand by again on a resume)
   "$py" -c "import sqlite3,sys
 try:
     c=sqlite3.connect(sys.argv[1]); r=c.execute('SELECT step FROM metrics WHERE run_id = ? AND name = \"ckpt.bytes\" GROUP BY step \
-HAVING COUNT(DISTINCT node) = (SELECT COUNT(*) FROM run_nodes WHERE run_id = ?) ORDER BY step DESC', (int(sys.argv[2]),)*2).fetchone()
+HAVING COUNT(DISTINCT node) = (SELECT COUNT(*) FROM run_nodes WHERE run_id = ? AND node NOT LIKE \"spare-%\") \
+AND SUM(node LIKE \"spare-%\") = 0 ORDER BY step DESC', (int(sys.argv[2]),)*2).fetchone()
     print(r[0] if r else '')
 except sqlite3.Error: print('')" "$1" "$2"
+}
+spare_ckpt() {  # database, run → whether a spare has written a checkpoint (it holds a place)
+  "$py" -c "import sqlite3,sys
+try: print(sqlite3.connect(sys.argv[1]).execute('SELECT COUNT(*) FROM metrics WHERE run_id = ? AND name = \"ckpt.bytes\" AND node LIKE \"spare-%\"', (int(sys.argv[2]),)).fetchone()[0])
+except sqlite3.Error: print(0)" "$1" "$2"
 }
 status_of() { tw_run "$1" runs list | awk -v id="$2" '$1 == id {print $3}'; }
 
@@ -109,7 +122,9 @@ for algo in "${algos[@]}"; do
   pid=$!
   pids+=("$pid")
   for _ in $(seq 1 600); do
-    [ -n "$(complete_ckpt "$db" 1)" ] && break
+    # spares: once the spare holds replica 2's place and has checkpointed, so the resume must go back
+    # past its files to the latest step every replica wrote (80), and replay the kill and the takeover.
+    [ -n "$(complete_ckpt "$db" 1)" ] && { [ "$algo" != spares ] || [ "$(spare_ckpt "$db" 1)" -gt 0 ]; } && break
     kill -0 "$pid" 2>/dev/null || fail "$algo: the run ended before any checkpoint: $(tail -3 "$work/kill.log")"
     sleep 0.05
   done

@@ -155,17 +155,16 @@ TEST(Config, CheckpointSettingsAreCoherentAcrossRunKinds) {
     EXPECT_NE(problem({"skippipe.stages=2", "skippipe.replicas=2", "skippipe.path_stages=2", "train.ckpt_path=run.ckpt"})
                   .find("train.ckpt_path: checkpoints of SkipPipe runs are not supported"),
               std::string::npos);
-    EXPECT_NE(problem({"outer.algorithm=diloco", "outer.replicas=2", "compute.model=flops", "outer.round_time_s=1",
-                       "train.ckpt_every=50"})
-                  .find("train.ckpt_every: checkpoints of time-budgeted rounds"),
-              std::string::npos);
-    // A fault schedule checkpoints (the schedule plays on after a resume); spares do not.
+    // Every run kind of an outer algorithm checkpoints with train.ckpt_every: time-budgeted rounds
+    // (resumed after a common round), a fault schedule (which plays on after a resume) and spares
+    // (resumed from before any spare took a place).
+    EXPECT_EQ(problem({"outer.algorithm=diloco", "outer.replicas=2", "compute.model=flops", "outer.round_time_s=1",
+                       "train.ckpt_every=50"}),
+              "");
     EXPECT_EQ(problem({"outer.algorithm=diloco", "outer.replicas=2", "faults.events=[\"kill 1 at 10 rejoin 20\"]",
                        "train.ckpt_every=50"}),
               "");
-    EXPECT_NE(problem({"outer.algorithm=diloco", "outer.replicas=2", "cluster.spares=1", "train.ckpt_every=50"})
-                  .find("checkpoints of runs with spares are not supported yet"),
-              std::string::npos);
+    EXPECT_EQ(problem({"outer.algorithm=diloco", "outer.replicas=2", "cluster.spares=1", "train.ckpt_every=50"}), "");
 }
 
 }  // namespace

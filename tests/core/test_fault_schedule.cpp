@@ -60,12 +60,13 @@ TEST(FaultSchedule, SparesWorkOverTheHubAndAreRefusedWhereNoReplicaCanBeLost) {
     c.outer.topology = "hub";  // the relay's members are the replicas and the spares
     FaultSchedule::problems(c, p);
     EXPECT_TRUE(p.empty()) << p.front();
-    c.cluster.nodes_per_replica = 2;
-    c.train.ckpt_every = 10;
+    c.train.ckpt_every = 10;  // checkpoints too: resumed from before any spare took a place
     FaultSchedule::problems(c, p);
-    ASSERT_EQ(p.size(), 2u);
+    EXPECT_TRUE(p.empty()) << p.front();
+    c.cluster.nodes_per_replica = 2;
+    FaultSchedule::problems(c, p);
+    ASSERT_EQ(p.size(), 1u);
     EXPECT_NE(p[0].find("replicas of one node only"), std::string::npos) << p[0];
-    EXPECT_NE(p[1].find("checkpoints"), std::string::npos) << p[1];
     p.clear();
     c = diloco(3, 10, 60);
     c.outer.algorithm = "ddp";

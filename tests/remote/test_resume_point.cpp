@@ -82,5 +82,23 @@ TEST(ResumePoint, TimeBudgetedRoundsAfterTheLatestCommonRoundEachAtItsOwnStep) {
     EXPECT_EQ(at->node_steps, (std::map<std::string, int64_t>{{"a", 80}, {"b", 40}}));
 }
 
+// With spares: the latest step every other node wrote and no spare did. Replica b was lost after 40,
+// the spare took its place and wrote at 80 with a; 80 is not a resume point, 40 is.
+TEST(ResumePoint, WithSparesBeforeAnySpareTookAPlace) {
+    Store s("spares");
+    RunNode spare;
+    spare.node = "spare-0";
+    ASSERT_TRUE(s.store->add_node(s.id, spare).is_ok());
+    ResumeRule rule;
+    rule.spares = {"spare-0"};
+    EXPECT_FALSE(resume_point(*s.store, s.id, {"a", "b", "spare-0"}, rule));  // nothing written yet
+    s.ckpt("a", 40, 3), s.ckpt("b", 40, 3);
+    s.ckpt("a", 80, 7), s.ckpt("spare-0", 80, 7);
+    auto at = resume_point(*s.store, s.id, {"a", "b", "spare-0"}, rule);
+    ASSERT_TRUE(at) << at.message();
+    EXPECT_EQ(at->step, 40);
+    EXPECT_TRUE(at->node_steps.empty());
+}
+
 }  // namespace
 }  // namespace tw
