@@ -27,7 +27,8 @@ class LocalCluster;
 
 class ScheduledKills {
 public:
-    // Inactive (every call does nothing) unless the run is in child processes with [faults].
+    // Inactive (every call does nothing) unless the run is in child processes with [faults] and
+    // one node per replica.
     ScheduledKills(const RunConfig& cfg, const std::vector<NodeRole>& roles);
     bool active() const { return active_; }
     // Sees every event of the run; remembers the kills the nodes report.

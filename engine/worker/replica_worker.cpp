@@ -84,6 +84,16 @@ private:
     // Whether this node's replica leaves the run as a whole when its gradient group fails (a node of
     // it lost): any node of a replica of several nodes under an outer algorithm (docs/faults.md).
     bool may_leave() const { return grads_ && algorithm_traits(cfg_).outer_rounds && !in_pipeline_run(); }
+    // A node of a replica of several nodes that is not its leader (no mesh, no outer algorithm): it
+    // follows its leader's weights and clock after every round, and the fault schedule of its
+    // replica (docs/faults.md "Replicas of several nodes").
+    bool group_follower() const { return grads_ && !mesh_ && algorithm_traits(cfg_).outer_rounds && !in_pipeline_run(); }
+    // The gradient average over the replica's Gloo group, on the current trainer's parameters
+    // (again after a killed worker is rebuilt).
+    void install_grad_sync();
+    // The leader's weights and clock reach the replica's other nodes over their Gloo group (after
+    // a round, or after the leader took a live peer's state); no round rows. A no-op alone.
+    Status follow_in_group();
     // The replica leaves: an event names why; the worker ends after this step (its peers find the
     // leader gone and redo their round without it).
     void leave(const Status& why) {
@@ -279,12 +289,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         auto g = GradAllReduce::create(r, grad_link_);
         if (!g) return g.status();
         grads_ = std::move(*g);
-        trainer_->set_grad_sync([this, params] {
-            const auto t = Clock::now();
-            Status st = grads_->average_grads(params);
-            gloo_real_s_ += since_s(t);
-            return st;
-        });
+        install_grad_sync();
     }
     if (in_pipeline_run()) {
         if (!mesh_) return Status::error(role_.name + ": a pipeline run needs the data-plane mesh");
@@ -327,6 +332,29 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                     role_.name + " starts: " + std::to_string(count_parameters(cfg_.model)) + " parameters, data part " +
                         std::to_string(role_.global_rank()) + " of " + std::to_string(role_.world())});
+    return Status::ok();
+}
+
+void ReplicaWorker::install_grad_sync() {
+    if (!grads_) return;
+    auto params = trainer_->model()->parameters();
+    trainer_->set_grad_sync([this, params] {
+        const auto t = Clock::now();
+        Status st = grads_->average_grads(params);
+        gloo_real_s_ += since_s(t);
+        return st;
+    });
+}
+
+Status ReplicaWorker::follow_in_group() {
+    if (!grads_) return Status::ok();
+    auto params = trainer_->model()->parameters();
+    auto clock = torch::full({1}, clock_.now_s(), torch::kFloat32);
+    params.push_back(clock);
+    const auto t = Clock::now();
+    if (Status st = grads_->broadcast(params, 0); !st) return st;
+    gloo_real_s_ += since_s(t);
+    clock_.wait_until(clock_.follow_leader(clock_.now_s(), clock.item<float>(), net_.intra, static_cast<uint64_t>(n_params_) * 4));
     return Status::ok();
 }
 
@@ -394,9 +422,17 @@ Status ReplicaWorker::outer_round(int64_t step) {
         // Disconnected: it trains on alone and takes part in no round; after the round it rejoins
         // at, the state of a live peer replaces its own (docs/faults.md).
         if (!outer_->round_at(step)) return Status::ok();
-        if (step < down_until_) return Status::ok();
-        down_until_ = -1;
-        return receive_state(step, scheduled_members(step));
+        if (step >= down_until_) {
+            down_until_ = -1;
+            if (Status st = receive_state(step, scheduled_members(step)); !st) return st;
+        }
+        return follow_in_group();  // the replica's other nodes take what the leader holds
+    }
+    if (group_follower() && !faults_.empty() && step % cfg_.outer.inner_steps == 0 &&
+        !faults_.in_round(role_.replica, step)) {
+        // The leader is away from this round (disconnected, or back after it with a peer's state):
+        // its weights and clock all the same, and no round of this replica to record.
+        return follow_in_group();
     }
     if (elastic() && outer_->round_at(step)) {
         auto r = elastic_round(step, late);
@@ -864,7 +900,7 @@ void ReplicaWorker::record_bytes(int64_t step) {
 
 Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& left) {
     left = false;
-    if (!elastic() || faults_.empty()) return Status::ok();
+    if (faults_.empty() || !(elastic() || group_follower())) return Status::ok();
     for (const FaultEvent* e : faults_.starting(role_.replica, step)) {
         const std::string what = e->text() + (e->churn ? " (churn)" : "");
         switch (e->kind) {
@@ -880,7 +916,9 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
                 break;
             case FaultKind::kDisconnect: {
                 const int64_t back = faults_.rejoin_round(*e);
-                down_until_ = back < 0 ? cfg_.train.steps + 1 : back;
+                // A follower trains on with its leader (its group is cut off as a whole) and takes
+                // the leader's weights at every round (outer_round).
+                if (!group_follower()) down_until_ = back < 0 ? cfg_.train.steps + 1 : back;
                 event(EventLevel::kWarning, "fault", what + ": cut off; it trains on alone" +
                                                          (back < 0 ? std::string(" to the end")
                                                                    : ", and takes the state of a live peer after the round at step " +
@@ -889,7 +927,9 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
             }
             case FaultKind::kKill: {
                 const int64_t back = faults_.rejoin_round(*e);
-                if (cfg_.cluster.mode == "local") {
+                // A replica of several nodes is stopped inside its processes, as with threads: a
+                // fresh process would need a fresh Gloo rendezvous with the others of its group.
+                if (cfg_.cluster.mode == "local" && !grads_) {
                     // A child process: its coordinator kills it for real on this report (coordinator/
                     // scheduled_kills.h), and starts a fresh one to rejoin. The rows so far go first.
                     mesh_->go_quiet();
@@ -906,10 +946,14 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
                 }
                 outer_.reset();
                 trainer_.reset();
-                // A fresh worker: rebuilt from the data, the state of a live peer after the round at `back`.
+                // A fresh worker: rebuilt from the data, the state of a live peer after the round at
+                // `back` (its leader's, for the other nodes of a replica of several nodes).
                 if (Status st = build_training(); !st) return st;
+                install_grad_sync();
                 trainer_->set_step_index(back);
-                if (Status st = receive_state(back, scheduled_members(back)); !st) return st;
+                if (elastic())
+                    if (Status st = receive_state(back, scheduled_members(back)); !st) return st;
+                if (Status st = follow_in_group(); !st) return st;
                 ctl_->step = back;
                 return Status::ok();
             }

@@ -12,6 +12,8 @@
 #  * a spare takes the place of a replica killed for good: scheduled on threads, and with a replica
 #    process SIGKILLed for real; after its first round it holds the others' global weights;
 #  * a node of a two-node replica SIGKILLed: the replica leaves as a whole, the others go on;
+#  * a fault schedule for two-node replicas (kill and rejoin, slow, disconnect): every node of the
+#    replica follows it, deterministic on threads and equal in child processes;
 #  * a stage node of a pipeline replica SIGKILLed: the pipeline leaves as a whole, the full replica
 #    and the other pipeline redo their stage rounds between the two of them and finish; the same
 #    with compressed pipelines (heterogeneous SparseLoCo), whose T_fixed stays alike on every node.
@@ -216,6 +218,38 @@ h0="$(value "$c" replica-0 1000 round.stage0_hash)"; h1="$(value "$c" replica-1.
 [ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 0 after the last round: replica-0 $h0, replica-1.0 $h1"
 h0="$(value "$c" replica-0 1000 round.stage1_hash)"; h1="$(value "$c" replica-1.1 1000 round.stage1_hash)"
 [ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 1 after the last round: replica-0 $h0, replica-1.1 $h1"
+# --- a fault schedule for replicas of two nodes (Gloo groups): every node of the replica follows it;
+# a killed replica's nodes are rebuilt, the leader takes a live peer's state and its other node the
+# leader's weights over their group; a disconnected one trains on alone. Deterministic on threads,
+# and child processes (where a group is stopped inside its processes) give the same numbers. ------
+grp=(--set cluster.nodes_per_replica=2 --set train.steps=50 --set run.threads=1
+     --set 'faults.events=["kill 2 at 15 rejoin 25", "slow 1 at 5 until 12 x 2", "disconnect 1 at 32 rejoin 35"]')
+run "${three[@]}" "${grp[@]}" --set run.name=group-a > /dev/null || fail "group schedule run a failed"
+run "${three[@]}" "${grp[@]}" --set run.name=group-b > /dev/null || fail "group schedule run b failed"
+run "${three[@]}" "${grp[@]}" --set run.name=group-local --set cluster.mode=local > /dev/null || fail "group schedule in child processes failed"
+c="$(csv group-a)"
+for n in replica-2.0 replica-2.1; do
+  [ "$(rows "$c" $n train.loss)" -eq 35 ] || fail "$n trained $(rows "$c" $n train.loss) steps, not 35 (1..15, 31..50)"
+done
+# Rounds at 20 and 30 without replica 2, at 40 without replica 1 (away), at 50 with all three.
+for sm in 20:3 30:3 40:5; do
+  [ "$(value "$c" replica-0.0 "${sm%:*}" round.group_mask)" = "${sm#*:}" ] || fail "round at ${sm%:*}: mask $(value "$c" replica-0.0 "${sm%:*}" round.group_mask), want ${sm#*:}"
+done
+h0="$(value "$c" replica-0.0 50 round.state_hash)"
+[ -n "$h0" ] && [ "$h0" = "$(value "$c" replica-1.0 50 round.state_hash)" ] && [ "$h0" = "$(value "$c" replica-2.0 50 round.state_hash)" ] ||
+  fail "after the last round the leaders' global weights differ"
+# The rebuilt non-leader took its leader's (trained) weights: its first step back is no fresh model's.
+awk -v a="$(value "$c" replica-2.1 1 train.loss)" -v b="$(value "$c" replica-2.1 31 train.loss)" 'BEGIN {exit !(b < 0.6 * a)}' ||
+  fail "replica-2.1 after its rejoin trains from fresh weights: loss $(value "$c" replica-2.1 31 train.loss) at 31, $(value "$c" replica-2.1 1 train.loss) at 1"
+show="$("$tw" --db "$db" runs show "$(id_of group-a)")"
+grep -q "replica-2.1 .*kill 2 at 15 rejoin 25: the worker stops" <<<"$show" || fail "no fault event on the non-leader: $show"
+grep -q "replica-1.0 .*rejoin .*took the state after the round at step 40" <<<"$show" || fail "the disconnected leader took no state: $show"
+pick() { csv "$1" | awk -F, '$7 == "train.loss" || $7 == "round.state_hash" || $7 == "val.loss" {print $2, $3, $7, $8}' | sort; }
+a="$(pick group-a)"
+[ "$(wc -l <<<"$a")" -gt 250 ] || fail "too few rows: $(wc -l <<<"$a")"
+[ "$a" = "$(pick group-b)" ] || fail "the group schedule twice on threads: $(diff <(echo "$a") <(pick group-b) | head)"
+[ "$a" = "$(pick group-local)" ] || fail "the group schedule in child processes differs from threads: $(diff <(echo "$a") <(pick group-local) | head)"
+
 # --- a stage-0 node of a compressed pipeline killed for real (heterogeneous SparseLoCo, rank 8,
 # AD1/AD2/AD6): the pipeline leaves as a whole, the others redo their stage rounds among replicas
 # 0 and 1, and T_fixed stays alike on every node left (stage 0's holders compare it in their round,
