@@ -9,13 +9,11 @@
 namespace tw {
 
 ScheduledKills::ScheduledKills(const RunConfig& cfg, const std::vector<NodeRole>& roles) : roles_(roles) {
-    // A replica of several nodes is stopped inside its processes (its Gloo group could not take a
-    // fresh process back without a new rendezvous): nothing to kill here.
-    if (cfg.cluster.mode != "local" || !cfg.faults.enabled() || cfg.cluster.nodes_per_replica > 1) return;
+    if (cfg.cluster.mode != "local" || !cfg.faults.enabled()) return;
     auto s = FaultSchedule::create(cfg);
     if (!s) return;  // the config's checks refused it before any node started
     schedule_ = std::move(*s);
-    done_.assign(schedule_.events().size(), false);
+    done_.assign(schedule_.events().size() * roles_.size(), false);
     active_ = true;
 }
 
@@ -26,10 +24,11 @@ void ScheduledKills::on_event(const EventRecord& e) {
         const auto& events = schedule_.events();
         for (size_t k = 0; k < events.size(); ++k) {
             const FaultEvent& f = events[k];
-            if (done_[k] || f.kind != FaultKind::kKill || f.replica != roles_[i].replica) continue;
+            const size_t once = k * roles_.size() + i;  // every node of the replica reports it
+            if (done_[once] || f.kind != FaultKind::kKill || f.replica != roles_[i].replica) continue;
             const std::string entry = f.text() + (f.churn ? " (churn)" : "") + ":";
             if (e.text.compare(0, entry.size(), entry) != 0) continue;
-            done_[k] = true;
+            done_[once] = true;
             due_.emplace_back(i, k);
             return;
         }

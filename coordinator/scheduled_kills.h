@@ -27,8 +27,8 @@ class LocalCluster;
 
 class ScheduledKills {
 public:
-    // Inactive (every call does nothing) unless the run is in child processes with [faults] and
-    // one node per replica.
+    // Inactive (every call does nothing) unless the run is in child processes with [faults]. Every
+    // node of a replica of several nodes reports its replica's kill and is killed and restarted.
     ScheduledKills(const RunConfig& cfg, const std::vector<NodeRole>& roles);
     bool active() const { return active_; }
     // Sees every event of the run; remembers the kills the nodes report.
@@ -40,7 +40,7 @@ private:
     bool active_ = false;
     FaultSchedule schedule_;
     std::vector<NodeRole> roles_;
-    std::vector<bool> done_;                      // per schedule event: carried out
+    std::vector<bool> done_;                      // per (schedule event, node): carried out
     std::vector<std::pair<size_t, size_t>> due_;  // (node index, schedule event index)
 };
 

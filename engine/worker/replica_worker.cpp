@@ -927,12 +927,13 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
             }
             case FaultKind::kKill: {
                 const int64_t back = faults_.rejoin_round(*e);
-                // A replica of several nodes is stopped inside its processes, as with threads: a
-                // fresh process would need a fresh Gloo rendezvous with the others of its group.
-                if (cfg_.cluster.mode == "local" && !grads_) {
+                if (cfg_.cluster.mode == "local") {
                     // A child process: its coordinator kills it for real on this report (coordinator/
                     // scheduled_kills.h), and starts a fresh one to rejoin. The rows so far go first.
-                    mesh_->go_quiet();
+                    // Every node of a replica of several nodes does so after the same step, outside
+                    // any collective; the fresh processes meet in a fresh Gloo group (the leader's
+                    // fresh store holds none of the old one's keys).
+                    if (mesh_) mesh_->go_quiet();
                     event(EventLevel::kWarning, "fault", what + ": the node process is killed");
                     sink_->metrics(std::exchange(rows_, {}));
                     while (!ctl_->stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -976,10 +977,14 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         // A fresh process after a scheduled kill (coordinator/scheduled_kills.h): like a worker
         // rebuilt in-process, it takes the state of a live peer after the round it rejoins at.
         const int64_t back = role_.rejoin_step;
-        if (!elastic() || faults_.empty()) return Status::error(role_.name + ": a rejoin needs a fault schedule");
+        if (!(elastic() || group_follower()) || faults_.empty())
+            return Status::error(role_.name + ": a rejoin needs a fault schedule");
         if (const FaultEvent* e = faults_.down_at(role_.replica, back)) tokens_done_ = e->at_step * tokens_per_step;
         trainer_->set_step_index(back);
-        if (Status st = receive_state(back, scheduled_members(back)); !st) return st;
+        if (elastic())
+            if (Status st = receive_state(back, scheduled_members(back)); !st) return st;
+        // A replica of several nodes restarted as a whole: its other nodes take the leader's state.
+        if (Status st = follow_in_group(); !st) return st;
         ctl.step = back;
         sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                     role_.name + ": a fresh process rejoins after the round at step " + std::to_string(back)});

@@ -221,7 +221,8 @@ h0="$(value "$c" replica-0 1000 round.stage1_hash)"; h1="$(value "$c" replica-1.
 # --- a fault schedule for replicas of two nodes (Gloo groups): every node of the replica follows it;
 # a killed replica's nodes are rebuilt, the leader takes a live peer's state and its other node the
 # leader's weights over their group; a disconnected one trains on alone. Deterministic on threads,
-# and child processes (where a group is stopped inside its processes) give the same numbers. ------
+# and child processes (both of replica 2's processes SIGKILLed and restarted, meeting in a fresh Gloo
+# group) give the same numbers. -------------------------------------------------------------------
 grp=(--set cluster.nodes_per_replica=2 --set train.steps=50 --set run.threads=1
      --set 'faults.events=["kill 2 at 15 rejoin 25", "slow 1 at 5 until 12 x 2", "disconnect 1 at 32 rejoin 35"]')
 run "${three[@]}" "${grp[@]}" --set run.name=group-a > /dev/null || fail "group schedule run a failed"
@@ -249,6 +250,11 @@ a="$(pick group-a)"
 [ "$(wc -l <<<"$a")" -gt 250 ] || fail "too few rows: $(wc -l <<<"$a")"
 [ "$a" = "$(pick group-b)" ] || fail "the group schedule twice on threads: $(diff <(echo "$a") <(pick group-b) | head)"
 [ "$a" = "$(pick group-local)" ] || fail "the group schedule in child processes differs from threads: $(diff <(echo "$a") <(pick group-local) | head)"
+show="$("$tw" --db "$db" runs show "$(id_of group-local)")"
+for n in replica-2.0 replica-2.1; do
+  grep -q "killed $n's process and started a fresh one, rejoining after the round at step 30" <<<"$show" ||
+    fail "$n's process was not killed and restarted: $show"
+done
 
 # --- a stage-0 node of a compressed pipeline killed for real (heterogeneous SparseLoCo, rank 8,
 # AD1/AD2/AD6): the pipeline leaves as a whole, the others redo their stage rounds among replicas
