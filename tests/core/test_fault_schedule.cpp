@@ -76,6 +76,28 @@ TEST(FaultSchedule, SparesWorkOverTheHubAndAreRefusedWhereNoReplicaCanBeLost) {
     EXPECT_NE(p[0].find("cluster.spares 2: spares take the place of lost replicas of an outer algorithm"), std::string::npos) << p[0];
 }
 
+// Replicas of several nodes take a fault schedule (every node follows its replica's), and no
+// spares; pipelines take neither yet; a deadline is refused for either.
+TEST(FaultSchedule, WhichRunKindsTakeASchedule) {
+    RunConfig c = diloco(3, 10, 60);
+    c.faults.events = {"kill 2 at 15 rejoin 25", "disconnect 1 at 32 rejoin 35"};
+    c.cluster.nodes_per_replica = 2;
+    std::vector<std::string> p;
+    FaultSchedule::problems(c, p);
+    EXPECT_TRUE(p.empty()) << p.front();
+    c.outer.round_deadline_s = 0.5;
+    FaultSchedule::problems(c, p);
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_NE(p[0].find("outer.round_deadline_s: replicas of several nodes have no deadline yet"), std::string::npos) << p[0];
+    p.clear();
+    c = diloco(3, 10, 60);
+    c.faults.events = {"kill 2 at 15"};
+    c.cluster.stages = 2;
+    FaultSchedule::problems(c, p);
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_NE(p[0].find("[faults]: pipeline replicas have no fault schedule yet"), std::string::npos) << p[0];
+}
+
 TEST(FaultSchedule, StreamingRejoinsAtFragmentBoundaries) {
     RunConfig c = diloco(2, 12, 48);
     c.outer.algorithm = "streaming_diloco";
