@@ -9,7 +9,8 @@
 namespace tw {
 
 ScheduledKills::ScheduledKills(const RunConfig& cfg, const std::vector<NodeRole>& roles) : roles_(roles) {
-    if (cfg.cluster.mode != "local" || !cfg.faults.enabled()) return;
+    // Pipeline runs are killed for good only, inside the nodes' processes (FaultSchedule::problems).
+    if (cfg.cluster.mode != "local" || !cfg.faults.enabled() || cfg.cluster.stages > 1) return;
     auto s = FaultSchedule::create(cfg);
     if (!s) return;  // the config's checks refused it before any node started
     schedule_ = std::move(*s);

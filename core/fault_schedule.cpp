@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/algorithm.h"
+#include "core/layout.h"
 
 namespace tw {
 namespace {
@@ -132,8 +133,26 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
                     c.outer.algorithm + "\"");
         return;
     }
-    if (c.cluster.stages > 1)
-        p.push_back("[faults]: pipeline replicas have no fault schedule yet (docs/faults.md)");
+    if (c.cluster.stages > 1) {
+        // Pipeline replicas: slow, pause and kill for good. Their rounds drop a killed pipeline by the
+        // schedule (engine/worker/stage_rounds.h); a returning pipeline would need each stage's state
+        // sent to its stage node, which is not built.
+        if (!pipeline_survives_loss(c))
+            p.push_back("[faults]: this pipeline run cannot go on without a replica (pipeline.routing \"" +
+                        c.pipeline.routing + "\"; docs/faults.md), so it takes no fault schedule");
+        if (c.faults.churn_mtbf_steps > 0)
+            p.push_back("faults.churn: pipeline replicas do not rejoin yet, and churn always rejoins");
+        for (auto& text : c.faults.events) {
+            auto e = parse_event(text);
+            if (!e) continue;  // named below
+            if ((e->kind == FaultKind::kKill && e->until_step > 0) || e->kind == FaultKind::kDisconnect)
+                p.push_back("faults.events \"" + text + "\": pipeline replicas take slow, pause and kill for good only "
+                            "(no rejoin or disconnect yet)");
+            else if (e->kind == FaultKind::kKill && e->replica == 0)
+                p.push_back("faults.events \"" + text + "\": replica 0 evaluates the global model; a run with pipeline "
+                            "replicas does not go on without it");
+        }
+    }
     if (c.outer.round_time_s > 0) p.push_back("[faults]: time-budgeted rounds (outer.round_time_s) have no fault schedule yet");
     if (c.faults.churn_mtbf_steps > 0 && c.faults.churn_down_steps < 1)
         p.push_back("faults.churn.down_steps must be at least 1 with faults.churn.mtbf_steps set");

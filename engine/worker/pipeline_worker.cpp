@@ -10,6 +10,7 @@
 #include "core/algorithm.h"
 #include "core/compute_model.h"
 #include "core/config_io.h"
+#include "core/fault_schedule.h"
 #include "core/layout.h"
 #include "core/metric_names.h"
 #include "core/network.h"
@@ -131,7 +132,56 @@ private:
     RunCheckpoints run_ckpt_;
     ByteCounters bytes_before_;
     MetricSink* sink_ = nullptr;  // run()'s, for events
+    // [faults] (core/fault_schedule.h): slow and pause act on this node's clock; a kill (for good)
+    // ends every node of the pipeline after the step, and the rounds drop it by the schedule.
+    FaultSchedule faults_;
+    // The schedule's events for this replica after step `step` (its compute `step_compute_s`);
+    // `left` when the pipeline is killed.
+    void apply_faults(int64_t step, double step_compute_s, bool& left);
 };
+
+// Six significant digits, as the replica worker writes its fault events.
+std::string short_num(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.6g", v);
+    return b;
+}
+
+void PipelineWorker::apply_faults(int64_t step, double step_compute_s, bool& left) {
+    left = false;
+    for (const FaultEvent* e : faults_.starting(role_.replica, step)) {
+        switch (e->kind) {
+            case FaultKind::kPause: {
+                const double stall = static_cast<double>(e->until_step - e->at_step) * step_compute_s;
+                clock_.wait_until(clock_.now_s() + stall);
+                if (sink_)
+                    sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "fault",
+                                  e->text() + ": stalls for " + short_num(stall) + " simulated s"});
+                break;
+            }
+            case FaultKind::kSlow:
+                if (sink_)
+                    sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "fault",
+                                  e->text() + ": its steps take " + short_num(e->factor) + "x their time"});
+                break;
+            case FaultKind::kKill: {
+                if (sink_)
+                    sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "fault",
+                                  e->text() + ": the stage node stops; its pipeline leaves the run for good"});
+                // The pipeline's nodes end together, once each has finished the step: a node that
+                // ended first would make a peer still inside the step (its last messages, the
+                // gradient norm) take it for lost. Framing only; a failure changes nothing here.
+                std::vector<int> pipeline;
+                for (int64_t st = 0; st < S(); ++st) pipeline.push_back(peer(role_.replica, st));
+                (void)mesh_->agree(pipeline, 0);
+                left = true;
+                break;
+            }
+            case FaultKind::kDisconnect:
+                break;  // refused for pipeline replicas (FaultSchedule::problems)
+        }
+    }
+}
 
 Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     auto net = network_profile(cfg_.network);
@@ -144,6 +194,9 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     auto compute = ComputeTime::create(cfg_, role_.replica, role_.stage);  // vocabulary known now
     if (!compute) return Status::error(role_.name + ": " + compute.message());
     compute_ = *compute;
+    auto faults = FaultSchedule::create(cfg_);
+    if (!faults) return Status::error(role_.name + ": " + faults.message());
+    faults_ = std::move(faults).value();
     // A wait for a peer also ends once this node's replica is out of the rounds: the others go on
     // without it, and a wait for one of them (a round they run without this node, a message of a
     // node that left) would only end at the backstop. run() puts the stop alone back when it ends.
@@ -198,6 +251,7 @@ Status PipelineWorker::build_rounds() {
     auto rounds = StageRounds::create(cfg_, role_.replica, role_.stage, role_.stage, params, names, *mesh_, t_fixed_);
     if (!rounds) return rounds.status();
     rounds_ = std::move(*rounds);
+    rounds_->set_schedule(&faults_);
     const int64_t k0 = run_constraint_rank(cfg_, 0);
     if (cfg_.pipeline.has("ad2") && k0 > 0 && role_.stage > 0 && !frozen_table_at_start(cfg_))
         return build_embedding_shadow(subspace_basis(cfg_.model.d_model, k0, static_cast<uint64_t>(cfg_.run.seed)));
@@ -406,7 +460,8 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
     const StageIo io{[this](int64_t step, int to, const std::vector<uint8_t>& p) { return send(step, to, p); },
                      [this](int from) { return recv(from); },
                      [this](int64_t step, const StageEvent& e, double measured_s) {
-                         const double s = compute_.stage_segment(e, measured_s);  // measured, or modelled (flops)
+                         // measured, or modelled (flops); a [faults] slow replica's segments take k times it
+                         const double s = compute_.stage_segment(e, measured_s) * faults_.compute_factor(role_.replica, step);
                          clock_compute(step, s);
                          return s;
                      }};
@@ -461,6 +516,9 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
             }
         ctl.step = step_;
         sink.metrics(std::exchange(rows_, {}));
+        bool killed = false;
+        apply_faults(step_, compute, killed);
+        if (killed) break;  // the pipeline's every node ends after this step; the rounds go on without it
     }
     // A clean stop between steps leaves a consistent state: checkpoint it.
     if (stopped && failure.is_ok() && run_ckpt_.enabled() && !run_ckpt_.holds(step_) && step_ > 0)

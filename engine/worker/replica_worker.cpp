@@ -302,6 +302,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         auto rounds = StageRounds::create(cfg_, role_.replica, 0, cfg_.cluster.stages - 1, params, names, *mesh_, t_fixed_);
         if (!rounds) return rounds.status();
         stage_rounds_ = std::move(*rounds);
+        stage_rounds_->set_schedule(&faults_);  // a pipeline killed by the schedule leaves its rounds
         // Same seed → same weights, stage by stage among each stage's holders.
         if (Status st = stage_rounds_->check_weights(role_.name); !st) return st;
     }
@@ -900,7 +901,7 @@ void ReplicaWorker::record_bytes(int64_t step) {
 
 Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& left) {
     left = false;
-    if (faults_.empty() || !(elastic() || group_follower())) return Status::ok();
+    if (faults_.empty() || !(elastic() || group_follower() || stage_rounds_)) return Status::ok();
     for (const FaultEvent* e : faults_.starting(role_.replica, step)) {
         const std::string what = e->text() + (e->churn ? " (churn)" : "");
         switch (e->kind) {
@@ -927,7 +928,9 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
             }
             case FaultKind::kKill: {
                 const int64_t back = faults_.rejoin_round(*e);
-                if (cfg_.cluster.mode == "local") {
+                // A full replica of a pipeline run is killed for good only (FaultSchedule::problems):
+                // it ends inside its process, as a pipeline's stage nodes do.
+                if (cfg_.cluster.mode == "local" && !in_pipeline_run()) {
                     // A child process: its coordinator kills it for real on this report (coordinator/
                     // scheduled_kills.h), and starts a fresh one to rejoin. The rows so far go first.
                     // Every node of a replica of several nodes does so after the same step, outside

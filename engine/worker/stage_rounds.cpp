@@ -191,6 +191,15 @@ Result<StageRoundsReport> StageRounds::survivor_round(int64_t step, double start
     out.synced = true;
     out.latest_s = start_s;
     ++rounds_done_;
+    if (schedule_ && !schedule_->empty()) {
+        std::vector<int> rest;
+        for (int r : present_)
+            if (schedule_->in_round(r, step)) rest.push_back(r);
+        // A member of the last round down by the schedule: the survivors notice it as they would a
+        // real loss, by waiting out the heartbeat timeout (the clock pays it; the rounds do not redo).
+        if (rest.size() < present_.size()) out.latest_s = std::max(out.latest_s, start_s + cfg_.cluster.heartbeat_timeout_s);
+        present_ = rest;
+    }
     for (int64_t s = 0; s < cfg_.cluster.stages; ++s) {
         StageSlice* sl = nullptr;
         for (auto& x : slices_)
@@ -272,7 +281,10 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
         mesh_.begin_epoch(stage_epoch(sl.stage, attempt));
         std::vector<int> out_ranks;
         for (int r = 0; r < cfg_.outer.replicas; ++r)
-            if (std::find(present_.begin(), present_.end(), r) == present_.end())
+            // A replica the schedule has down ends by itself at its step; told out now, a pipeline
+            // still behind would leave before reaching it.
+            if (std::find(present_.begin(), present_.end(), r) == present_.end() &&
+                !(schedule_ && !schedule_->in_round(r, step)))
                 out_ranks.push_back(pipeline_mesh_rank(cfg_, r, stage_rank));
         if (!out_ranks.empty()) mesh_.tell_out(out_ranks);
         std::vector<int> ranks;

@@ -27,6 +27,7 @@
 
 #include "core/collective.h"
 #include "core/config.h"
+#include "core/fault_schedule.h"
 #include "core/status.h"
 #include "engine/algo/outer.h"
 #include "engine/pipeline/hetero.h"
@@ -102,6 +103,11 @@ public:
     std::string out_reason() const;
     // Survivors only: whether this run's rounds go on among the replicas present.
     bool survives_loss() const { return survivors_; }
+    // A fault schedule ([faults], core/fault_schedule.h): a replica it has down is out of the rounds
+    // from the first one it misses on every holder alike, and that round's clock pays the heartbeat
+    // timeout the survivors would wait for it (as docs/faults.md says of scheduled kills). Borrowed;
+    // must outlive this object. Null or empty: none.
+    void set_schedule(const FaultSchedule* schedule) { schedule_ = schedule; }
     // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike): one mesh
     // round over every node. Returns the 52-bit hash agreed on.
     Result<uint64_t> agree_t_fixed(const torch::Tensor& t_fixed);
@@ -143,6 +149,7 @@ private:
     int replica_ = 0;            // this node's replica
     int64_t rounds_done_ = 0;    // synced rounds so far, counting this one (survivors: the epochs)
     std::vector<int> present_;   // replicas present, ascending (survivors)
+    const FaultSchedule* schedule_ = nullptr;
 };
 
 }  // namespace tw

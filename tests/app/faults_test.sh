@@ -14,6 +14,8 @@
 #  * a node of a two-node replica SIGKILLed: the replica leaves as a whole, the others go on;
 #  * a fault schedule for two-node replicas (kill and rejoin, slow, disconnect): every node of the
 #    replica follows it, deterministic on threads and equal in child processes;
+#  * a fault schedule with pipeline replicas (slow, pause, a pipeline killed for good): every holder
+#    drops it by the schedule, deterministic on threads and equal in child processes;
 #  * a stage node of a pipeline replica SIGKILLed: the pipeline leaves as a whole, the full replica
 #    and the other pipeline redo their stage rounds between the two of them and finish; the same
 #    with compressed pipelines (heterogeneous SparseLoCo), whose T_fixed stays alike on every node.
@@ -255,6 +257,41 @@ for n in replica-2.0 replica-2.1; do
   grep -q "killed $n's process and started a fresh one, rejoining after the round at step 30" <<<"$show" ||
     fail "$n's process was not killed and restarted: $show"
 done
+
+# --- a fault schedule in a run with pipeline replicas (a full replica, two 2-stage pipelines): a slow
+# and a paused pipeline, and one killed for good at 25. Every holder drops it from the round at 30 by
+# the schedule (the clock pays the heartbeat timeout), the stage hashes agree, and the run is
+# deterministic on threads and equal in child processes. -------------------------------------------
+pf=(--set cluster.stages=2 --set pipeline.replicas=2 --set pipeline.micro_batches=2 --set train.steps=40 --set run.threads=1
+    --set 'faults.events=["slow 1 at 5 until 15 x 3", "kill 2 at 25", "pause 1 at 32 until 34"]')
+run "${three[@]}" "${pf[@]}" --set run.name=pipe-sched-a > /dev/null || fail "pipeline schedule run a failed"
+run "${three[@]}" "${pf[@]}" --set run.name=pipe-sched-b > /dev/null || fail "pipeline schedule run b failed"
+run "${three[@]}" "${pf[@]}" --set run.name=pipe-sched-local --set cluster.mode=local > /dev/null ||
+  fail "pipeline schedule in child processes failed"
+c="$(csv pipe-sched-a)"
+[ "$(rows "$c" replica-2.0 train.lr)" -eq 25 ] && [ "$(rows "$c" replica-2.1 train.loss)" -eq 25 ] ||
+  fail "the killed pipeline trained $(rows "$c" replica-2.0 train.lr) / $(rows "$c" replica-2.1 train.loss) steps, not 25"
+[ "$(rows "$c" replica-1.1 train.loss)" -eq 40 ] || fail "the slow pipeline did not finish"
+[ -z "$(value "$c" replica-0 20 round.members)" ] || fail "the round at 20 is not among all three"
+for s in 30 40; do
+  for n in replica-0 replica-1.0 replica-1.1; do
+    [ "$(value "$c" $n $s round.group_mask | sort -u)" = "3" ] || fail "$n: the round at $s is not among replicas 0 and 1"
+  done
+  [ "$(value "$c" replica-0 $s round.stage1_hash)" = "$(value "$c" replica-1.1 $s round.stage1_hash)" ] ||
+    fail "stage 1 after the round at $s differs between replica-0 and replica-1.1"
+done
+# The round at 30 pays the 2 s heartbeat timeout: replica 0's clock from step 30 to 31 exceeds it.
+sim() { awk -F, -v n="$2" -v s="$3" '$2 == n && $3 == s && $7 == "train.loss" {print $6}' <<<"$1"; }
+awk -v a="$(sim "$c" replica-0 30)" -v b="$(sim "$c" replica-0 31)" 'BEGIN {exit !(b - a > 2)}' ||
+  fail "the round at 30 did not pay the heartbeat timeout: clock $(sim "$c" replica-0 30) → $(sim "$c" replica-0 31)"
+show="$("$tw" --db "$db" runs show "$(id_of pipe-sched-a)")"
+grep -q "replica-2.1 .*kill 2 at 25: the stage node stops" <<<"$show" || fail "no kill event on replica-2.1: $show"
+grep -q "replica-1.0 .*slow 1 at 5 until 15 x 3: its steps take 3x" <<<"$show" || fail "no slow event: $show"
+pick() { csv "$1" | awk -F, '$7 == "train.loss" || $7 ~ /^round.stage/ || $7 == "val.loss" {print $2, $3, $6, $7, $8}' | sort; }
+a="$(pick pipe-sched-a)"
+[ "$(wc -l <<<"$a")" -gt 120 ] || fail "too few rows: $(wc -l <<<"$a")"
+[ "$a" = "$(pick pipe-sched-b)" ] || fail "the pipeline schedule twice on threads: $(diff <(echo "$a") <(pick pipe-sched-b) | head)"
+[ "$a" = "$(pick pipe-sched-local)" ] || fail "the pipeline schedule in child processes differs: $(diff <(echo "$a") <(pick pipe-sched-local) | head)"
 
 # --- a stage-0 node of a compressed pipeline killed for real (heterogeneous SparseLoCo, rank 8,
 # AD1/AD2/AD6): the pipeline leaves as a whole, the others redo their stage rounds among replicas
