@@ -77,7 +77,8 @@ TEST(FaultSchedule, SparesWorkOverTheHubAndAreRefusedWhereNoReplicaCanBeLost) {
 }
 
 // Replicas of several nodes take a fault schedule (every node follows its replica's), and no
-// spares; pipelines take neither yet; a deadline is refused for either.
+// spares; pipelines take slow, pause and kill for good where their rounds survive a loss; a deadline
+// is refused for replicas of several nodes.
 TEST(FaultSchedule, WhichRunKindsTakeASchedule) {
     RunConfig c = diloco(3, 10, 60);
     c.faults.events = {"kill 2 at 15 rejoin 25", "disconnect 1 at 32 rejoin 35"};
@@ -89,13 +90,28 @@ TEST(FaultSchedule, WhichRunKindsTakeASchedule) {
     FaultSchedule::problems(c, p);
     ASSERT_EQ(p.size(), 1u);
     EXPECT_NE(p[0].find("outer.round_deadline_s: replicas of several nodes have no deadline yet"), std::string::npos) << p[0];
+    // Pipeline replicas: slow, pause and kill for good; no rejoin, no disconnect, replica 0 stays,
+    // and only where the rounds go on among survivors (fixed routing).
     p.clear();
     c = diloco(3, 10, 60);
-    c.faults.events = {"kill 2 at 15"};
     c.cluster.stages = 2;
+    c.pipeline.replicas = 2;
+    c.faults.events = {"kill 2 at 15", "slow 1 at 5 until 9 x 2", "pause 1 at 20 until 22"};
+    FaultSchedule::problems(c, p);
+    EXPECT_TRUE(p.empty()) << p.front();
+    c.faults.events = {"kill 2 at 15 rejoin 25", "disconnect 1 at 5", "kill 0 at 30"};
+    FaultSchedule::problems(c, p);
+    ASSERT_EQ(p.size(), 3u);
+    EXPECT_NE(p[0].find("\"kill 2 at 15 rejoin 25\": pipeline replicas take slow, pause and kill for good only"),
+              std::string::npos) << p[0];
+    EXPECT_NE(p[1].find("\"disconnect 1 at 5\": pipeline replicas take"), std::string::npos) << p[1];
+    EXPECT_NE(p[2].find("\"kill 0 at 30\": replica 0 evaluates the global model"), std::string::npos) << p[2];
+    p.clear();
+    c.faults.events = {"kill 2 at 15"};
+    c.pipeline.routing = "random";
     FaultSchedule::problems(c, p);
     ASSERT_EQ(p.size(), 1u);
-    EXPECT_NE(p[0].find("[faults]: pipeline replicas have no fault schedule yet"), std::string::npos) << p[0];
+    EXPECT_NE(p[0].find("cannot go on without a replica (pipeline.routing \"random\""), std::string::npos) << p[0];
 }
 
 TEST(FaultSchedule, StreamingRejoinsAtFragmentBoundaries) {
