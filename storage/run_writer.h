@@ -32,7 +32,8 @@ public:
     RunWriter(const RunWriter&) = delete;
     RunWriter& operator=(const RunWriter&) = delete;
 
-    // Queues records; they are batched (storage/metric_writer.h) and committed within flush_every_s.
+    // Queues records; they are batched (storage/metric_writer.h) and committed every
+    // MetricBuffer::kDefaultFlushAt records and at least every flush_every_s.
     void add_metrics(std::vector<MetricRecord> records);
     // Queues an event; a failed write is reported on stderr, naming the node.
     void add_event(EventRecord e);

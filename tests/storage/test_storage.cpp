@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -944,6 +945,25 @@ TEST(RunWriter, CallersNeverWaitOnALockedStore) {
         writer.add_metrics({metric(301, "train.loss", 0.25)});
     }  // the destructor writes what is still queued
     EXPECT_EQ(store.metrics(id, "train.loss")->size(), 301u);
+}
+
+// A full batch (MetricBuffer::kDefaultFlushAt rows) is committed without a drain and without the
+// periodic flush (an hour here): readers see a fast run's rows batch by batch, as before the
+// writer thread existed.
+TEST(RunWriter, AFullBatchIsCommittedAtOnce) {
+    TempDb tmp;
+    RunStore store = open_store(tmp.path());
+    int64_t id = store.create_run("r", "run", "", "", 0).value();
+    RunWriter writer(store, id, 3600);
+    std::vector<MetricRecord> rows;
+    for (int64_t s = 1; s <= static_cast<int64_t>(MetricBuffer::kDefaultFlushAt); ++s) rows.push_back(metric(s, "train.loss", 1.0));
+    writer.add_metrics(rows);
+    size_t seen = 0;
+    for (int i = 0; i < 2000 && seen < rows.size(); ++i) {  // up to 20 s on a loaded machine
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        seen = store.metrics(id, "train.loss")->size();
+    }
+    EXPECT_EQ(seen, rows.size());
 }
 
 }  // namespace
