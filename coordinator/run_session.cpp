@@ -210,13 +210,13 @@ void Session::body(RunConfig cfg) {
             for (auto& r : roles) {
                 const auto it = node_steps.find(r.name);
                 const int64_t from = it == node_steps.end() ? -1 : it->second;  // -1: every row of it goes
-                dropped += unwrap(store.delete_node_metrics_after(out.run_id, r.name, from));
+                dropped += unwrap(store.delete_metrics_after(out.run_id, from, r.name));
                 where += " " + r.name + (from < 0 ? " anew" : " " + std::to_string(from));
             }
         } else {
             dropped = unwrap(store.delete_metrics_after(out.run_id, resume_step));
             // A spare starts standing by again, as at the run's start: none of its rows stays.
-            for (const std::string& n : rule.spares) dropped += unwrap(store.delete_node_metrics_after(out.run_id, n, -1));
+            for (const std::string& n : rule.spares) dropped += unwrap(store.delete_metrics_after(out.run_id, -1, n));
         }
         check(store.set_config(out.run_id, to_toml(cfg), config_hash(cfg)));
         check(store.add_event(out.run_id, {since_s(t0), "coordinator", EventLevel::kInfo, "resume",

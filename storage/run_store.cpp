@@ -283,25 +283,14 @@ Status RunStore::reopen_run(int64_t id) {
                        to_string(RunStatus::kRunning));
 }
 
-Result<int64_t> RunStore::delete_metrics_after(int64_t id, int64_t step) {
+Result<int64_t> RunStore::delete_metrics_after(int64_t id, int64_t step, const std::string& node) {
     std::lock_guard<std::mutex> lock(*mu_);
     if (Status s = require_run(id); !s) return s;
-    auto st = db_.prepare("DELETE FROM metrics WHERE run_id = ?1 AND step > ?2");
+    auto st = db_.prepare("DELETE FROM metrics WHERE run_id = ?1 AND step > ?2 AND (?3 = '' OR node = ?3)");
     if (!st) return st.status();
     st->bind_int64(1, id);
     st->bind_int64(2, step);
-    if (Status s = st->run(); !s) return s;
-    return static_cast<int64_t>(db_.changes());
-}
-
-Result<int64_t> RunStore::delete_node_metrics_after(int64_t id, const std::string& node, int64_t step) {
-    std::lock_guard<std::mutex> lock(*mu_);
-    if (Status s = require_run(id); !s) return s;
-    auto st = db_.prepare("DELETE FROM metrics WHERE run_id = ?1 AND node = ?2 AND step > ?3");
-    if (!st) return st.status();
-    st->bind_int64(1, id);
-    st->bind_text(2, node);
-    st->bind_int64(3, step);
+    st->bind_text(3, node);
     if (Status s = st->run(); !s) return s;
     return static_cast<int64_t>(db_.changes());
 }

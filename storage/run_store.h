@@ -109,11 +109,10 @@ class RunStore {
     Status set_config(int64_t id, const std::string& config_toml, const std::string& config_hash);
     // A resumed run: status running again, finished_at and reason cleared.
     Status reopen_run(int64_t id);
-    // Deletes the run's metric rows after `step` (a resume replaces them; never duplicates them).
-    // Returns how many rows went.
-    Result<int64_t> delete_metrics_after(int64_t id, int64_t step);
-    // The same for one node's rows only (a run whose nodes resume from steps of their own: HDEE).
-    Result<int64_t> delete_node_metrics_after(int64_t id, const std::string& node, int64_t step);
+    // Deletes the run's metric rows after `step` (a resume replaces them; never duplicates them):
+    // every node's, or only `node`'s (a run whose nodes resume from steps of their own: HDEE,
+    // time-budgeted rounds). Returns how many rows went.
+    Result<int64_t> delete_metrics_after(int64_t id, int64_t step, const std::string& node = "");
 
     // Deletes the run: its nodes, metrics, events and the run row, in one transaction. Refuses a run
     // whose status is running ("stop it first"); "no run with id N" if missing. Checkpoint files on

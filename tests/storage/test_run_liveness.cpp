@@ -196,10 +196,10 @@ TEST(Resume, EachNodesLatestStepAndItsOwnRowsDeleted) {
                     .is_ok());
     const auto latest = s.latest_step_by_node(id, metric::kCkptBytes).value();
     EXPECT_EQ(latest, (std::map<std::string, int64_t>{{"expert-a", 100}, {"expert-b", 50}}));  // c wrote none
-    EXPECT_EQ(s.delete_node_metrics_after(id, "expert-b", 50).value(), 2);
-    EXPECT_EQ(s.delete_node_metrics_after(id, "expert-c", -1).value(), 1);  // starts over: every row
+    EXPECT_EQ(s.delete_metrics_after(id, 50, "expert-b").value(), 2);
+    EXPECT_EQ(s.delete_metrics_after(id, -1, "expert-c").value(), 1);  // starts over: every row
     EXPECT_EQ(s.metrics(id, metric::kTrainLoss).value().size(), 1u);        // expert-a's 101 stays
-    EXPECT_FALSE(s.delete_node_metrics_after(id + 1, "expert-a", 0));
+    EXPECT_FALSE(s.delete_metrics_after(id + 1, 0, "expert-a"));
 }
 
 }  // namespace
