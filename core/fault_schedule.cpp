@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <sstream>
 
@@ -80,6 +81,22 @@ const char* to_string(FaultKind k) {
         case FaultKind::kSlow: return "slow";
     }
     return "?";
+}
+
+namespace {
+std::string six_digits(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.6g", v);
+    return b;
+}
+}  // namespace
+
+std::string FaultEvent::stall_text(double stall_s) const {
+    return text() + (churn ? " (churn)" : "") + ": stalls for " + six_digits(stall_s) + " simulated s";
+}
+
+std::string FaultEvent::slow_text() const {
+    return text() + (churn ? " (churn)" : "") + ": its steps take " + six_digits(factor) + "x their time";
 }
 
 std::string FaultEvent::text() const {

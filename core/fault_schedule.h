@@ -39,6 +39,10 @@ struct FaultEvent {
     double factor = 1;       // slow: compute × factor
     bool churn = false;      // drawn by the churn, not written in the config
     std::string text() const;  // as the config would write it
+    // The texts of the events a worker stores when a pause or a slow-down begins, the same on every
+    // kind of node: "<entry>[ (churn)]: stalls for S simulated s" / ": its steps take Kx their time".
+    std::string stall_text(double stall_s) const;
+    std::string slow_text() const;
 };
 
 // Steps between two rounds at which membership may change: H, or H/F for Streaming DiLoCo.

@@ -140,13 +140,6 @@ private:
     void apply_faults(int64_t step, double step_compute_s, bool& left);
 };
 
-// Six significant digits, as the replica worker writes its fault events.
-std::string short_num(double v) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.6g", v);
-    return b;
-}
-
 void PipelineWorker::apply_faults(int64_t step, double step_compute_s, bool& left) {
     left = false;
     for (const FaultEvent* e : faults_.starting(role_.replica, step)) {
@@ -156,13 +149,13 @@ void PipelineWorker::apply_faults(int64_t step, double step_compute_s, bool& lef
                 clock_.wait_until(clock_.now_s() + stall);
                 if (sink_)
                     sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "fault",
-                                  e->text() + ": stalls for " + short_num(stall) + " simulated s"});
+                                  e->stall_text(stall)});
                 break;
             }
             case FaultKind::kSlow:
                 if (sink_)
                     sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "fault",
-                                  e->text() + ": its steps take " + short_num(e->factor) + "x their time"});
+                                  e->slow_text()});
                 break;
             case FaultKind::kKill: {
                 if (sink_)

@@ -94,6 +94,9 @@ private:
     // The leader's weights and clock reach the replica's other nodes over their Gloo group (after
     // a round, or after the leader took a live peer's state); no round rows. A no-op alone.
     Status follow_in_group();
+    // Over the Gloo group: the leader's weights and `end_s` (its clock) go out, every node's `end_s`
+    // becomes the leader's plus the transfer (SimClock::follow_leader).
+    Status broadcast_from_leader(double& end_s);
     // The replica leaves: an event names why; the worker ends after this step (its peers find the
     // leader gone and redo their round without it).
     void leave(const Status& why) {
@@ -347,15 +350,22 @@ void ReplicaWorker::install_grad_sync() {
     });
 }
 
-Status ReplicaWorker::follow_in_group() {
-    if (!grads_) return Status::ok();
+Status ReplicaWorker::broadcast_from_leader(double& end_s) {
     auto params = trainer_->model()->parameters();
-    auto clock = torch::full({1}, clock_.now_s(), torch::kFloat32);
+    auto clock = torch::full({1}, end_s, torch::kFloat32);
     params.push_back(clock);
     const auto t = Clock::now();
     if (Status st = grads_->broadcast(params, 0); !st) return st;
     gloo_real_s_ += since_s(t);
-    clock_.wait_until(clock_.follow_leader(clock_.now_s(), clock.item<float>(), net_.intra, static_cast<uint64_t>(n_params_) * 4));
+    end_s = clock_.follow_leader(end_s, clock.item<float>(), net_.intra, static_cast<uint64_t>(n_params_) * 4);
+    return Status::ok();
+}
+
+Status ReplicaWorker::follow_in_group() {
+    if (!grads_) return Status::ok();
+    double end_s = clock_.now_s();
+    if (Status st = broadcast_from_leader(end_s); !st) return st;
+    clock_.wait_until(end_s);
     return Status::ok();
 }
 
@@ -465,17 +475,11 @@ Status ReplicaWorker::outer_round(int64_t step) {
     }
     if (grads_) {
         // The leader's weights and clock reach the replica's other nodes.
-        auto params = trainer_->model()->parameters();
-        auto clock = torch::full({1}, end_s, torch::kFloat32);
-        params.push_back(clock);
-        const auto t = Clock::now();
-        if (Status st = grads_->broadcast(params, 0); !st) {
+        if (Status st = broadcast_from_leader(end_s); !st) {
             if (!may_leave() || (ctl_ && ctl_->stop.load())) return st;
             leave(st);
             return Status::ok();
         }
-        gloo_real_s_ += since_s(t);
-        end_s = clock_.follow_leader(end_s, clock.item<float>(), net_.intra, static_cast<uint64_t>(n_params_) * 4);
     }
     double exposed = 0;
     if (rep.overlap_steps > 0) clock_.defer(step + rep.overlap_steps, end_s);  // training goes on; the clock waits then
@@ -909,11 +913,11 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
                 // A stall of T − S steps' worth of this node's own step time, on its simulated clock.
                 const double stall = static_cast<double>(e->until_step - e->at_step) * step_compute_s;
                 clock_.wait_until(clock_.now_s() + stall);
-                event(EventLevel::kWarning, "fault", what + ": stalls for " + num(stall) + " simulated s");
+                event(EventLevel::kWarning, "fault", e->stall_text(stall));
                 break;
             }
             case FaultKind::kSlow:
-                event(EventLevel::kWarning, "fault", what + ": its steps take " + num(e->factor) + "x their time");
+                event(EventLevel::kWarning, "fault", e->slow_text());
                 break;
             case FaultKind::kDisconnect: {
                 const int64_t back = faults_.rejoin_round(*e);

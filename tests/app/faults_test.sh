@@ -37,6 +37,18 @@ three=(--set outer.replicas=3 --set cluster.heartbeat_timeout_s=2)
 # metric NAME of node NODE at step STEP in run RUN (csv: run,node,step,outer,wall,sim,name,value).
 value() { awk -F, -v n="$2" -v s="$3" -v m="$4" '$2 == n && $3 == s && $7 == m {print $8}' <<<"$1"; }
 rows() { awk -F, -v n="$2" -v m="$3" '$2 == n && $7 == m' <<<"$1" | wc -l; }
+# Run RUN's rows whose metric matches REGEX as "node step [sim] metric value", sorted (sim when WITH_SIM is 1).
+figures() { csv "$1" | awk -F, -v re="$2" -v sim="$3" '$7 ~ re {if (sim) print $2, $3, $6, $7, $8; else print $2, $3, $7, $8}' | sort; }
+# PREFIX-a and PREFIX-b (threads) and PREFIX-local (child processes) stored the same figures, more than LEAST rows.
+same_everywhere() {  # prefix, metric regex, with sim, least
+  local a other
+  a="$(figures "$1-a" "$2" "$3")"
+  [ "$(wc -l <<<"$a")" -gt "$4" ] || fail "$1: too few rows: $(wc -l <<<"$a")"
+  for other in b local; do
+    [ "$a" = "$(figures "$1-$other" "$2" "$3")" ] ||
+      fail "$1-a and $1-$other differ: $(diff <(echo "$a") <(figures "$1-$other" "$2" "$3") | head)"
+  done
+}
 
 # --- a scheduled kill and rejoin (threads) -------------------------------------------------------
 out="$(run "${three[@]}" --set train.steps=40 --set run.name=rejoin --set 'faults.events=["kill 2 at 15 rejoin 25"]')" ||
@@ -248,11 +260,7 @@ awk -v a="$(value "$c" replica-2.1 1 train.loss)" -v b="$(value "$c" replica-2.1
 show="$("$tw" --db "$db" runs show "$(id_of group-a)")"
 grep -q "replica-2.1 .*kill 2 at 15 rejoin 25: the worker stops" <<<"$show" || fail "no fault event on the non-leader: $show"
 grep -q "replica-1.0 .*rejoin .*took the state after the round at step 40" <<<"$show" || fail "the disconnected leader took no state: $show"
-pick() { csv "$1" | awk -F, '$7 == "train.loss" || $7 == "round.state_hash" || $7 == "val.loss" {print $2, $3, $7, $8}' | sort; }
-a="$(pick group-a)"
-[ "$(wc -l <<<"$a")" -gt 250 ] || fail "too few rows: $(wc -l <<<"$a")"
-[ "$a" = "$(pick group-b)" ] || fail "the group schedule twice on threads: $(diff <(echo "$a") <(pick group-b) | head)"
-[ "$a" = "$(pick group-local)" ] || fail "the group schedule in child processes differs from threads: $(diff <(echo "$a") <(pick group-local) | head)"
+same_everywhere group '^(train[.]loss|round[.]state_hash|val[.]loss)$' 0 250
 show="$("$tw" --db "$db" runs show "$(id_of group-local)")"
 for n in replica-2.0 replica-2.1; do
   grep -q "killed $n's process and started a fresh one, rejoining after the round at step 30" <<<"$show" ||
@@ -288,11 +296,7 @@ awk -v a="$(sim "$c" replica-0 30)" -v b="$(sim "$c" replica-0 31)" 'BEGIN {exit
 show="$("$tw" --db "$db" runs show "$(id_of pipe-sched-a)")"
 grep -q "replica-2.1 .*kill 2 at 25: the stage node stops" <<<"$show" || fail "no kill event on replica-2.1: $show"
 grep -q "replica-1.0 .*slow 1 at 5 until 15 x 3: its steps take 3x" <<<"$show" || fail "no slow event: $show"
-pick() { csv "$1" | awk -F, '$7 == "train.loss" || $7 ~ /^round.stage/ || $7 == "val.loss" {print $2, $3, $6, $7, $8}' | sort; }
-a="$(pick pipe-sched-a)"
-[ "$(wc -l <<<"$a")" -gt 120 ] || fail "too few rows: $(wc -l <<<"$a")"
-[ "$a" = "$(pick pipe-sched-b)" ] || fail "the pipeline schedule twice on threads: $(diff <(echo "$a") <(pick pipe-sched-b) | head)"
-[ "$a" = "$(pick pipe-sched-local)" ] || fail "the pipeline schedule in child processes differs: $(diff <(echo "$a") <(pick pipe-sched-local) | head)"
+same_everywhere pipe-sched '^(train[.]loss|val[.]loss|round[.]stage.*)$' 1 120
 
 # --- a stage-0 node of a compressed pipeline killed for real (heterogeneous SparseLoCo, rank 8,
 # AD1/AD2/AD6): the pipeline leaves as a whole, the others redo their stage rounds among replicas
