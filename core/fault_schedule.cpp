@@ -151,21 +151,16 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
         return;
     }
     if (c.cluster.stages > 1) {
-        // Pipeline replicas: slow, pause and kill for good. Their rounds drop a killed pipeline by the
-        // schedule (engine/worker/stage_rounds.h); a returning pipeline would need each stage's state
-        // sent to its stage node, which is not built.
+        // Runs with pipeline replicas: every kind of event. Their rounds drop a replica that is down by
+        // the schedule (engine/worker/stage_rounds.h); one that rejoins takes each stage's state from
+        // replica 0's holder of it (engine/worker/stage_recovery.h).
         if (!pipeline_survives_loss(c))
             p.push_back("[faults]: this pipeline run cannot go on without a replica (pipeline.routing \"" +
                         c.pipeline.routing + "\"; docs/faults.md), so it takes no fault schedule");
-        if (c.faults.churn_mtbf_steps > 0)
-            p.push_back("faults.churn: pipeline replicas do not rejoin yet, and churn always rejoins");
         for (auto& text : c.faults.events) {
             auto e = parse_event(text);
             if (!e) continue;  // named below
-            if ((e->kind == FaultKind::kKill && e->until_step > 0) || e->kind == FaultKind::kDisconnect)
-                p.push_back("faults.events \"" + text + "\": pipeline replicas take slow, pause and kill for good only "
-                            "(no rejoin or disconnect yet)");
-            else if (e->kind == FaultKind::kKill && e->replica == 0)
+            if ((e->kind == FaultKind::kKill || e->kind == FaultKind::kDisconnect) && e->replica == 0)
                 p.push_back("faults.events \"" + text + "\": replica 0 evaluates the global model; a run with pipeline "
                             "replicas does not go on without it");
         }
@@ -206,6 +201,9 @@ Result<FaultSchedule> FaultSchedule::create(const RunConfig& cfg) {
     const auto& f = cfg.faults;
     if (f.churn_mtbf_steps > 0) {
         for (int r = 0; r < s.replicas_; ++r) {
+            // With pipeline replicas churn never strikes replica 0: it evaluates the global model,
+            // and the run does not go on without it.
+            if (cfg.cluster.stages > 1 && r == 0) continue;
             std::mt19937_64 gen(static_cast<uint64_t>(f.churn_seed) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(r) + 1);
             int64_t t = 0;
             for (;;) {

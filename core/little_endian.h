@@ -56,6 +56,11 @@ struct Appender {
     void u64(uint64_t v) { grow(8), put_u64(out.data() + out.size() - 8, v); }
     void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
     void f64(double v) { grow(8), put_f64(out.data() + out.size() - 8, v); }
+    void f32(float v) {
+        uint32_t u = 0;
+        std::memcpy(&u, &v, 4);
+        u32(u);
+    }
     void bytes(const void* p, size_t n) {
         const auto* b = static_cast<const uint8_t*>(p);
         out.insert(out.end(), b, b + n);
@@ -82,6 +87,12 @@ struct Reader {
         return true;
     }
     bool f64(double& v) { return take(8) && (v = get_f64(p + at - 8), true); }
+    bool f32(float& v) {
+        uint32_t u = 0;
+        if (!u32(u)) return false;
+        std::memcpy(&v, &u, 4);
+        return true;
+    }
 
 private:
     bool take(size_t k) {

@@ -72,4 +72,8 @@ std::vector<StageEvent> frozen_table_events(const RunConfig& cfg, int replica, i
 // rounds, so nothing is sent before the first round; the other algorithms send the table itself.
 bool frozen_table_at_start(const RunConfig& cfg) { return algorithm_of(cfg) != Algorithm::kSparseLoCo; }
 
+bool has_embedding_shadow(const RunConfig& cfg, int replica, int stage) {
+    return stage > 0 && !frozen_table_events(cfg, replica, stage).empty() && !frozen_table_at_start(cfg);
+}
+
 }  // namespace tw

@@ -52,5 +52,8 @@ std::vector<StageEvent> stage_iteration(const RunConfig& cfg, int replica, int s
 std::vector<StageEvent> frozen_table_events(const RunConfig& cfg, int replica, int stage);
 // Whether frozen_table_events also run once before the first step.
 bool frozen_table_at_start(const RunConfig& cfg);
+// Whether stage `stage` of pipeline replica `replica` keeps a copy of θ_global's trainable
+// embedding and replays stage 0's rounds on it (the messages above are round payloads, not tables).
+bool has_embedding_shadow(const RunConfig& cfg, int replica, int stage);
 
 }  // namespace tw

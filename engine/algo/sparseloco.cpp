@@ -1,12 +1,14 @@
 // SparseLoCo, arXiv 2508.15706: error feedback + chunked Top-k + 2-bit values, aggregated in replica order.
 #include "engine/algo/sparseloco.h"
 
+#include "core/little_endian.h"
 #include "core/time_budget.h"
 #include "engine/algo/aggregation_guard.h"
 #include "engine/algo/sparse_gather_round.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 namespace tw {
@@ -59,16 +61,49 @@ HookSupport SparseLoCo::set_round_hooks(RoundHooks hooks) {
     return {true, true, true};
 }
 
+namespace {
+constexpr char kGuardTag[4] = {'T', 'W', 'G', 'F'};
+}  // namespace
+
 std::optional<std::vector<uint8_t>> SparseLoCo::leading_tensor_payloads() const {
     if (global_.empty()) return std::nullopt;
     const size_t len = codec_->wire_bytes(global_[0].sizes());
     std::vector<uint8_t> bytes;
     for (auto& p : all_) bytes.insert(bytes.end(), p.begin(), p.begin() + static_cast<long>(std::min(len, p.size())));
+    if (std::any_of(last_guard_.begin(), last_guard_.end(), [](float f) { return f != 1.0f; })) {
+        le::Appender w{bytes};
+        for (float f : last_guard_) w.f32(f);
+        w.u32(static_cast<uint32_t>(last_guard_.size()));
+        bytes.insert(bytes.end(), kGuardTag, kGuardTag + 4);
+    }
     return bytes;
 }
 
-Status SparseLoCo::replay_round(const std::vector<uint8_t>& leading_payloads, int max_members) {
+Status SparseLoCo::replay_round(const std::vector<uint8_t>& leading_payloads_in, int max_members) {
     const size_t len = global_.empty() ? 0 : codec_->wire_bytes(global_[0].sizes());
+    // The guard's factors, when the round scaled something (leading_tensor_payloads).
+    std::vector<uint8_t> leading_payloads = leading_payloads_in;
+    std::vector<float> factors;
+    const size_t n_in = leading_payloads.size();
+    if (n_in >= 8 && std::memcmp(leading_payloads.data() + n_in - 4, kGuardTag, 4) == 0) {
+        uint32_t members = 0;
+        le::Reader r{leading_payloads.data(), n_in - 4, n_in - 8};
+        if (!r.u32(members) || members == 0 || members > static_cast<uint32_t>(std::max(max_members, 1)) ||
+            static_cast<size_t>(members) * 4 + 8 > n_in)
+            return Status::error("sparseloco: the guard's factors name an impossible member count");
+        const size_t at = n_in - 8 - static_cast<size_t>(members) * 4;
+        le::Reader f{leading_payloads.data(), n_in - 8, at};
+        for (uint32_t i = 0; i < members; ++i) {
+            float v = 0;
+            if (!f.f32(v) || !(v > 0.0f && v <= 1.0f))
+                return Status::error("sparseloco: a guard factor outside (0, 1]");
+            factors.push_back(v);
+        }
+        leading_payloads.resize(at);
+        if (len == 0 || leading_payloads.size() != static_cast<size_t>(members) * len)
+            return Status::error("sparseloco: " + std::to_string(members) + " guard factors for " +
+                                 std::to_string(len > 0 ? leading_payloads.size() / len : 0) + " members' encodings");
+    }
     const size_t R = len > 0 ? leading_payloads.size() / len : 0;
     if (params_.size() != 1 || R == 0 || R * len != leading_payloads.size() ||
         R > static_cast<size_t>(std::max(max_members, 1)))
@@ -79,7 +114,10 @@ Status SparseLoCo::replay_round(const std::vector<uint8_t>& leading_payloads, in
     for (size_t r = 0; r < R; ++r)
         payloads.emplace_back(leading_payloads.begin() + static_cast<long>(r * len),
                               leading_payloads.begin() + static_cast<long>((r + 1) * len));
-    return replay(payloads);
+    guard_override_ = std::move(factors);
+    Status st = replay(payloads);
+    guard_override_.clear();
+    return st;
 }
 
 bool SparseLoCo::round_at(int64_t step) const { return step % cfg_.inner_steps == 0; }
@@ -170,7 +208,10 @@ Status SparseLoCo::aggregate(const std::vector<std::vector<uint8_t>>& all, std::
     }
     // The guard: one factor per replica over its whole payload (sequential double sums, the same
     // bits on every replica).
-    const std::vector<float> guard = sparse_payload_guard(dec, cfg_.guard_ratio, guard_clipped_);
+    // A replay applies the factors the members' round applied (replay_round).
+    const std::vector<float> guard =
+        guard_override_.empty() ? sparse_payload_guard(dec, cfg_.guard_ratio, guard_clipped_) : guard_override_;
+    last_guard_ = guard;
     mean.clear();
     for (size_t i = 0; i < n; ++i) {
         std::vector<float> scale = guard;

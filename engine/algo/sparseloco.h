@@ -87,6 +87,9 @@ public:
     void set_hooks(SparseLoCoHooks hooks);
     HookSupport set_round_hooks(RoundHooks hooks) override;
     // Tensor 0's codec payload is the prefix of every member's payload (wire_bytes of its shape).
+    // When the aggregation guard scaled a contribution in the last round, the guard's factors follow,
+    // since a replayer sees tensor 0 alone and could not judge the whole contributions:
+    //   R × f32 factor | u32 R | "TWGF" (little-endian). Rounds the guard left alone send none.
     std::optional<std::vector<uint8_t>> leading_tensor_payloads() const override;
     Status replay_round(const std::vector<uint8_t>& leading_payloads, int max_members) override;
 
@@ -111,6 +114,8 @@ private:
     std::vector<uint8_t> mine_;
     std::vector<std::vector<uint8_t>> all_;
     int guard_clipped_ = 0;
+    std::vector<float> last_guard_;      // the guard's factor per member in the last aggregation
+    std::vector<float> guard_override_;  // replay_round: the members' factors as the round applied them
 };
 
 // Its registry row (registry.cpp): the config's problems for SparseLoCo, and its construction.

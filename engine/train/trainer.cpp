@@ -25,6 +25,8 @@ Trainer::Trainer(const RunConfig& cfg, WindowLoader train, WindowLoader val)
 
 Trainer::~Trainer() = default;
 
+void Trainer::reset_optimizer() { optim_ = std::make_unique<InnerOptimizer>(model_->parameters(), cfg_.train); }
+
 StepReport Trainer::step() {
     const auto t0 = std::chrono::steady_clock::now();
     const auto& t = cfg_.train;

@@ -83,6 +83,9 @@ public:
     bool stopped_early() const { return stopped_; }
     Llama& model() { return model_; }
     torch::optim::AdamW& optimizer() { return optim_->adamw(); }
+    // A fresh inner optimizer over the same parameters (a replica killed and rejoining: its AdamW
+    // moments are gone).
+    void reset_optimizer();
 
 private:
     RunConfig cfg_;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include <torch/optim/adamw.h>
 
@@ -31,6 +32,7 @@
 #include "engine/train/inner_step.h"
 #include "engine/pipeline/reparam.h"
 #include "engine/worker/stage_executor.h"
+#include "engine/worker/stage_recovery.h"
 #include "engine/worker/stage_rounds.h"
 #include "engine/worker/run_checkpoint.h"
 #include "engine/worker/stage_state.h"
@@ -132,15 +134,27 @@ private:
     RunCheckpoints run_ckpt_;
     ByteCounters bytes_before_;
     MetricSink* sink_ = nullptr;  // run()'s, for events
-    // [faults] (core/fault_schedule.h): slow and pause act on this node's clock; a kill (for good)
-    // ends every node of the pipeline after the step, and the rounds drop it by the schedule.
+    // [faults] (core/fault_schedule.h): slow and pause act on this node's clock; a kill ends every
+    // node of the pipeline after the step, and the rounds drop it by the schedule. With a rejoin the
+    // node's state is gone and it takes replica 0's after the round it rejoins at (stage_recovery.h).
     FaultSchedule faults_;
+    uint64_t recovery_sent_ = 0, recovery_recv_ = 0;  // bytes.outer.recovery.*
+    int64_t tokens_done_ = 0;  // this replica's own tokens: steps it was down for are not counted
     // The schedule's events for this replica after step `step` (its compute `step_compute_s`);
-    // `left` when the pipeline is killed.
-    void apply_faults(int64_t step, double step_compute_s, bool& left);
+    // `left` when the pipeline is killed for good.
+    Status apply_faults(int64_t step, double step_compute_s, WorkerControl& ctl, bool& left);
+    // After a kill with a rejoin: a fresh inner optimizer, then replica 0's state after the round at
+    // `back`; training goes on from step `back`.
+    Status rejoin(int64_t back, WorkerControl& ctl);
+    // Replica 0's state after the round at `step` in place of this node's (stage_recovery.h).
+    Status take_stage_states(int64_t step);
+    int64_t down_until_ = -1;  // disconnected: away through the round at this step; −1 = present
+    // A fresh inner optimizer (reparam's Z stepped with the stage) and the executor stepping it.
+    void build_inner();
+    StageRecoveryParts recovery_parts() { return {rounds_.get(), t_fixed_, shadow_emb_, shadow_.get()}; }
 };
 
-void PipelineWorker::apply_faults(int64_t step, double step_compute_s, bool& left) {
+Status PipelineWorker::apply_faults(int64_t step, double step_compute_s, WorkerControl& ctl, bool& left) {
     left = false;
     for (const FaultEvent* e : faults_.starting(role_.replica, step)) {
         switch (e->kind) {
@@ -158,22 +172,73 @@ void PipelineWorker::apply_faults(int64_t step, double step_compute_s, bool& lef
                                   e->slow_text()});
                 break;
             case FaultKind::kKill: {
+                const int64_t back = faults_.rejoin_round(*e);
+                const std::string entry = e->text() + (e->churn ? " (churn)" : "");
+                // Inside the node, in threads and in child processes alike: a pipeline's processes
+                // are not SIGKILLed and restarted by the schedule (docs/faults.md).
                 if (sink_)
                     sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "fault",
-                                  e->text() + ": the stage node stops; its pipeline leaves the run for good"});
+                                  entry + (back < 0 ? ": the stage node stops; its pipeline leaves the run for good"
+                                                    : ": the stage node's weights, optimizer and outer state are gone; "
+                                                      "its pipeline takes replica 0's state after the round at step " +
+                                                          std::to_string(back))});
                 // The pipeline's nodes end together, once each has finished the step: a node that
                 // ended first would make a peer still inside the step (its last messages, the
                 // gradient norm) take it for lost. Framing only; a failure changes nothing here.
                 std::vector<int> pipeline;
                 for (int64_t st = 0; st < S(); ++st) pipeline.push_back(peer(role_.replica, st));
                 (void)mesh_->agree(pipeline, 0);
+                if (back >= 0) return rejoin(back, ctl);
                 left = true;
+                return Status::ok();
+            }
+            case FaultKind::kDisconnect: {
+                // Cut off from the rounds: the pipeline trains on alone (its stages still talk to
+                // each other) and takes replica 0's state after the round it rejoins at.
+                const int64_t back = faults_.rejoin_round(*e);
+                down_until_ = back < 0 ? cfg_.train.steps + 1 : back;
+                if (sink_)
+                    sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "fault",
+                                  e->text() + ": cut off; the pipeline trains on alone" +
+                                      (back < 0 ? std::string(" to the end")
+                                                : ", and takes replica 0's state after the round at step " +
+                                                      std::to_string(back))});
                 break;
             }
-            case FaultKind::kDisconnect:
-                break;  // refused for pipeline replicas (FaultSchedule::problems)
         }
     }
+    return Status::ok();
+}
+
+void PipelineWorker::build_inner() {
+    optim_ = std::make_unique<InnerOptimizer>(stage_->model()->parameters(), cfg_.train);
+    std::vector<torch::Tensor> zs;
+    for (auto& r : reparam_) zs.push_back(r.z);
+    optim_->add_params(zs);  // Z steps with the stage; W, whose gradient moves to Z, does not
+    exec_ = std::make_unique<StageExecutor>(cfg_, role_.replica, role_.stage, data_, *stage_, *optim_, reparam_,
+                                            [this] { rounds_->project_writers(); });
+}
+
+Status PipelineWorker::rejoin(int64_t back, WorkerControl& ctl) {
+    // The weights and the outer state are replaced by replica 0's below; the inner optimizer starts
+    // fresh, as a one-node replica's does (docs/faults.md).
+    build_inner();
+    if (Status st = take_stage_states(back); !st) return st;
+    step_ = back;
+    ctl.step = back;
+    return Status::ok();
+}
+
+Status PipelineWorker::take_stage_states(int64_t step) {
+    StageRecoveryParts parts = recovery_parts();
+    auto got = receive_stage_states(cfg_, role_.replica, step, *mesh_, net_, parts);
+    if (!got) return Status::error(role_.name + ": rejoining: " + got.message());
+    for (auto& r : reparam_) r.to_coordinates();  // Z from the weights taken on, W = U·Z
+    recovery_recv_ += got->bytes;
+    clock_.wait_until(got->ready_s);  // the state crosses replica 0's uplink and this node's downlink
+    if (sink_)
+        for (auto& text : got->texts) sink_->event({since_s(t0_), role_.name, EventLevel::kInfo, "rejoin", text});
+    return Status::ok();
 }
 
 Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
@@ -214,19 +279,15 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     };
     stage_ = std::make_unique<PipelineStage>(cfg_.model, seed, role_.stage, S(), codec(role_.stage - 1),
                                              codec(role_.stage), t_fixed_);
-    optim_ = std::make_unique<InnerOptimizer>(stage_->model()->parameters(), cfg_.train);
     // The schedule's op order is core/pipeline_program.h's stage_iteration (pipeline.schedule
     // was checked against its choices when the config was parsed).
     if (!parse_pipe_schedule(cfg_.pipeline.schedule)) return parse_pipe_schedule(cfg_.pipeline.schedule).status();
     if (Status st = build_rounds(); !st) return st;
     if (cfg_.pipeline.constraint == "reparam") reparam_ = make_reparam_writers(slice().names, slice().params, slice().u, slice().rank);
-    std::vector<torch::Tensor> zs;
-    for (auto& r : reparam_) zs.push_back(r.z);
-    optim_->add_params(zs);  // Z steps with the stage; W, whose gradient moves to Z, does not
-    exec_ = std::make_unique<StageExecutor>(cfg_, role_.replica, role_.stage, data_, *stage_, *optim_, reparam_,
-                                            [this] { rounds_->project_writers(); });
+    build_inner();
     if (Status st = rounds_->check_weights(role_.name); !st) return st;
     if (Status st = resume_run_checkpoint(sink); !st) return st;
+    rounds_->start_at(step_);  // a resumed node's transport starts afresh at its checkpoint's step
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                 role_.name + " starts: stage " + std::to_string(role_.stage) + " of " + std::to_string(S()) + ", " +
                     std::to_string(slice().params.size()) + " tensors"});
@@ -246,7 +307,7 @@ Status PipelineWorker::build_rounds() {
     rounds_ = std::move(*rounds);
     rounds_->set_schedule(&faults_);
     const int64_t k0 = run_constraint_rank(cfg_, 0);
-    if (cfg_.pipeline.has("ad2") && k0 > 0 && role_.stage > 0 && !frozen_table_at_start(cfg_))
+    if (has_embedding_shadow(cfg_, role_.replica, static_cast<int>(role_.stage)))
         return build_embedding_shadow(subspace_basis(cfg_.model.d_model, k0, static_cast<uint64_t>(cfg_.run.seed)));
     // A resumed node's T_fixed is its checkpoint's, and the start's sending is in its clock and
     // rows already: not sent again (every node of a run resumes alike).
@@ -264,9 +325,9 @@ Status PipelineWorker::build_embedding_shadow(const torch::Tensor& u0) {
         torch::NoGradGuard no_grad;
         move_out_of_span_into_frozen(shadow_emb_, t_fixed_, u0);
     }
-    // No guard here: it would judge the embedding's part of the payloads alone, not the whole
-    // contributions stage 0 judges, and could scale what stage 0 does not. Should stage 0 scale
-    // something, this copy differs and the T_fixed agreement fails the run (engine/README.md).
+    // No guard of its own: it would judge the embedding's part of the payloads alone, not the whole
+    // contributions stage 0 judges. A round in which stage 0's guard scaled something forwards the
+    // members' factors with the payloads, and the replay applies those (engine/README.md).
     RunConfig shadow_cfg = cfg_;
     shadow_cfg.outer.guard_ratio = 0;
     auto algo = make_outer_algorithm(shadow_cfg, {shadow_emb_}, {"tok_emb"}, 0, static_cast<int>(cfg_.outer.replicas));
@@ -331,6 +392,12 @@ Result<std::vector<uint8_t>> PipelineWorker::recv(int from) {
 // Every H steps: S rounds, one per stage, each among that stage's holders (a node holding no slice
 // of the stage still takes part in the mesh's round, alone, so rounds stay aligned).
 Status PipelineWorker::outer_rounds(int64_t step) {
+    if (down_until_ >= 0 && algorithm_traits(cfg_).outer_rounds && step % cfg_.outer.inner_steps == 0) {
+        // Disconnected: no round; after the one it rejoins at, replica 0's state replaces its own.
+        if (step < down_until_) return Status::ok();
+        down_until_ = -1;
+        return take_stage_states(step);
+    }
     const double real_before = mesh_->real_exchange_s();
     auto rep = rounds_->round(step, clock_.now_s());
     if (!rep) return rep.status();
@@ -354,6 +421,12 @@ Status PipelineWorker::outer_rounds(int64_t step) {
                                          mesh_->real_exchange_s() - real_before))
         record(step, name, v);
     round_compute_s_ = 0;
+    // Replica 0's node hands its stage's state to the nodes of replicas rejoining after this round.
+    auto sent = send_stage_states(cfg_, role_.replica, faults_, step, clock_.now_s(), *mesh_, recovery_parts());
+    if (!sent) return Status::error(role_.name + ": " + sent.message());
+    recovery_sent_ += sent->bytes;
+    if (sink_)
+        for (auto& text : sent->texts) sink_->event({since_s(t0_), role_.name, EventLevel::kInfo, "recovery", text});
     return Status::ok();
 }
 
@@ -391,6 +464,8 @@ Status PipelineWorker::evaluate(double& val) {
 
 void PipelineWorker::record_bytes(int64_t step) {
     for (auto& [name, v] : byte_metrics(total_bytes(), true)) record(step, name, v);
+    if (recovery_sent_ > 0) record(step, metric::kBytesRecoverySent, static_cast<double>(recovery_sent_));
+    if (recovery_recv_ > 0) record(step, metric::kBytesRecoveryRecv, static_cast<double>(recovery_recv_));
 }
 
 ByteCounters PipelineWorker::total_bytes() const { return counters_since(bytes_before_, mesh_->counters()); }
@@ -406,7 +481,7 @@ StageStateParts PipelineWorker::stage_parts() {
 }
 
 Status PipelineWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
-    NodeProgress p{step, outer_step_, clock_.state(), total_bytes(), last_loss_, last_val_};
+    NodeProgress p{step, outer_step_, clock_.state(), total_bytes(), last_loss_, last_val_, recovery_sent_, recovery_recv_};
     auto w = run_ckpt_.save(p, *stage_->model(), optim_->adamw(), save_stage_state(stage_parts()), config_hash(cfg_));
     if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
     report_checkpoint(*w, step, role_.name, since_s(t0_),
@@ -427,6 +502,7 @@ Status PipelineWorker::resume_run_checkpoint(MetricSink& sink) {
     clock_.restore(p.clock);
     bytes_before_ = p.bytes;
     last_loss_ = p.last_loss, last_val_ = p.last_val;
+    recovery_sent_ = p.recovery_sent, recovery_recv_ = p.recovery_recv;
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume",
                 "resumed from " + loaded->path + " at step " + std::to_string(p.step)});
     return Status::ok();
@@ -445,6 +521,7 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
     } stop_only{set_abort_, ctl};
     if (Status st = setup(ctl, sink); !st) return st;
     ctl.step = step_;  // a resumed node starts where its checkpoint stands
+    tokens_done_ = step_ * cfg_.train.batch_size * cfg_.model.seq_len;
     const int64_t steps = cfg_.train.steps, tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
     const bool evaluator = role_.replica == 0;
     const bool reports_loss = stage_->last();
@@ -477,7 +554,8 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         if (reports_loss) last_loss_ = loss, record(step_, metric::kTrainLoss, loss);
         record(step_, metric::kTrainLr, lr);
         record(step_, metric::kTrainGradNorm, grad_norm);
-        record(step_, metric::kTrainTokens, static_cast<double>(step_ * tokens_per_step));
+        tokens_done_ += tokens_per_step;
+        record(step_, metric::kTrainTokens, static_cast<double>(tokens_done_));
         record(step_, metric::kTrainComputeS, compute);
         if (compute_.modelled()) record(step_, metric::kTrainRealComputeS, compute_.take_measured_s());
         record(step_, metric::kPipeIdleS, clock_.now_s() - before - compute);
@@ -510,7 +588,10 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         ctl.step = step_;
         sink.metrics(std::exchange(rows_, {}));
         bool killed = false;
-        apply_faults(step_, compute, killed);
+        if (Status st = apply_faults(step_, compute, ctl, killed); !st) {
+            failure = st;
+            break;
+        }
         if (killed) break;  // the pipeline's every node ends after this step; the rounds go on without it
     }
     // A clean stop between steps leaves a consistent state: checkpoint it.
@@ -535,6 +616,8 @@ WorkerSummary PipelineWorker::summarise() const {
                       {summary::kSyncUtilisation, compute_s / std::max(1e-12, compute_s + clock_.sync_exposed_s())},
                       {summary::kWallS, since_s(t0_)}};
     for (auto& [name, v] : byte_metrics(total_bytes(), false)) out[name] = v;
+    if (recovery_sent_ > 0) out[metric::kBytesRecoverySent] = static_cast<double>(recovery_sent_);
+    if (recovery_recv_ > 0) out[metric::kBytesRecoveryRecv] = static_cast<double>(recovery_recv_);
     return out;
 }
 

@@ -29,6 +29,7 @@
 #include "engine/pipeline/subspace.h"
 #include "engine/train/trainer.h"
 #include "engine/worker/recovery.h"
+#include "engine/worker/stage_recovery.h"
 #include "engine/worker/replica_places.h"
 #include "engine/worker/run_checkpoint.h"
 #include "engine/worker/stage_rounds.h"
@@ -140,6 +141,11 @@ private:
     // that is alive) and takes it on. A joiner (`joining`) first tells the donor it is ready: the
     // donor waits for that word, so a state is never sent to a process that has since died.
     Status receive_state(int64_t step, const std::vector<int>& candidates, bool joining = true);
+    // A full replica of a run with pipeline replicas, back after a scheduled kill: a fresh inner
+    // optimizer and every stage slice's state from replica 0's holders (stage_recovery.h).
+    Status rejoin_stages(int64_t back);
+    // Replica 0's state of every slice after the round at `step` in place of this node's.
+    Status take_stage_states(int64_t step);
     // The transport's attempt number of the round at `step` (a multiple of the round period):
     // 16 per round, so an attempt's frames and the next round's stay inside the transport's window.
     uint64_t epoch_of(int64_t step, int attempt) const {
@@ -324,6 +330,8 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     }
     // After the start-up checks (they compare the initial weights), with the outer algorithm built.
     if (Status st = resume_run_checkpoint(sink); !st) return st;
+    // A resumed node's transport starts afresh at its checkpoint's step.
+    if (stage_rounds_) stage_rounds_->start_at(trainer_->step_index());
     real_at_last_round_ = real_exchange_s();  // the start-up checks are not a round
     if (elastic()) {
         // Every replica holds its own place; spares (mesh ranks R..) stand by (docs/faults.md).
@@ -689,6 +697,25 @@ Status ReplicaWorker::catch_up(int64_t step, double end_s, const std::vector<int
     return Status::ok();
 }
 
+Status ReplicaWorker::rejoin_stages(int64_t back) {
+    // Every slice's weights and outer state are replaced by replica 0's; AdamW starts afresh.
+    trainer_->reset_optimizer();
+    if (Status st = take_stage_states(back); !st) return st;
+    trainer_->set_step_index(back);
+    ctl_->step = back;
+    return Status::ok();
+}
+
+Status ReplicaWorker::take_stage_states(int64_t step) {
+    StageRecoveryParts parts{stage_rounds_.get(), t_fixed_, {}, nullptr};
+    auto got = receive_stage_states(cfg_, role_.replica, step, *mesh_, net_, parts);
+    if (!got) return Status::error(role_.name + ": rejoining: " + got.message());
+    recovery_recv_ += got->bytes;
+    clock_.wait_until(got->ready_s);  // the state crosses replica 0's uplink and this node's downlink
+    for (auto& text : got->texts) event(EventLevel::kInfo, "rejoin", text);
+    return Status::ok();
+}
+
 Status ReplicaWorker::receive_state(int64_t step, const std::vector<int>& candidates, bool joining) {
     // The donor is the lowest of the round's members by mesh rank that is alive: wait for each in
     // that order, moving on when one is lost. recv_any over one peer has no backstop: a live donor
@@ -792,6 +819,12 @@ Status ReplicaWorker::take_state(const RecoveryState& s, size_t bytes, int from)
 // The same clock rule as outer_round's: the uplink carries this node's payloads of every slice
 // back to back after the slowest holder. The rows are the stage node's (pipeline_worker.cpp).
 Status ReplicaWorker::stage_round(int64_t step) {
+    if (down_until_ >= 0 && step % cfg_.outer.inner_steps == 0) {
+        // Disconnected: no round; after the one it rejoins at, replica 0's state replaces its own.
+        if (step < down_until_) return Status::ok();
+        down_until_ = -1;
+        return take_stage_states(step);
+    }
     auto rep = stage_rounds_->round(step, clock_.now_s());
     if (!rep) return rep.status();
     if (!rep->synced) return Status::ok();
@@ -811,6 +844,12 @@ Status ReplicaWorker::stage_round(int64_t step) {
                                 " contribution(s) scaled down by the aggregation guard at step " + std::to_string(step));
     record_round(step, rep->bytes, rep->hops, round_compute_s_, round_comm_s(link, rep->bytes, rep->hops), exposed);
     round_compute_s_ = 0;
+    // Replica 0 hands every slice's state to the pipeline replicas rejoining after this round.
+    auto sent = send_stage_states(cfg_, role_.replica, faults_, step, clock_.now_s(), *mesh_,
+                                  StageRecoveryParts{stage_rounds_.get(), t_fixed_, {}, nullptr});
+    if (!sent) return Status::error(role_.name + ": " + sent.message());
+    recovery_sent_ += sent->bytes;
+    for (auto& text : sent->texts) event(EventLevel::kInfo, "recovery", text);
     return Status::ok();
 }
 
@@ -952,6 +991,7 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
                     left = true;  // the worker ends here (its summary reports the steps it ran)
                     return Status::ok();
                 }
+                if (stage_rounds_) return rejoin_stages(back);
                 outer_.reset();
                 trainer_.reset();
                 // A fresh worker: rebuilt from the data, the state of a live peer after the round at

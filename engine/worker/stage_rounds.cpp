@@ -192,14 +192,21 @@ Result<StageRoundsReport> StageRounds::survivor_round(int64_t step, double start
     out.latest_s = start_s;
     ++rounds_done_;
     if (schedule_ && !schedule_->empty()) {
-        std::vector<int> rest;
-        for (int r : present_)
-            if (schedule_->in_round(r, step)) rest.push_back(r);
+        // The schedule's members of this round, less the replicas lost for good: a replica back
+        // from a scheduled absence is in again.
+        std::vector<int> now;
+        bool dropped = false;
+        for (int r = 0; r < cfg_.outer.replicas; ++r) {
+            const bool in = schedule_->in_round(r, step);
+            if (in && std::find(excluded_.begin(), excluded_.end(), r) == excluded_.end()) now.push_back(r);
+            dropped = dropped || (!in && std::find(present_.begin(), present_.end(), r) != present_.end());
+        }
         // A member of the last round down by the schedule: the survivors notice it as they would a
         // real loss, by waiting out the heartbeat timeout (the clock pays it; the rounds do not redo).
-        if (rest.size() < present_.size()) out.latest_s = std::max(out.latest_s, start_s + cfg_.cluster.heartbeat_timeout_s);
-        present_ = rest;
+        if (dropped) out.latest_s = std::max(out.latest_s, start_s + cfg_.cluster.heartbeat_timeout_s);
+        present_ = now;
     }
+    const std::vector<int> at_start = present_;
     for (int64_t s = 0; s < cfg_.cluster.stages; ++s) {
         StageSlice* sl = nullptr;
         for (auto& x : slices_)
@@ -213,12 +220,39 @@ Result<StageRoundsReport> StageRounds::survivor_round(int64_t step, double start
         if (Status st = survivor_slice_round(*sl, step, start_s, out); !st) return st;
     }
     mesh_.begin_epoch(stage_epoch(cfg_.cluster.stages, 0));
+    // Whoever this round lost is out for good (a real loss; a scheduled absence is the schedule's).
+    for (int r : at_start)
+        if (std::find(present_.begin(), present_.end(), r) == present_.end()) excluded_.push_back(r);
     out.present = static_cast<int64_t>(present_.size());
     // Rows name the members only when the rounds ran among fewer than every replica or were redone:
     // a run without a loss records what it did before survivors existed.
     out.survivors = out.present < cfg_.outer.replicas || out.attempts > 1;
     out.grouped = out.grouped || out.survivors;
     return out;
+}
+
+void StageRounds::enter_rejoin_epoch(int64_t step) {
+    // Every synced round since the transports started counts one, H steps apart.
+    rounds_done_ = step / cfg_.outer.inner_steps - origin_step_ / cfg_.outer.inner_steps;
+    mesh_.begin_epoch(stage_epoch(cfg_.cluster.stages, 0));
+    entered_ = rounds_done_;
+}
+
+void StageRounds::rejoin(int64_t step, const std::vector<int>& members, int64_t rounds) {
+    if (entered_ != rounds) {
+        rounds_done_ = rounds;
+        mesh_.begin_epoch(stage_epoch(cfg_.cluster.stages, 0));
+    }
+    entered_ = -1;
+    present_ = members;
+    if (std::find(present_.begin(), present_.end(), replica_) == present_.end()) present_.push_back(replica_);
+    std::sort(present_.begin(), present_.end());
+    // A replica the schedule had in that round that was not in it was lost for good.
+    excluded_.clear();
+    for (int r = 0; r < cfg_.outer.replicas; ++r)
+        if (r != replica_ && (!schedule_ || schedule_->in_round(r, step)) &&
+            std::find(members.begin(), members.end(), r) == members.end())
+            excluded_.push_back(r);
 }
 
 bool StageRounds::left_out() const {

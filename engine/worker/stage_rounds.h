@@ -108,6 +108,22 @@ public:
     // timeout the survivors would wait for it (as docs/faults.md says of scheduled kills). Borrowed;
     // must outlive this object. Null or empty: none.
     void set_schedule(const FaultSchedule* schedule) { schedule_ = schedule; }
+    // The step the rounds are counted from: 0, or the step a resumed run's nodes start at (every
+    // node's transport starts afresh then, and so does the count the attempts are numbered by).
+    void start_at(int64_t step) { origin_step_ = step; }
+    // Synced rounds since the transports started (the attempts' numbering).
+    int64_t rounds_done() const { return rounds_done_; }
+    // Rejoining after a scheduled absence (docs/faults.md "Pipeline replicas"). The node (its
+    // process stays; the transport keeps counting) first enters the transport epoch the holders
+    // train in after the round at `step` (enter_rejoin_epoch), so no frame of the next round is
+    // ever too far ahead for it. Then, holding the state, it takes the donor's count (`rounds`,
+    // checked equal by the caller) and the round's members (the replicas present in it): it is in
+    // the rounds from the next one on, and a replica the schedule had in that round but the round
+    // went without counts lost for good here too.
+    void enter_rejoin_epoch(int64_t step);
+    void rejoin(int64_t step, const std::vector<int>& members, int64_t rounds);
+    // The replicas present in the last round, ascending (survivors; every replica otherwise).
+    const std::vector<int>& present() const { return present_; }
     // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike): one mesh
     // round over every node. Returns the 52-bit hash agreed on.
     Result<uint64_t> agree_t_fixed(const torch::Tensor& t_fixed);
@@ -148,7 +164,10 @@ private:
     bool survivors_ = false;     // pipeline_survives_loss(cfg_)
     int replica_ = 0;            // this node's replica
     int64_t rounds_done_ = 0;    // synced rounds so far, counting this one (survivors: the epochs)
+    int64_t origin_step_ = 0;    // start_at
+    int64_t entered_ = -1;       // the count enter_rejoin_epoch entered (−1: none)
     std::vector<int> present_;   // replicas present, ascending (survivors)
+    std::vector<int> excluded_;  // replicas lost for good (survivors): never back in a round
     const FaultSchedule* schedule_ = nullptr;
 };
 

@@ -16,6 +16,10 @@
 #    replica follows it, deterministic on threads and equal in child processes;
 #  * a fault schedule with pipeline replicas (slow, pause, a pipeline killed for good): every holder
 #    drops it by the schedule, deterministic on threads and equal in child processes;
+#  * a compressed pipeline killed by the schedule rejoins: it takes each stage's state from replica 0
+#    and holds replica 0's stage weights and T_fixed after its first round back; the same for a full
+#    replica killed and back and for pipelines cut off; seeded churn in a heterogeneous run, twice:
+#    identical losses;
 #  * a stage node of a pipeline replica SIGKILLed: the pipeline leaves as a whole, the full replica
 #    and the other pipeline redo their stage rounds between the two of them and finish; the same
 #    with compressed pipelines (heterogeneous SparseLoCo), whose T_fixed stays alike on every node.
@@ -297,6 +301,88 @@ show="$("$tw" --db "$db" runs show "$(id_of pipe-sched-a)")"
 grep -q "replica-2.1 .*kill 2 at 25: the stage node stops" <<<"$show" || fail "no kill event on replica-2.1: $show"
 grep -q "replica-1.0 .*slow 1 at 5 until 15 x 3: its steps take 3x" <<<"$show" || fail "no slow event: $show"
 same_everywhere pipe-sched '^(train[.]loss|val[.]loss|round[.]stage.*)$' 1 120
+
+# --- a pipeline replica killed by the schedule rejoins (heterogeneous SparseLoCo, rank 8): replica
+# 0 hands each of its stage nodes that stage's state after the round at 30; after its first round
+# back (40) it holds replica 0's stage weights and T_fixed. Threads twice and child processes agree.
+pr=("${pipes[@]}" --set outer.algorithm=sparseloco --set pipeline.rank=8 --set train.steps=50 --set run.threads=1
+    --set 'faults.events=["kill 2 at 15 rejoin 25"]')
+run "${three[@]}" "${pr[@]}" --set run.name=pipe-rejoin-a > /dev/null || fail "pipeline rejoin run a failed"
+run "${three[@]}" "${pr[@]}" --set run.name=pipe-rejoin-b > /dev/null || fail "pipeline rejoin run b failed"
+run "${three[@]}" "${pr[@]}" --set run.name=pipe-rejoin-local --set cluster.mode=local > /dev/null ||
+  fail "pipeline rejoin in child processes failed"
+c="$(csv pipe-rejoin-a)"
+[ "$(rows "$c" replica-2.0 train.lr)" -eq 35 ] && [ "$(rows "$c" replica-2.1 train.loss)" -eq 35 ] ||
+  fail "the rejoining pipeline trained $(rows "$c" replica-2.0 train.lr) / $(rows "$c" replica-2.1 train.loss) steps, not 35"
+for s in 20 30; do
+  [ "$(value "$c" replica-0 $s round.group_mask | sort -u)" = "3" ] || fail "pipeline rejoin: the round at $s is not among replicas 0 and 1"
+done
+[ -z "$(value "$c" replica-0 40 round.group_mask)" ] || fail "pipeline rejoin: the round at 40 is not among every replica"
+for k in stage0:replica-2.0 stage1:replica-2.1; do
+  h0="$(value "$c" replica-0 40 "round.${k%%:*}_hash")"; h2="$(value "$c" "${k#*:}" 40 "round.${k%%:*}_hash")"
+  [ -n "$h0" ] && [ "$h0" = "$h2" ] || fail "after its first round back ${k#*:} holds other ${k%%:*} weights: $h0 / $h2"
+done
+t0="$(value "$c" replica-0 40 round.t_fixed_hash)"
+[ -n "$t0" ] && [ "$t0" = "$(value "$c" replica-2.0 40 round.t_fixed_hash)" ] && [ "$t0" = "$(value "$c" replica-2.1 40 round.t_fixed_hash)" ] ||
+  fail "after its first round back the pipeline's T_fixed differs from replica 0's"
+sent="$(value "$c" replica-0 50 bytes.outer.recovery.sent)"
+recv=$(( $(value "$c" replica-2.0 50 bytes.outer.recovery.recv) + $(value "$c" replica-2.1 50 bytes.outer.recovery.recv) ))
+[ -n "$sent" ] && [ "$sent" -eq "$recv" ] || fail "pipeline recovery bytes: replica-0 sent '$sent', the stage nodes received $recv"
+show="$("$tw" --db "$db" runs show "$(id_of pipe-rejoin-a)")"
+grep -q "replica-2.1 .*rejoin .*took stage 1's state after the round at step 30 from replica 0" <<<"$show" ||
+  fail "no rejoin event on replica-2.1: $show"
+same_everywhere pipe-rejoin '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash|bytes[.]outer[.]recovery[.].*)$' 1 150
+
+# --- a full replica killed and back, and pipelines cut off, in a run with pipeline replicas
+# (heterogeneous SparseLoCo; replicas 0 and 1 full, 2 and 3 rank-8 pipelines): the full replica
+# takes every stage from replica 0 after the round at 30 (a fresh AdamW); the cut-off pipeline
+# trains on alone and takes replica 0's state after the round at 30 too; a pipeline cut off for
+# good trains to the end outside the rounds. Threads twice and child processes agree. -------------
+pd=(--set outer.replicas=4 --set cluster.heartbeat_timeout_s=2 "${pipes[@]}" --set outer.algorithm=sparseloco
+    --set pipeline.rank=8 --set train.steps=50 --set run.threads=1
+    --set 'faults.events=["kill 1 at 15 rejoin 25", "disconnect 3 at 12 rejoin 28", "disconnect 2 at 42"]')
+run "${pd[@]}" --set run.name=pipe-mixed-a > /dev/null || fail "mixed pipeline schedule run a failed"
+run "${pd[@]}" --set run.name=pipe-mixed-b > /dev/null || fail "mixed pipeline schedule run b failed"
+run "${pd[@]}" --set run.name=pipe-mixed-local --set cluster.mode=local > /dev/null ||
+  fail "mixed pipeline schedule in child processes failed"
+c="$(csv pipe-mixed-a)"
+[ "$(rows "$c" replica-1 train.loss)" -eq 35 ] || fail "the killed full replica trained $(rows "$c" replica-1 train.loss) steps, not 35"
+for n in replica-2.1 replica-3.1; do
+  [ "$(rows "$c" $n train.loss)" -eq 50 ] || fail "$n (cut off, not killed) trained $(rows "$c" $n train.loss) steps, not 50"
+done
+for sm in 20:5 30:5 50:11; do  # masks: {0, 2}, {0, 2}, {0, 1, 3}
+  [ "$(value "$c" replica-0 "${sm%%:*}" round.group_mask | sort -u)" = "${sm#*:}" ] ||
+    fail "the round at ${sm%%:*} has mask $(value "$c" replica-0 "${sm%%:*}" round.group_mask | sort -u | tr '\n' ' '), want ${sm#*:}"
+done
+[ -z "$(value "$c" replica-0 40 round.group_mask)" ] || fail "the round at 40 is not among every replica"
+for s in 40 50; do
+  for n in replica-1 replica-3.0; do
+    [ "$(value "$c" $n $s round.stage0_hash)" = "$(value "$c" replica-0 $s round.stage0_hash)" ] ||
+      fail "$n's stage 0 after the round at $s differs from replica 0's"
+  done
+  [ "$(value "$c" replica-3.1 $s round.stage1_hash)" = "$(value "$c" replica-0 $s round.stage1_hash)" ] &&
+    [ "$(value "$c" replica-3.1 $s round.t_fixed_hash)" = "$(value "$c" replica-0 $s round.t_fixed_hash)" ] ||
+    fail "replica-3.1's stage 1 or T_fixed after the round at $s differs from replica 0's"
+done
+[ -z "$(value "$c" replica-2.0 50 round.stage0_hash)" ] || fail "the pipeline cut off for good took part in the round at 50"
+show="$("$tw" --db "$db" runs show "$(id_of pipe-mixed-a)")"
+grep -q "replica-1 .*rejoin .*took stage 1's state after the round at step 30 from replica 0" <<<"$show" ||
+  fail "no rejoin event on the full replica: $show"
+grep -q "replica-3.0 .*disconnect 3 at 12 rejoin 28: cut off; the pipeline trains on alone" <<<"$show" ||
+  fail "no disconnect event on replica-3.0: $show"
+same_everywhere pipe-mixed '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash|bytes[.]outer[.]recovery[.].*)$' 1 200
+
+# --- seeded churn in a heterogeneous run (every replica but 0), twice: identical losses ------------
+pc=(--set outer.replicas=4 --set cluster.heartbeat_timeout_s=2 --set cluster.stages=2 --set pipeline.replicas=3
+    --set pipeline.micro_batches=2 --set outer.algorithm=sparseloco --set pipeline.rank=8 --set train.steps=100
+    --set run.threads=1 --set faults.churn.mtbf_steps=20 --set faults.churn.down_steps=10 --set faults.churn.seed=3)
+run "${pc[@]}" --set run.name=pipe-churn-a > /dev/null || fail "pipeline churn run a failed"
+run "${pc[@]}" --set run.name=pipe-churn-b > /dev/null || fail "pipeline churn run b failed"
+a="$(figures pipe-churn-a '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash)$' 1)"
+[ "$(wc -l <<<"$a")" -gt 300 ] || fail "pipeline churn: too few rows"
+[ "$a" = "$(figures pipe-churn-b '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash)$' 1)" ] ||
+  fail "pipeline churn runs differ"
+[ "$("$tw" --db "$db" runs show "$(id_of pipe-churn-a)" | grep -c "rejoin .*took stage")" -ge 4 ] || fail "pipeline churn: too few rejoins"
 
 # --- a stage-0 node of a compressed pipeline killed for real (heterogeneous SparseLoCo, rank 8,
 # AD1/AD2/AD6): the pipeline leaves as a whole, the others redo their stage rounds among replicas

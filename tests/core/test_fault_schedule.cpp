@@ -90,8 +90,8 @@ TEST(FaultSchedule, WhichRunKindsTakeASchedule) {
     FaultSchedule::problems(c, p);
     ASSERT_EQ(p.size(), 1u);
     EXPECT_NE(p[0].find("outer.round_deadline_s: replicas of several nodes have no deadline yet"), std::string::npos) << p[0];
-    // Pipeline replicas: slow, pause and kill for good; no rejoin, no disconnect, replica 0 stays,
-    // and only where the rounds go on among survivors (fixed routing).
+    // Runs with pipeline replicas: every kind of event, but replica 0 stays, and only where the
+    // rounds go on among survivors (fixed routing).
     p.clear();
     c = diloco(3, 10, 60);
     c.cluster.stages = 2;
@@ -99,15 +99,43 @@ TEST(FaultSchedule, WhichRunKindsTakeASchedule) {
     c.faults.events = {"kill 2 at 15", "slow 1 at 5 until 9 x 2", "pause 1 at 20 until 22"};
     FaultSchedule::problems(c, p);
     EXPECT_TRUE(p.empty()) << p.front();
-    c.faults.events = {"kill 2 at 15 rejoin 25", "disconnect 1 at 5", "kill 0 at 30"};
+    c.outer.replicas = 4;  // replicas 0 and 1 full, 2 and 3 pipelines
+    // a pipeline and a full replica killed and back, a pipeline and a full replica cut off
+    c.faults.events = {"kill 2 at 15 rejoin 25", "kill 1 at 15 rejoin 25", "disconnect 3 at 5 rejoin 9",
+                       "disconnect 1 at 32"};
     FaultSchedule::problems(c, p);
-    ASSERT_EQ(p.size(), 3u);
-    EXPECT_NE(p[0].find("\"kill 2 at 15 rejoin 25\": pipeline replicas take slow, pause and kill for good only"),
-              std::string::npos) << p[0];
-    EXPECT_NE(p[1].find("\"disconnect 1 at 5\": pipeline replicas take"), std::string::npos) << p[1];
-    EXPECT_NE(p[2].find("\"kill 0 at 30\": replica 0 evaluates the global model"), std::string::npos) << p[2];
+    EXPECT_TRUE(p.empty()) << p.front();
+    c.faults.events = {"disconnect 0 at 5", "kill 0 at 30"};
+    FaultSchedule::problems(c, p);
+    ASSERT_EQ(p.size(), 2u);
+    EXPECT_NE(p[0].find("\"disconnect 0 at 5\": replica 0 evaluates the global model"), std::string::npos) << p[0];
+    EXPECT_NE(p[1].find("\"kill 0 at 30\": replica 0 evaluates the global model"), std::string::npos) << p[1];
+    // Churn strikes every replica but 0.
     p.clear();
+    c.faults.events = {};
+    c.faults.churn_mtbf_steps = 8;
+    c.faults.churn_down_steps = 5;
+    c.faults.churn_seed = 1;
+    FaultSchedule::problems(c, p);
+    EXPECT_TRUE(p.empty()) << p.front();
+    auto churn = FaultSchedule::create(c);
+    ASSERT_TRUE(churn) << churn.message();
+    ASSERT_FALSE(churn->empty());
+    bool full_struck = false;
+    for (auto& e : churn->events()) {
+        EXPECT_GE(e.replica, 1) << e.text();
+        full_struck = full_struck || e.replica == 1;
+    }
+    EXPECT_TRUE(full_struck);
+    c.pipeline.replicas = 4;  // every replica a pipeline: replica 0 is spared all the same
+    churn = FaultSchedule::create(c);
+    ASSERT_TRUE(churn) << churn.message();
+    for (auto& e : churn->events()) EXPECT_GE(e.replica, 1) << e.text();
+    c.outer.replicas = 3;
+    c.pipeline.replicas = 2;
+    c.faults.churn_mtbf_steps = 0;
     c.faults.events = {"kill 2 at 15"};
+    p.clear();
     c.pipeline.routing = "random";
     FaultSchedule::problems(c, p);
     ASSERT_EQ(p.size(), 1u);

@@ -2,6 +2,7 @@
 // SparseLoCo's AD switches use without knowing the algorithm: SparseLoCo runs every hook and can be
 // replayed from the leading tensor's payloads bit for bit; DiLoCo runs none and says so.
 #include <gtest/gtest.h>
+#include <cstring>
 #include <torch/torch.h>
 
 #include "core/collective.h"
@@ -106,6 +107,87 @@ TEST(RoundHooks, AReplayOfTheLeadingTensorsPayloadsKeepsABitIdenticalCopy) {
     ASSERT_FALSE(too_many);
     EXPECT_NE(too_many.message().find("1 to 1 members"), std::string::npos) << too_many.message();
     EXPECT_TRUE(torch::equal((*shadow)->eval_params()[0], (*member)->eval_params()[0]));
+}
+
+// A collective of two members whose other member's payload is fixed: a round returns {mine, other}.
+class PairCollective : public SoloCollective {
+public:
+    explicit PairCollective(std::vector<uint8_t> other) : other_(std::move(other)) {}
+    int size() const override { return 2; }
+    Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine, LinkClass, double clock,
+                                                         std::vector<double>* clocks) override {
+        if (clocks) *clocks = {clock, clock};
+        return std::vector<std::vector<uint8_t>>{mine, other_};
+    }
+    Result<std::vector<std::vector<uint8_t>>> exchange(const std::vector<int>&, const std::vector<uint8_t>& mine,
+                                                       LinkClass link, double clock, std::vector<double>* clocks) override {
+        return all_gather(mine, link, clock, clocks);
+    }
+
+private:
+    std::vector<uint8_t> other_;
+};
+
+// A solo round that keeps the payload this member sent.
+class RecordingCollective : public SoloCollective {
+public:
+    Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine, LinkClass link, double clock,
+                                                         std::vector<double>* clocks) override {
+        sent = mine;
+        return SoloCollective::all_gather(mine, link, clock, clocks);
+    }
+    std::vector<uint8_t> sent;
+};
+
+TEST(RoundHooks, AReplayAppliesTheGuardFactorsOfTheMembersRound) {
+    // Member 1's contribution is far larger than member 0's, so the aggregation guard (ratio 4)
+    // scales it. The replayer sees tok_emb alone and could not judge whole contributions: the
+    // leading payloads carry the members' factors, and its copy stays bit-identical.
+    RunConfig c = cfg_of("sparseloco");
+    c.outer.replicas = 2;
+    auto p = params();
+    auto q = params();
+    {
+        torch::NoGradGuard no_grad;
+        for (auto& t : q) t.add_(torch::randn_like(t) * 50);
+    }
+    RecordingCollective rec;
+    RunConfig solo_cfg = cfg_of("sparseloco");
+    auto other = make_outer_algorithm(solo_cfg, q, {"tok_emb", "norm_f"}, 0, 1);
+    ASSERT_TRUE(other);
+    // q moved far from the copy its algorithm took: a large Δ.
+    {
+        torch::NoGradGuard no_grad;
+        for (auto& t : q) t.add_(torch::randn_like(t) * 50);
+    }
+    ASSERT_TRUE((*other)->after_step(1, rec, 0.0));
+    auto member = make_outer_algorithm(c, p, {"tok_emb", "norm_f"}, 0, 2);
+    RunConfig shadow_cfg = c;
+    shadow_cfg.outer.guard_ratio = 0;  // as a pipeline's later stage builds it
+    auto copy = p[0].clone();
+    auto shadow = make_outer_algorithm(shadow_cfg, {copy}, {"tok_emb"}, 0, 2);
+    auto unaware = make_outer_algorithm(shadow_cfg, {p[0].clone()}, {"tok_emb"}, 0, 2);
+    ASSERT_TRUE(member && shadow && unaware);
+    train_a_little(p);
+    PairCollective pair(rec.sent);
+    auto rep = (*member)->after_step(1, pair, 0.0);
+    ASSERT_TRUE(rep) << rep.message();
+    ASSERT_GT(rep->guard_clipped, 0);
+    auto lead = (*member)->leading_tensor_payloads();
+    ASSERT_TRUE(lead.has_value());
+    ASSERT_TRUE((*shadow)->replay_round(*lead, 2));
+    EXPECT_TRUE(torch::equal((*shadow)->eval_params()[0], (*member)->eval_params()[0]));
+    // Without the factors (the 2 × 4 + 8 bytes of the trailer) the copy would differ.
+    std::vector<uint8_t> bare(lead->begin(), lead->end() - 16);
+    ASSERT_TRUE((*unaware)->replay_round(bare, 2));
+    EXPECT_FALSE(torch::equal((*unaware)->eval_params()[0], (*member)->eval_params()[0]));
+    // A factor outside (0, 1] is refused by name.
+    std::vector<uint8_t> forged = *lead;
+    const float two = 2.0f;
+    std::memcpy(forged.data() + forged.size() - 16, &two, 4);
+    auto bad = (*shadow)->replay_round(forged, 2);
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.message().find("guard factor outside (0, 1]"), std::string::npos) << bad.message();
 }
 
 TEST(RoundHooks, DiLoCoRunsNoneAndCannotBeReplayed) {
