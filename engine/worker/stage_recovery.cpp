@@ -98,7 +98,6 @@ Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, in
     // the next round is ever too far ahead for this node (Collective::begin_epoch).
     parts.rounds->enter_rejoin_epoch(step);
     std::vector<int> members, lost;
-    int64_t rounds = -1;
     int told = -1;
     for (auto& sl : parts.rounds->slices()) {
         const std::string where = "stage " + std::to_string(sl.stage) + "'s state from replica 0: ";
@@ -157,13 +156,9 @@ Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, in
             if (Status st = parts.shadow->load_state({{"global.0", emb[0]}}); !st) return Status::error(where + st.message());
             parts.shadow_emb.copy_(emb[0]);
         }
-        if (rounds >= 0 && s.rounds != rounds)
-            return Status::error(where + "counts " + std::to_string(s.rounds) + " rounds, another slice's donor " +
-                                 std::to_string(rounds));
         if (s.rounds != parts.rounds->rounds_done())
             return Status::error(where + "counts " + std::to_string(s.rounds) + " rounds since the transports started, this node " +
                                  std::to_string(parts.rounds->rounds_done()));
-        rounds = s.rounds;
         members = s.members;
         lost = s.lost;
         out.bytes += size;
@@ -174,7 +169,7 @@ Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, in
     }
     for (int k : lost)
         if (k != mesh.rank()) mesh.declare_lost(k);
-    parts.rounds->rejoin(step, members, rounds);
+    parts.rounds->rejoin(step, members);
     return out;
 }
 

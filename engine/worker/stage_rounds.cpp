@@ -235,15 +235,9 @@ void StageRounds::enter_rejoin_epoch(int64_t step) {
     // Every synced round since the transports started counts one, H steps apart.
     rounds_done_ = step / cfg_.outer.inner_steps - origin_step_ / cfg_.outer.inner_steps;
     mesh_.begin_epoch(stage_epoch(cfg_.cluster.stages, 0));
-    entered_ = rounds_done_;
 }
 
-void StageRounds::rejoin(int64_t step, const std::vector<int>& members, int64_t rounds) {
-    if (entered_ != rounds) {
-        rounds_done_ = rounds;
-        mesh_.begin_epoch(stage_epoch(cfg_.cluster.stages, 0));
-    }
-    entered_ = -1;
+void StageRounds::rejoin(int64_t step, const std::vector<int>& members) {
     present_ = members;
     if (std::find(present_.begin(), present_.end(), replica_) == present_.end()) present_.push_back(replica_);
     std::sort(present_.begin(), present_.end());

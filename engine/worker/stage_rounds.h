@@ -116,12 +116,12 @@ public:
     // Rejoining after a scheduled absence (docs/faults.md "Pipeline replicas"). The node (its
     // process stays; the transport keeps counting) first enters the transport epoch the holders
     // train in after the round at `step` (enter_rejoin_epoch), so no frame of the next round is
-    // ever too far ahead for it. Then, holding the state, it takes the donor's count (`rounds`,
-    // checked equal by the caller) and the round's members (the replicas present in it): it is in
+    // ever too far ahead for it (the caller checks the donor counts the same rounds). Then, holding
+    // the state, it takes the round's members from the donor (the replicas present in it): it is in
     // the rounds from the next one on, and a replica the schedule had in that round but the round
     // went without counts lost for good here too.
     void enter_rejoin_epoch(int64_t step);
-    void rejoin(int64_t step, const std::vector<int>& members, int64_t rounds);
+    void rejoin(int64_t step, const std::vector<int>& members);
     // The replicas present in the last round, ascending (survivors; every replica otherwise).
     const std::vector<int>& present() const { return present_; }
     // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike): one mesh
@@ -165,7 +165,6 @@ private:
     int replica_ = 0;            // this node's replica
     int64_t rounds_done_ = 0;    // synced rounds so far, counting this one (survivors: the epochs)
     int64_t origin_step_ = 0;    // start_at
-    int64_t entered_ = -1;       // the count enter_rejoin_epoch entered (−1: none)
     std::vector<int> present_;   // replicas present, ascending (survivors)
     std::vector<int> excluded_;  // replicas lost for good (survivors): never back in a round
     const FaultSchedule* schedule_ = nullptr;
