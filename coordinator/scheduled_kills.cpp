@@ -9,8 +9,7 @@
 namespace tw {
 
 ScheduledKills::ScheduledKills(const RunConfig& cfg, const std::vector<NodeRole>& roles) : roles_(roles) {
-    // Pipeline runs are killed for good only, inside the nodes' processes (FaultSchedule::problems).
-    if (cfg.cluster.mode != "local" || !cfg.faults.enabled() || cfg.cluster.stages > 1) return;
+    if (cfg.cluster.mode != "local" || !cfg.faults.enabled()) return;
     auto s = FaultSchedule::create(cfg);
     if (!s) return;  // the config's checks refused it before any node started
     schedule_ = std::move(*s);
@@ -21,7 +20,8 @@ ScheduledKills::ScheduledKills(const RunConfig& cfg, const std::vector<NodeRole>
 void ScheduledKills::on_event(const EventRecord& e) {
     if (!active_ || e.kind != "fault") return;
     for (size_t i = 0; i < roles_.size(); ++i) {
-        if (roles_[i].name != e.node || roles_[i].kind != "full") continue;
+        // A full replica's node, or a pipeline's stage node (every stage of it reports the kill).
+        if (roles_[i].name != e.node || (roles_[i].kind != "full" && roles_[i].kind != "pipeline")) continue;
         const auto& events = schedule_.events();
         for (size_t k = 0; k < events.size(); ++k) {
             const FaultEvent& f = events[k];
@@ -38,13 +38,18 @@ void ScheduledKills::on_event(const EventRecord& e) {
 
 Status ScheduledKills::carry_out(LocalCluster& cluster, Coordinator& coord,
                                  const std::function<void(const std::string&)>& log) {
-    for (auto [i, k] : std::exchange(due_, {})) {
+    // One kill per call: a restart waits for the fresh process to answer, and the caller's poll
+    // between calls keeps the heartbeats going, so churn that strikes several nodes at once does
+    // not starve the live nodes of their coordinator's word.
+    if (!due_.empty()) {
+        const auto [i, k] = due_.front();
+        due_.erase(due_.begin());
         const FaultEvent& f = schedule_.events()[k];
         if (Status st = cluster.kill_process(i); !st) return Status::error(roles_[i].name + ": " + st.message());
         const int64_t back = schedule_.rejoin_round(f);
         if (back < 0) {
             log("coordinator: killed " + roles_[i].name + "'s process (" + f.text() + ")");
-            continue;  // gone for good: its heartbeats stop, and the run goes on without it
+            return Status::ok();  // gone for good: its heartbeats stop, and the run goes on without it
         }
         if (Status st = cluster.respawn_process(i); !st) return Status::error(roles_[i].name + ": " + st.message());
         if (Status st = coord.rejoin(i, back); !st) return Status::error(roles_[i].name + ": " + st.message());

@@ -28,12 +28,14 @@ class LocalCluster;
 class ScheduledKills {
 public:
     // Inactive (every call does nothing) unless the run is in child processes with [faults]. Every
-    // node of a replica of several nodes reports its replica's kill and is killed and restarted.
+    // node of a replica of several nodes, and every stage node of a pipeline replica, reports its
+    // replica's kill and is killed and restarted.
     ScheduledKills(const RunConfig& cfg, const std::vector<NodeRole>& roles);
     bool active() const { return active_; }
     // Sees every event of the run; remembers the kills the nodes report.
     void on_event(const EventRecord& e);
-    // Carries out the kills reported since the last call; `log` receives one line per kill.
+    // Carries out the first kill reported and not yet carried out (one per call: the caller polls
+    // its nodes between calls); `log` receives one line per kill.
     Status carry_out(LocalCluster& cluster, Coordinator& coord, const std::function<void(const std::string&)>& log);
 
 private:

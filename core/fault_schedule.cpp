@@ -250,6 +250,12 @@ const FaultEvent* FaultSchedule::down_at(int r, int64_t step) const {
 
 bool FaultSchedule::in_round(int r, int64_t round_step) const { return down_at(r, round_step) == nullptr; }
 
+int64_t FaultSchedule::rounds_taken(int r, int64_t from, int64_t to, int64_t period) const {
+    int64_t n = 0;
+    for (int64_t s = (from / period + 1) * period; period > 0 && s <= to; s += period) n += in_round(r, s) ? 1 : 0;
+    return n;
+}
+
 bool FaultSchedule::gone_for_good(int r, int64_t step) const {
     const FaultEvent* e = down_at(r, step);
     return e && e->kind == FaultKind::kKill && rejoin_round(*e) < 0;

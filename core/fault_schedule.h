@@ -59,6 +59,9 @@ public:
     bool empty() const { return events_.empty(); }
     // Whether replica r takes part in the round at step `round_step` (a multiple of the period).
     bool in_round(int r, int64_t round_step) const;
+    // How many round boundaries after step `from` up to `to` (every `period` steps) replica r took
+    // part in: a process restarted after a kill counts its outer steps on from the killed one's.
+    int64_t rounds_taken(int r, int64_t from, int64_t to, int64_t period) const;
     // The replicas taking part in that round, ascending.
     std::vector<int> members(int64_t round_step) const;
     // The down event (kill or disconnect) that replica r is in after step `step`, or nullptr.

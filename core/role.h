@@ -66,6 +66,10 @@ struct NodeRole {
     // "Fault schedules"): the round after which it rejoins the live run, taking a peer's state; −1 =
     // a node that starts with the run.
     int64_t rejoin_step = -1;
+    // With rejoin_step: the step the live run's transports started at (its resume step; 0 for a run
+    // from its start), so the fresh process numbers its rounds as its peers do (engine/worker/
+    // stage_rounds.h start_at).
+    int64_t rejoin_origin_step = 0;
 
     int global_rank() const { return replica * replica_nodes + rank; }
     int world() const { return replicas * replica_nodes; }

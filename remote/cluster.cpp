@@ -43,7 +43,9 @@ int free_tcp_port() { return try_bind(0); }
 Result<int> free_tcp_port_block(int count, const std::vector<int>& taken) {
     std::mt19937 rng(static_cast<unsigned>(getpid()) ^ static_cast<unsigned>(
                          std::chrono::steady_clock::now().time_since_epoch().count()));
-    std::uniform_int_distribution<int> pick(20000, 60000);
+    // Below the kernel's ephemeral range (32768 and up on Linux): a port found free there can be taken by any
+    // process's outgoing connection or port-0 listener before the node binds it.
+    std::uniform_int_distribution<int> pick(20000, 32700);
     for (int attempt = 0; attempt < 200; ++attempt) {
         const int p = pick(rng);
         // A block handed out before may not be bound yet (its node binds its data and store ports

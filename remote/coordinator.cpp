@@ -43,6 +43,17 @@ struct Coordinator::Impl {
     std::vector<NodeRole> run_roles;
     std::string config_toml;
     std::vector<bool> start_pending;
+    // Restarted nodes whose configure is sent and not yet answered: its request id (0 = none) and
+    // when it left. poll() takes the answer, so the live nodes keep their heartbeats meanwhile.
+    std::vector<std::pair<int64_t, Clock::time_point>> rejoining;
+
+    // A request socket to node i at `endpoint`, with the node's CurveZMQ key when the run has keys.
+    zmq::socket_t dealer_to(size_t i, const std::string& endpoint) {
+        zmq::socket_t d(*ctx, zmq::socket_type::dealer);
+        if (!opts.keys.empty()) curve_client(d, opts.keys, opts.node_keys[i]);
+        d.connect(endpoint);
+        return d;
+    }
 };
 
 void Coordinator::set_loss_policy(std::vector<int> unit, int64_t min_live, int64_t max_live) {
@@ -151,14 +162,11 @@ Result<std::unique_ptr<Coordinator>> Coordinator::connect(std::shared_ptr<zmq::c
         NodeInfo n;
         n.endpoint = e;
         c->nodes_.push_back(n);
-        zmq::socket_t d(*s.ctx, zmq::socket_type::dealer);
         try {
-            if (curve) curve_client(d, opts.keys, opts.node_keys[c->nodes_.size() - 1]);
-            d.connect(e);
+            s.dealers.push_back(s.dealer_to(c->nodes_.size() - 1, e));
         } catch (const zmq::error_t& err) {
             return R::error("cannot connect to node " + e + ": " + err.what());
         }
-        s.dealers.push_back(std::move(d));
     }
     s.last_seen.assign(endpoints.size(), Clock::now());
     s.in_run.assign(endpoints.size(), false);
@@ -169,6 +177,11 @@ Result<std::unique_ptr<Coordinator>> Coordinator::connect(std::shared_ptr<zmq::c
         auto caps = c->request(i, hello);
         if (!caps) return caps.status();
         const auto& b = caps->body;
+        // Something else on the port (another run's node, a program that is not a node) answers
+        // otherwise: say so instead of reading its reply as an old node's.
+        if (caps->kind != MsgKind::kCapabilities || !b.contains("protocol"))
+            return R::error("node " + endpoints[i] + " answered hello with \"" + to_string(caps->kind) +
+                            "\" and no protocol: is another program listening on its port?");
         if (b.value("protocol", 0) != kProtocolVersion)
             return R::error("node " + endpoints[i] + " speaks protocol " + std::to_string(b.value("protocol", 0)) +
                             ", this coordinator " + std::to_string(kProtocolVersion));
@@ -231,6 +244,7 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
     s.run_roles = run_roles;
     s.config_toml = config_toml;
     s.start_pending.assign(nodes_.size(), false);
+    s.rejoining.assign(nodes_.size(), {0, Clock::now()});
     for (size_t i = 0; i < roles.size(); ++i) {
         Message m;
         m.kind = MsgKind::kConfigure;
@@ -326,26 +340,68 @@ Status Coordinator::rejoin(size_t i, int64_t rejoin_step) {
     Impl& s = *impl_;
     if (i >= s.run_roles.size()) return Status::error("rejoin: node " + std::to_string(i) + " has no role in this run");
     NodeRole role = s.run_roles[i];
+    // A resumed run's fresh process rejoins live: it loads no checkpoint, but numbers its rounds
+    // from the step its peers resumed at.
+    role.rejoin_origin_step = std::max<int64_t>(role.resume_step, 0);
+    role.resume_step = -1;
     role.rejoin_step = rejoin_step;
     Message m;
     m.kind = MsgKind::kConfigure;
     s.tokens[i].clear();  // the restarted node hands out a token of its own
     m.body = {{"role", role_to_json(role)}, {"config_toml", s.config_toml},
               {"heartbeat_s", s.opts.heartbeat_s}, {"heartbeat_timeout_s", s.opts.heartbeat_timeout_s}};
-    auto r = request(i, m);
-    if (!r) return Status::error("rejoin: " + r.message());
-    const auto tok = r->body.find("token");
-    if (tok == r->body.end() || !tok->is_string())
-        return Status::error("node " + nodes_[i].endpoint + " did not hand out a run token at configure");
-    s.tokens[i] = tok->get<std::string>();
+    // A fresh socket: the old one's connection was to the killed process, and a request written
+    // into it before the socket noticed the process was gone would be lost.
+    try {
+        s.dealers[i].set(zmq::sockopt::linger, 0);
+        s.dealers[i] = s.dealer_to(i, nodes_[i].endpoint);
+    } catch (const zmq::error_t& err) {
+        return Status::error("rejoin: cannot connect to node " + nodes_[i].endpoint + ": " + err.what());
+    }
+    s.rejoining[i] = {send_request(i, m), Clock::now()};
     NodeInfo& n = nodes_[i];
-    n.state = "configured";
+    n.state = "restarting";
     n.done = n.lost = n.stopped = n.ok = false;
     n.error.clear();
     s.last_seen[i] = Clock::now();
-    // Started once its stream is heard (handle_stream), so no metric of it is published into the void.
-    s.start_pending[i] = true;
     return Status::ok();
+}
+
+void Coordinator::take_rejoin_answers() {
+    Impl& s = *impl_;
+    for (size_t i = 0; i < s.rejoining.size(); ++i) {
+        auto& [id, sent] = s.rejoining[i];
+        if (id == 0) continue;
+        s.last_seen[i] = Clock::now();  // starting up, not silent
+        NodeInfo& n = nodes_[i];
+        auto fail = [&](const std::string& why) {
+            id = 0;
+            n.error = "restarted, but " + why;
+            if (!s.first_failure) s.first_failure = i;
+        };
+        while (poll_in(s.dealers[i], 0)) {
+            std::vector<zmq::message_t> reply;
+            (void)zmq::recv_multipart(s.dealers[i], std::back_inserter(reply));
+            auto msg = decode(reply);
+            if (!msg) {
+                fail("it sent a malformed reply to configure: " + msg.message());
+                break;
+            }
+            if (msg->body.value("id", int64_t{-1}) != id) continue;
+            const auto tok = msg->body.find("token");
+            if (msg->kind == MsgKind::kError) fail("configure failed: " + msg->body.value("error", std::string("error")));
+            else if (tok == msg->body.end() || !tok->is_string()) fail("it handed out no run token at configure");
+            if (id == 0) break;
+            s.tokens[i] = tok->get<std::string>();
+            n.state = "configured";
+            id = 0;
+            // Started once its stream is heard (handle_stream), so no metric of it is published into the void.
+            s.start_pending[i] = true;
+            break;
+        }
+        if (id != 0 && since_s(sent) * 1000 > s.opts.reply_timeout_ms)
+            fail("it did not answer \"configure\" within " + std::to_string(s.opts.reply_timeout_ms / 1000.0) + " s");
+    }
 }
 
 void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
@@ -421,10 +477,11 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
         }
     } while (Clock::now() < deadline);
     s.last_poll = Clock::now();
+    take_rejoin_answers();
 
     if (since_s(s.last_heartbeat_sent) >= s.opts.heartbeat_s) {
         for (size_t i = 0; i < nodes_.size(); ++i) {
-            if (!s.in_run[i] || nodes_[i].done) continue;
+            if (!s.in_run[i] || nodes_[i].done || (i < s.rejoining.size() && s.rejoining[i].first != 0)) continue;
             Message hb;
             hb.kind = MsgKind::kHeartbeat;
             hb.body["token"] = s.tokens[i];

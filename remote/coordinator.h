@@ -101,8 +101,10 @@ public:
     void set_loss_policy(std::vector<int> unit, int64_t min_live, int64_t max_live = 0);
 
     // A node process restarted mid-run (a scheduled kill with rejoin in child processes, docs/
-    // faults.md): configures node i again with its role of this run and `rejoin_step`, and starts it
-    // once its stream is heard (during poll). Its earlier state (lost, done) is forgotten.
+    // faults.md): sends node i its role of this run again with `rejoin_step` over a fresh socket,
+    // and returns; poll() takes the node's answer (its run token; a failure or no answer within the
+    // reply timeout fails the run, naming it) and starts the node once its stream is heard. The node
+    // does not count silent meanwhile. Its earlier state (lost, done) is forgotten.
     Status rejoin(size_t i, int64_t rejoin_step);
 
     // One request/reply round trip with node i (kind and body of `m`); error replies become errors.
@@ -121,6 +123,8 @@ private:
     Status broadcast(int kind, const char* verb);
     bool presumed_gone(size_t i) const;
     void handle_stream(const Message& m, CoordinatorSink& sink);
+    // poll()'s part for nodes restarted by rejoin(): takes their configure answers without waiting.
+    void take_rejoin_answers();
     struct Impl;
     std::unique_ptr<Impl> impl_;
     std::vector<NodeInfo> nodes_;

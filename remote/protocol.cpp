@@ -155,6 +155,7 @@ nlohmann::json role_to_json(const NodeRole& r) {
             {"checkpoint_run", r.checkpoint_run},
             {"resume_step", r.resume_step},
             {"rejoin_step", r.rejoin_step},
+            {"rejoin_origin_step", r.rejoin_origin_step},
             {"expert",
              {{"ensemble", r.expert_ensemble}, {"domain", r.expert_domain}, {"d_ff", r.expert_d_ff},
               {"steps", r.expert_steps}}},
@@ -338,6 +339,11 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
         TW_ROLE_FIELD(r.rejoin_step, int_field(j, "rejoin_step", "rejoin_step", -1, INT32_MAX));
         if (r.rejoin_step >= 0 && r.resume_step >= 0)
             return R::error("role: \"rejoin_step\" and \"resume_step\" together (a node either rejoins a live run or resumes one)");
+    }
+    if (j.contains("rejoin_origin_step")) {
+        TW_ROLE_FIELD(r.rejoin_origin_step, int_field(j, "rejoin_origin_step", "rejoin_origin_step", 0, INT32_MAX));
+        if (r.rejoin_step >= 0 && r.rejoin_origin_step > r.rejoin_step)
+            return R::error("role: \"rejoin_origin_step\" after \"rejoin_step\" (the run's transports start before a node rejoins)");
     }
 
     const auto g = j.find("grad_group");

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include <torch/optim/adamw.h>
 
@@ -147,6 +148,10 @@ private:
     Status rejoin(int64_t back, WorkerControl& ctl);
     // Replica 0's state after the round at `step` in place of this node's (stage_recovery.h).
     Status take_stage_states(int64_t step);
+    // A fresh process after a scheduled kill (coordinator/scheduled_kills.h, role.rejoin_step):
+    // takes replica 0's state after the round it rejoins at, as a worker rebuilt in-process does,
+    // with the tokens and round count the killed process had.
+    Status rejoin_fresh(WorkerControl& ctl);
     int64_t down_until_ = -1;  // disconnected: away through the round at this step; −1 = present
     // A fresh inner optimizer (reparam's Z stepped with the stage) and the executor stepping it.
     void build_inner();
@@ -173,20 +178,36 @@ Status PipelineWorker::apply_faults(int64_t step, double step_compute_s, WorkerC
             case FaultKind::kKill: {
                 const int64_t back = faults_.rejoin_round(*e);
                 const std::string entry = e->text() + (e->churn ? " (churn)" : "");
-                // Inside the node, in threads and in child processes alike: a pipeline's processes
-                // are not SIGKILLed and restarted by the schedule (docs/faults.md).
-                if (sink_)
-                    sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "fault",
-                                  entry + (back < 0 ? ": the stage node stops; its pipeline leaves the run for good"
-                                                    : ": the stage node's weights, optimizer and outer state are gone; "
-                                                      "its pipeline takes replica 0's state after the round at step " +
-                                                          std::to_string(back))});
                 // The pipeline's nodes end together, once each has finished the step: a node that
                 // ended first would make a peer still inside the step (its last messages, the
                 // gradient norm) take it for lost. Framing only; a failure changes nothing here.
                 std::vector<int> pipeline;
                 for (int64_t st = 0; st < S(); ++st) pipeline.push_back(peer(role_.replica, st));
                 (void)mesh_->agree(pipeline, 0);
+                if (cfg_.cluster.mode == "local") {
+                    // A child process: its coordinator kills it for real on this report (coordinator/
+                    // scheduled_kills.h) and, with a rejoin, starts a fresh one (run()'s rejoin_step).
+                    // The data port closes first, so what the peers send from now on waits for the
+                    // fresh process; the rows so far go before the report.
+                    mesh_->go_quiet();
+                    if (sink_) {
+                        sink_->metrics(std::exchange(rows_, {}));
+                        sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "fault",
+                                      entry + ": the node process is killed" +
+                                          (back < 0 ? std::string("; its pipeline leaves the run for good")
+                                                    : "; a fresh one takes replica 0's state after the round at step " +
+                                                          std::to_string(back))});
+                    }
+                    while (!ctl.stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                    left = true;
+                    return Status::ok();
+                }
+                if (sink_)
+                    sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "fault",
+                                  entry + (back < 0 ? ": the stage node stops; its pipeline leaves the run for good"
+                                                    : ": the stage node's weights, optimizer and outer state are gone; "
+                                                      "its pipeline takes replica 0's state after the round at step " +
+                                                          std::to_string(back))});
                 if (back >= 0) return rejoin(back, ctl);
                 left = true;
                 return Status::ok();
@@ -225,6 +246,24 @@ Status PipelineWorker::rejoin(int64_t back, WorkerControl& ctl) {
     if (Status st = take_stage_states(back); !st) return st;
     step_ = back;
     ctl.step = back;
+    return Status::ok();
+}
+
+Status PipelineWorker::rejoin_fresh(WorkerControl& ctl) {
+    const int64_t back = role_.rejoin_step, H = cfg_.outer.inner_steps;
+    const FaultEvent* down = faults_.down_at(role_.replica, back);
+    if (!down || down->kind != FaultKind::kKill || !algorithm_traits(cfg_).outer_rounds || back % H != 0)
+        return Status::error(role_.name + ": rejoining after step " + std::to_string(back) +
+                             ": the fault schedule kills this replica with no rejoin there");
+    tokens_done_ = down->at_step * cfg_.train.batch_size * cfg_.model.seq_len;
+    // The rounds the killed process took part in, as its outer_step_ counted them.
+    outer_step_ += faults_.rounds_taken(role_.replica, role_.rejoin_origin_step, down->at_step, H);
+    if (Status st = take_stage_states(back); !st) return st;
+    step_ = back;
+    ctl.step = back;
+    if (sink_)
+        sink_->event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
+                      role_.name + ": a fresh process rejoins after the round at step " + std::to_string(back)});
     return Status::ok();
 }
 
@@ -284,9 +323,14 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     if (Status st = build_rounds(); !st) return st;
     if (cfg_.pipeline.constraint == "reparam") reparam_ = make_reparam_writers(slice().names, slice().params, slice().u, slice().rank);
     build_inner();
-    if (Status st = rounds_->check_weights(role_.name); !st) return st;
+    // Same seed → same weights among each stage's holders; a fresh process rejoining a live run
+    // skips it (its peers are training) and takes replica 0's state instead.
+    if (role_.rejoin_step < 0)
+        if (Status st = rounds_->check_weights(role_.name); !st) return st;
     if (Status st = resume_run_checkpoint(sink); !st) return st;
-    rounds_->start_at(step_);  // a resumed node's transport starts afresh at its checkpoint's step
+    // A resumed node's transport starts afresh at its checkpoint's step; a rejoining process's
+    // peers' transports started at the run's start or resume.
+    rounds_->start_at(role_.rejoin_step >= 0 ? role_.rejoin_origin_step : step_);
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                 role_.name + " starts: stage " + std::to_string(role_.stage) + " of " + std::to_string(S()) + ", " +
                     std::to_string(slice().params.size()) + " tensors"});
@@ -309,8 +353,9 @@ Status PipelineWorker::build_rounds() {
     if (has_embedding_shadow(cfg_, role_.replica, static_cast<int>(role_.stage)))
         return build_embedding_shadow(subspace_basis(cfg_.model.d_model, k0, static_cast<uint64_t>(cfg_.run.seed)));
     // A resumed node's T_fixed is its checkpoint's, and the start's sending is in its clock and
-    // rows already: not sent again (every node of a run resumes alike).
-    if (role_.resume_step >= 0) return Status::ok();
+    // rows already: not sent again (every node of a run resumes alike). A rejoining process takes
+    // replica 0's.
+    if (role_.resume_step >= 0 || role_.rejoin_step >= 0) return Status::ok();
     return broadcast_frozen_embedding(0);
 }
 
@@ -521,6 +566,8 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
     if (Status st = setup(ctl, sink); !st) return st;
     ctl.step = step_;  // a resumed node starts where its checkpoint stands
     tokens_done_ = step_ * cfg_.train.batch_size * cfg_.model.seq_len;
+    if (role_.rejoin_step >= 0)
+        if (Status st = rejoin_fresh(ctl); !st) return st;
     const int64_t steps = cfg_.train.steps, tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
     const bool evaluator = role_.replica == 0;
     const bool reports_loss = stage_->last();

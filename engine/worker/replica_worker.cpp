@@ -312,8 +312,10 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         if (!rounds) return rounds.status();
         stage_rounds_ = std::move(*rounds);
         stage_rounds_->set_schedule(&faults_);  // a pipeline killed by the schedule leaves its rounds
-        // Same seed → same weights, stage by stage among each stage's holders.
-        if (Status st = stage_rounds_->check_weights(role_.name); !st) return st;
+        // Same seed → same weights, stage by stage among each stage's holders; a process restarted
+        // mid-run skips it (its peers are training) and takes replica 0's state instead.
+        if (role_.rejoin_step < 0)
+            if (Status st = stage_rounds_->check_weights(role_.name); !st) return st;
     }
     // Same seed → same weights; verified, since a silent mismatch would poison every round. A node
     // process restarted mid-run skips it (its peers are training): it takes a peer's state instead.
@@ -330,8 +332,9 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     }
     // After the start-up checks (they compare the initial weights), with the outer algorithm built.
     if (Status st = resume_run_checkpoint(sink); !st) return st;
-    // A resumed node's transport starts afresh at its checkpoint's step.
-    if (stage_rounds_) stage_rounds_->start_at(trainer_->step_index());
+    // A resumed node's transport starts afresh at its checkpoint's step; a rejoining process's
+    // peers' transports started at the run's start or resume.
+    if (stage_rounds_) stage_rounds_->start_at(role_.rejoin_step >= 0 ? role_.rejoin_origin_step : trainer_->step_index());
     real_at_last_round_ = real_exchange_s();  // the start-up checks are not a round
     if (elastic()) {
         // Every replica holds its own place; spares (mesh ranks R..) stand by (docs/faults.md).
@@ -971,9 +974,7 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
             }
             case FaultKind::kKill: {
                 const int64_t back = faults_.rejoin_round(*e);
-                // A full replica of a pipeline run is killed for good only (FaultSchedule::problems):
-                // it ends inside its process, as a pipeline's stage nodes do.
-                if (cfg_.cluster.mode == "local" && !in_pipeline_run()) {
+                if (cfg_.cluster.mode == "local") {
                     // A child process: its coordinator kills it for real on this report (coordinator/
                     // scheduled_kills.h), and starts a fresh one to rejoin. The rows so far go first.
                     // Every node of a replica of several nodes does so after the same step, outside
@@ -1024,10 +1025,17 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         // A fresh process after a scheduled kill (coordinator/scheduled_kills.h): like a worker
         // rebuilt in-process, it takes the state of a live peer after the round it rejoins at.
         const int64_t back = role_.rejoin_step;
-        if (!(elastic() || group_follower()) || faults_.empty())
+        if (!(elastic() || group_follower() || stage_rounds_) || faults_.empty())
             return Status::error(role_.name + ": a rejoin needs a fault schedule");
-        if (const FaultEvent* e = faults_.down_at(role_.replica, back)) tokens_done_ = e->at_step * tokens_per_step;
+        const FaultEvent* e = faults_.down_at(role_.replica, back);
+        if (e) tokens_done_ = e->at_step * tokens_per_step;
         trainer_->set_step_index(back);
+        if (stage_rounds_) {
+            // A full replica of a pipeline run: every slice from replica 0's holder of its stage,
+            // with the round count the killed process had.
+            if (e) outer_step_ += faults_.rounds_taken(role_.replica, role_.rejoin_origin_step, e->at_step, cfg_.outer.inner_steps);
+            if (Status st = take_stage_states(back); !st) return st;
+        }
         if (elastic())
             if (Status st = receive_state(back, scheduled_members(back)); !st) return st;
         // A replica of several nodes restarted as a whole: its other nodes take the leader's state.

@@ -19,7 +19,8 @@
 #  * a compressed pipeline killed by the schedule rejoins: it takes each stage's state from replica 0
 #    and holds replica 0's stage weights and T_fixed after its first round back; the same for a full
 #    replica killed and back and for pipelines cut off; seeded churn in a heterogeneous run, twice:
-#    identical losses;
+#    identical losses. In child processes each of these kills SIGKILLs the pipeline's (or the full
+#    replica's) processes and fresh ones rejoin, to the threads run's figures;
 #  * a stage node of a pipeline replica SIGKILLed: the pipeline leaves as a whole, the full replica
 #    and the other pipeline redo their stage rounds between the two of them and finish; the same
 #    with compressed pipelines (heterogeneous SparseLoCo), whose T_fixed stays alike on every node.
@@ -301,6 +302,10 @@ show="$("$tw" --db "$db" runs show "$(id_of pipe-sched-a)")"
 grep -q "replica-2.1 .*kill 2 at 25: the stage node stops" <<<"$show" || fail "no kill event on replica-2.1: $show"
 grep -q "replica-1.0 .*slow 1 at 5 until 15 x 3: its steps take 3x" <<<"$show" || fail "no slow event: $show"
 same_everywhere pipe-sched '^(train[.]loss|val[.]loss|round[.]stage.*)$' 1 120
+show="$("$tw" --db "$db" runs show "$(id_of pipe-sched-local)")"
+for n in replica-2.0 replica-2.1; do
+  grep -q "killed $n's process (kill 2 at 25)" <<<"$show" || fail "$n's process was not killed for good: $show"
+done
 
 # --- a pipeline replica killed by the schedule rejoins (heterogeneous SparseLoCo, rank 8): replica
 # 0 hands each of its stage nodes that stage's state after the round at 30; after its first round
@@ -332,6 +337,12 @@ show="$("$tw" --db "$db" runs show "$(id_of pipe-rejoin-a)")"
 grep -q "replica-2.1 .*rejoin .*took stage 1's state after the round at step 30 from replica 0" <<<"$show" ||
   fail "no rejoin event on replica-2.1: $show"
 same_everywhere pipe-rejoin '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash|bytes[.]outer[.]recovery[.].*)$' 1 150
+show="$("$tw" --db "$db" runs show "$(id_of pipe-rejoin-local)")"
+for n in replica-2.0 replica-2.1; do
+  grep -q "killed $n's process and started a fresh one, rejoining after the round at step 30" <<<"$show" ||
+    fail "$n's process was not killed and restarted: $show"
+  grep -q "$n .*start .*a fresh process rejoins after the round at step 30" <<<"$show" || fail "$n: no fresh process rejoined: $show"
+done
 
 # --- a full replica killed and back, and pipelines cut off, in a run with pipeline replicas
 # (heterogeneous SparseLoCo; replicas 0 and 1 full, 2 and 3 rank-8 pipelines): the full replica
@@ -371,8 +382,11 @@ grep -q "replica-1 .*rejoin .*took stage 1's state after the round at step 30 fr
 grep -q "replica-3.0 .*disconnect 3 at 12 rejoin 28: cut off; the pipeline trains on alone" <<<"$show" ||
   fail "no disconnect event on replica-3.0: $show"
 same_everywhere pipe-mixed '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash|bytes[.]outer[.]recovery[.].*)$' 1 200
+grep -q "killed replica-1's process and started a fresh one, rejoining after the round at step 30" <<<"$("$tw" --db "$db" runs show "$(id_of pipe-mixed-local)")" ||
+  fail "the full replica's process was not killed and restarted"
 
-# --- seeded churn in a heterogeneous run (every replica but 0), twice: identical losses ------------
+# --- seeded churn in a heterogeneous run (every replica but 0), twice on threads and once in child
+# processes, where every kill SIGKILLs and restarts the pipeline's processes: identical losses ------
 pc=(--set outer.replicas=4 --set cluster.heartbeat_timeout_s=2 --set cluster.stages=2 --set pipeline.replicas=3
     --set pipeline.micro_batches=2 --set outer.algorithm=sparseloco --set pipeline.rank=8 --set train.steps=100
     --set run.threads=1 --set faults.churn.mtbf_steps=20 --set faults.churn.down_steps=10 --set faults.churn.seed=3)
@@ -383,6 +397,11 @@ a="$(figures pipe-churn-a '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_f
 [ "$a" = "$(figures pipe-churn-b '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash)$' 1)" ] ||
   fail "pipeline churn runs differ"
 [ "$("$tw" --db "$db" runs show "$(id_of pipe-churn-a)" | grep -c "rejoin .*took stage")" -ge 4 ] || fail "pipeline churn: too few rejoins"
+run "${pc[@]}" --set run.name=pipe-churn-local --set cluster.mode=local > /dev/null || fail "pipeline churn in child processes failed"
+[ "$a" = "$(figures pipe-churn-local '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash)$' 1)" ] ||
+  fail "pipeline churn in child processes differs from threads"
+[ "$("$tw" --db "$db" runs show "$(id_of pipe-churn-local)" | grep -c "process and started a fresh one")" -ge 8 ] ||
+  fail "pipeline churn in child processes: too few processes restarted"
 
 # --- a stage-0 node of a compressed pipeline killed for real (heterogeneous SparseLoCo, rank 8,
 # AD1/AD2/AD6): the pipeline leaves as a whole, the others redo their stage rounds among replicas

@@ -33,6 +33,11 @@ TEST(FaultSchedule, KillAndRejoinSetMembershipByRound) {
     EXPECT_TRUE(s->rejoining(20).empty());
     ASSERT_EQ(s->starting(2, 15).size(), 1u);
     EXPECT_EQ(s->starting(2, 15)[0]->text(), "kill 2 at 15 rejoin 25");
+    // Rounds taken: replica 2 was in the round at 10 only up to its kill; the 40, 50 and 60 after.
+    EXPECT_EQ(s->rounds_taken(2, 0, 15, 10), 1);
+    EXPECT_EQ(s->rounds_taken(2, 0, 60, 10), 4);
+    EXPECT_EQ(s->rounds_taken(2, 30, 60, 10), 3);  // a run resumed at 30 counts from there
+    EXPECT_EQ(s->rounds_taken(0, 0, 60, 10), 6);
     // A kill at a boundary takes part in that round.
     c.faults.events = {"kill 1 at 20"};
     s = FaultSchedule::create(c);

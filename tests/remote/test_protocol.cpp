@@ -164,6 +164,15 @@ TEST(Protocol, RoleRejoinStepRoundTripsAndExcludesResume) {
     auto back = role_from_json(role_to_json(r));
     ASSERT_TRUE(back) << back.message();
     EXPECT_EQ(back->rejoin_step, 30);
+    EXPECT_EQ(back->rejoin_origin_step, 0);
+    r.rejoin_origin_step = 20;
+    back = role_from_json(role_to_json(r));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->rejoin_origin_step, 20);
+    r.rejoin_origin_step = 40;  // a run resumed after the step the node rejoins at
+    EXPECT_NE(role_from_json(role_to_json(r)).message().find("\"rejoin_origin_step\" after \"rejoin_step\""),
+              std::string::npos);
+    r.rejoin_origin_step = 0;
     auto j = role_to_json(r);
     j["rejoin_step"] = -5;
     EXPECT_NE(role_from_json(j).message().find("rejoin_step"), std::string::npos);
