@@ -126,8 +126,12 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
                     std::to_string(c.outer.replicas));
     if (c.outer.round_deadline_s > 0 && !outer)
         p.push_back("outer.round_deadline_s: only outer algorithms have rounds to leave a straggler out of");
-    if (c.outer.round_deadline_s > 0 && c.cluster.stages > 1)
-        p.push_back("outer.round_deadline_s: runs with pipeline replicas have no deadline yet (docs/faults.md)");
+    // Pipeline replicas are left out as a whole, by the rounds that go on among the replicas present.
+    if (c.outer.round_deadline_s > 0 && c.cluster.stages > 1 && outer && !pipeline_survives_loss(c))
+        p.push_back("outer.round_deadline_s: pipeline replicas are left out of a round only where the rounds go on "
+                    "among the replicas present (pipeline.routing = \"fixed\", at most " +
+                    std::to_string(kMaxSurvivorStages) + " stages and " + std::to_string(kMaxSurvivorReplicas) +
+                    " replicas; docs/faults.md)");
     // A late leader takes a peer's state after its group has taken the leader's weights of the
     // round: the group's other nodes would train on other weights until the next round.
     if (c.outer.round_deadline_s > 0 && c.cluster.nodes_per_replica > 1)

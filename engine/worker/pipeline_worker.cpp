@@ -449,6 +449,19 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     ++outer_step_;
     if (sink_)
         for (auto& text : rep->lost) sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "member-lost", text});
+    if (rep->late_s >= 0) {
+        // Past outer.round_deadline_s: the pipeline is out of the round, its own pseudo-gradient
+        // dropped; each stage takes replica 0's state after it (its AdamW kept, as after a disconnect).
+        record(step, metric::kRoundLateS, rep->late_s);
+        round_compute_s_ = 0;
+        if (Status st = take_stage_states(step); !st) return st;
+        for (auto& [stage, h] : rounds_->state_hashes())
+            record(step, metric::round_stage_hash(stage), static_cast<double>(h));  // the members' agreed state
+        return Status::ok();
+    }
+    if (sink_ && role_.replica == 0 && role_.stage == 0 && !rep->late.empty())
+        sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "late",
+                      late_event_text(step, rep->late, cfg_.outer.round_deadline_s)});
     // This node's uplink carries its payloads of every slice back to back after the slowest holder.
     const LinkSpec link = round_link(net_, role_.replica, rep->members(cfg_.outer.replicas), rep->hops);
     const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, link, rep->bytes, rep->hops));
@@ -466,7 +479,7 @@ Status PipelineWorker::outer_rounds(int64_t step) {
         record(step, name, v);
     round_compute_s_ = 0;
     // Replica 0's node hands its stage's state to the nodes of replicas rejoining after this round.
-    auto sent = send_stage_states(cfg_, role_.replica, faults_, step, clock_.now_s(), *mesh_, recovery_parts());
+    auto sent = send_stage_states(cfg_, role_.replica, faults_, step, rep->late, clock_.now_s(), *mesh_, recovery_parts());
     if (!sent) return Status::error(role_.name + ": " + sent.message());
     recovery_sent_ += sent->bytes;
     if (sink_)

@@ -834,6 +834,18 @@ Status ReplicaWorker::stage_round(int64_t step) {
     ++outer_step_;
     // Rounds redone among the survivors after a loss (stage_rounds.h, docs/faults.md).
     for (auto& text : rep->lost) event(EventLevel::kWarning, "member-lost", text);
+    if (rep->late_s >= 0) {
+        // Past outer.round_deadline_s: out of the round, its own pseudo-gradient dropped; every
+        // slice takes replica 0's state after it (its AdamW kept, as after a disconnect).
+        record(step, metric::kRoundLateS, rep->late_s);
+        round_compute_s_ = 0;
+        if (Status st = take_stage_states(step); !st) return st;
+        for (auto& [stage, h] : stage_rounds_->state_hashes())
+            record(step, metric::round_stage_hash(stage), static_cast<double>(h));  // the members' agreed state
+        return Status::ok();
+    }
+    if (role_.replica == 0 && !rep->late.empty())
+        event(EventLevel::kWarning, "late", late_event_text(step, rep->late, cfg_.outer.round_deadline_s));
     const LinkSpec link = round_link(net_, role_.replica, rep->members(cfg_.outer.replicas), rep->hops);
     const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, link, rep->bytes, rep->hops));
     if (t_fixed_.defined()) {
@@ -848,7 +860,7 @@ Status ReplicaWorker::stage_round(int64_t step) {
     record_round(step, rep->bytes, rep->hops, round_compute_s_, round_comm_s(link, rep->bytes, rep->hops), exposed);
     round_compute_s_ = 0;
     // Replica 0 hands every slice's state to the pipeline replicas rejoining after this round.
-    auto sent = send_stage_states(cfg_, role_.replica, faults_, step, clock_.now_s(), *mesh_,
+    auto sent = send_stage_states(cfg_, role_.replica, faults_, step, rep->late, clock_.now_s(), *mesh_,
                                   StageRecoveryParts{stage_rounds_.get(), t_fixed_, {}, nullptr});
     if (!sent) return Status::error(role_.name + ": " + sent.message());
     recovery_sent_ += sent->bytes;

@@ -39,10 +39,16 @@ Status same_shape(const std::string& what, const torch::Tensor& got, const torch
 }  // namespace
 
 Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const FaultSchedule& schedule, int64_t step,
-                                        double clock_s, Collective& mesh, const StageRecoveryParts& parts) {
+                                        const std::vector<int>& late, double clock_s, Collective& mesh,
+                                        const StageRecoveryParts& parts) {
     StageHandOver out;
-    if (replica != 0 || schedule.empty() || !parts.rounds) return out;
-    for (int r : schedule.rejoining(step)) {
+    if (replica != 0 || !parts.rounds) return out;
+    std::vector<int> to_send = late;
+    if (!schedule.empty())
+        for (int r : schedule.rejoining(step)) to_send.push_back(r);
+    std::sort(to_send.begin(), to_send.end());
+    to_send.erase(std::unique(to_send.begin(), to_send.end()), to_send.end());
+    for (int r : to_send) {
         if (parts.rounds->replica_lost(r)) continue;  // gone again: nobody to send to
         int told = -1;  // the joiner's node whose word this node has had
         for (auto& sl : parts.rounds->slices()) {

@@ -49,11 +49,13 @@ struct StageHandOver {
 };
 
 // Donor: after the round at `step`, if this node is replica 0's (`replica`), sends each node of
-// the replicas `schedule` has rejoin after that round (lost ones left out) the state of every slice
-// this node holds, the messages leaving at `clock_s`. Waits for each joiner's word that it is up
-// (Collective::wait_ready). Nothing to send: an empty hand-over.
+// the replicas `schedule` has rejoin after that round and of the replicas `late` left out of it
+// (lost ones left out) the state of every slice this node holds, the messages leaving at
+// `clock_s`. Waits for each joiner's word that it is up (Collective::wait_ready). Nothing to send:
+// an empty hand-over.
 Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const FaultSchedule& schedule, int64_t step,
-                                        double clock_s, Collective& mesh, const StageRecoveryParts& parts);
+                                        const std::vector<int>& late, double clock_s, Collective& mesh,
+                                        const StageRecoveryParts& parts);
 
 // Joiner: a node of replica `replica` rejoining after the round at `step` receives the state of
 // every slice it holds from replica 0's holders and takes it on (live weights from the global ones

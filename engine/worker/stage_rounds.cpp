@@ -2,10 +2,13 @@
 #include "engine/worker/stage_rounds.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "core/algorithm.h"
 #include "core/layout.h"
+#include "core/little_endian.h"
 #include "core/member_view.h"
 #include "engine/worker/stage_members.h"
 #include "core/metric_names.h"
@@ -20,6 +23,19 @@ std::string replica_list(const std::vector<int>& rs) {
     std::string out;
     for (int r : rs) out += (out.empty() ? "" : ", ") + std::to_string(r);
     return out.empty() ? "none" : out;
+}
+
+std::vector<int> without(const std::vector<int>& a, const std::vector<int>& b) {
+    std::vector<int> out;
+    for (int r : a)
+        if (std::find(b.begin(), b.end(), r) == b.end()) out.push_back(r);
+    return out;
+}
+
+std::string seconds(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", s);
+    return buf;
 }
 
 }  // namespace
@@ -191,6 +207,9 @@ Result<StageRoundsReport> StageRounds::survivor_round(int64_t step, double start
     out.synced = true;
     out.latest_s = start_s;
     ++rounds_done_;
+    late_.clear();  // the last round's late replicas are members again
+    late_known_ = false;
+    const bool judged = cfg_.outer.round_deadline_s > 0;
     if (schedule_ && !schedule_->empty()) {
         // The schedule's members of this round, less the replicas lost for good: a replica back
         // from a scheduled absence is in again.
@@ -215,9 +234,20 @@ Result<StageRoundsReport> StageRounds::survivor_round(int64_t step, double start
             mesh_.begin_epoch(stage_epoch(s, 0));
             if (Status st = sit_out_round(); !st) return st;
             if (Status st = mesh_.agree({mesh_.rank()}, 0); !st) return st;
+            // A pipeline's later stage learns from its stage 0 who was late, before its own stage.
+            if (judged && s == 0) {
+                if (Status st = take_late_from_stage0(out); !st) return st;
+                if (out.late_s >= 0) return out;  // late: this replica sits the round out
+            }
             continue;
         }
         if (Status st = survivor_slice_round(*sl, step, start_s, out); !st) return st;
+        if (judged && s == 0) {
+            if (cfg_.is_pipeline_replica(replica_))
+                if (Status st = tell_late_to_later_stages(out.late_s); !st) return st;
+            out.late = late_;
+            if (out.late_s >= 0) return out;  // late: none of this replica's stages takes part
+        }
     }
     mesh_.begin_epoch(stage_epoch(cfg_.cluster.stages, 0));
     // Whoever this round lost is out for good (a real loss; a scheduled absence is the schedule's).
@@ -289,6 +319,9 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
     const torch::Tensor table_before = holds_table ? t_fixed_.clone() : torch::Tensor();
     const int me = replica_;
     const int stage_rank = static_cast<int>(sl.stage);
+    // With a deadline, stage 0's holders judge the arrivals in the first attempt that gets that far
+    // (a redo after the late have left keeps the verdict: they no longer wait in it).
+    const bool judge = sl.stage == 0 && cfg_.outer.round_deadline_s > 0;
     for (uint64_t attempt = 0;; ++attempt) {
         std::vector<int> rest;
         for (int r : present_)
@@ -310,20 +343,40 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
         std::vector<int> out_ranks;
         for (int r = 0; r < cfg_.outer.replicas; ++r)
             // A replica the schedule has down ends by itself at its step; told out now, a pipeline
-            // still behind would leave before reaching it.
+            // still behind would leave before reaching it. A late one is only out of this round.
             if (std::find(present_.begin(), present_.end(), r) == present_.end() &&
-                !(schedule_ && !schedule_->in_round(r, step)))
+                !(schedule_ && !schedule_->in_round(r, step)) && !is_late(r))
                 out_ranks.push_back(pipeline_mesh_rank(cfg_, r, stage_rank));
         if (!out_ranks.empty()) mesh_.tell_out(out_ranks);
+        // The attempt's members: the replicas present, less those already found late.
+        const std::vector<int> attempt_members = late_known_ ? without(present_, late_) : present_;
         std::vector<int> ranks;
-        for (int r : present_) ranks.push_back(pipeline_mesh_rank(cfg_, r, stage_rank));
+        for (int r : attempt_members) ranks.push_back(pipeline_mesh_rank(cfg_, r, stage_rank));
         MemberView view(mesh_, ranks);
-        const std::vector<int> attempt_members = present_;
         Status st;
         bool views_differ = false;
+        // Arrivals (framing only): whoever's clock is more than the deadline after the first is late.
+        std::vector<int> late_now = late_known_ ? late_ : std::vector<int>{};
+        double my_late_s = -1;
+        if (judge && !late_known_) {
+            std::vector<double> clocks;
+            auto got = view.all_gather({}, LinkClass::kOuterSync, start_s, &clocks);
+            if (!got) {
+                st = got.status();
+            } else {
+                const double first = *std::min_element(clocks.begin(), clocks.end());
+                for (size_t i = 0; i < attempt_members.size(); ++i) {
+                    const bool late = attempt_members[i] != 0 && clocks[i] > first + cfg_.outer.round_deadline_s;
+                    if (late) late_now.push_back(attempt_members[i]);
+                    if (late && attempt_members[i] == me) my_late_s = clocks[i] - first;
+                }
+            }
+        }
+        const std::vector<int> on_time = without(attempt_members, late_now);
         std::vector<double> sets;
-        const uint64_t mine = replica_mask(present_);
-        auto checked = view.all_gather({}, LinkClass::kOuterSync, static_cast<double>(mine), &sets);
+        const uint64_t mine = replica_mask(on_time);
+        auto checked = st ? view.all_gather({}, LinkClass::kOuterSync, static_cast<double>(mine), &sets)
+                          : Result<std::vector<std::vector<uint8_t>>>(st);
         if (!checked) {
             st = checked.status();
         } else if (auto v = check_views(mine, sets, cfg_.outer.replicas); !v) {
@@ -333,18 +386,28 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
             present_ = v->present;
             st = Status::error("replicas " + replica_list(attempt_members) + " present here, " +
                                replica_list(v->other) + " at another holder");
+        } else if (my_late_s >= 0) {
+            // Late, and every holder agrees who is: out of this round; the state comes after it.
+            late_ = late_now;
+            late_known_ = true;
+            out.late_s = my_late_s;
+            return Status::ok();
         } else {
-            auto rep = sl.algo->after_step(step, view, start_s);
+            if (judge) late_ = late_now, late_known_ = true;  // the late have left: a redo keeps the verdict
+            std::vector<int> round_ranks;
+            for (int r : on_time) round_ranks.push_back(pipeline_mesh_rank(cfg_, r, stage_rank));
+            MemberView round_view(mesh_, round_ranks);
+            auto rep = sl.algo->after_step(step, round_view, start_s);
             if (rep) {
                 // Every holder of stage s must now hold the same state (θ_s; NoLoCo: its group's mean).
-                auto agreed = agree_on_round(*sl.algo, view);
+                auto agreed = agree_on_round(*sl.algo, round_view);
                 // The holders of stage 0 hold T_fixed as its round left it; they compare it here,
                 // among the members of the round (a pipeline's later stages compare theirs with
                 // their stage 0 after it has sent them the round: agree_t_fixed).
                 if (agreed && holds_table) {
                     std::vector<int> all;
-                    for (int i = 0; i < view.size(); ++i) all.push_back(i);
-                    if (Status t = view.agree(all, state_hash({t_fixed_})); !t)
+                    for (int i = 0; i < round_view.size(); ++i) all.push_back(i);
+                    if (Status t = round_view.agree(all, state_hash({t_fixed_})); !t)
                         agreed = Result<uint64_t>::error("T_fixed: " + t.message());
                 }
                 if (agreed) {
@@ -355,12 +418,12 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
                     for (double c : rep->clocks) out.latest_s = std::max(out.latest_s, c);
                     // The report's members are view ranks (NoLoCo's group) or none (all of the view).
                     uint64_t mask = 0;
-                    for (size_t i = 0; i < present_.size(); ++i)
-                        if (present_[i] < 64 &&
+                    for (size_t i = 0; i < on_time.size(); ++i)
+                        if (on_time[i] < 64 &&
                             (rep->members.empty() ||
                              std::count(rep->members.begin(), rep->members.end(), static_cast<int>(i))))
-                            mask |= uint64_t{1} << present_[i];
-                    out.grouped = out.grouped || !rep->members.empty();
+                            mask |= uint64_t{1} << on_time[i];
+                    out.grouped = out.grouped || !rep->members.empty() || !late_.empty();
                     out.member_masks.push_back(mask);
                     out.attempts = std::max<int64_t>(out.attempts, static_cast<int64_t>(attempt) + 1);
                     if (sl.ad1_after_round) sl.project_writers(sl.params);
@@ -371,10 +434,11 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
                 st = rep.status();
             }
         }
-        // The attempt failed: whoever waits for this node in it fails at once.
+        // The attempt failed: whoever waits for this node in it fails at once (the late, once known,
+        // wait for nothing of it).
         std::vector<int> peers;
         for (int i = 0; i < view.size(); ++i)
-            if (i != view.rank()) peers.push_back(i);
+            if (i != view.rank() && !(late_known_ && is_late(attempt_members[static_cast<size_t>(i)]))) peers.push_back(i);
         view.abandon(peers);
         bool member_out = false, member_gave_up = false;
         for (size_t i = 0; i < attempt_members.size(); ++i) {
@@ -401,6 +465,52 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
         // The survivors noticed the loss by waiting out the heartbeat timeout: the clock pays it.
         out.latest_s = std::max(out.latest_s, start_s + cfg_.cluster.heartbeat_timeout_s);
     }
+}
+
+// The message: u32 count, count × u32 late replica (ascending), f64 this replica's lateness (−1 =
+// on time). Not counted: framing, like the clock gather it reports.
+Status StageRounds::tell_late_to_later_stages(double late_s) {
+    std::vector<uint8_t> msg;
+    le::Appender a{msg};
+    a.u32(static_cast<uint32_t>(late_.size()));
+    for (int r : late_) a.u32(static_cast<uint32_t>(r));
+    a.f64(late_s);
+    for (int s = 1; s < cfg_.cluster.stages; ++s)
+        if (Status st = mesh_.send(pipeline_mesh_rank(cfg_, replica_, s), msg, LinkClass::kInterStage, 0, /*count=*/false); !st)
+            return Status::error("telling stage " + std::to_string(s) + " who was late: " + st.message());
+    return Status::ok();
+}
+
+Status StageRounds::take_late_from_stage0(StageRoundsReport& out) {
+    auto m = mesh_.recv(pipeline_mesh_rank(cfg_, replica_, 0));
+    if (!m) return Status::error("waiting for stage 0's word on who was late: " + m.message());
+    // From a peer: checked before it is believed.
+    le::Reader r{m->data(), m->size()};
+    uint32_t n = 0;
+    const auto bad = [](const std::string& why) { return Status::error("stage 0's word on who was late: " + why); };
+    if (!r.u32(n) || n >= static_cast<uint32_t>(cfg_.outer.replicas)) return bad("no count, or more late than replicas");
+    std::vector<int> late;
+    for (uint32_t i = 0; i < n; ++i) {
+        uint32_t x = 0;
+        if (!r.u32(x) || x == 0 || x >= static_cast<uint32_t>(cfg_.outer.replicas) || (!late.empty() && static_cast<int>(x) <= late.back()))
+            return bad("replicas not ascending within 1.." + std::to_string(cfg_.outer.replicas - 1));
+        late.push_back(static_cast<int>(x));
+    }
+    double late_s = 0;
+    if (!r.f64(late_s) || r.left() != 0) return bad(std::to_string(m->size()) + " bytes, not a late list and a lateness");
+    late_ = std::move(late);
+    late_known_ = true;
+    const bool me = is_late(replica_);
+    if (me != (late_s >= 0) || !std::isfinite(late_s) || (!me && late_s != -1))
+        return bad("this replica's lateness " + seconds(late_s) + " does not match the list");
+    out.late = late_;
+    out.late_s = me ? late_s : -1;
+    return Status::ok();
+}
+
+std::string late_event_text(int64_t step, const std::vector<int>& late, double deadline_s) {
+    return "round at step " + std::to_string(step) + ": replica(s) " + replica_list(late) + " arrived more than " +
+           seconds(deadline_s) + " simulated s after the first and were left out";
 }
 
 Result<uint64_t> StageRounds::agree_t_fixed(const torch::Tensor& t_fixed) {
@@ -441,6 +551,13 @@ std::vector<std::pair<std::string, double>> stage_round_rows(const StageRoundsRe
         rows.emplace_back(metric::kRoundAttempts, static_cast<double>(r.attempts));
     }
     return rows;
+}
+
+std::vector<std::pair<int64_t, uint64_t>> StageRounds::state_hashes() const {
+    std::vector<std::pair<int64_t, uint64_t>> out;
+    for (auto& sl : slices_)
+        if (sl.algo) out.emplace_back(sl.stage, state_hash(sl.algo->agreed_state().tensors) >> 12);
+    return out;
 }
 
 void StageRounds::project_writers() {

@@ -6,6 +6,13 @@
 // node holds one slice and sits out the other stages' rounds alone, so every member's sequence of
 // mesh rounds stays aligned.
 //
+// Stragglers (outer.round_deadline_s, survivors only): stage 0's holders first gather their clocks
+// in the round's first attempt; a replica whose stage-0 node (where a pipeline's backward ends)
+// arrived more than the deadline after the first is left out of every stage's round (replica 0
+// never is: it evaluates and hands the state over). Each pipeline's stage-0 node tells its later
+// stages who was late (framing only), and the late replica's nodes take replica 0's state after the
+// round (stage_recovery.h), their own pseudo-gradient of the round dropped.
+//
 // Survivors (docs/faults.md, core/layout.h pipeline_survives_loss): in a run that allows it, each
 // stage's round runs among the stage's holders of the replicas still present, as attempts numbered
 // with Collective::begin_epoch; the holders first compare the replicas they count present
@@ -18,6 +25,7 @@
 // The mesh is borrowed and must outlive this object; the config is copied. Not thread-safe: one worker thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -65,10 +73,18 @@ struct StageRoundsReport {
     int64_t attempts = 1;                // the most attempts any slice's round took
     bool survivors = false;              // fewer than every replica, or a redone round: rows record it
     std::vector<std::string> lost;       // one text per round redone after a loss (member-lost events)
+    // outer.round_deadline_s: the replicas left out of this round as late (ascending), and, when this
+    // node's replica is one of them, how late it was (simulated s after the first arrival; −1 = on
+    // time). A late replica's nodes ran no stage round: each takes replica 0's state after it.
+    std::vector<int> late;
+    double late_s = -1;
 
     // The replicas any of this node's rounds exchanged with, ascending (core/network.h round_link).
     std::vector<int> members(int64_t replicas) const;
 };
+
+// The `late` event's text: which replicas a round at `step` left out past the deadline.
+std::string late_event_text(int64_t step, const std::vector<int>& late, double deadline_s);
 
 // The metric rows a synced round adds beside round_metrics (core/metrics.h): each stage's agreed
 // hash, the guard's count when it scaled anything, and the member masks when a round was grouped.
@@ -128,6 +144,9 @@ public:
     // round over every node. Returns the 52-bit hash agreed on.
     Result<uint64_t> agree_t_fixed(const torch::Tensor& t_fixed);
 
+    // Each slice's agreed state's 52-bit hash (stage, hash), as the round agreement records it: a
+    // node that took replica 0's state after a round it was late for records what it now holds.
+    std::vector<std::pair<int64_t, uint64_t>> state_hashes() const;
     // The writers of every slice back into their subspace (the `project` constraint, AD5).
     void project_writers();
     // The global weights of every slice swapped in for an evaluation.
@@ -145,7 +164,13 @@ private:
     // round() in a run whose rounds go on among survivors (a synced step only).
     Result<StageRoundsReport> survivor_round(int64_t step, double start_s);
     // One slice's round among the present replicas' holders, redone among the survivors after a loss.
+    // Stage 0's with a deadline first judges the arrivals (late_); a late node's returns at once.
     Status survivor_slice_round(StageSlice& sl, int64_t step, double start_s, StageRoundsReport& out);
+    // A pipeline's stage-0 node tells its later stages the round's late replicas and its replica's
+    // lateness (16 bytes each, framing only); the later stages take it before their own stage.
+    Status tell_late_to_later_stages(double late_s);
+    Status take_late_from_stage0(StageRoundsReport& out);
+    bool is_late(int r) const { return std::find(late_.begin(), late_.end(), r) != late_.end(); }
     // Transport epochs (Collective::begin_epoch): attempt `a` of stage s's round in synced round n,
     // then, after the S stages, the training that follows (its point-to-point activations).
     // Attempts per stage round: a loss, then holders that counted the replicas present apart, with
@@ -167,6 +192,10 @@ private:
     int64_t origin_step_ = 0;    // start_at
     std::vector<int> present_;   // replicas present, ascending (survivors)
     std::vector<int> excluded_;  // replicas lost for good (survivors): never back in a round
+    // This round's late replicas (outer.round_deadline_s), once stage 0's holders have judged the
+    // arrivals (late_known_): they stay present, out of this round's stage groups only.
+    std::vector<int> late_;
+    bool late_known_ = false;
     const FaultSchedule* schedule_ = nullptr;
 };
 

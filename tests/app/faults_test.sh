@@ -21,6 +21,8 @@
 #    replica killed and back and for pipelines cut off; seeded churn in a heterogeneous run, twice:
 #    identical losses. In child processes each of these kills SIGKILLs the pipeline's (or the full
 #    replica's) processes and fresh ones rejoin, to the threads run's figures;
+#  * a pipeline straggling past outer.round_deadline_s is left out of the rounds it is late for and
+#    takes replica 0's state after each;
 #  * a stage node of a pipeline replica SIGKILLed: the pipeline leaves as a whole, the full replica
 #    and the other pipeline redo their stage rounds between the two of them and finish; the same
 #    with compressed pipelines (heterogeneous SparseLoCo), whose T_fixed stays alike on every node.
@@ -402,6 +404,41 @@ run "${pc[@]}" --set run.name=pipe-churn-local --set cluster.mode=local > /dev/n
   fail "pipeline churn in child processes differs from threads"
 [ "$("$tw" --db "$db" runs show "$(id_of pipe-churn-local)" | grep -c "process and started a fresh one")" -ge 8 ] ||
   fail "pipeline churn in child processes: too few processes restarted"
+
+# --- a straggling pipeline past outer.round_deadline_s (heterogeneous SparseLoCo, rank 8): replica 2
+# runs 4x slow from step 12, arrives more than 0.9 simulated s after the first at every round from
+# 20 on (it never catches up: its clock stays behind), and is left out of each; replica 1's pipeline
+# is on time. After each such round both its stage nodes hold replica 0's agreed stage states (the
+# hashes they record after taking the state). Threads twice and child processes agree. ------------
+pl=("${pipes[@]}" --set outer.algorithm=sparseloco --set pipeline.rank=8 --set train.steps=50 --set run.threads=1
+    --set 'faults.events=["slow 2 at 12 until 25 x 4"]' --set outer.round_deadline_s=0.9)
+run "${three[@]}" "${pl[@]}" --set run.name=pipe-late-a > /dev/null || fail "pipeline deadline run a failed"
+run "${three[@]}" "${pl[@]}" --set run.name=pipe-late-b > /dev/null || fail "pipeline deadline run b failed"
+run "${three[@]}" "${pl[@]}" --set run.name=pipe-late-local --set cluster.mode=local > /dev/null ||
+  fail "pipeline deadline run in child processes failed"
+c="$(csv pipe-late-a)"
+[ -z "$(value "$c" replica-0 10 round.group_mask)$(value "$c" replica-2.0 10 round.late_s)" ] ||
+  fail "pipeline deadline: the round at 10 is not among every replica"
+for s in 20 30 40 50; do
+  [ "$(value "$c" replica-0 $s round.group_mask | sort -u)" = "3" ] || fail "pipeline deadline: the round at $s is not among replicas 0 and 1"
+  for n in replica-2.0 replica-2.1; do
+    awk -v l="$(value "$c" $n $s round.late_s)" 'BEGIN {exit !(l > 0.9)}' ||
+      fail "pipeline deadline: $n's lateness at $s is '$(value "$c" $n $s round.late_s)', not past 0.9 s"
+  done
+  for k in stage0:replica-2.0 stage1:replica-2.1; do
+    h0="$(value "$c" replica-0 $s "round.${k%%:*}_hash")"
+    [ -n "$h0" ] && [ "$h0" = "$(value "$c" "${k#*:}" $s "round.${k%%:*}_hash")" ] ||
+      fail "pipeline deadline: after the round at $s ${k#*:} holds other ${k%%:*} state than replica 0"
+  done
+done
+[ "$(rows "$c" replica-1.0 round.late_s)" -eq 0 ] || fail "pipeline deadline: the on-time pipeline was left out"
+[ "$(rows "$c" replica-2.1 train.loss)" -eq 50 ] || fail "pipeline deadline: the late pipeline did not train on"
+sent="$(value "$c" replica-0 50 bytes.outer.recovery.sent)"
+recv=$(( $(value "$c" replica-2.0 50 bytes.outer.recovery.recv) + $(value "$c" replica-2.1 50 bytes.outer.recovery.recv) ))
+[ -n "$sent" ] && [ "$sent" -eq "$recv" ] || fail "pipeline deadline recovery bytes: replica-0 sent '$sent', the late nodes received $recv"
+grep -q "replica-0 .*late .*round at step 20: replica(s) 2 arrived more than 0.9 simulated s after the first" <<<"$("$tw" --db "$db" runs show "$(id_of pipe-late-a)")" ||
+  fail "pipeline deadline: no late event"
+same_everywhere pipe-late '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]late_s|bytes[.]outer[.]recovery[.].*)$' 1 150
 
 # --- a stage-0 node of a compressed pipeline killed for real (heterogeneous SparseLoCo, rank 8,
 # AD1/AD2/AD6): the pipeline leaves as a whole, the others redo their stage rounds among replicas

@@ -82,8 +82,8 @@ TEST(FaultSchedule, SparesWorkOverTheHubAndAreRefusedWhereNoReplicaCanBeLost) {
 }
 
 // Replicas of several nodes take a fault schedule (every node follows its replica's), and no
-// spares; pipelines take slow, pause and kill for good where their rounds survive a loss; a deadline
-// is refused for replicas of several nodes.
+// spares; pipelines take every event where their rounds survive a loss, and a deadline there; a
+// deadline is refused for replicas of several nodes.
 TEST(FaultSchedule, WhichRunKindsTakeASchedule) {
     RunConfig c = diloco(3, 10, 60);
     c.faults.events = {"kill 2 at 15 rejoin 25", "disconnect 1 at 32 rejoin 35"};
@@ -145,6 +145,18 @@ TEST(FaultSchedule, WhichRunKindsTakeASchedule) {
     FaultSchedule::problems(c, p);
     ASSERT_EQ(p.size(), 1u);
     EXPECT_NE(p[0].find("cannot go on without a replica (pipeline.routing \"random\""), std::string::npos) << p[0];
+    // A deadline: taken by pipeline runs whose rounds go on among the replicas present, refused
+    // with random routing, naming why.
+    c.faults.events = {};
+    c.outer.round_deadline_s = 0.5;
+    p.clear();
+    FaultSchedule::problems(c, p);
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_NE(p[0].find("outer.round_deadline_s: pipeline replicas are left out of a round only where"), std::string::npos) << p[0];
+    c.pipeline.routing = "fixed";
+    p.clear();
+    FaultSchedule::problems(c, p);
+    EXPECT_TRUE(p.empty()) << p.front();
 }
 
 TEST(FaultSchedule, StreamingRejoinsAtFragmentBoundaries) {
