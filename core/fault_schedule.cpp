@@ -132,11 +132,6 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
                     "among the replicas present (pipeline.routing = \"fixed\", at most " +
                     std::to_string(kMaxSurvivorStages) + " stages and " + std::to_string(kMaxSurvivorReplicas) +
                     " replicas; docs/faults.md)");
-    // A late leader takes a peer's state after its group has taken the leader's weights of the
-    // round: the group's other nodes would train on other weights until the next round.
-    if (c.outer.round_deadline_s > 0 && c.cluster.nodes_per_replica > 1)
-        p.push_back("outer.round_deadline_s: replicas of several nodes have no deadline yet (a late leader's group would "
-                    "keep weights the leader then replaces; docs/faults.md)");
     if (c.cluster.spares > 0) {
         const std::string what = "cluster.spares " + std::to_string(c.cluster.spares) + ": ";
         if (!outer)

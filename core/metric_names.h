@@ -53,6 +53,9 @@ inline constexpr const char* kRoundLateS = "round.late_s";
 // wait that found the loss (the heartbeat timeout) and the redo among the survivors.
 inline constexpr const char* kRoundLossWallS = "round.loss_wall_s";
 inline constexpr const char* kRoundStateHash = "round.state_hash";  // 52 bits of the agreed state's hash
+// Replicas of several nodes with outer.round_deadline_s: 52 bits of the hash of the weights every
+// node of the replica holds after the round's broadcast from its leader.
+inline constexpr const char* kRoundWeightsHash = "round.weights_hash";
 inline constexpr const char* kRoundTFixedHash = "round.t_fixed_hash";     // 52 bits of T_fixed's state hash
 // "round.stage<s>_hash": 52 bits of the hash of stage s's global weights after the round.
 inline std::string round_stage_hash(long long stage) { return "round.stage" + std::to_string(stage) + "_hash"; }

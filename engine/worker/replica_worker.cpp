@@ -484,6 +484,13 @@ Status ReplicaWorker::outer_round(int64_t step) {
         if (rep.clocks.empty()) rep.clocks.push_back(clock_.now_s());
         end_s = outer_round_end_s(net_, topology, role_.replica, rep.members, rep.clocks, rep.bytes_sent, rep.hops);
     }
+    // A late leader (outer.round_deadline_s) takes the donor's state first, so its group then
+    // takes that, not the weights its own round left it (docs/faults.md "Stragglers").
+    const bool late_leader = grads_ && elastic() && std::count(late.begin(), late.end(), role_.replica) > 0;
+    if (late_leader) {
+        if (Status st = catch_up(step, end_s, late); !st) return st;
+        end_s = std::max(end_s, clock_.now_s());
+    }
     if (grads_) {
         // The leader's weights and clock reach the replica's other nodes.
         if (Status st = broadcast_from_leader(end_s); !st) {
@@ -491,6 +498,9 @@ Status ReplicaWorker::outer_round(int64_t step) {
             leave(st);
             return Status::ok();
         }
+        if (cfg_.outer.round_deadline_s > 0)  // what every node of the replica now holds
+            record(step, metric::kRoundWeightsHash,
+                   static_cast<double>(state_hash(trainer_->model()->parameters()) >> 12));
     }
     double exposed = 0;
     if (rep.overlap_steps > 0) clock_.defer(step + rep.overlap_steps, end_s);  // training goes on; the clock waits then
@@ -509,7 +519,7 @@ Status ReplicaWorker::outer_round(int64_t step) {
         record(step, metric::kRoundGroupMask, static_cast<double>(mask));
     }
     round_compute_s_ = 0;
-    if (elastic()) return catch_up(step, end_s, late);
+    if (elastic() && !late_leader) return catch_up(step, end_s, late);
     return Status::ok();
 }
 

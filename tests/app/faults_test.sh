@@ -13,7 +13,8 @@
 #    process SIGKILLed for real; after its first round it holds the others' global weights;
 #  * a node of a two-node replica SIGKILLed: the replica leaves as a whole, the others go on;
 #  * a fault schedule for two-node replicas (kill and rejoin, slow, disconnect): every node of the
-#    replica follows it, deterministic on threads and equal in child processes;
+#    replica follows it, deterministic on threads and equal in child processes; a two-node replica
+#    past the deadline: both its nodes hold the round's weights;
 #  * a fault schedule with pipeline replicas (slow, pause, a pipeline killed for good): every holder
 #    drops it by the schedule, deterministic on threads and equal in child processes;
 #  * a compressed pipeline killed by the schedule rejoins: it takes each stage's state from replica 0
@@ -273,6 +274,28 @@ for n in replica-2.0 replica-2.1; do
   grep -q "killed $n's process and started a fresh one, rejoining after the round at step 30" <<<"$show" ||
     fail "$n's process was not killed and restarted: $show"
 done
+
+# --- a straggling two-node replica past the deadline: replica 1 (4x slow from step 10 to 20) is left
+# out of the rounds at 20 and 30; its leader takes the donor's state before its group's broadcast,
+# so both its nodes hold the round's weights (round.weights_hash, every node, equal to replica
+# 0's). Threads twice and child processes agree. ----------------------------------------------------
+gl=(--set cluster.nodes_per_replica=2 --set train.steps=30 --set run.threads=1 --set outer.round_deadline_s=0.3
+    --set 'faults.events=["slow 1 at 10 until 20 x 3"]')
+run "${three[@]}" "${gl[@]}" --set run.name=group-late-a > /dev/null || fail "group deadline run a failed"
+run "${three[@]}" "${gl[@]}" --set run.name=group-late-b > /dev/null || fail "group deadline run b failed"
+run "${three[@]}" "${gl[@]}" --set run.name=group-late-local --set cluster.mode=local > /dev/null ||
+  fail "group deadline run in child processes failed"
+c="$(csv group-late-a)"
+[ -z "$(value "$c" replica-0.0 10 round.group_mask)" ] || fail "group deadline: the round at 10 should count every replica"
+for s in 20 30; do
+  [ "$(value "$c" replica-0.0 $s round.group_mask)" = "5" ] || fail "group deadline: round at $s: mask $(value "$c" replica-0.0 $s round.group_mask), want 5"
+  awk -v l="$(value "$c" replica-1.0 $s round.late_s)" 'BEGIN {exit !(l > 0.3)}' || fail "group deadline: replica 1 not late at $s"
+  h0="$(value "$c" replica-0.0 $s round.weights_hash)"
+  for n in replica-0.1 replica-1.0 replica-1.1 replica-2.1; do
+    [ -n "$h0" ] && [ "$h0" = "$(value "$c" $n $s round.weights_hash)" ] || fail "group deadline: after the round at $s $n holds other weights than replica-0.0"
+  done
+done
+same_everywhere group-late '^(train[.]loss|val[.]loss|round[.](state|weights)_hash|round[.]late_s|round[.]group_mask)$' 0 150
 
 # --- a fault schedule in a run with pipeline replicas (a full replica, two 2-stage pipelines): a slow
 # and a paused pipeline, and one killed for good at 25. Every holder drops it from the round at 30 by

@@ -82,8 +82,8 @@ TEST(FaultSchedule, SparesWorkOverTheHubAndAreRefusedWhereNoReplicaCanBeLost) {
 }
 
 // Replicas of several nodes take a fault schedule (every node follows its replica's), and no
-// spares; pipelines take every event where their rounds survive a loss, and a deadline there; a
-// deadline is refused for replicas of several nodes.
+// spares, and a deadline; pipelines take every event where their rounds survive a loss, and a
+// deadline there.
 TEST(FaultSchedule, WhichRunKindsTakeASchedule) {
     RunConfig c = diloco(3, 10, 60);
     c.faults.events = {"kill 2 at 15 rejoin 25", "disconnect 1 at 32 rejoin 35"};
@@ -91,10 +91,9 @@ TEST(FaultSchedule, WhichRunKindsTakeASchedule) {
     std::vector<std::string> p;
     FaultSchedule::problems(c, p);
     EXPECT_TRUE(p.empty()) << p.front();
-    c.outer.round_deadline_s = 0.5;
+    c.outer.round_deadline_s = 0.5;  // a late leader's group takes the donor's state through it
     FaultSchedule::problems(c, p);
-    ASSERT_EQ(p.size(), 1u);
-    EXPECT_NE(p[0].find("outer.round_deadline_s: replicas of several nodes have no deadline yet"), std::string::npos) << p[0];
+    EXPECT_TRUE(p.empty()) << p.front();
     // Runs with pipeline replicas: every kind of event, but replica 0 stays, and only where the
     // rounds go on among survivors (fixed routing).
     p.clear();
