@@ -452,11 +452,9 @@ Status PipelineWorker::outer_rounds(int64_t step) {
     if (rep->late_s >= 0) {
         // Past outer.round_deadline_s: the pipeline is out of the round, its own pseudo-gradient
         // dropped; each stage takes replica 0's state after it (its AdamW kept, as after a disconnect).
-        record(step, metric::kRoundLateS, rep->late_s);
         round_compute_s_ = 0;
         if (Status st = take_stage_states(step); !st) return st;
-        for (auto& [stage, h] : rounds_->state_hashes())
-            record(step, metric::round_stage_hash(stage), static_cast<double>(h));  // the members' agreed state
+        for (auto& [name, v] : rounds_->late_rows(rep->late_s)) record(step, name, v);
         return Status::ok();
     }
     if (sink_ && role_.replica == 0 && role_.stage == 0 && !rep->late.empty())

@@ -847,11 +847,9 @@ Status ReplicaWorker::stage_round(int64_t step) {
     if (rep->late_s >= 0) {
         // Past outer.round_deadline_s: out of the round, its own pseudo-gradient dropped; every
         // slice takes replica 0's state after it (its AdamW kept, as after a disconnect).
-        record(step, metric::kRoundLateS, rep->late_s);
         round_compute_s_ = 0;
         if (Status st = take_stage_states(step); !st) return st;
-        for (auto& [stage, h] : stage_rounds_->state_hashes())
-            record(step, metric::round_stage_hash(stage), static_cast<double>(h));  // the members' agreed state
+        for (auto& [name, v] : stage_rounds_->late_rows(rep->late_s)) record(step, name, v);
         return Status::ok();
     }
     if (role_.replica == 0 && !rep->late.empty())

@@ -553,11 +553,13 @@ std::vector<std::pair<std::string, double>> stage_round_rows(const StageRoundsRe
     return rows;
 }
 
-std::vector<std::pair<int64_t, uint64_t>> StageRounds::state_hashes() const {
-    std::vector<std::pair<int64_t, uint64_t>> out;
+std::vector<std::pair<std::string, double>> StageRounds::late_rows(double late_s) const {
+    std::vector<std::pair<std::string, double>> rows{{metric::kRoundLateS, late_s}};
     for (auto& sl : slices_)
-        if (sl.algo) out.emplace_back(sl.stage, state_hash(sl.algo->agreed_state().tensors) >> 12);
-    return out;
+        if (sl.algo)
+            rows.emplace_back(metric::round_stage_hash(sl.stage),
+                              static_cast<double>(state_hash(sl.algo->agreed_state().tensors) >> 12));
+    return rows;
 }
 
 void StageRounds::project_writers() {

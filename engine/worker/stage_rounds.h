@@ -144,9 +144,10 @@ public:
     // round over every node. Returns the 52-bit hash agreed on.
     Result<uint64_t> agree_t_fixed(const torch::Tensor& t_fixed);
 
-    // Each slice's agreed state's 52-bit hash (stage, hash), as the round agreement records it: a
-    // node that took replica 0's state after a round it was late for records what it now holds.
-    std::vector<std::pair<int64_t, uint64_t>> state_hashes() const;
+    // The rows a late replica's node records once it has taken replica 0's state after the round:
+    // round.late_s, and each slice's agreed state's 52-bit hash as the members' round agreement
+    // records it (round.stage<s>_hash), so what it now holds can be compared with theirs.
+    std::vector<std::pair<std::string, double>> late_rows(double late_s) const;
     // The writers of every slice back into their subspace (the `project` constraint, AD5).
     void project_writers();
     // The global weights of every slice swapped in for an evaluation.
