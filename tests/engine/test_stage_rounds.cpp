@@ -1,7 +1,9 @@
 // The per-stage outer rounds (engine/worker/stage_rounds.h) that full replicas and stage nodes of a
 // run with pipeline replicas share. Evidence: DiLoCo is elementwise, so S rounds over the stage
 // slices of two full replicas must leave exactly the weights one whole-model round leaves, with
-// the same payload bytes in total; and a replica that starts from other weights is named.
+// the same payload bytes in total; and a replica that starts from other weights is named. Among
+// survivors: a loss redoes the round, a replica counted out is told, and a replica past
+// outer.round_deadline_s is left out of every stage's round (never replica 0).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <zmq.hpp>
@@ -146,7 +148,7 @@ struct RoundOutcome {
     std::vector<uint8_t> weights;
 };
 
-RoundOutcome one_round(const RunConfig& c, int r, ZmqCollective& mesh) {
+RoundOutcome one_round(const RunConfig& c, int r, ZmqCollective& mesh, double start_s = 0.0) {
     RoundOutcome out;
     auto t = testing_support::synthetic_trainer(c, r, static_cast<int>(c.outer.replicas));
     auto rounds = StageRounds::create(c, r, 0, 1, t.model()->parameters(), names_of(t), mesh, torch::Tensor());
@@ -156,7 +158,7 @@ RoundOutcome one_round(const RunConfig& c, int r, ZmqCollective& mesh) {
     }
     for (int64_t s = 1; s <= 2; ++s) {
         (void)t.step();
-        auto rep = (*rounds)->round(s, 0.0);
+        auto rep = (*rounds)->round(s, start_s);
         if (!rep) {
             out.error = rep.message();
             out.left_out = (*rounds)->left_out();
@@ -227,6 +229,56 @@ TEST(StageRounds, AReplicaAPeerCountsLostIsToldItIsOutAndTheOthersFinish) {
     }
     EXPECT_EQ(out[0].rep.stage_hashes, out[1].rep.stage_hashes);
     EXPECT_EQ(out[0].weights, out[1].weights);
+}
+
+// outer.round_deadline_s over three full replicas whose stage-0 nodes (each the whole replica)
+// arrive at `clocks`: the rounds of both stages among those on time, a late replica's report
+// naming how late it was and holding no stage hash (it ran no round), and replica 0 never left
+// out however late it is (it evaluates and hands the state over).
+std::vector<RoundOutcome> rounds_arriving_at(const std::vector<double>& clocks, const std::string& tag) {
+    RunConfig c = three_survivors();
+    c.outer.round_deadline_s = 1.0;
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::vector<std::string> eps;
+    for (int r = 0; r < 3; ++r) eps.push_back("inproc://stage-late-" + tag + std::to_string(r));
+    std::vector<std::unique_ptr<ZmqCollective>> mesh;
+    for (int r = 0; r < 3; ++r) mesh.push_back(ZmqCollective::create(ctx, eps, r, beating(5)).value());
+    std::vector<RoundOutcome> out(3);
+    testing_support::on_threads(3, [&](int r) -> std::string {
+        out[r] = one_round(c, r, *mesh[r], clocks[static_cast<size_t>(r)]);
+        return out[r].error;
+    });
+    return out;
+}
+
+TEST(StageRounds, AReplicaPastTheDeadlineIsLeftOutOfEveryStagesRound) {
+    auto out = rounds_arriving_at({0.0, 0.5, 3.0}, "a");
+    for (int r = 0; r < 3; ++r) ASSERT_EQ(out[r].error, "") << "replica " << r;
+    EXPECT_DOUBLE_EQ(out[2].rep.late_s, 3.0);  // 3 s after the first arrival (replica 0's, at 0)
+    EXPECT_TRUE(out[2].rep.stage_hashes.empty());
+    EXPECT_EQ(out[2].rep.late, (std::vector<int>{2}));
+    for (int r = 0; r < 2; ++r) {
+        EXPECT_EQ(out[r].rep.late_s, -1) << "replica " << r;
+        EXPECT_EQ(out[r].rep.late, (std::vector<int>{2})) << "replica " << r;
+        EXPECT_EQ(out[r].rep.member_masks, (std::vector<uint64_t>{3, 3})) << "replica " << r << ": both stages among 0 and 1";
+        EXPECT_EQ(out[r].rep.stage_hashes.size(), 2u);
+    }
+    EXPECT_EQ(out[0].rep.stage_hashes, out[1].rep.stage_hashes);
+    EXPECT_EQ(out[0].weights, out[1].weights);
+    EXPECT_NE(out[2].weights, out[0].weights);  // its own pseudo-gradient stays out; the state comes after
+}
+
+TEST(StageRounds, ReplicaZeroIsNeverLeftOutByTheDeadline) {
+    // Replica 0 arrives 3 s after the first; replicas 1 and 2 within the deadline of the first.
+    auto out = rounds_arriving_at({3.0, 0.0, 0.5}, "b");
+    for (int r = 0; r < 3; ++r) {
+        ASSERT_EQ(out[r].error, "") << "replica " << r;
+        EXPECT_EQ(out[r].rep.late_s, -1) << "replica " << r;
+        EXPECT_TRUE(out[r].rep.late.empty()) << "replica " << r;
+        EXPECT_EQ(out[r].rep.member_masks, (std::vector<uint64_t>{7, 7})) << "replica " << r;
+    }
+    EXPECT_EQ(out[0].weights, out[1].weights);
+    EXPECT_EQ(out[0].weights, out[2].weights);
 }
 
 }  // namespace
