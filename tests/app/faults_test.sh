@@ -24,8 +24,9 @@
 #    replica's) processes and fresh ones rejoin, to the threads run's figures;
 #  * a pipeline straggling past outer.round_deadline_s is left out of the rounds it is late for and
 #    takes replica 0's state after each;
-#  * a run resumed after its coordinator was SIGKILLed, whose pipeline is then killed by the schedule
-#    in child processes: the fresh processes rejoin, and the run ends as an uninterrupted one;
+#  * a run resumed after its coordinator was SIGKILLed, whose pipeline (or one-node replica) is then
+#    killed by the schedule in child processes: the fresh processes rejoin, and the run ends as an
+#    uninterrupted one;
 #  * a stage node of a pipeline replica SIGKILLed: the pipeline leaves as a whole, the full replica
 #    and the other pipeline redo their stage rounds between the two of them and finish; the same
 #    with compressed pipelines (heterogeneous SparseLoCo), whose T_fixed stays alike on every node.
@@ -488,34 +489,44 @@ t0="$(value "$c" replica-0 1000 round.t_fixed_hash)"
 h0="$(value "$c" replica-0 1000 round.stage1_hash)"; h1="$(value "$c" replica-1.1 1000 round.stage1_hash)"
 [ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 1 after the last round: replica-0 $h0, replica-1.1 $h1"
 
-# --- a resumed run whose pipeline is then killed by the schedule in child processes: the fresh
-# processes number their stage rounds from the step the run resumed at (rejoin_origin_step), not
-# from 0, and the run ends with the figures of an uninterrupted run on threads. ---------------------
-prs=("${pipes[@]}" --set outer.algorithm=sparseloco --set pipeline.rank=8 --set train.steps=300 --set run.threads=1
-     --set train.ckpt_every=40 --set 'faults.events=["kill 2 at 215 rejoin 225"]')
-run "${three[@]}" "${prs[@]}" --set run.name=pipe-resume-ref > /dev/null || fail "pipeline resume reference run failed"
-(cd "$work" && exec "$tw" --db "$db" run micro.toml "${three[@]}" "${prs[@]}" --set cluster.mode=local \
-   --set run.name=pipe-resume > "$work/pipe-resume.log" 2>&1) &
-sub=$!
-id="$(wait_rows pipe-resume 1)" || fail "pipe-resume never stored metrics: $(cat "$work/pipe-resume.log")"
-ckpt_all() {  # the latest step all five nodes checkpointed ("" while none)
-  /usr/bin/python3 -c "import sqlite3,sys
-r = sqlite3.connect(sys.argv[1]).execute('SELECT step FROM metrics WHERE run_id = ? AND name = \"ckpt.bytes\" GROUP BY step HAVING COUNT(DISTINCT node) = 5 ORDER BY step DESC', (int(sys.argv[2]),)).fetchone()
-print(r[0] if r else '')" "$db" "$1"
+# --- a resumed run whose replica is then killed by the schedule in child processes: the fresh
+# processes are configured to rejoin a live run (not to load a checkpoint), a pipeline's number their
+# stage rounds from the step the run resumed at (rejoin_origin_step), and the run ends with the
+# figures of an uninterrupted run on threads. -----------------------------------------------------
+# $1 name, $2 the run's node count, $3 the nodes the schedule kills, $4 the metrics compared (regex),
+# then the run's settings (with "kill 2 at 215 rejoin 225" and checkpoints every 40 steps): the
+# reference on threads, then child processes whose coordinator is SIGKILLed after the first
+# checkpoint every node holds, resumed.
+resume_then_restart() {
+  local name="$1" nodes="$2" killed="$3" re="$4"; shift 4
+  run "${three[@]}" "$@" --set run.name="$name-ref" > /dev/null || fail "$name: the reference run failed"
+  (cd "$work" && exec "$tw" --db "$db" run micro.toml "${three[@]}" "$@" --set cluster.mode=local \
+     --set run.name="$name" > "$work/$name.log" 2>&1) &
+  local sub=$! id at out show n a
+  id="$(wait_rows "$name" 1)" || fail "$name never stored metrics: $(cat "$work/$name.log")"
+  ckpt_all() {  # the latest step every node checkpointed ("" while none)
+    /usr/bin/python3 -c "import sqlite3,sys
+r = sqlite3.connect(sys.argv[1]).execute('SELECT step FROM metrics WHERE run_id = ? AND name = \"ckpt.bytes\" GROUP BY step HAVING COUNT(DISTINCT node) = ? ORDER BY step DESC', (int(sys.argv[2]), int(sys.argv[3]))).fetchone()
+print(r[0] if r else '')" "$db" "$id" "$nodes"
+  }
+  for _ in $(seq 1 600); do [ -n "$(ckpt_all)" ] && break; sleep 0.05; done
+  kill -KILL "$sub"; wait "$sub" 2>/dev/null || true
+  at="$(ckpt_all)"
+  [ -n "$at" ] && [ "$at" -lt 210 ] || fail "$name: the coordinator was killed after step ${at:-?}, not before the kill at 215"
+  out="$(cd "$work" && "$tw" --db "$db" run --resume "$id" 2>&1)" || fail "$name: the resume failed: $out"
+  show="$("$tw" --db "$db" runs show "$id")"
+  for n in $killed; do
+    grep -q "killed $n's process and started a fresh one, rejoining after the round at step 230" <<<"$show" ||
+      fail "$name: $n's process was not killed and restarted after the resume at $at: $show"
+  done
+  a="$(figures "$name-ref" "$re" 1)"
+  [ "$(wc -l <<<"$a")" -gt 500 ] || fail "$name: too few rows"
+  [ "$a" = "$(figures "$name" "$re" 1)" ] ||
+    fail "$name differs from the uninterrupted run: $(diff <(echo "$a") <(figures "$name" "$re" 1) | head -5)"
 }
-for _ in $(seq 1 600); do [ -n "$(ckpt_all "$id")" ] && break; sleep 0.05; done
-kill -KILL "$sub"; wait "$sub" 2>/dev/null || true
-at="$(ckpt_all "$id")"
-[ -n "$at" ] && [ "$at" -lt 210 ] || fail "pipe-resume: the coordinator was killed after step ${at:-?}, not before the pipeline's kill at 215"
-out="$(cd "$work" && "$tw" --db "$db" run --resume "$id" 2>&1)" || fail "pipe-resume: the resume failed: $out"
-show="$("$tw" --db "$db" runs show "$id")"
-for n in replica-2.0 replica-2.1; do
-  grep -q "killed $n's process and started a fresh one, rejoining after the round at step 230" <<<"$show" ||
-    fail "pipe-resume: $n's process was not killed and restarted after the resume at $at: $show"
-done
-a="$(figures pipe-resume-ref '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash)$' 1)"
-[ "$(wc -l <<<"$a")" -gt 1000 ] || fail "pipe-resume: too few rows"
-[ "$a" = "$(figures pipe-resume '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash)$' 1)" ] ||
-  fail "pipe-resume differs from the uninterrupted run: $(diff <(echo "$a") <(figures pipe-resume '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash)$' 1) | head -5)"
+ks=(--set train.steps=300 --set run.threads=1 --set train.ckpt_every=40 --set 'faults.events=["kill 2 at 215 rejoin 225"]')
+resume_then_restart pipe-resume 5 "replica-2.0 replica-2.1" '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash)$' \
+  "${pipes[@]}" --set outer.algorithm=sparseloco --set pipeline.rank=8 "${ks[@]}"
+resume_then_restart one-resume 3 replica-2 '^(train[.]loss|val[.]loss|round[.]state_hash|bytes[.]outer[.]recovery[.].*)$' "${ks[@]}"
 
 echo "faults_test: ok"
