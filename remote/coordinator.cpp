@@ -47,6 +47,14 @@ struct Coordinator::Impl {
     // when it left. poll() takes the answer, so the live nodes keep their heartbeats meanwhile.
     std::vector<std::pair<int64_t, Clock::time_point>> rejoining;
 
+    // The configure request that gives a node its role of this run.
+    Message configure_message(const NodeRole& role) const {
+        Message m;
+        m.kind = MsgKind::kConfigure;
+        m.body = {{"role", role_to_json(role)}, {"config_toml", config_toml},
+                  {"heartbeat_s", opts.heartbeat_s}, {"heartbeat_timeout_s", opts.heartbeat_timeout_s}};
+        return m;
+    }
     // A request socket to node i at `endpoint`, with the node's CurveZMQ key when the run has keys.
     zmq::socket_t dealer_to(size_t i, const std::string& endpoint) {
         zmq::socket_t d(*ctx, zmq::socket_type::dealer);
@@ -80,12 +88,10 @@ int64_t Coordinator::send_request(size_t i, Message& m) {
     return id;
 }
 
-Result<Message> Coordinator::await_reply(size_t i, int64_t id, MsgKind asked, int timeout_ms) {
+std::optional<Result<Message>> Coordinator::take_reply(size_t i, int64_t id) {
     using R = Result<Message>;
     auto& d = impl_->dealers[i];
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (Clock::now() < deadline) {
-        if (!poll_in(d, 50)) continue;
+    while (poll_in(d, 0)) {
         std::vector<zmq::message_t> reply;
         (void)zmq::recv_multipart(d, std::back_inserter(reply));
         auto msg = decode(reply);
@@ -93,7 +99,17 @@ Result<Message> Coordinator::await_reply(size_t i, int64_t id, MsgKind asked, in
         if (msg->body.value("id", int64_t{-1}) != id) continue;  // a late reply to an earlier request
         if (msg->kind == MsgKind::kError)
             return R::error("node " + nodes_[i].endpoint + ": " + msg->body.value("error", std::string("error")));
-        return std::move(*msg);
+        return R(std::move(*msg));
+    }
+    return std::nullopt;
+}
+
+Result<Message> Coordinator::await_reply(size_t i, int64_t id, MsgKind asked, int timeout_ms) {
+    using R = Result<Message>;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (Clock::now() < deadline) {
+        if (!poll_in(impl_->dealers[i], 50)) continue;
+        if (auto r = take_reply(i, id)) return std::move(*r);
     }
     return R::error("node " + nodes_[i].endpoint + " did not answer \"" + to_string(asked) + "\" within " +
                     std::to_string(timeout_ms / 1000.0) + " s");
@@ -246,17 +262,10 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
     s.start_pending.assign(nodes_.size(), false);
     s.rejoining.assign(nodes_.size(), {0, Clock::now()});
     for (size_t i = 0; i < roles.size(); ++i) {
-        Message m;
-        m.kind = MsgKind::kConfigure;
         s.tokens[i].clear();  // a new configure is not bound to the previous run's token
-        m.body = {{"role", role_to_json(run_roles[i])}, {"config_toml", config_toml},
-                  {"heartbeat_s", s.opts.heartbeat_s}, {"heartbeat_timeout_s", s.opts.heartbeat_timeout_s}};
-        auto r = request(i, m);
+        auto r = request(i, s.configure_message(run_roles[i]));
         if (!r) return r.status();
-        const auto tok = r->body.find("token");
-        if (tok == r->body.end() || !tok->is_string())
-            return Status::error("node " + nodes_[i].endpoint + " did not hand out a run token at configure");
-        s.tokens[i] = tok->get<std::string>();
+        if (Status st = take_token(i, *r); !st) return st;
         nodes_[i].name = roles[i].name;
         nodes_[i].state = "configured";
         nodes_[i].done = false;
@@ -345,11 +354,8 @@ Status Coordinator::rejoin(size_t i, int64_t rejoin_step) {
     role.rejoin_origin_step = std::max<int64_t>(role.resume_step, 0);
     role.resume_step = -1;
     role.rejoin_step = rejoin_step;
-    Message m;
-    m.kind = MsgKind::kConfigure;
+    Message m = s.configure_message(role);
     s.tokens[i].clear();  // the restarted node hands out a token of its own
-    m.body = {{"role", role_to_json(role)}, {"config_toml", s.config_toml},
-              {"heartbeat_s", s.opts.heartbeat_s}, {"heartbeat_timeout_s", s.opts.heartbeat_timeout_s}};
     // A fresh socket: the old one's connection was to the killed process, and a request written
     // into it before the socket noticed the process was gone would be lost.
     try {
@@ -367,6 +373,14 @@ Status Coordinator::rejoin(size_t i, int64_t rejoin_step) {
     return Status::ok();
 }
 
+Status Coordinator::take_token(size_t i, const Message& reply) {
+    const auto tok = reply.body.find("token");
+    if (tok == reply.body.end() || !tok->is_string())
+        return Status::error("node " + nodes_[i].endpoint + " did not hand out a run token at configure");
+    impl_->tokens[i] = tok->get<std::string>();
+    return Status::ok();
+}
+
 void Coordinator::take_rejoin_answers() {
     Impl& s = *impl_;
     for (size_t i = 0; i < s.rejoining.size(); ++i) {
@@ -374,33 +388,24 @@ void Coordinator::take_rejoin_answers() {
         if (id == 0) continue;
         s.last_seen[i] = Clock::now();  // starting up, not silent
         NodeInfo& n = nodes_[i];
-        auto fail = [&](const std::string& why) {
+        Status st;
+        if (auto r = take_reply(i, id)) {
             id = 0;
-            n.error = "restarted, but " + why;
-            if (!s.first_failure) s.first_failure = i;
-        };
-        while (poll_in(s.dealers[i], 0)) {
-            std::vector<zmq::message_t> reply;
-            (void)zmq::recv_multipart(s.dealers[i], std::back_inserter(reply));
-            auto msg = decode(reply);
-            if (!msg) {
-                fail("it sent a malformed reply to configure: " + msg.message());
-                break;
+            st = r->is_ok() ? take_token(i, r->value()) : r->status();
+            if (st) {
+                n.state = "configured";
+                // Started once its stream is heard (handle_stream), so no metric of it is published into the void.
+                s.start_pending[i] = true;
             }
-            if (msg->body.value("id", int64_t{-1}) != id) continue;
-            const auto tok = msg->body.find("token");
-            if (msg->kind == MsgKind::kError) fail("configure failed: " + msg->body.value("error", std::string("error")));
-            else if (tok == msg->body.end() || !tok->is_string()) fail("it handed out no run token at configure");
-            if (id == 0) break;
-            s.tokens[i] = tok->get<std::string>();
-            n.state = "configured";
+        } else if (since_s(sent) * 1000 > s.opts.reply_timeout_ms) {
             id = 0;
-            // Started once its stream is heard (handle_stream), so no metric of it is published into the void.
-            s.start_pending[i] = true;
-            break;
+            st = Status::error("node " + n.endpoint + " did not answer \"configure\" within " +
+                               std::to_string(s.opts.reply_timeout_ms / 1000.0) + " s");
         }
-        if (id != 0 && since_s(sent) * 1000 > s.opts.reply_timeout_ms)
-            fail("it did not answer \"configure\" within " + std::to_string(s.opts.reply_timeout_ms / 1000.0) + " s");
+        if (!st) {
+            n.error = "restarted, but " + st.message();
+            if (!s.first_failure) s.first_failure = i;
+        }
     }
 }
 

@@ -119,6 +119,11 @@ public:
 private:
     int64_t send_request(size_t i, Message& m);
     Result<Message> await_reply(size_t i, int64_t id, MsgKind asked, int timeout_ms);
+    // Node i's reply to request `id` if it has arrived (nullopt: not yet), without waiting; replies
+    // to earlier requests are dropped, a malformed or error reply is an error naming the node.
+    std::optional<Result<Message>> take_reply(size_t i, int64_t id);
+    // Keeps the run token a configure reply of node i hands out; an error names the node if none.
+    Status take_token(size_t i, const Message& reply);
     Coordinator() = default;
     Status broadcast(int kind, const char* verb);
     bool presumed_gone(size_t i) const;

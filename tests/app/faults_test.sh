@@ -60,6 +60,14 @@ same_everywhere() {  # prefix, metric regex, with sim, least
       fail "$1-a and $1-$other differ: $(diff <(echo "$a") <(figures "$1-$other" "$2" "$3") | head)"
   done
 }
+# Runs the layout with the given settings as PREFIX-a and PREFIX-b on threads and PREFIX-local in
+# child processes, for same_everywhere; WHAT names the case when a run fails.
+three_ways() {  # prefix, what, settings...
+  local prefix="$1" what="$2"; shift 2
+  run "$@" --set run.name="$prefix-a" > /dev/null || fail "$what run a failed"
+  run "$@" --set run.name="$prefix-b" > /dev/null || fail "$what run b failed"
+  run "$@" --set run.name="$prefix-local" --set cluster.mode=local > /dev/null || fail "$what in child processes failed"
+}
 
 # --- a scheduled kill and rejoin (threads) -------------------------------------------------------
 out="$(run "${three[@]}" --set train.steps=40 --set run.name=rejoin --set 'faults.events=["kill 2 at 15 rejoin 25"]')" ||
@@ -251,9 +259,7 @@ h0="$(value "$c" replica-0 1000 round.stage1_hash)"; h1="$(value "$c" replica-1.
 # group) give the same numbers. -------------------------------------------------------------------
 grp=(--set cluster.nodes_per_replica=2 --set train.steps=50 --set run.threads=1
      --set 'faults.events=["kill 2 at 15 rejoin 25", "slow 1 at 5 until 12 x 2", "disconnect 1 at 32 rejoin 35"]')
-run "${three[@]}" "${grp[@]}" --set run.name=group-a > /dev/null || fail "group schedule run a failed"
-run "${three[@]}" "${grp[@]}" --set run.name=group-b > /dev/null || fail "group schedule run b failed"
-run "${three[@]}" "${grp[@]}" --set run.name=group-local --set cluster.mode=local > /dev/null || fail "group schedule in child processes failed"
+three_ways group "group schedule" "${three[@]}" "${grp[@]}"
 c="$(csv group-a)"
 for n in replica-2.0 replica-2.1; do
   [ "$(rows "$c" $n train.loss)" -eq 35 ] || fail "$n trained $(rows "$c" $n train.loss) steps, not 35 (1..15, 31..50)"
@@ -284,10 +290,7 @@ done
 # 0's). Threads twice and child processes agree. ----------------------------------------------------
 gl=(--set cluster.nodes_per_replica=2 --set train.steps=30 --set run.threads=1 --set outer.round_deadline_s=0.3
     --set 'faults.events=["slow 1 at 10 until 20 x 3"]')
-run "${three[@]}" "${gl[@]}" --set run.name=group-late-a > /dev/null || fail "group deadline run a failed"
-run "${three[@]}" "${gl[@]}" --set run.name=group-late-b > /dev/null || fail "group deadline run b failed"
-run "${three[@]}" "${gl[@]}" --set run.name=group-late-local --set cluster.mode=local > /dev/null ||
-  fail "group deadline run in child processes failed"
+three_ways group-late "group deadline" "${three[@]}" "${gl[@]}"
 c="$(csv group-late-a)"
 [ -z "$(value "$c" replica-0.0 10 round.group_mask)" ] || fail "group deadline: the round at 10 should count every replica"
 for s in 20 30; do
@@ -306,10 +309,7 @@ same_everywhere group-late '^(train[.]loss|val[.]loss|round[.](state|weights)_ha
 # deterministic on threads and equal in child processes. -------------------------------------------
 pf=(--set cluster.stages=2 --set pipeline.replicas=2 --set pipeline.micro_batches=2 --set train.steps=40 --set run.threads=1
     --set 'faults.events=["slow 1 at 5 until 15 x 3", "kill 2 at 25", "pause 1 at 32 until 34"]')
-run "${three[@]}" "${pf[@]}" --set run.name=pipe-sched-a > /dev/null || fail "pipeline schedule run a failed"
-run "${three[@]}" "${pf[@]}" --set run.name=pipe-sched-b > /dev/null || fail "pipeline schedule run b failed"
-run "${three[@]}" "${pf[@]}" --set run.name=pipe-sched-local --set cluster.mode=local > /dev/null ||
-  fail "pipeline schedule in child processes failed"
+three_ways pipe-sched "pipeline schedule" "${three[@]}" "${pf[@]}"
 c="$(csv pipe-sched-a)"
 [ "$(rows "$c" replica-2.0 train.lr)" -eq 25 ] && [ "$(rows "$c" replica-2.1 train.loss)" -eq 25 ] ||
   fail "the killed pipeline trained $(rows "$c" replica-2.0 train.lr) / $(rows "$c" replica-2.1 train.loss) steps, not 25"
@@ -340,10 +340,7 @@ done
 # back (40) it holds replica 0's stage weights and T_fixed. Threads twice and child processes agree.
 pr=("${pipes[@]}" --set outer.algorithm=sparseloco --set pipeline.rank=8 --set train.steps=50 --set run.threads=1
     --set 'faults.events=["kill 2 at 15 rejoin 25"]')
-run "${three[@]}" "${pr[@]}" --set run.name=pipe-rejoin-a > /dev/null || fail "pipeline rejoin run a failed"
-run "${three[@]}" "${pr[@]}" --set run.name=pipe-rejoin-b > /dev/null || fail "pipeline rejoin run b failed"
-run "${three[@]}" "${pr[@]}" --set run.name=pipe-rejoin-local --set cluster.mode=local > /dev/null ||
-  fail "pipeline rejoin in child processes failed"
+three_ways pipe-rejoin "pipeline rejoin" "${three[@]}" "${pr[@]}"
 c="$(csv pipe-rejoin-a)"
 [ "$(rows "$c" replica-2.0 train.lr)" -eq 35 ] && [ "$(rows "$c" replica-2.1 train.loss)" -eq 35 ] ||
   fail "the rejoining pipeline trained $(rows "$c" replica-2.0 train.lr) / $(rows "$c" replica-2.1 train.loss) steps, not 35"
@@ -380,10 +377,7 @@ done
 pd=(--set outer.replicas=4 --set cluster.heartbeat_timeout_s=2 "${pipes[@]}" --set outer.algorithm=sparseloco
     --set pipeline.rank=8 --set train.steps=50 --set run.threads=1
     --set 'faults.events=["kill 1 at 15 rejoin 25", "disconnect 3 at 12 rejoin 28", "disconnect 2 at 42"]')
-run "${pd[@]}" --set run.name=pipe-mixed-a > /dev/null || fail "mixed pipeline schedule run a failed"
-run "${pd[@]}" --set run.name=pipe-mixed-b > /dev/null || fail "mixed pipeline schedule run b failed"
-run "${pd[@]}" --set run.name=pipe-mixed-local --set cluster.mode=local > /dev/null ||
-  fail "mixed pipeline schedule in child processes failed"
+three_ways pipe-mixed "mixed pipeline schedule" "${pd[@]}"
 c="$(csv pipe-mixed-a)"
 [ "$(rows "$c" replica-1 train.loss)" -eq 35 ] || fail "the killed full replica trained $(rows "$c" replica-1 train.loss) steps, not 35"
 for n in replica-2.1 replica-3.1; do
@@ -438,10 +432,7 @@ run "${pc[@]}" --set run.name=pipe-churn-local --set cluster.mode=local > /dev/n
 # hashes they record after taking the state). Threads twice and child processes agree. ------------
 pl=("${pipes[@]}" --set outer.algorithm=sparseloco --set pipeline.rank=8 --set train.steps=50 --set run.threads=1
     --set 'faults.events=["slow 2 at 12 until 25 x 4"]' --set outer.round_deadline_s=0.9)
-run "${three[@]}" "${pl[@]}" --set run.name=pipe-late-a > /dev/null || fail "pipeline deadline run a failed"
-run "${three[@]}" "${pl[@]}" --set run.name=pipe-late-b > /dev/null || fail "pipeline deadline run b failed"
-run "${three[@]}" "${pl[@]}" --set run.name=pipe-late-local --set cluster.mode=local > /dev/null ||
-  fail "pipeline deadline run in child processes failed"
+three_ways pipe-late "pipeline deadline" "${three[@]}" "${pl[@]}"
 c="$(csv pipe-late-a)"
 [ -z "$(value "$c" replica-0 10 round.group_mask)$(value "$c" replica-2.0 10 round.late_s)" ] ||
   fail "pipeline deadline: the round at 10 is not among every replica"
