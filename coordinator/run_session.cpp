@@ -30,6 +30,7 @@
 #include "remote/cluster.h"
 #include "remote/coordinator.h"
 #include "coordinator/resume_plan.h"
+#include "coordinator/lost_restarts.h"
 #include "coordinator/scheduled_kills.h"
 #include "storage/run_liveness.h"
 #include "storage/run_store.h"
@@ -307,6 +308,7 @@ void Session::body(RunConfig cfg) {
                                            : "every node's latest common checkpoint");
     }
     ScheduledKills kills(cfg, roles);
+    LostRestarts restarts(cfg, roles);
     StoreSink sink(store, out.run_id, cfg.train.steps, cfg.train.log_every, out.nodes, print_,
                    [this, &kills](const EventRecord& e) {
                        add_log(e.node + ": " + e.kind + ": " + e.text);
@@ -343,6 +345,12 @@ void Session::body(RunConfig cfg) {
                 });
                 !st)
                 outcome = RunOutcome{RunStatus::kFailed, "scheduled kill: " + st.message()};
+        if (!outcome && local && restarts.active())
+            if (Status st = restarts.carry_out(
+                    *local, *coord, [&sink](const std::string& node) { return sink.tokens(node); },
+                    [&](const std::string& l) { sink.on_event({0, "coordinator", EventLevel::kWarning, "process", l}); });
+                !st)
+                outcome = RunOutcome{RunStatus::kFailed, "restarting a lost node: " + st.message()};
         if (since_s(last_beat) >= kCoordinatorHeartbeatS) {  // readers tell a live coordinator from a dead one
             sink.heartbeat();
             last_beat = Clock::now();

@@ -42,6 +42,8 @@ void StoreSink::on_metrics(const std::vector<MetricRecord>& records) {
             if (print_ && !tty_ && (m.step % every_ == 0 || m.step == steps_)) due.push_back(m.node);
         } else if (m.name == metric::kValLoss) {
             l.val = m.value;
+        } else if (m.name == metric::kTrainTokens) {
+            l.tokens = static_cast<int64_t>(m.value);
         } else if (metric::is_bytes_sent(m.name)) {
             l.sent[m.name] = m.value;
         }

@@ -47,12 +47,18 @@ public:
     // after the last step's loss).
     void finish();
     std::map<std::string, ExpertScores> scores;  // by node: HDEE experts' scores (core/hdee_mixture.h)
+    // The last train.tokens a node reported (0 = none yet): a restarted node's count goes on from it.
+    int64_t tokens(const std::string& node) const {
+        auto it = lines_.find(node);
+        return it == lines_.end() ? 0 : it->second.tokens;
+    }
 
 private:
     using Clock = std::chrono::steady_clock;
     struct Line {
         int64_t step = 0;
         double loss = NAN, val = NAN, sim_s = 0;  // NAN = not reported yet
+        int64_t tokens = 0;                        // train.tokens, as last reported
         std::map<std::string, double> sent;  // bytes.*.sent by metric name
         // For the ETA: the first step seen and when (a resumed run starts past 0).
         int64_t first_step = -1;

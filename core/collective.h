@@ -94,6 +94,14 @@ public:
     // same group. The error names the members whose hash differs from the majority's (with two
     // members, the peer whose hash differs from this member's).
     virtual Status agree(const std::vector<int>& group, uint64_t state_hash) = 0;
+    // Every member of `group` (ascending ranks, this member included) contributes one 64-bit word;
+    // returns the group's words in its order. Framing only, like agree (no payload bytes, not
+    // counted): the members of a round agree this way on which restarted replicas they admit
+    // (docs/faults.md "Restarted nodes"). Default: a transport that cannot.
+    virtual Result<std::vector<uint64_t>> gather_words(const std::vector<int>& group, uint64_t word) {
+        (void)group, (void)word;
+        return Result<std::vector<uint64_t>>::error("collective: this transport gathers no words");
+    }
 
     virtual const ByteCounters& counters() const = 0;
 
@@ -139,6 +147,12 @@ public:
     // Defaults: a transport that never loses a member needs no word.
     virtual void tell_ready(int peer, uint64_t step) { (void)peer, (void)step; }
     virtual Status wait_ready(int peer, uint64_t step) { (void)peer, (void)step; return Status::ok(); }
+    // A node process restarted after a real loss (docs/faults.md "Restarted nodes") does not know
+    // the round it will join after: its word (tell_ready with kReadyLive) says only that it is up.
+    // A peer that hears it counts the sender lost at once — whatever its predecessor was doing is
+    // gone — and heard_live(r) stays true until forgive(r). Non-blocking: it reads what has arrived.
+    static constexpr uint64_t kReadyLive = ~uint64_t{0};
+    virtual bool heard_live(int r) { (void)r; return false; }
     // This member stops receiving for good, without a bye: its process is about to be killed by a
     // fault schedule, and what its peers send from now on must wait for the process that takes its
     // endpoint over (docs/faults.md). Nothing may be received afterwards. Default: nothing.

@@ -165,6 +165,11 @@ struct ClusterConfig {
     // place of a replica lost for good (a real loss, or a scheduled kill without rejoin) at the
     // next round boundary. Outer algorithms with one node per replica only. 0 = none.
     int64_t spares = 0;
+    // Restarted nodes (docs/faults.md "Restarted nodes"): a replica's node process lost for real is
+    // restarted by its coordinator, at most this many times per node, and the fresh process rejoins
+    // at the first round boundary after its peers hear that it is up. Child processes
+    // (cluster.mode = "local") running one-node replicas of an outer algorithm. 0 = never.
+    int64_t restart_lost = 0;
 };
 
 // [pipeline] — pipeline replicas and their compressed boundaries (docs/methods.md §5–§7); read when

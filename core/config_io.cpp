@@ -151,6 +151,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"cluster.hub_endpoint", &c.cluster.hub_endpoint, -inf, inf, {}, "hub relay endpoint"},
         {"cluster.min_replicas", &c.cluster.min_replicas, 1, 65535, {}, "quorum: live replicas to go on"},
         {"cluster.spares", &c.cluster.spares, 0, 63, {}, "spare nodes standing by"},
+        {"cluster.restart_lost", &c.cluster.restart_lost, 0, 1000, {}, "restarts of a lost node process"},
 
         {"pipeline.replicas", &c.pipeline.replicas, -1, 1024},
         {"pipeline.schedule", &c.pipeline.schedule, -inf, inf, {"gpipe", "1f1b"}},
@@ -800,6 +801,7 @@ std::string to_toml(const RunConfig& cfg_in) {
     for (auto& f : fields_of(cfg)) {
         // Written (and so hashed) only when set, like [faults] below.
         if (f.key == "cluster.spares" && cfg.cluster.spares == 0) continue;
+        if (f.key == "cluster.restart_lost" && cfg.cluster.restart_lost == 0) continue;
         if (f.key == "train.tokens_per_param" && cfg.train.tokens_per_param <= 0) continue;
         if (f.key == "run.seeds" && cfg.run.seeds.empty()) continue;
         auto dot = f.key.find('.');

@@ -142,6 +142,19 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
         if (c.outer.replicas + c.cluster.spares > 64)
             p.push_back(what + "outer.replicas + cluster.spares must be at most 64 (the transport's member masks)");
     }
+    if (c.cluster.restart_lost > 0) {
+        const std::string what = "cluster.restart_lost " + std::to_string(c.cluster.restart_lost) + ": ";
+        if (c.cluster.mode != "local")
+            p.push_back(what + "the coordinator restarts the node processes it started itself (cluster.mode = \"local\")");
+        if (!outer)
+            p.push_back(what + "restarted nodes rejoin the rounds of an outer algorithm, not \"" + c.outer.algorithm + "\"");
+        else if (c.cluster.stages > 1 || c.cluster.nodes_per_replica > 1 || c.hdee.enabled() || c.skippipe.enabled())
+            p.push_back(what + "restarts replicas of one node only (no pipelines, Gloo groups, HDEE or SkipPipe)");
+        if (c.cluster.spares > 0) p.push_back(what + "a lost replica comes back either restarted or through a spare, not both");
+        if (faults) p.push_back(what + "a fault schedule's kills say themselves whether a replica comes back");
+        if (c.outer.round_time_s > 0) p.push_back(what + "time-budgeted rounds (outer.round_time_s) restart no replica");
+        if (c.outer.replicas > 64) p.push_back(what + "at most 64 replicas (the admission's member mask)");
+    }
     if (!faults) return;
     if (!outer) {
         p.push_back("[faults]: faults act on the replicas of an outer algorithm (" +

@@ -56,6 +56,12 @@ Status MemberView::agree(const std::vector<int>& group, uint64_t state_hash) {
     return base_.agree(*b, state_hash);
 }
 
+Result<std::vector<uint64_t>> MemberView::gather_words(const std::vector<int>& group, uint64_t word) {
+    auto b = to_base(group);
+    if (!b) return b.status();
+    return base_.gather_words(*b, word);
+}
+
 void MemberView::abandon(const std::vector<int>& peers) {
     auto b = to_base(peers);
     if (b) base_.abandon(*b);

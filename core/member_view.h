@@ -39,6 +39,7 @@ public:
                 bool count = true) override;
     Result<std::vector<uint8_t>> recv(int peer, double* sender_clock_s = nullptr) override;
     Status agree(const std::vector<int>& group, uint64_t state_hash) override;
+    Result<std::vector<uint64_t>> gather_words(const std::vector<int>& group, uint64_t word) override;
     const ByteCounters& counters() const override { return base_.counters(); }
     double real_exchange_s() const override { return base_.real_exchange_s(); }
     void add_real_exchange_s(double s) override { base_.add_real_exchange_s(s); }
@@ -51,6 +52,7 @@ public:
     bool counted_out() const override { return base_.counted_out(); }
     void forgive(int r) override { base_.forgive(r); }     // a base rank
     void declare_lost(int r) override { base_.declare_lost(r); }  // a base rank
+    bool heard_live(int r) override { return base_.heard_live(r); }  // a base rank
 
     Result<std::vector<std::vector<uint8_t>>> hub_round(const std::vector<uint8_t>& mine, double sim_clock_s,
                                                         std::vector<double>* clocks) override;

@@ -70,6 +70,13 @@ struct NodeRole {
     // from its start), so the fresh process numbers its rounds as its peers do (engine/worker/
     // stage_rounds.h start_at).
     int64_t rejoin_origin_step = 0;
+    // A replica's node process restarted after a real loss (cluster.restart_lost; docs/faults.md
+    // "Restarted nodes"): −1 = not one. Otherwise the lowest step its live peers had reported when
+    // it was restarted: it joins after a round at this step or later, whichever its peers admit it
+    // at, and numbers its transport's rounds from here until it knows that round.
+    int64_t rejoin_live_from = -1;
+    // With rejoin_live_from: the tokens its replica had trained before the loss (train.tokens goes on from them).
+    int64_t rejoin_tokens = 0;
 
     int global_rank() const { return replica * replica_nodes + rank; }
     int world() const { return replicas * replica_nodes; }

@@ -354,6 +354,27 @@ Status Coordinator::rejoin(size_t i, int64_t rejoin_step) {
     role.rejoin_origin_step = std::max<int64_t>(role.resume_step, 0);
     role.resume_step = -1;
     role.rejoin_step = rejoin_step;
+    return configure_restarted(i, role);
+}
+
+Status Coordinator::rejoin_live(size_t i, int64_t tokens) {
+    Impl& s = *impl_;
+    if (i >= s.run_roles.size()) return Status::error("rejoin: node " + std::to_string(i) + " has no role in this run");
+    NodeRole role = s.run_roles[i];
+    // The lowest step a live node of the run has reported: the fresh process joins after a round
+    // at this step or later.
+    int64_t from = -1;
+    for (size_t j = 0; j < nodes_.size(); ++j)
+        if (j != i && s.in_run[j] && !nodes_[j].done && (from < 0 || nodes_[j].step < from)) from = nodes_[j].step;
+    role.rejoin_origin_step = 0;
+    role.resume_step = -1;
+    role.rejoin_live_from = std::max<int64_t>(from, 0);
+    role.rejoin_tokens = std::max<int64_t>(tokens, 0);
+    return configure_restarted(i, role);
+}
+
+Status Coordinator::configure_restarted(size_t i, const NodeRole& role) {
+    Impl& s = *impl_;
     Message m = s.configure_message(role);
     s.tokens[i].clear();  // the restarted node hands out a token of its own
     // A fresh socket: the old one's connection was to the killed process, and a request written

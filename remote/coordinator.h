@@ -106,6 +106,11 @@ public:
     // reply timeout fails the run, naming it) and starts the node once its stream is heard. The node
     // does not count silent meanwhile. Its earlier state (lost, done) is forgotten.
     Status rejoin(size_t i, int64_t rejoin_step);
+    // The same for a node process restarted after a real loss (cluster.restart_lost, docs/faults.md
+    // "Restarted nodes"): its role says it rejoins when its peers admit it, after a round at the
+    // lowest step a live node of the run has reported or later, and that its replica had trained
+    // `tokens` tokens.
+    Status rejoin_live(size_t i, int64_t tokens);
 
     // One request/reply round trip with node i (kind and body of `m`); error replies become errors.
     Result<Message> request(size_t i, Message m);
@@ -128,6 +133,8 @@ private:
     Status broadcast(int kind, const char* verb);
     bool presumed_gone(size_t i) const;
     void handle_stream(const Message& m, CoordinatorSink& sink);
+    // rejoin()'s and rejoin_live()'s common part: node i's fresh process gets `role` over a fresh socket.
+    Status configure_restarted(size_t i, const NodeRole& role);
     // poll()'s part for nodes restarted by rejoin(): takes their configure answers without waiting.
     void take_rejoin_answers();
     struct Impl;

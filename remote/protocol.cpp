@@ -156,6 +156,8 @@ nlohmann::json role_to_json(const NodeRole& r) {
             {"resume_step", r.resume_step},
             {"rejoin_step", r.rejoin_step},
             {"rejoin_origin_step", r.rejoin_origin_step},
+            {"rejoin_live_from", r.rejoin_live_from},
+            {"rejoin_tokens", r.rejoin_tokens},
             {"expert",
              {{"ensemble", r.expert_ensemble}, {"domain", r.expert_domain}, {"d_ff", r.expert_d_ff},
               {"steps", r.expert_steps}}},
@@ -169,8 +171,8 @@ namespace {
 // Field readers for role_from_json: every value is type- and range-checked before use, and the
 // error names the field by its path ("grad_group.port"). nlohmann's get<int>() would silently
 // truncate a double or wrap an out-of-range integer, so integers are checked explicitly.
-Result<int> int_field(const nlohmann::json& obj, const char* key, const std::string& path, int64_t lo, int64_t hi) {
-    using R = Result<int>;
+Result<int64_t> int64_field(const nlohmann::json& obj, const char* key, const std::string& path, int64_t lo, int64_t hi) {
+    using R = Result<int64_t>;
     const auto it = obj.find(key);
     if (it == obj.end()) return R::error("role: no \"" + path + "\"");
     const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
@@ -180,7 +182,13 @@ Result<int> int_field(const nlohmann::json& obj, const char* key, const std::str
     const int64_t v = huge ? INT64_MAX : it->get<int64_t>();
     if (huge || v < lo || v > hi)
         return R::error("role: \"" + path + "\" must be an integer in " + range + " (got " + it->dump() + ")");
-    return static_cast<int>(v);
+    return v;
+}
+// The same for int fields (ranges within int's).
+Result<int> int_field(const nlohmann::json& obj, const char* key, const std::string& path, int64_t lo, int64_t hi) {
+    auto v = int64_field(obj, key, path, lo, hi);
+    if (!v) return v.status();
+    return static_cast<int>(*v);
 }
 
 Result<std::string> string_field(const nlohmann::json& obj, const char* key, const std::string& path, size_t max_chars) {
@@ -345,6 +353,13 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
         if (r.rejoin_step >= 0 && r.rejoin_origin_step > r.rejoin_step)
             return R::error("role: \"rejoin_origin_step\" after \"rejoin_step\" (the run's transports start before a node rejoins)");
     }
+    if (j.contains("rejoin_live_from")) {
+        TW_ROLE_FIELD(r.rejoin_live_from, int64_field(j, "rejoin_live_from", "rejoin_live_from", -1, INT32_MAX));
+        if (r.rejoin_live_from >= 0 && (r.rejoin_step >= 0 || r.resume_step >= 0))
+            return R::error("role: \"rejoin_live_from\" with \"rejoin_step\" or \"resume_step\" (a restarted node rejoins when "
+                            "its peers admit it, not at a step given in advance)");
+    }
+    if (j.contains("rejoin_tokens")) TW_ROLE_FIELD(r.rejoin_tokens, int64_field(j, "rejoin_tokens", "rejoin_tokens", 0, INT64_MAX));
 
     const auto g = j.find("grad_group");
     if (g == j.end()) return R::error("role: no \"grad_group\"");

@@ -72,6 +72,7 @@ struct ZmqCollective::Sockets {
     std::map<int, uint64_t> abandoned;       // members that gave up an attempt → its first round
     bool counted_out = false;                // a peer's abandon named this member lost (tell_out)
     std::map<int, uint64_t> ready;           // joiners that said they wait for a round's state → its step
+    uint64_t taken = 0;                      // messages read off the socket (heard_live drains until none)
 };
 
 // Sends a heartbeat frame to every peer each interval from its own thread and sockets.
@@ -268,6 +269,7 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         if (poll_in(s.pull, max_ms >= 0 ? std::min(max_ms, 20) : 100) && s.pull.recv(h, zmq::recv_flags::dontwait))
             break;
     }
+    ++s.taken;
     // The rest of a multi-part message is in already (ZeroMQ delivers messages whole).
     std::vector<zmq::message_t> rest;
     for (bool more = h.more(); more;) {
@@ -306,6 +308,8 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         case wire::FrameKind::kReady:
             if (!body.empty()) return drop("a ready frame with a payload");
             s.ready[from] = fh->aux;
+            // A process restarted after a real loss: its predecessor is gone, whatever it was doing.
+            if (fh->aux == kReadyLive) s.lost.insert(from);
             return Status::ok();
         case wire::FrameKind::kBye:
             s.bye[from] = fh->aux;
@@ -467,7 +471,8 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vec
     }
 }
 
-Status ZmqCollective::agree(const std::vector<int>& group, uint64_t state_hash) {
+Result<std::vector<uint64_t>> ZmqCollective::gather_words(const std::vector<int>& group, uint64_t word) {
+    using R = Result<std::vector<uint64_t>>;
     if (Status st = check_group(group, size(), rank_); !st) return st;
     try {
         const uint64_t round = round_++;
@@ -477,7 +482,7 @@ Status ZmqCollective::agree(const std::vector<int>& group, uint64_t state_hash) 
         fh.rank = static_cast<uint16_t>(rank_);
         fh.round = round;
         fh.token = opts_.token;
-        fh.aux = state_hash;
+        fh.aux = word;
         uint8_t header[wire::kFrameHeaderBytes];
         wire::encode_frame_header(fh, header);
         static const std::vector<uint8_t> kEmpty;
@@ -494,28 +499,37 @@ Status ZmqCollective::agree(const std::vector<int>& group, uint64_t state_hash) 
         const auto wait_start = Clock::now();
         while (!missing().empty())
             if (Status st = pump_until("agreement round " + std::to_string(round), missing, wait_start, -1); !st) return st;
-        std::map<int, uint64_t> hashes = std::move(s_->early_hashes[round]);
+        std::map<int, uint64_t> words = std::move(s_->early_hashes[round]);
         s_->early_hashes.erase(round);
         s_->early.erase(round);
         s_->early_clocks.erase(round);
-        hashes[rank_] = state_hash;
-        std::map<uint64_t, int> votes;
-        for (int r : group) votes[hashes[r]] += 1;
-        if (votes.size() == 1) return Status::ok();
-        // The majority's hash when there is a strict one, otherwise this member's own.
-        uint64_t ref = state_hash;
-        for (auto& [h, n] : votes)
-            if (2 * n > static_cast<int>(group.size())) ref = h;
-        std::string who;
-        for (int r : group)
-            if (hashes[r] != ref) who += (who.empty() ? "" : ", ") + member(r);
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(ref));
-        return Status::error("round hash mismatch after round " + std::to_string(round) + ": " + who +
-                             " holds a state that differs from " + buf + " (the others')");
+        words[rank_] = word;
+        std::vector<uint64_t> out;
+        for (int r : group) out.push_back(words[r]);
+        return out;
     } catch (const zmq::error_t& e) {
-        return Status::error(std::string("collective: ") + e.what());
+        return R::error(std::string("collective: ") + e.what());
     }
+}
+
+Status ZmqCollective::agree(const std::vector<int>& group, uint64_t state_hash) {
+    auto got = gather_words(group, state_hash);
+    if (!got) return got.status();
+    const uint64_t round = round_ - 1;  // gather_words took it
+    std::map<uint64_t, int> votes;
+    for (uint64_t h : *got) votes[h] += 1;
+    if (votes.size() == 1) return Status::ok();
+    // The majority's hash when there is a strict one, otherwise this member's own.
+    uint64_t ref = state_hash;
+    for (auto& [h, n] : votes)
+        if (2 * n > static_cast<int>(group.size())) ref = h;
+    std::string who;
+    for (size_t i = 0; i < group.size(); ++i)
+        if ((*got)[i] != ref) who += (who.empty() ? "" : ", ") + member(group[i]);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(ref));
+    return Status::error("round hash mismatch after round " + std::to_string(round) + ": " + who +
+                         " holds a state that differs from " + buf + " (the others')");
 }
 
 Status ZmqCollective::send(int peer, const std::vector<uint8_t>& payload, LinkClass link, double sim_clock_s,
@@ -699,6 +713,24 @@ Status ZmqCollective::wait_ready(int peer, uint64_t step) {
     }
 }
 
+bool ZmqCollective::heard_live(int r) {
+    if (r == rank_ || r < 0 || r >= size()) return false;
+    try {
+        // What has arrived so far, about a millisecond's wait at most once the socket is drained
+        // (silence is judged by the waits, not here).
+        for (int i = 0; i < 100000; ++i) {
+            const uint64_t before = s_->taken;
+            if (Status st = pump_until("the restarted members' words", [] { return std::vector<int>{}; }, Clock::now(), 1); !st)
+                return false;
+            if (s_->taken == before) break;
+        }
+    } catch (const zmq::error_t&) {
+        return false;
+    }
+    auto it = s_->ready.find(r);
+    return it != s_->ready.end() && it->second == kReadyLive;
+}
+
 void ZmqCollective::go_quiet() {
     // Closing the data port drops the peers' connections: what they send from now on waits in
     // their own queues and reaches the process that binds this endpoint next.
@@ -715,6 +747,7 @@ void ZmqCollective::forgive(int r) {
     s_->lost.erase(r);
     s_->bye.erase(r);
     s_->abandoned.erase(r);
+    s_->ready.erase(r);
     s_->heard[static_cast<size_t>(r)] = Clock::now();
 }
 

@@ -81,6 +81,7 @@ public:
                                                        LinkClass link, double sim_clock_s = 0,
                                                        std::vector<double>* clocks = nullptr) override;
     Status agree(const std::vector<int>& group, uint64_t state_hash) override;
+    Result<std::vector<uint64_t>> gather_words(const std::vector<int>& group, uint64_t word) override;
     Status send(int peer, const std::vector<uint8_t>& payload, LinkClass link, double sim_clock_s,
                 bool count = true) override;
     Result<std::vector<uint8_t>> recv(int peer, double* sender_clock_s = nullptr) override;
@@ -111,6 +112,7 @@ public:
     void declare_lost(int r) override;
     void tell_ready(int peer, uint64_t step) override;
     Status wait_ready(int peer, uint64_t step) override;
+    bool heard_live(int r) override;
     void go_quiet() override;
     // Rounds an attempt may use (the epoch's base is epoch × this): a gather, an agreement, the
     // deadline's clock exchange and the ring's opening fit with room to spare.

@@ -129,6 +129,14 @@ private:
     // A spare's wait: until a donor hands it a lost replica's place (taken on), or every peer is
     // gone (`needed` = false: the run ended without it).
     Status stand_by(bool& needed);
+    // ---- restarted nodes (cluster.restart_lost, docs/faults.md "Restarted nodes") ----
+    // A fresh process after a real loss: tells every peer it is up (Collective::kReadyLive) and
+    // waits for the state a donor sends once the members admit it after a round; `joined` = false
+    // when every peer ended first (the run finished without it).
+    Status rejoin_live(bool& joined);
+    // In a round attempt among `members` (replicas, mesh-rank order) over `all`: the restarted
+    // replicas every member has heard from (the AND of the members' masks), in `admit`.
+    Status admission(MemberView& all, const std::vector<int>& members, std::vector<int>& admit);
     // Takes on a donor's state `s` (a message of `bytes` from mesh rank `from`) after the round at s.step.
     Status take_state(const RecoveryState& s, size_t bytes, int from);
     // One round among the members present, redone among the survivors when a member is lost in it;
@@ -227,6 +235,7 @@ private:
     ReplicaPlaces places_;          // who holds each replica's place (elastic runs; engine/worker/replica_places.h)
     bool standby_ = false;          // a spare not (yet) holding a place
     bool leaving_ = false;          // the replica leaves the run (may_leave)
+    std::vector<int> admitted_;     // restarted replicas admitted in the last round: state sent, counted in from the next
     int64_t rounds_ = 0;            // synchronisation rounds this replica's place took part in
     uint64_t epoch_ = 0;            // the transport's attempt number last begun (enter_epoch)
     int64_t down_until_ = -1;       // disconnected: away through the round at this step; −1 = present
@@ -319,7 +328,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     }
     // Same seed → same weights; verified, since a silent mismatch would poison every round. A node
     // process restarted mid-run skips it (its peers are training): it takes a peer's state instead.
-    if (mesh_ && !in_pipeline_run() && role_.rejoin_step < 0) {
+    if (mesh_ && !in_pipeline_run() && role_.rejoin_step < 0 && role_.rejoin_live_from < 0) {
         const uint64_t mine = weights_checksum(params);
         std::vector<uint8_t> bytes(8);
         std::memcpy(bytes.data(), &mine, 8);
@@ -558,10 +567,11 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
         MemberView all(*mesh_, places_.ranks_of(members));
         std::vector<int> on_time = members;
         late.clear();
-        Status st;
         RoundReport rep;
         double late_by = 0;
-        if (cfg_.outer.round_deadline_s > 0) {
+        std::vector<int> admit;
+        Status st = admission(all, members, admit);
+        if (st && cfg_.outer.round_deadline_s > 0) {
             // Arrivals: every member's clock, framing only (no payload bytes). Whoever arrives more
             // than the deadline after the first is left out; everyone computes the same split.
             std::vector<double> clocks;
@@ -615,6 +625,7 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
                       "the round at step " + std::to_string(step) + " runs among replicas " + replica_list(members));
             }
             members_ = on_time;
+            admitted_ = admit;
             if (attempt > 0 || static_cast<int64_t>(members.size()) < cfg_.outer.replicas) {
                 record(step, metric::kRoundMembers, static_cast<double>(on_time.size()));
                 record(step, metric::kRoundAttempts, static_cast<double>(attempt + 1));
@@ -693,12 +704,18 @@ Status ReplicaWorker::catch_up(int64_t step, double end_s, const std::vector<int
     std::vector<int> to = late;
     for (int r : faults_.rejoining(step))
         if (!lost(r)) to.push_back(r);
+    // Restarted replicas admitted in this round: every member counts them in from the next round.
+    const std::vector<int> admitted = std::exchange(admitted_, {});
+    for (int r : admitted) mesh_->forgive(rank_of(r));
+    to.insert(to.end(), admitted.begin(), admitted.end());
     if (to.empty() && spares.empty()) return Status::ok();
     if (std::find(late.begin(), late.end(), me) != late.end()) return receive_state(step, members_, /*joining=*/false);
     if (members_.empty() || members_.front() != me) return Status::ok();
     for (int r : to) {
-        // A replica rejoining by the schedule says when it is up (a restarted process takes a while).
-        if (std::find(late.begin(), late.end(), r) == late.end())
+        // A replica rejoining by the schedule says when it is up (a restarted process takes a while);
+        // an admitted one has said so already.
+        if (std::find(late.begin(), late.end(), r) == late.end() &&
+            std::find(admitted.begin(), admitted.end(), r) == admitted.end())
             if (Status st = mesh_->wait_ready(rank_of(r), static_cast<uint64_t>(step)); !st) {
                 if (lost(r)) continue;  // gone again: nobody to send to
                 return Status::error(role_.name + ": waiting for replica " + std::to_string(r) + " to rejoin: " + st.message());
@@ -780,6 +797,59 @@ Status ReplicaWorker::stand_by(bool& needed) {
         if (s->slot < 0) return Status::error(role_.name + ": mesh rank " + std::to_string(from) + " sent a spare state without a place to take");
         if (Status st = take_state(*s, m->size(), from); !st) return st;
         needed = true;
+        return Status::ok();
+    }
+}
+
+Status ReplicaWorker::admission(MemberView& all, const std::vector<int>& members, std::vector<int>& admit) {
+    admit.clear();
+    if (cfg_.cluster.restart_lost == 0) return Status::ok();
+    // Each member's mask of the absent replicas whose fresh process it has heard; a replica is
+    // admitted when every member heard it, so all compute the same list (framing only, no bytes).
+    uint64_t heard = 0;
+    for (int r = 0; r < role_.replicas && r < 64; ++r)
+        if (std::find(members.begin(), members.end(), r) == members.end() && mesh_->heard_live(rank_of(r)))
+            heard |= uint64_t{1} << r;
+    std::vector<int> everyone(members.size());
+    for (size_t i = 0; i < members.size(); ++i) everyone[i] = static_cast<int>(i);
+    auto words = all.gather_words(everyone, heard);
+    if (!words) return words.status();
+    uint64_t agreed = ~uint64_t{0};
+    for (uint64_t w : *words) agreed &= w;
+    for (int r = 0; r < role_.replicas && r < 64; ++r)
+        if (agreed >> r & 1) admit.push_back(r);
+    return Status::ok();
+}
+
+Status ReplicaWorker::rejoin_live(bool& joined) {
+    joined = false;
+    // Its peers' next round frames must not be "too far ahead" of its transport: it starts at the
+    // round of the lowest step they had reported, a lower bound of the one it joins after.
+    enter_epoch(epoch_of(role_.rejoin_live_from, 0));
+    std::vector<int> peers;
+    for (int k = 0; k < mesh_->size(); ++k)
+        if (k != mesh_->rank()) peers.push_back(k);
+    for (int k : peers) mesh_->tell_ready(k, Collective::kReadyLive);
+    event(EventLevel::kInfo, "start", role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
+    for (;;) {
+        int from = -1;
+        auto m = mesh_->recv_any(peers, &from);
+        if (!m) {
+            if (ctl_ && ctl_->stop.load()) return m.status();
+            bool all_gone = true;
+            for (int k : peers) all_gone = all_gone && rank_lost(k);
+            if (!all_gone) return Status::error(role_.name + ": waiting to rejoin: " + m.message());
+            event(EventLevel::kInfo, "rejoin", role_.name + " did not rejoin: every other node had left the run");
+            return Status::ok();
+        }
+        if (!is_recovery_message(*m)) continue;  // a frame its predecessor was sent
+        auto s = decode_recovery(*m);
+        if (!s) return Status::error(role_.name + ": the state from mesh rank " + std::to_string(from) + ": " + s.message());
+        if (s->slot >= 0) return Status::error(role_.name + ": mesh rank " + std::to_string(from) + " offered a spare's place to a restarted replica");
+        if (s->step < role_.rejoin_live_from) continue;  // sent to its predecessor
+        if (Status st = take_state(*s, m->size(), from); !st) return st;
+        trainer_->set_step_index(s->step);
+        joined = true;
         return Status::ok();
     }
 }
@@ -1063,6 +1133,19 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         ctl.step = back;
         sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                     role_.name + ": a fresh process rejoins after the round at step " + std::to_string(back)});
+    }
+    if (role_.rejoin_live_from >= 0) {
+        if (!elastic() || grads_)
+            return Status::error(role_.name + ": a restarted process rejoins a one-node replica of an outer algorithm only");
+        bool joined = false;
+        Status st = rejoin_live(joined);
+        if (!st && !ctl.stop.load()) return st;
+        if (!st || !joined) {
+            if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
+            return summarise();
+        }
+        tokens_done_ = role_.rejoin_tokens;
+        ctl.step = trainer_->step_index();
     }
     if (standby_) {
         // A spare trains only once it holds a place; a run that never needs it ends it here.

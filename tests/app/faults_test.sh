@@ -11,6 +11,9 @@
 #  * a straggler past outer.round_deadline_s is left out of that round and told how late it was;
 #  * a spare takes the place of a replica killed for good: scheduled on threads, and with a replica
 #    process SIGKILLed for real; after its first round it holds the others' global weights;
+#  * a replica process SIGKILLed for real with cluster.restart_lost: the coordinator restarts it,
+#    the members admit it at a round boundary, and after its first round it holds their global
+#    weights; its tokens go on from the killed process's, and no step is stored twice;
 #  * a node of a two-node replica SIGKILLed: the replica leaves as a whole, the others go on;
 #  * a fault schedule for two-node replicas (kill and rejoin, slow, disconnect): every node of the
 #    replica follows it, deterministic on threads and equal in child processes; a two-node replica
@@ -217,6 +220,36 @@ h0="$(value "$c" replica-0 "$first" round.state_hash)"; hs="$(value "$c" spare-0
 [ "$h0" = "$hs" ] || fail "after its first round (step $first) the spare's global weights differ: $h0 / $hs"
 [ -z "$(value "$c" replica-0 1200 round.group_mask)" ] || fail "the last round is not among three places"
 [ "$(rows "$c" spare-0 train.loss)" -ge 10 ] || fail "the spare trained $(rows "$c" spare-0 train.loss) steps"
+
+# --- a replica process killed for real and restarted by its coordinator (cluster.restart_lost) -----
+# The fresh process says it is up; the members admit it after the first round all of them heard it
+# by, and the round's lowest member sends it the state. It trains on from that round with the
+# tokens its replica had, and after its first round holds the others' global weights.
+id="$(kill_mid_run restart-lost 2 1200 --set cluster.restart_lost=1)"  # replica-1
+show="$("$tw" --db "$db" runs show "$id")"
+grep -q "finished" <<<"$show" || fail "the run with a restarted replica is not finished: $show"
+grep -q "replica-1 was lost; started a fresh process (restart 1 of 1)" <<<"$show" || fail "no restart event: $show"
+grep -q "replica-1: a fresh process after a loss" <<<"$show" || fail "the fresh process did not say it waits: $show"
+k="$(grep -o "took the state after the round at step [0-9]* from replica 0" <<<"$show" | grep -o "step [0-9]*" | grep -o "[0-9]*")"
+[ -n "$k" ] || fail "the restarted replica took no state: $show"
+c="$("$tw" --db "$db" runs export "$id" --format csv)"
+next=$((k + 10))
+h0="$(value "$c" replica-0 $next round.state_hash)"
+for n in replica-1 replica-2; do
+  [ -n "$h0" ] && [ "$h0" = "$(value "$c" $n $next round.state_hash)" ] ||
+    fail "after its first round (step $next) $n holds '$(value "$c" $n $next round.state_hash)', replica-0 '$h0'"
+done
+[ -z "$(value "$c" replica-0 $next round.group_mask)" ] || fail "the round at $next is not among all three replicas"
+[ "$(value "$c" replica-0 $k round.group_mask)" = "5" ] || fail "the round at $k is not among replicas 0 and 2"
+sent="$(value "$c" replica-0 1200 bytes.outer.recovery.sent)"; recv="$(value "$c" replica-1 1200 bytes.outer.recovery.recv)"
+[ -n "$sent" ] && [ "$sent" = "$recv" ] || fail "restart recovery bytes: replica-0 sent '$sent', replica-1 received '$recv'"
+steps="$(awk -F, '$2 == "replica-1" && $7 == "train.loss" {print $3}' <<<"$c" | sort -n)"
+[ -z "$(uniq -d <<<"$steps")" ] || fail "replica-1 stored a step twice: $(uniq -d <<<"$steps" | head -3)"
+[ "$(awk -v k="$k" '$1 > k' <<<"$steps" | wc -l)" -eq $((1200 - k)) ] || fail "the fresh replica-1 did not train every step after $k"
+last="$(awk -v k="$k" '$1 <= k' <<<"$steps" | tail -1)"  # the killed process's last step
+t_last="$(value "$c" replica-1 "$last" train.tokens)"; t_next="$(value "$c" replica-1 $((k + 1)) train.tokens)"
+per="$(value "$c" replica-0 1 train.tokens)"
+[ "$((t_next - t_last))" -eq "$per" ] || fail "the fresh process's tokens go on from $t_next, not from $t_last + $per"
 
 # --- a node of a two-node replica killed for real: the replica leaves as a whole -------------------
 # (Enough steps that the kill lands mid-run even when the store lags behind a loaded machine.)

@@ -81,6 +81,39 @@ TEST(FaultSchedule, SparesWorkOverTheHubAndAreRefusedWhereNoReplicaCanBeLost) {
     EXPECT_NE(p[0].find("cluster.spares 2: spares take the place of lost replicas of an outer algorithm"), std::string::npos) << p[0];
 }
 
+// cluster.restart_lost: child processes, one-node replicas of an outer algorithm, no spares and no
+// schedule (each of those says otherwise how a replica comes back); each refusal named.
+TEST(FaultSchedule, RestartsOfLostNodesAreTakenWhereTheCoordinatorCanRestartAOneNodeReplica) {
+    RunConfig c = diloco(3, 10, 60);
+    c.cluster.mode = "local";
+    c.cluster.restart_lost = 2;
+    std::vector<std::string> p;
+    FaultSchedule::problems(c, p);
+    EXPECT_TRUE(p.empty()) << p.front();
+    const auto refused = [&c](const std::string& why) {
+        std::vector<std::string> q;
+        FaultSchedule::problems(c, q);
+        return q.size() == 1 && q[0].rfind("cluster.restart_lost 2: ", 0) == 0 && q[0].find(why) != std::string::npos;
+    };
+    c.cluster.mode = "threads";
+    EXPECT_TRUE(refused("the coordinator restarts the node processes it started itself"));
+    c.cluster.mode = "local";
+    c.cluster.nodes_per_replica = 2;
+    EXPECT_TRUE(refused("restarts replicas of one node only"));
+    c.cluster.nodes_per_replica = 1;
+    c.cluster.spares = 1;
+    EXPECT_TRUE(refused("either restarted or through a spare"));
+    c.cluster.spares = 0;
+    c.faults.events = {"kill 1 at 15"};
+    EXPECT_TRUE(refused("a fault schedule's kills say themselves"));
+    c.faults.events.clear();
+    c.outer.round_time_s = 2;
+    EXPECT_TRUE(refused("time-budgeted rounds"));
+    c.outer.round_time_s = 0;
+    c.outer.algorithm = "ddp";
+    EXPECT_TRUE(refused("restarted nodes rejoin the rounds of an outer algorithm"));
+}
+
 // Replicas of several nodes take a fault schedule (every node follows its replica's), and no
 // spares, and a deadline; pipelines take every event where their rounds survive a loss, and a
 // deadline there.

@@ -181,6 +181,30 @@ TEST(Protocol, RoleRejoinStepRoundTripsAndExcludesResume) {
     EXPECT_NE(role_from_json(role_to_json(r)).message().find("\"rejoin_step\" and \"resume_step\" together"), std::string::npos);
 }
 
+// A node process restarted after a real loss rejoins when its peers admit it: never at a given
+// step, never resuming; its replica's tokens so far travel beyond 32 bits.
+TEST(Protocol, RoleRejoinLiveRoundTripsAndExcludesAGivenStep) {
+    NodeRole r = two_replica_role();
+    auto back = role_from_json(role_to_json(r));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->rejoin_live_from, -1);
+    r.rejoin_live_from = 250;
+    r.rejoin_tokens = int64_t{5} << 32;
+    back = role_from_json(role_to_json(r));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->rejoin_live_from, 250);
+    EXPECT_EQ(back->rejoin_tokens, int64_t{5} << 32);
+    auto j = role_to_json(r);
+    j["rejoin_tokens"] = -1;
+    EXPECT_NE(role_from_json(j).message().find("\"rejoin_tokens\" must be an integer"), std::string::npos);
+    j = role_to_json(r);
+    j["rejoin_live_from"] = "250";
+    EXPECT_NE(role_from_json(j).message().find("\"rejoin_live_from\" must be an integer"), std::string::npos);
+    r.rejoin_step = 260;
+    EXPECT_NE(role_from_json(role_to_json(r)).message().find("\"rejoin_live_from\" with \"rejoin_step\" or \"resume_step\""),
+              std::string::npos);
+}
+
 // Each mutation of a valid role is refused with an error naming the field.
 TEST(Protocol, RoleFromJsonNamesEveryBadField) {
     const std::string key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";

@@ -121,6 +121,47 @@ TEST(Survivors, OverTheHubASilentMemberEndsTheRelayWaitAndTheRoundIsRedoneAmongT
     (void)c;
 }
 
+// A process restarted after a real loss says it is up (kReadyLive): a peer counts it lost at once
+// — its predecessor's part is gone — and hears it until it forgives it. The members agree on whom
+// they admit by gathering one word each: framing only, in group order, no payload bytes.
+TEST(Survivors, ARestartedMembersWordCountsItLostUntilForgivenAndWordsAreGathered) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::vector<std::string> eps{"inproc://rl0", "inproc://rl1", "inproc://rl2"};
+    auto a = ZmqCollective::create(ctx, eps, 0, live(5)).value();
+    auto b = ZmqCollective::create(ctx, eps, 1, live(5)).value();
+    auto c = ZmqCollective::create(ctx, eps, 2, live(5)).value();
+    EXPECT_FALSE(a->heard_live(2));
+    EXPECT_TRUE(a->lost_members().empty());
+    c->tell_ready(0, Collective::kReadyLive);
+    bool heard = false;
+    for (auto until = Clock::now() + std::chrono::seconds(5); !heard && Clock::now() < until;) heard = a->heard_live(2);
+    ASSERT_TRUE(heard);
+    EXPECT_EQ(a->lost_members(), (std::vector<int>{2}));
+    EXPECT_FALSE(a->heard_live(1));
+    EXPECT_FALSE(b->heard_live(2));  // told nothing
+    // A scheduled joiner's word (a step) is not a restarted process's.
+    c->tell_ready(1, 30);
+    EXPECT_TRUE(b->wait_ready(2, 30));
+    EXPECT_FALSE(b->heard_live(2));
+    EXPECT_TRUE(b->lost_members().empty());
+
+    a->begin_epoch(1);
+    b->begin_epoch(1);
+    Result<std::vector<uint64_t>> got_b = Status::error("not run");
+    std::thread tb([&] { got_b = MemberView(*b, {0, 1}).gather_words({0, 1}, 0); });
+    auto got_a = MemberView(*a, {0, 1}).gather_words({0, 1}, uint64_t{1} << 2);
+    tb.join();
+    ASSERT_TRUE(got_a) << got_a.message();
+    ASSERT_TRUE(got_b) << got_b.message();
+    EXPECT_EQ(*got_a, (std::vector<uint64_t>{4, 0}));
+    EXPECT_EQ(*got_b, (std::vector<uint64_t>{4, 0}));
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(a->counters().sent_bytes[k] + a->counters().recv_bytes[k], 0u);
+
+    a->forgive(2);
+    EXPECT_FALSE(a->heard_live(2));
+    EXPECT_TRUE(a->lost_members().empty());
+}
+
 TEST(Survivors, AnAbandonedAttemptFreesItsPeersAtOnceAndNamesTheLost) {
     auto ctx = std::make_shared<zmq::context_t>();
     std::vector<std::string> eps{"inproc://ab0", "inproc://ab1", "inproc://ab2"};

@@ -1,0 +1,44 @@
+// Restarted nodes (cluster.restart_lost; docs/faults.md "Restarted nodes"): in a child-process run
+// (cluster.mode = "local"), a replica's node process that its coordinator marked lost — killed from
+// outside, crashed, or silent past cluster.heartbeat_timeout_s — is SIGKILLed (a hung process is
+// ended for real), started afresh on the same endpoint and configured to rejoin live
+// (Coordinator::rejoin_live). Its peers admit it at the first round boundary after they have all
+// heard that it is up; it then takes a live peer's state, as a spare does.
+//
+// Thread-safety: one thread (the session's poll loop).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/role.h"
+#include "core/status.h"
+
+namespace tw {
+
+class Coordinator;
+class LocalCluster;
+
+class LostRestarts {
+public:
+    // Inactive unless cluster.restart_lost > 0 (the config's checks allow it for child processes
+    // and one-node replicas of an outer algorithm only). Replica nodes ("full") are restarted.
+    LostRestarts(const RunConfig& cfg, const std::vector<NodeRole>& roles);
+    bool active() const { return active_; }
+    // Restarts the first node the coordinator counts lost that has restarts left (one per call:
+    // the caller polls its nodes between calls). `tokens(name)` is the node's last train.tokens;
+    // `log` receives one line per restart.
+    Status carry_out(LocalCluster& cluster, Coordinator& coord, const std::function<int64_t(const std::string&)>& tokens,
+                     const std::function<void(const std::string&)>& log);
+
+private:
+    bool active_ = false;
+    int64_t limit_ = 0;
+    std::vector<NodeRole> roles_;
+    std::vector<int64_t> restarts_;  // per node: restarts so far
+};
+
+}  // namespace tw
