@@ -77,6 +77,10 @@ struct NodeRole {
     int64_t rejoin_live_from = -1;
     // With rejoin_live_from: the tokens its replica had trained before the loss (train.tokens goes on from them).
     int64_t rejoin_tokens = 0;
+    // A restarted process (rejoin_step or rejoin_live_from): milliseconds since the run started, as
+    // its coordinator counted them when it configured the process, so the wall times of its rows
+    // and events count from the run's start as its peers' do.
+    int64_t rejoin_wall_ms = 0;
 
     int global_rank() const { return replica * replica_nodes + rank; }
     int world() const { return replicas * replica_nodes; }

@@ -38,6 +38,7 @@ struct Coordinator::Impl {
     std::optional<size_t> first_failure;  // the node whose failed `done` arrived first in this run
     std::vector<int> unit;                // set_loss_policy: node → replica or spare it belongs to; −1 = vital
     int64_t min_live = 1, max_live = 0;
+    Clock::time_point started_at = Clock::now();  // start(): the run's wall clock origin for restarted nodes
     // What configure sent (roles with the run's token and keys, the config), for a node restarted
     // mid-run (rejoin), and the restarted nodes waiting for their stream before their start.
     std::vector<NodeRole> run_roles;
@@ -320,6 +321,7 @@ Status Coordinator::broadcast(int kind, const char* verb) {
 Status Coordinator::start() {
     const auto now = Clock::now();
     for (auto& t : impl_->last_seen) t = now;
+    impl_->started_at = now;
     return broadcast(static_cast<int>(MsgKind::kStart), "start");
 }
 Status Coordinator::pause() { return broadcast(static_cast<int>(MsgKind::kPause), "pause"); }
@@ -373,8 +375,10 @@ Status Coordinator::rejoin_live(size_t i, int64_t tokens) {
     return configure_restarted(i, role);
 }
 
-Status Coordinator::configure_restarted(size_t i, const NodeRole& role) {
+Status Coordinator::configure_restarted(size_t i, const NodeRole& role_in) {
     Impl& s = *impl_;
+    NodeRole role = role_in;
+    role.rejoin_wall_ms = static_cast<int64_t>(since_s(s.started_at) * 1000);
     Message m = s.configure_message(role);
     s.tokens[i].clear();  // the restarted node hands out a token of its own
     // A fresh socket: the old one's connection was to the killed process, and a request written

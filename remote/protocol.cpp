@@ -158,6 +158,7 @@ nlohmann::json role_to_json(const NodeRole& r) {
             {"rejoin_origin_step", r.rejoin_origin_step},
             {"rejoin_live_from", r.rejoin_live_from},
             {"rejoin_tokens", r.rejoin_tokens},
+            {"rejoin_wall_ms", r.rejoin_wall_ms},
             {"expert",
              {{"ensemble", r.expert_ensemble}, {"domain", r.expert_domain}, {"d_ff", r.expert_d_ff},
               {"steps", r.expert_steps}}},
@@ -360,6 +361,8 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
                             "its peers admit it, not at a step given in advance)");
     }
     if (j.contains("rejoin_tokens")) TW_ROLE_FIELD(r.rejoin_tokens, int64_field(j, "rejoin_tokens", "rejoin_tokens", 0, INT64_MAX));
+    if (j.contains("rejoin_wall_ms"))  // at most a year
+        TW_ROLE_FIELD(r.rejoin_wall_ms, int64_field(j, "rejoin_wall_ms", "rejoin_wall_ms", 0, int64_t{366} * 24 * 3600 * 1000));
 
     const auto g = j.find("grad_group");
     if (g == j.end()) return R::error("role: no \"grad_group\"");

@@ -7,7 +7,9 @@
 #  2. a spare standing by (cluster.spares = 1) when replica 2's process is SIGKILLed (heartbeat
 #     timeout 2 s): wall seconds from replica 2's last stored step to the spare taking its place
 #     (node clocks start together within a few ms), the step it takes over at, and its bytes;
-#  3. recovery bytes a rejoining replica receives, per algorithm, for the tiny and small models
+#  3. a replica process SIGKILLed with cluster.restart_lost = 1 (heartbeat timeout 2 s): wall
+#     seconds from its last stored step to its fresh process taking the state, and the round;
+#  4. recovery bytes a rejoining replica receives, per algorithm, for the tiny and small models
 #     (a scheduled kill and rejoin on threads), against the model's parameter bytes P·4.
 # Usage: scripts/bench_faults.sh [THINWIRE]   (after scripts/setup.sh; Brown from the default data root)
 set -euo pipefail
@@ -83,6 +85,35 @@ text="$(q "select text from events where run_id = $id and node = 'spare-0' and k
 at="$(grep -o 'round at step [0-9]*' <<<"$text" | awk '{print $4}')"
 b="$(grep -o '[0-9]* B$' <<<"$text" | awk '{print $1}')"
 printf '| spare-0 | %.2f s | %.2f s | %.2f s | %s | %s B |\n' "$last" "$in" "$(awk -v a="$in" -v b="$last" 'BEGIN {print a - b}')" "$at" "$(printf "%'d" "$b")"
+
+echo
+echo "| restarted | replica 2's last step (wall) | fresh process takes the state (wall) | death → back in | after the round at step | state received |"
+echo "|---|---|---|---|---|---|"
+name="sigkill-restart"
+"$tw" --db "$work/f.db" run "$work/layout.toml" --set outer.replicas=3 --set cluster.restart_lost=1 \
+  --set cluster.mode=local --set cluster.heartbeat_timeout_s=2 --set train.steps=150 --set run.name=$name \
+  > "$work/$name.log" 2>&1 &
+sub=$!
+for _ in $(seq 1 900); do
+  n="$(q "select count(*) from metrics m join runs r on r.id = m.run_id where r.name = '$name' and m.node = 'replica-2' and m.name = 'train.loss'" 2>/dev/null || true)"
+  [ -n "$n" ] && [ "$n" -ge 40 ] && break
+  sleep 0.2
+done
+victim=""
+for _ in $(seq 1 50); do victim="$(pgrep -P "$sub" | sort -n | sed -n 3p || true)"; [ -n "$victim" ] && break; sleep 0.1; done
+[ -n "$victim" ] || { echo "no replica-2 process to kill: $(tail -5 "$work/$name.log")"; exit 1; }
+kill -KILL "$victim"
+wait "$sub" || true
+id="$(id_of "$name")"
+text="$(q "select text from events where run_id = $id and node = 'replica-2' and kind = 'rejoin'")"
+at="$(grep -o 'round at step [0-9]*' <<<"$text" | awk '{print $4}')"
+[ -n "$at" ] || { echo "the restarted replica-2 did not rejoin: $(tail -5 "$work/$name.log")"; exit 1; }
+# The killed process's rows are those up to the round it rejoined after; a restarted process's wall
+# times count from the run's start (NodeRole::rejoin_wall_ms).
+last="$(q "select max(wall_s) from metrics where run_id = $id and node = 'replica-2' and step <= $at")"
+in="$(q "select wall_s from events where run_id = $id and node = 'replica-2' and kind = 'rejoin'")"
+b="$(grep -o '[0-9]* B$' <<<"$text" | awk '{print $1}')"
+printf '| replica-2 | %.2f s | %.2f s | %.2f s | %s | %s B |\n' "$last" "$in" "$(awk -v a="$in" -v b="$last" 'BEGIN {print a - b}')" "$at" "$(printf "%'d" "$b")"
 
 echo
 echo "| model | parameters P | algorithm | recovery bytes | ÷ P·4 |"

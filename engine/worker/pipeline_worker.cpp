@@ -124,7 +124,8 @@ private:
     // `reparam` (docs/methods.md §6): the constrained writers held as U·Z, Z stepped by the inner optimizer.
     std::vector<ReparamWriter> reparam_;
     std::unique_ptr<StageExecutor> exec_;  // the schedule's iteration (GPipe / 1F1B)
-    Clock::time_point t0_ = Clock::now();
+    // The run's start: a restarted process counts wall time from it as its peers do (NodeRole::rejoin_wall_ms).
+    Clock::time_point t0_ = Clock::now() - std::chrono::milliseconds(role_.rejoin_wall_ms);
     std::vector<MetricRecord> rows_;
     SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
     ComputeTime compute_;  // measured or modelled seconds of each segment (core/compute_model.h)

@@ -215,7 +215,8 @@ private:
     std::unique_ptr<StageRounds> stage_rounds_;  // instead of outer_ in a run with pipeline replicas
     torch::Tensor t_fixed_;                      // [V, d] when that run compresses anything
     LinkClass grad_link_ = LinkClass::kIntraReplica;
-    Clock::time_point t0_ = Clock::now();
+    // The run's start: a restarted process counts wall time from it as its peers do (NodeRole::rejoin_wall_ms).
+    Clock::time_point t0_ = Clock::now() - std::chrono::milliseconds(role_.rejoin_wall_ms);
     std::vector<MetricRecord> rows_;
     SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
     ComputeTime compute_;  // measured or modelled seconds of a step (core/compute_model.h)

@@ -250,6 +250,22 @@ last="$(awk -v k="$k" '$1 <= k' <<<"$steps" | tail -1)"  # the killed process's 
 t_last="$(value "$c" replica-1 "$last" train.tokens)"; t_next="$(value "$c" replica-1 $((k + 1)) train.tokens)"
 per="$(value "$c" replica-0 1 train.tokens)"
 [ "$((t_next - t_last))" -eq "$per" ] || fail "the fresh process's tokens go on from $t_next, not from $t_last + $per"
+# Its wall clock counts from the run's start, as its peers' do: its first row comes after the killed
+# process's last.
+w_last="$(awk -F, -v s="$last" '$2 == "replica-1" && $3 == s && $7 == "train.loss" {print $5}' <<<"$c")"
+w_next="$(awk -F, -v s=$((k + 1)) '$2 == "replica-1" && $3 == s && $7 == "train.loss" {print $5}' <<<"$c")"
+awk -v a="$w_last" -v b="$w_next" 'BEGIN {exit !(b > a)}' || fail "the fresh process's wall time $w_next is not after the killed one's $w_last"
+
+# The same over the hub relay with SparseLoCo (the fresh process's error feedback starts at zero):
+# after its first round the restarted replica holds the others' global weights.
+id="$(kill_mid_run restart-hub 2 1200 --set cluster.restart_lost=1 --set outer.algorithm=sparseloco --set outer.topology=hub)"
+show="$("$tw" --db "$db" runs show "$id")"
+k="$(grep -o "took the state after the round at step [0-9]* from replica 0" <<<"$show" | grep -o "step [0-9]*" | grep -o "[0-9]*")"
+[ -n "$k" ] || fail "over the hub the restarted replica took no state: $show"
+c="$("$tw" --db "$db" runs export "$id" --format csv)"
+h0="$(value "$c" replica-0 $((k + 10)) round.state_hash)"
+[ -n "$h0" ] && [ "$h0" = "$(value "$c" replica-1 $((k + 10)) round.state_hash)" ] ||
+  fail "over the hub, after its first round the restarted replica-1's global weights differ from replica-0's '$h0'"
 
 # --- a node of a two-node replica killed for real: the replica leaves as a whole -------------------
 # (Enough steps that the kill lands mid-run even when the store lags behind a loaded machine.)

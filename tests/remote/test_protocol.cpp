@@ -194,7 +194,15 @@ TEST(Protocol, RoleRejoinLiveRoundTripsAndExcludesAGivenStep) {
     ASSERT_TRUE(back) << back.message();
     EXPECT_EQ(back->rejoin_live_from, 250);
     EXPECT_EQ(back->rejoin_tokens, int64_t{5} << 32);
+    EXPECT_EQ(back->rejoin_wall_ms, 0);
+    r.rejoin_wall_ms = 12345;  // its wall clock counts from the run's start
+    back = role_from_json(role_to_json(r));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->rejoin_wall_ms, 12345);
     auto j = role_to_json(r);
+    j["rejoin_wall_ms"] = int64_t{400} * 24 * 3600 * 1000;
+    EXPECT_NE(role_from_json(j).message().find("\"rejoin_wall_ms\" must be an integer"), std::string::npos);
+    j = role_to_json(r);
     j["rejoin_tokens"] = -1;
     EXPECT_NE(role_from_json(j).message().find("\"rejoin_tokens\" must be an integer"), std::string::npos);
     j = role_to_json(r);
