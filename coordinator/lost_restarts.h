@@ -2,7 +2,9 @@
 // (cluster.mode = "local"), a replica's node process that its coordinator marked lost — killed from
 // outside, crashed, or silent past cluster.heartbeat_timeout_s — is SIGKILLed (a hung process is
 // ended for real), started afresh on the same endpoint and configured to rejoin live
-// (Coordinator::rejoin_live). Its peers admit it at the first round boundary after they have all
+// (Coordinator::rejoin_live). On a remote cluster nobody here can start a process: the node is
+// taken back once its operator has restarted `thinwire node` on the same endpoint and it answers
+// a hello as an idle node. Its peers admit it at the first round boundary after they have all
 // heard that it is up; it then takes a live peer's state, as a spare does.
 //
 // Thread-safety: one thread (the session's poll loop).
@@ -25,13 +27,15 @@ class LocalCluster;
 class LostRestarts {
 public:
     // Inactive unless cluster.restart_lost > 0 (the config's checks allow it for child processes
-    // and one-node replicas of an outer algorithm only). Replica nodes ("full") are restarted.
+    // and remote nodes, one-node replicas of an outer algorithm only). Replica nodes ("full") are restarted.
     LostRestarts(const RunConfig& cfg, const std::vector<NodeRole>& roles);
     bool active() const { return active_; }
     // Restarts the first node the coordinator counts lost that has restarts left (one per call:
-    // the caller polls its nodes between calls). `tokens(name)` is the node's last train.tokens;
-    // `log` receives one line per restart.
-    Status carry_out(LocalCluster& cluster, Coordinator& coord, const std::function<int64_t(const std::string&)>& tokens,
+    // the caller polls its nodes between calls): with `cluster` (child processes) by starting a
+    // fresh process; without it (a remote cluster) once the node's endpoint answers as an idle node
+    // again (Coordinator::answers_again). `tokens(name)` is the node's last train.tokens; `log`
+    // receives one line per restart.
+    Status carry_out(LocalCluster* cluster, Coordinator& coord, const std::function<int64_t(const std::string&)>& tokens,
                      const std::function<void(const std::string&)>& log);
 
 private:

@@ -345,9 +345,9 @@ void Session::body(RunConfig cfg) {
                 });
                 !st)
                 outcome = RunOutcome{RunStatus::kFailed, "scheduled kill: " + st.message()};
-        if (!outcome && local && restarts.active())
+        if (!outcome && restarts.active())
             if (Status st = restarts.carry_out(
-                    *local, *coord, [&sink](const std::string& node) { return sink.tokens(node); },
+                    local.get(), *coord, [&sink](const std::string& node) { return sink.tokens(node); },
                     [&](const std::string& l) { sink.on_event({0, "coordinator", EventLevel::kWarning, "process", l}); });
                 !st)
                 outcome = RunOutcome{RunStatus::kFailed, "restarting a lost node: " + st.message()};

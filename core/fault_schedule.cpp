@@ -144,8 +144,9 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
     }
     if (c.cluster.restart_lost > 0) {
         const std::string what = "cluster.restart_lost " + std::to_string(c.cluster.restart_lost) + ": ";
-        if (c.cluster.mode != "local")
-            p.push_back(what + "the coordinator restarts the node processes it started itself (cluster.mode = \"local\")");
+        if (c.cluster.mode != "local" && c.cluster.mode != "remote")
+            p.push_back(what + "a lost node comes back as a fresh process: its coordinator starts it (cluster.mode = "
+                               "\"local\") or its operator does (\"remote\"); threads have no process to restart");
         if (!outer)
             p.push_back(what + "restarted nodes rejoin the rounds of an outer algorithm, not \"" + c.outer.algorithm + "\"");
         else if (c.cluster.stages > 1 || c.cluster.nodes_per_replica > 1 || c.hdee.enabled() || c.skippipe.enabled())

@@ -47,6 +47,8 @@ struct Coordinator::Impl {
     // Restarted nodes whose configure is sent and not yet answered: its request id (0 = none) and
     // when it left. poll() takes the answer, so the live nodes keep their heartbeats meanwhile.
     std::vector<std::pair<int64_t, Clock::time_point>> rejoining;
+    // answers_again: per node, the hello out (request id, 0 = none) and when it was sent.
+    std::map<size_t, std::pair<int64_t, Clock::time_point>> greeting;
 
     // The configure request that gives a node its role of this run.
     Message configure_message(const NodeRole& role) const {
@@ -396,6 +398,41 @@ Status Coordinator::configure_restarted(size_t i, const NodeRole& role_in) {
     n.error.clear();
     s.last_seen[i] = Clock::now();
     return Status::ok();
+}
+
+bool Coordinator::answers_again(size_t i) {
+    Impl& s = *impl_;
+    if (i >= nodes_.size() || !nodes_[i].lost) return false;
+    auto [it, fresh] = s.greeting.try_emplace(i, 0, Clock::now() - std::chrono::seconds(1));
+    auto& [id, sent] = it->second;
+    if (id != 0) {
+        auto r = take_reply(i, id);
+        if (!r) {
+            if (since_s(sent) > 1.0) id = 0;  // no answer: another hello on a fresh socket next time
+            return false;
+        }
+        id = 0;
+        sent = Clock::now();  // whatever came, the next hello waits a second
+        if (!r->is_ok()) return false;
+        const Message& m = r->value();
+        // A node of this protocol that holds no run: its operator restarted it. A process that
+        // answers while still busy (it was only slow, or another run took it) is left alone.
+        return m.kind == MsgKind::kCapabilities && m.body.value("protocol", 0) == kProtocolVersion &&
+               m.body.value("state", std::string()) == "idle";
+    }
+    if (since_s(sent) < 1.0) return false;
+    try {
+        s.dealers[i].set(zmq::sockopt::linger, 0);
+        s.dealers[i] = s.dealer_to(i, nodes_[i].endpoint);
+    } catch (const zmq::error_t&) {
+        sent = Clock::now();
+        return false;
+    }
+    Message hello;
+    hello.kind = MsgKind::kHello;
+    id = send_request(i, hello);
+    sent = Clock::now();
+    return false;
 }
 
 Status Coordinator::take_token(size_t i, const Message& reply) {

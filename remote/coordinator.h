@@ -111,6 +111,10 @@ public:
     // lowest step a live node of the run has reported or later, and that its replica had trained
     // `tokens` tokens.
     Status rejoin_live(size_t i, int64_t tokens);
+    // A remote node counted lost (cluster.mode = "remote"): whether its endpoint answers a hello as
+    // an idle node of this protocol again — its operator restarted `thinwire node` there. Sends at
+    // most one hello a second over a fresh socket and never waits; then rejoin_live() takes it back.
+    bool answers_again(size_t i);
 
     // One request/reply round trip with node i (kind and body of `m`); error replies become errors.
     Result<Message> request(size_t i, Message m);

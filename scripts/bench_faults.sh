@@ -34,26 +34,31 @@ model = "flops"
 TOML
 q() { /usr/bin/python3 -c "import sqlite3,sys; r=sqlite3.connect('$work/f.db').execute(sys.argv[1]).fetchall(); print(r[0][0] if r and r[0][0] is not None else '')" "$1"; }
 id_of() { q "select id from runs where name = '$1'"; }
-
-echo "| heartbeat timeout | round.loss_wall_s (measured) | simulated cost of that round | redone among |"
-echo "|---|---|---|---|"
-for hb in 2 5; do
-  name="sigkill-hb$hb"
-  "$tw" --db "$work/f.db" run "$work/layout.toml" --set outer.replicas=3 \
-    --set cluster.mode=local --set cluster.heartbeat_timeout_s=$hb --set train.steps=150 --set run.name=$name \
-    > "$work/$name.log" 2>&1 &
+# Runs the layout as run NAME in child processes with 3 replicas, 150 steps and the extra settings;
+# once replica 2 has stored 40 steps, SIGKILLs its process (the third node process); waits for the
+# run to end and prints its id.
+kill_replica_2() {  # name, settings...
+  local name="$1" sub n victim=""
+  shift
+  "$tw" --db "$work/f.db" run "$work/layout.toml" --set outer.replicas=3 --set cluster.mode=local \
+    --set train.steps=150 --set run.name="$name" "$@" > "$work/$name.log" 2>&1 &
   sub=$!
-  for _ in $(seq 1 900); do  # until replica-2 has trained 40 steps
+  for _ in $(seq 1 900); do
     n="$(q "select count(*) from metrics m join runs r on r.id = m.run_id where r.name = '$name' and m.node = 'replica-2' and m.name = 'train.loss'" 2>/dev/null || true)"
     [ -n "$n" ] && [ "$n" -ge 40 ] && break
     sleep 0.2
   done
-  victim=""
-  for _ in $(seq 1 50); do victim="$(pgrep -P "$sub" | tail -1 || true)"; [ -n "$victim" ] && break; sleep 0.1; done
-  [ -n "$victim" ] || { echo "no replica process to kill: $(tail -5 "$work/$name.log")"; exit 1; }
+  for _ in $(seq 1 50); do victim="$(pgrep -P "$sub" | sort -n | sed -n 3p || true)"; [ -n "$victim" ] && break; sleep 0.1; done
+  [ -n "$victim" ] || { echo "no replica-2 process to kill: $(tail -5 "$work/$name.log")" >&2; exit 1; }
   kill -KILL "$victim"
   wait "$sub" || true
-  id="$(id_of "$name")"
+  id_of "$name"
+}
+
+echo "| heartbeat timeout | round.loss_wall_s (measured) | simulated cost of that round | redone among |"
+echo "|---|---|---|---|"
+for hb in 2 5; do
+  id="$(kill_replica_2 "sigkill-hb$hb" --set cluster.heartbeat_timeout_s=$hb)"
   wall="$(q "select value from metrics where run_id = $id and node = 'replica-0' and name = 'round.loss_wall_s'")"
   step="$(q "select step from metrics where run_id = $id and node = 'replica-0' and name = 'round.loss_wall_s'")"
   comm="$(q "select value from metrics where run_id = $id and node = 'replica-0' and name = 'round.comm_s' and step = $step")"
@@ -63,22 +68,7 @@ done
 echo
 echo "| spare | replica 2's last step (wall) | spare takes its place (wall) | death → spare in | after the round at step | state received |"
 echo "|---|---|---|---|---|---|"
-name="sigkill-spare"
-"$tw" --db "$work/f.db" run "$work/layout.toml" --set outer.replicas=3 --set cluster.spares=1 \
-  --set cluster.mode=local --set cluster.heartbeat_timeout_s=2 --set train.steps=150 --set run.name=$name \
-  > "$work/$name.log" 2>&1 &
-sub=$!
-for _ in $(seq 1 900); do
-  n="$(q "select count(*) from metrics m join runs r on r.id = m.run_id where r.name = '$name' and m.node = 'replica-2' and m.name = 'train.loss'" 2>/dev/null || true)"
-  [ -n "$n" ] && [ "$n" -ge 40 ] && break
-  sleep 0.2
-done
-victim=""
-for _ in $(seq 1 50); do victim="$(pgrep -P "$sub" | sort -n | sed -n 3p || true)"; [ -n "$victim" ] && break; sleep 0.1; done
-[ -n "$victim" ] || { echo "no replica-2 process to kill: $(tail -5 "$work/$name.log")"; exit 1; }
-kill -KILL "$victim"
-wait "$sub" || true
-id="$(id_of "$name")"
+id="$(kill_replica_2 sigkill-spare --set cluster.spares=1 --set cluster.heartbeat_timeout_s=2)"
 last="$(q "select max(wall_s) from metrics where run_id = $id and node = 'replica-2'")"
 in="$(q "select wall_s from events where run_id = $id and node = 'spare-0' and kind = 'spare'")"
 text="$(q "select text from events where run_id = $id and node = 'spare-0' and kind = 'spare'")"
@@ -89,25 +79,10 @@ printf '| spare-0 | %.2f s | %.2f s | %.2f s | %s | %s B |\n' "$last" "$in" "$(a
 echo
 echo "| restarted | replica 2's last step (wall) | fresh process takes the state (wall) | death → back in | after the round at step | state received |"
 echo "|---|---|---|---|---|---|"
-name="sigkill-restart"
-"$tw" --db "$work/f.db" run "$work/layout.toml" --set outer.replicas=3 --set cluster.restart_lost=1 \
-  --set cluster.mode=local --set cluster.heartbeat_timeout_s=2 --set train.steps=150 --set run.name=$name \
-  > "$work/$name.log" 2>&1 &
-sub=$!
-for _ in $(seq 1 900); do
-  n="$(q "select count(*) from metrics m join runs r on r.id = m.run_id where r.name = '$name' and m.node = 'replica-2' and m.name = 'train.loss'" 2>/dev/null || true)"
-  [ -n "$n" ] && [ "$n" -ge 40 ] && break
-  sleep 0.2
-done
-victim=""
-for _ in $(seq 1 50); do victim="$(pgrep -P "$sub" | sort -n | sed -n 3p || true)"; [ -n "$victim" ] && break; sleep 0.1; done
-[ -n "$victim" ] || { echo "no replica-2 process to kill: $(tail -5 "$work/$name.log")"; exit 1; }
-kill -KILL "$victim"
-wait "$sub" || true
-id="$(id_of "$name")"
+id="$(kill_replica_2 sigkill-restart --set cluster.restart_lost=1 --set cluster.heartbeat_timeout_s=2)"
 text="$(q "select text from events where run_id = $id and node = 'replica-2' and kind = 'rejoin'")"
 at="$(grep -o 'round at step [0-9]*' <<<"$text" | awk '{print $4}')"
-[ -n "$at" ] || { echo "the restarted replica-2 did not rejoin: $(tail -5 "$work/$name.log")"; exit 1; }
+[ -n "$at" ] || { echo "the restarted replica-2 did not rejoin: $(tail -5 "$work/sigkill-restart.log")"; exit 1; }
 # The killed process's rows are those up to the round it rejoined after; a restarted process's wall
 # times count from the run's start (NodeRole::rejoin_wall_ms).
 last="$(q "select max(wall_s) from metrics where run_id = $id and node = 'replica-2' and step <= $at")"

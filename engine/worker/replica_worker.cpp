@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "core/algorithm.h"
@@ -129,6 +130,16 @@ private:
     // A spare's wait: until a donor hands it a lost replica's place (taken on), or every peer is
     // gone (`needed` = false: the run ended without it).
     Status stand_by(bool& needed);
+    // A recovery message of `bytes` from mesh rank `from`.
+    struct DonorMessage {
+        RecoveryState state;
+        size_t bytes = 0;
+        int from = -1;
+    };
+    // A waiting node's next recovery message from any other mesh member (a spare, a restarted
+    // process: it is in no round, so any peer may send it); nullopt when every peer left the run
+    // first. `waiting` names the wait in errors.
+    Result<std::optional<DonorMessage>> state_from_anyone(const std::string& waiting);
     // ---- restarted nodes (cluster.restart_lost, docs/faults.md "Restarted nodes") ----
     // A fresh process after a real loss: tells every peer it is up (Collective::kReadyLive) and
     // waits for the state a donor sends once the members admit it after a round; `joined` = false
@@ -774,13 +785,11 @@ Status ReplicaWorker::receive_state(int64_t step, const std::vector<int>& candid
     return Status::error(role_.name + ": no live replica sent the state after the round at step " + std::to_string(step));
 }
 
-Status ReplicaWorker::stand_by(bool& needed) {
-    needed = false;
-    event(EventLevel::kInfo, "standby", role_.name + " stands by to take the place of a replica lost for good");
+Result<std::optional<ReplicaWorker::DonorMessage>> ReplicaWorker::state_from_anyone(const std::string& waiting) {
+    using R = Result<std::optional<DonorMessage>>;
     std::vector<int> peers;
     for (int k = 0; k < mesh_->size(); ++k)
         if (k != mesh_->rank()) peers.push_back(k);
-    // Nothing but a donor's state is sent to a spare (it is in no round), so any peer may send it.
     for (;;) {
         int from = -1;
         auto m = mesh_->recv_any(peers, &from);
@@ -788,18 +797,32 @@ Status ReplicaWorker::stand_by(bool& needed) {
             if (ctl_ && ctl_->stop.load()) return m.status();
             bool all_gone = true;
             for (int k : peers) all_gone = all_gone && rank_lost(k);
-            if (!all_gone) return Status::error(role_.name + ": standing by: " + m.message());
-            event(EventLevel::kInfo, "standby", role_.name + " was not needed: every other node has left the run");
-            return Status::ok();
+            if (!all_gone) return R::error(role_.name + ": " + waiting + ": " + m.message());
+            return std::optional<DonorMessage>();
         }
-        if (!is_recovery_message(*m)) continue;
+        if (!is_recovery_message(*m)) continue;  // a frame of a round (or sent to a predecessor)
         auto s = decode_recovery(*m);
-        if (!s) return Status::error(role_.name + ": the state from mesh rank " + std::to_string(from) + ": " + s.message());
-        if (s->slot < 0) return Status::error(role_.name + ": mesh rank " + std::to_string(from) + " sent a spare state without a place to take");
-        if (Status st = take_state(*s, m->size(), from); !st) return st;
-        needed = true;
+        if (!s) return R::error(role_.name + ": the state from mesh rank " + std::to_string(from) + ": " + s.message());
+        return std::optional<DonorMessage>(DonorMessage{std::move(*s), m->size(), from});
+    }
+}
+
+Status ReplicaWorker::stand_by(bool& needed) {
+    needed = false;
+    event(EventLevel::kInfo, "standby", role_.name + " stands by to take the place of a replica lost for good");
+    // Nothing but a donor's state is sent to a spare (it is in no round), so any peer may send it.
+    auto got = state_from_anyone("standing by");
+    if (!got) return got.status();
+    if (!*got) {
+        event(EventLevel::kInfo, "standby", role_.name + " was not needed: every other node has left the run");
         return Status::ok();
     }
+    const DonorMessage& d = **got;
+    if (d.state.slot < 0)
+        return Status::error(role_.name + ": mesh rank " + std::to_string(d.from) + " sent a spare state without a place to take");
+    if (Status st = take_state(d.state, d.bytes, d.from); !st) return st;
+    needed = true;
+    return Status::ok();
 }
 
 Status ReplicaWorker::admission(MemberView& all, const std::vector<int>& members, std::vector<int>& admit) {
@@ -833,23 +856,18 @@ Status ReplicaWorker::rejoin_live(bool& joined) {
     for (int k : peers) mesh_->tell_ready(k, Collective::kReadyLive);
     event(EventLevel::kInfo, "start", role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
     for (;;) {
-        int from = -1;
-        auto m = mesh_->recv_any(peers, &from);
-        if (!m) {
-            if (ctl_ && ctl_->stop.load()) return m.status();
-            bool all_gone = true;
-            for (int k : peers) all_gone = all_gone && rank_lost(k);
-            if (!all_gone) return Status::error(role_.name + ": waiting to rejoin: " + m.message());
+        auto got = state_from_anyone("waiting to rejoin");
+        if (!got) return got.status();
+        if (!*got) {
             event(EventLevel::kInfo, "rejoin", role_.name + " did not rejoin: every other node had left the run");
             return Status::ok();
         }
-        if (!is_recovery_message(*m)) continue;  // a frame its predecessor was sent
-        auto s = decode_recovery(*m);
-        if (!s) return Status::error(role_.name + ": the state from mesh rank " + std::to_string(from) + ": " + s.message());
-        if (s->slot >= 0) return Status::error(role_.name + ": mesh rank " + std::to_string(from) + " offered a spare's place to a restarted replica");
-        if (s->step < role_.rejoin_live_from) continue;  // sent to its predecessor
-        if (Status st = take_state(*s, m->size(), from); !st) return st;
-        trainer_->set_step_index(s->step);
+        const DonorMessage& d = **got;
+        if (d.state.slot >= 0)
+            return Status::error(role_.name + ": mesh rank " + std::to_string(d.from) + " offered a spare's place to a restarted replica");
+        if (d.state.step < role_.rejoin_live_from) continue;  // sent to its predecessor
+        if (Status st = take_state(d.state, d.bytes, d.from); !st) return st;
+        trainer_->set_step_index(d.state.step);
         joined = true;
         return Status::ok();
     }

@@ -81,8 +81,8 @@ TEST(FaultSchedule, SparesWorkOverTheHubAndAreRefusedWhereNoReplicaCanBeLost) {
     EXPECT_NE(p[0].find("cluster.spares 2: spares take the place of lost replicas of an outer algorithm"), std::string::npos) << p[0];
 }
 
-// cluster.restart_lost: child processes, one-node replicas of an outer algorithm, no spares and no
-// schedule (each of those says otherwise how a replica comes back); each refusal named.
+// cluster.restart_lost: child processes or remote nodes, one-node replicas of an outer algorithm,
+// no spares and no schedule (each of those says otherwise how a replica comes back); each refusal named.
 TEST(FaultSchedule, RestartsOfLostNodesAreTakenWhereTheCoordinatorCanRestartAOneNodeReplica) {
     RunConfig c = diloco(3, 10, 60);
     c.cluster.mode = "local";
@@ -96,7 +96,11 @@ TEST(FaultSchedule, RestartsOfLostNodesAreTakenWhereTheCoordinatorCanRestartAOne
         return q.size() == 1 && q[0].rfind("cluster.restart_lost 2: ", 0) == 0 && q[0].find(why) != std::string::npos;
     };
     c.cluster.mode = "threads";
-    EXPECT_TRUE(refused("the coordinator restarts the node processes it started itself"));
+    EXPECT_TRUE(refused("threads have no process to restart"));
+    c.cluster.mode = "remote";  // its operator restarts the node; the coordinator takes it back
+    p.clear();
+    FaultSchedule::problems(c, p);
+    EXPECT_TRUE(p.empty()) << p.front();
     c.cluster.mode = "local";
     c.cluster.nodes_per_replica = 2;
     EXPECT_TRUE(refused("restarts replicas of one node only"));

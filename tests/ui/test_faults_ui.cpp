@@ -247,6 +247,23 @@ TEST(FaultSettings, EditorRoundTripThroughTheToml) {
     EXPECT_EQ(loaded.to_toml(), m.to_toml());
 }
 
+// cluster.restart_lost is a field of the layout: it round-trips through the TOML in child
+// processes, and in threads its refusal lands on it, in the words `thinwire run` uses.
+TEST(FaultSettings, RestartsOfLostNodesRoundTripAndTheirProblemLandsOnTheField) {
+    LayoutModel m;
+    m.config() = diloco4();
+    m.config().cluster.mode = "local";
+    m.config().cluster.restart_lost = 3;
+    ASSERT_TRUE(m.validate()) << (m.errors().empty() ? m.general_errors().front() : m.errors().begin()->second);
+    auto back = parse_config(m.to_toml(), "round trip");
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->cluster.restart_lost, 3);
+    m.config().cluster.mode = "threads";
+    EXPECT_FALSE(m.validate());
+    EXPECT_NE(m.error("cluster.restart_lost").find("threads have no process to restart"), std::string::npos)
+        << m.error("cluster.restart_lost");
+}
+
 // validate() puts the [faults] problems on their fields (the field table's keys, which the
 // defaults' TOML leaves out), as `thinwire run` words them.
 TEST(FaultSettings, ProblemsLandOnTheirFields) {

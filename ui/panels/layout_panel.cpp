@@ -340,6 +340,7 @@ void LayoutPanel::draw_faults() {
     ImGui::PopTextWrapPos();
     int_field(model, "quorum: min live replicas", "cluster.min_replicas", c.cluster.min_replicas);
     int_field(model, "spare nodes (standing by)", "cluster.spares", c.cluster.spares);
+    int_field(model, "restarts of a lost node", "cluster.restart_lost", c.cluster.restart_lost);
     // outer.round_deadline_s is among each outer algorithm's own knobs (its traits' keys), drawn above.
     if (!c.faults.enabled()) return;
     if (ImGui::TreeNode("faults-schedule", "schedule (expanded)")) {
