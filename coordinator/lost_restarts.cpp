@@ -29,13 +29,21 @@ Status LostRestarts::carry_out(LocalCluster* cluster, Coordinator& coord,
                 "); it rejoins at a round boundary once its peers admit it");
             return Status::ok();
         }
-        ++restarts_[i];
-        // Lost may mean hung rather than dead: the process is ended for real before its endpoint is reused.
-        if (Status st = cluster->kill_process(i); !st) return Status::error(roles_[i].name + ": " + st.message());
-        if (Status st = cluster->respawn_process(i); !st) return Status::error(roles_[i].name + ": " + st.message());
-        if (Status st = coord.rejoin_live(i, tokens(roles_[i].name)); !st) return Status::error(roles_[i].name + ": " + st.message());
-        log("coordinator: " + roles_[i].name + " was lost; started a fresh process (restart " + std::to_string(restarts_[i]) +
-            " of " + std::to_string(limit_) + "), which rejoins at a round boundary once its peers admit it");
+        // A replica of several nodes left as a whole: every node of it starts afresh, its leader
+        // first. Lost may mean hung rather than dead: each process is ended for real before its
+        // endpoint is reused.
+        std::vector<size_t> unit;
+        for (size_t j = 0; j < roles_.size(); ++j)
+            if (roles_[j].kind == "full" && roles_[j].replica == roles_[i].replica) unit.push_back(j);
+        for (size_t j : unit) {
+            ++restarts_[j];
+            if (Status st = cluster->kill_process(j); !st) return Status::error(roles_[j].name + ": " + st.message());
+            if (Status st = cluster->respawn_process(j); !st) return Status::error(roles_[j].name + ": " + st.message());
+            if (Status st = coord.rejoin_live(j, tokens(roles_[j].name)); !st) return Status::error(roles_[j].name + ": " + st.message());
+            log("coordinator: " + (j == i ? roles_[j].name + " was lost" : roles_[j].name + " leaves with its replica") +
+                "; started a fresh process (restart " + std::to_string(restarts_[j]) + " of " + std::to_string(limit_) +
+                "), which rejoins at a round boundary once its peers admit it");
+        }
         return Status::ok();
     }
     return Status::ok();

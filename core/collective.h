@@ -153,6 +153,10 @@ public:
     // gone — and heard_live(r) stays true until forgive(r). Non-blocking: it reads what has arrived.
     static constexpr uint64_t kReadyLive = ~uint64_t{0};
     virtual bool heard_live(int r) { (void)r; return false; }
+    // Such a process does not know how far its peers' rounds are either: until its next
+    // begin_epoch, round frames of any later round are kept (a bounded number), not dropped as too
+    // far ahead — the round after the one it is admitted at may reach it before its state does.
+    virtual void await_admission() {}
     // This member stops receiving for good, without a bye: its process is about to be killed by a
     // fault schedule, and what its peers send from now on must wait for the process that takes its
     // endpoint over (docs/faults.md). Nothing may be received afterwards. Default: nothing.

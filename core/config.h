@@ -167,8 +167,9 @@ struct ClusterConfig {
     int64_t spares = 0;
     // Restarted nodes (docs/faults.md "Restarted nodes"): a replica's node process lost for real is
     // restarted by its coordinator, at most this many times per node, and the fresh process rejoins
-    // at the first round boundary after its peers hear that it is up. Child processes
-    // (cluster.mode = "local") running one-node replicas of an outer algorithm. 0 = never.
+    // at the first round boundary after its peers hear that it is up; a replica of several nodes
+    // restarts as a whole. Full replicas of an outer algorithm, in child processes (cluster.mode =
+    // "local") or on a remote cluster (one-node replicas: its operator restarts the node). 0 = never.
     int64_t restart_lost = 0;
 };
 

@@ -149,8 +149,11 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
                                "\"local\") or its operator does (\"remote\"); threads have no process to restart");
         if (!outer)
             p.push_back(what + "restarted nodes rejoin the rounds of an outer algorithm, not \"" + c.outer.algorithm + "\"");
-        else if (c.cluster.stages > 1 || c.cluster.nodes_per_replica > 1 || c.hdee.enabled() || c.skippipe.enabled())
-            p.push_back(what + "restarts replicas of one node only (no pipelines, Gloo groups, HDEE or SkipPipe)");
+        else if (c.cluster.stages > 1 || c.hdee.enabled() || c.skippipe.enabled())
+            p.push_back(what + "restarts full replicas only (no pipelines, HDEE or SkipPipe)");
+        else if (c.cluster.nodes_per_replica > 1 && c.cluster.mode == "remote")
+            p.push_back(what + "on a remote cluster, replicas of one node only (a replica of several nodes restarts as a "
+                               "whole, which its coordinator does for child processes)");
         if (c.cluster.spares > 0) p.push_back(what + "a lost replica comes back either restarted or through a spare, not both");
         if (faults) p.push_back(what + "a fault schedule's kills say themselves whether a replica comes back");
         if (c.outer.round_time_s > 0) p.push_back(what + "time-budgeted rounds (outer.round_time_s) restart no replica");

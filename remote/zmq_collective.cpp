@@ -28,6 +28,9 @@ double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock
 
 // Rounds further ahead than this are not buffered: no honest member runs that far ahead.
 constexpr uint64_t kRoundWindow = 1024;
+// Rounds a process awaiting admission keeps beyond the window (await_admission): its peers' next round
+// has a few (a gather, an agreement, the payloads), so this is room for a few attempts of it.
+constexpr size_t kAdmissionRounds = 64;
 // What a member said in its bye (the frame's aux).
 constexpr uint64_t kByeEnded = 0, kByeStopped = 1;
 
@@ -332,7 +335,9 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
             if (fh->round + 1 < round_)
                 return drop("from rank " + std::to_string(from) + ": round " + std::to_string(fh->round) +
                             " is over");
-            if (fh->round > round_ + kRoundWindow)
+            // Awaiting admission, a restarted process keeps a few rounds from wherever its peers are.
+            const bool kept = awaiting_admission_ && s.early.size() < kAdmissionRounds;
+            if (fh->round > round_ + kRoundWindow && !kept)
                 return drop("from rank " + std::to_string(from) + ": round " + std::to_string(fh->round) +
                             " is too far ahead");
             auto& slot = s.early[fh->round];
@@ -621,6 +626,7 @@ std::vector<int> ZmqCollective::lost_members() const { return {s_->lost.begin(),
 
 void ZmqCollective::begin_epoch(uint64_t epoch) {
     auto& s = *s_;
+    awaiting_admission_ = false;
     epoch_base_ = epoch * kEpochRounds;
     round_ = epoch_base_;
     const auto erase_before = [this](auto& m) { m.erase(m.begin(), m.lower_bound(epoch_base_)); };

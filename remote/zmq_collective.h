@@ -113,6 +113,7 @@ public:
     void tell_ready(int peer, uint64_t step) override;
     Status wait_ready(int peer, uint64_t step) override;
     bool heard_live(int r) override;
+    void await_admission() override { awaiting_admission_ = true; }
     void go_quiet() override;
     // Rounds an attempt may use (the epoch's base is epoch × this): a gather, an agreement, the
     // deadline's clock exchange and the ring's opening fit with room to spare.
@@ -151,6 +152,7 @@ private:
     MeshOptions opts_;
     uint64_t round_ = 0;
     uint64_t epoch_base_ = 0;  // the current attempt's first round (begin_epoch); 0 = none yet
+    bool awaiting_admission_ = false;  // await_admission() until the next begin_epoch
     ByteCounters counters_;
     uint64_t header_bytes_ = 0;
     uint64_t dropped_ = 0;

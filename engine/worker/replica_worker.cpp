@@ -145,6 +145,9 @@ private:
     // waits for the state a donor sends once the members admit it after a round; `joined` = false
     // when every peer ended first (the run finished without it).
     Status rejoin_live(bool& joined);
+    // A replica of several nodes restarted as a whole: the leader's step (its `joined` = false: −1,
+    // the run ended without it) reaches the group's other nodes, which set it and `joined`.
+    Status share_step_in_group(bool& joined);
     // In a round attempt among `members` (replicas, mesh-rank order) over `all`: the restarted
     // replicas every member has heard from (the AND of the members' masks), in `admit`.
     Status admission(MemberView& all, const std::vector<int>& members, std::vector<int>& admit);
@@ -519,7 +522,8 @@ Status ReplicaWorker::outer_round(int64_t step) {
             leave(st);
             return Status::ok();
         }
-        if (cfg_.outer.round_deadline_s > 0)  // what every node of the replica now holds
+        // What every node of the replica now holds, where a node may have taken a peer's state.
+        if (cfg_.outer.round_deadline_s > 0 || cfg_.cluster.restart_lost > 0)
             record(step, metric::kRoundWeightsHash,
                    static_cast<double>(state_hash(trainer_->model()->parameters()) >> 12));
     }
@@ -845,14 +849,30 @@ Status ReplicaWorker::admission(MemberView& all, const std::vector<int>& members
     return Status::ok();
 }
 
+Status ReplicaWorker::share_step_in_group(bool& joined) {
+    auto step = torch::full({1}, joined ? trainer_->step_index() : int64_t{-1}, torch::kInt64);
+    const auto t = Clock::now();
+    if (Status st = grads_->broadcast({step}, 0); !st) return st;
+    gloo_real_s_ += since_s(t);
+    const int64_t at = step.item<int64_t>();
+    joined = at >= 0;
+    if (joined && !mesh_) trainer_->set_step_index(at);
+    if (!joined && !mesh_) event(EventLevel::kInfo, "rejoin", role_.name + " did not rejoin: its leader did not");
+    return Status::ok();
+}
+
 Status ReplicaWorker::rejoin_live(bool& joined) {
     joined = false;
-    // Its peers' next round frames must not be "too far ahead" of its transport: it starts at the
-    // round of the lowest step they had reported, a lower bound of the one it joins after.
+    // Its transport starts at the round of the lowest step its peers had reported, a lower bound of
+    // the one it joins after (a state message of an earlier attempt is never taken for one of a
+    // later). Its peers may be many rounds further by the time they admit it (a process takes a
+    // second to start, a round of a small model milliseconds): await_admission keeps their next
+    // round's frames, which may come before the state, however far ahead they are.
     enter_epoch(epoch_of(role_.rejoin_live_from, 0));
     std::vector<int> peers;
     for (int k = 0; k < mesh_->size(); ++k)
         if (k != mesh_->rank()) peers.push_back(k);
+    mesh_->await_admission();  // after its first epoch: until the state's round begins
     for (int k : peers) mesh_->tell_ready(k, Collective::kReadyLive);
     event(EventLevel::kInfo, "start", role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
     for (;;) {
@@ -1154,10 +1174,16 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
                     role_.name + ": a fresh process rejoins after the round at step " + std::to_string(back)});
     }
     if (role_.rejoin_live_from >= 0) {
-        if (!elastic() || grads_)
-            return Status::error(role_.name + ": a restarted process rejoins a one-node replica of an outer algorithm only");
+        // A fresh process after a real loss (cluster.restart_lost): the leader is admitted by its
+        // peers; a replica of several nodes was restarted as a whole, and its other nodes learn
+        // the step and take the weights from their leader.
+        if (!elastic() && !group_follower())
+            return Status::error(role_.name + ": a restarted process rejoins a replica of an outer algorithm only");
         bool joined = false;
-        Status st = rejoin_live(joined);
+        Status st = elastic() ? rejoin_live(joined) : Status::ok();
+        if (!st && !ctl.stop.load()) return st;
+        if (st && grads_) st = share_step_in_group(joined);
+        if (st && joined && grads_) st = follow_in_group();
         if (!st && !ctl.stop.load()) return st;
         if (!st || !joined) {
             if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));

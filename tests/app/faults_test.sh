@@ -13,7 +13,8 @@
 #    process SIGKILLed for real; after its first round it holds the others' global weights;
 #  * a replica process SIGKILLed for real with cluster.restart_lost: the coordinator restarts it,
 #    the members admit it at a round boundary, and after its first round it holds their global
-#    weights; its tokens go on from the killed process's, and no step is stored twice;
+#    weights; its tokens go on from the killed process's, and no step is stored twice; the same
+#    over the hub with SparseLoCo, and for a two-node replica, restarted as a whole;
 #  * a node of a two-node replica SIGKILLed: the replica leaves as a whole, the others go on;
 #  * a fault schedule for two-node replicas (kill and rejoin, slow, disconnect): every node of the
 #    replica follows it, deterministic on threads and equal in child processes; a two-node replica
@@ -266,6 +267,24 @@ c="$("$tw" --db "$db" runs export "$id" --format csv)"
 h0="$(value "$c" replica-0 $((k + 10)) round.state_hash)"
 [ -n "$h0" ] && [ "$h0" = "$(value "$c" replica-1 $((k + 10)) round.state_hash)" ] ||
   fail "over the hub, after its first round the restarted replica-1's global weights differ from replica-0's '$h0'"
+
+# A node of a two-node replica SIGKILLed with cluster.restart_lost: the replica leaves as a whole,
+# both its processes are restarted, its leader is admitted, and after its first round both its
+# nodes hold replica 0's weights.
+id="$(kill_mid_run restart-group 6 1200 --set cluster.nodes_per_replica=2 --set cluster.restart_lost=1)"  # replica-2.1
+show="$("$tw" --db "$db" runs show "$id")"
+grep -q "finished" <<<"$show" || fail "the run with a restarted two-node replica is not finished: $show"
+grep -q "replica-2.0 leaves with its replica; started a fresh process" <<<"$show" || fail "the leader was not restarted: $show"
+k="$(grep -o "took the state after the round at step [0-9]* from replica 0" <<<"$show" | grep -o "step [0-9]*" | grep -o "[0-9]*")"
+[ -n "$k" ] || fail "the restarted two-node replica took no state: $show"
+c="$("$tw" --db "$db" runs export "$id" --format csv)"
+h0="$(value "$c" replica-0.0 $((k + 10)) round.weights_hash)"
+for n in replica-0.1 replica-2.0 replica-2.1; do
+  [ -n "$h0" ] && [ "$h0" = "$(value "$c" $n $((k + 10)) round.weights_hash)" ] ||
+    fail "after its first round (step $((k + 10))) $n holds '$(value "$c" $n $((k + 10)) round.weights_hash)', replica-0.0 '$h0'"
+done
+[ "$(awk -F, '$2 == "replica-2.1" && $7 == "train.loss" && $3 > '"$k"'' <<<"$c" | wc -l)" -eq $((1200 - k)) ] ||
+  fail "the fresh replica-2.1 did not train every step after $k"
 
 # --- a node of a two-node replica killed for real: the replica leaves as a whole -------------------
 # (Enough steps that the kill lands mid-run even when the store lags behind a loaded machine.)

@@ -102,9 +102,17 @@ TEST(FaultSchedule, RestartsOfLostNodesAreTakenWhereTheCoordinatorCanRestartAOne
     FaultSchedule::problems(c, p);
     EXPECT_TRUE(p.empty()) << p.front();
     c.cluster.mode = "local";
-    c.cluster.nodes_per_replica = 2;
-    EXPECT_TRUE(refused("restarts replicas of one node only"));
+    c.cluster.nodes_per_replica = 2;  // restarted as a whole in child processes
+    p.clear();
+    FaultSchedule::problems(c, p);
+    EXPECT_TRUE(p.empty()) << p.front();
+    c.cluster.mode = "remote";
+    EXPECT_TRUE(refused("on a remote cluster, replicas of one node only"));
+    c.cluster.mode = "local";
     c.cluster.nodes_per_replica = 1;
+    c.cluster.stages = 2;
+    EXPECT_TRUE(refused("restarts full replicas only"));
+    c.cluster.stages = 1;
     c.cluster.spares = 1;
     EXPECT_TRUE(refused("either restarted or through a spare"));
     c.cluster.spares = 0;

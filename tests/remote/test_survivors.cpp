@@ -162,6 +162,42 @@ TEST(Survivors, ARestartedMembersWordCountsItLostUntilForgivenAndWordsAreGathere
     EXPECT_TRUE(a->lost_members().empty());
 }
 
+// A restarted process awaiting admission keeps a round far beyond the window (its peers went on
+// while it started); once it begins an epoch the window holds again.
+TEST(Survivors, AProcessAwaitingAdmissionKeepsRoundsFarAheadUntilItBeginsAnEpoch) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::vector<std::string> eps{"inproc://aa0", "inproc://aa1"};
+    auto a = ZmqCollective::create(ctx, eps, 0, live(5)).value();
+    auto b = ZmqCollective::create(ctx, eps, 1, live(5)).value();
+    const uint64_t far = 500;  // epoch 500: round 8000, far past a window of 1024 rounds from 0
+    b->await_admission();
+    Result<std::vector<std::vector<uint8_t>>> got_b = Status::error("not run");
+    std::thread ta([&] {
+        a->begin_epoch(far);
+        (void)a->all_gather({7}, LinkClass::kOuterSync, 1.0);
+    });
+    // The peer's frame reaches b while b is still at round 0; b then begins that epoch and gathers.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    (void)b->heard_live(0);  // reads what has arrived
+    EXPECT_EQ(b->dropped_frames(), 0u);
+    b->begin_epoch(far);
+    got_b = b->all_gather({9}, LinkClass::kOuterSync, 1.0);
+    ta.join();
+    ASSERT_TRUE(got_b) << got_b.message();
+    EXPECT_EQ(*got_b, (std::vector<std::vector<uint8_t>>{{7}, {9}}));
+    // Not awaiting admission any more: a frame as far ahead of b's round is dropped.
+    std::thread tc([&] {
+        a->begin_epoch(far + 200);
+        (void)a->all_gather({1}, LinkClass::kOuterSync, 1.0);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    (void)b->heard_live(0);
+    EXPECT_EQ(b->dropped_frames(), 1u);
+    b->begin_epoch(far + 200);  // frees the peer: b gives that attempt up
+    b->abandon({0});
+    tc.join();
+}
+
 TEST(Survivors, AnAbandonedAttemptFreesItsPeersAtOnceAndNamesTheLost) {
     auto ctx = std::make_shared<zmq::context_t>();
     std::vector<std::string> eps{"inproc://ab0", "inproc://ab1", "inproc://ab2"};
