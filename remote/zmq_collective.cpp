@@ -268,10 +268,6 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
             }
         }
         if (s.pull_log) s.pull_log->poll();
-        if (max_ms == 0) {  // only what has arrived already
-            if (poll_in(s.pull, 0) && s.pull.recv(h, zmq::recv_flags::dontwait)) break;
-            return Status::ok();
-        }
         if (max_ms >= 0 && since_s(call_start) * 1000 >= max_ms) return Status::ok();  // nothing came
         if (poll_in(s.pull, max_ms >= 0 ? std::min(max_ms, 20) : 100) && s.pull.recv(h, zmq::recv_flags::dontwait))
             break;
@@ -726,10 +722,11 @@ Status ZmqCollective::wait_ready(int peer, uint64_t step) {
 bool ZmqCollective::heard_live(int r) {
     if (r == rank_ || r < 0 || r >= size()) return false;
     try {
-        // What has arrived so far, without waiting (silence is judged by the waits, not here).
+        // What has arrived so far, about a millisecond's wait at most once the socket is drained
+        // (silence is judged by the waits, not here).
         for (int i = 0; i < 100000; ++i) {
             const uint64_t before = s_->taken;
-            if (Status st = pump_until("the restarted members' words", [] { return std::vector<int>{}; }, Clock::now(), 0); !st)
+            if (Status st = pump_until("the restarted members' words", [] { return std::vector<int>{}; }, Clock::now(), 1); !st)
                 return false;
             if (s_->taken == before) break;
         }

@@ -132,9 +132,8 @@ private:
     // this run); errors on abort, an awaited member lost (silent since max(its last frame,
     // `wait_start`) for silence_timeout_s, gone, or given up on the attempt) or the backstop
     // (timeout_ms since `wait_start`: the start of the caller's whole wait). `what` names the wait.
-    // Returns ok after `max_ms` (≥ 0; −1 = no limit) when nothing arrived; 0 takes only what has
-    // arrived already, without waiting. `backstop` = false drops the backstop (recv_any: a spare
-    // may stand by for the whole run).
+    // Returns ok after `max_ms` (≥ 0; −1 = no limit) when nothing arrived. `backstop` = false
+    // drops the backstop (recv_any: a spare may stand by for the whole run).
     Status pump_until(const std::string& what, const std::function<std::vector<int>()>& awaited,
                       std::chrono::steady_clock::time_point wait_start, int max_ms, bool backstop = true);
     Status send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload);
