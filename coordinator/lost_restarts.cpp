@@ -5,6 +5,12 @@
 #include "remote/coordinator.h"
 
 namespace tw {
+namespace {
+
+// Full replicas' and pipeline replicas' nodes: spares, HDEE experts and SkipPipe stage nodes are not restarted.
+bool restartable(const NodeRole& r) { return r.kind == "full" || r.kind == "pipeline"; }
+
+}  // namespace
 
 LostRestarts::LostRestarts(const RunConfig& cfg, const std::vector<NodeRole>& roles)
     : active_((cfg.cluster.mode == "local" || cfg.cluster.mode == "remote") && cfg.cluster.restart_lost > 0),
@@ -18,7 +24,7 @@ Status LostRestarts::carry_out(LocalCluster* cluster, Coordinator& coord,
     if (!active_) return Status::ok();
     const auto& nodes = coord.nodes();
     for (size_t i = 0; i < roles_.size() && i < nodes.size(); ++i) {
-        if (!nodes[i].lost || roles_[i].kind != "full" || restarts_[i] >= limit_) continue;
+        if (!nodes[i].lost || !restartable(roles_[i]) || restarts_[i] >= limit_) continue;
         if (!cluster) {
             // A remote node: taken back once its operator has restarted it.
             if (!coord.answers_again(i)) continue;
@@ -29,12 +35,12 @@ Status LostRestarts::carry_out(LocalCluster* cluster, Coordinator& coord,
                 "); it rejoins at a round boundary once its peers admit it");
             return Status::ok();
         }
-        // A replica of several nodes left as a whole: every node of it starts afresh, its leader
-        // first. Lost may mean hung rather than dead: each process is ended for real before its
-        // endpoint is reused.
+        // A replica of several nodes (a Gloo group, a pipeline) left as a whole: every node of it
+        // starts afresh, its leader (stage 0) first. Lost may mean hung rather than dead: each
+        // process is ended for real before its endpoint is reused.
         std::vector<size_t> unit;
         for (size_t j = 0; j < roles_.size(); ++j)
-            if (roles_[j].kind == "full" && roles_[j].replica == roles_[i].replica) unit.push_back(j);
+            if (restartable(roles_[j]) && roles_[j].replica == roles_[i].replica) unit.push_back(j);
         for (size_t j : unit) {
             ++restarts_[j];
             if (Status st = cluster->kill_process(j); !st) return Status::error(roles_[j].name + ": " + st.message());

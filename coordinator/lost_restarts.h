@@ -27,7 +27,8 @@ class LocalCluster;
 class LostRestarts {
 public:
     // Inactive unless cluster.restart_lost > 0 (the config's checks allow it for child processes
-    // and remote nodes, one-node replicas of an outer algorithm only). Replica nodes ("full") are restarted.
+    // and remote nodes, replicas of an outer algorithm, pipeline replicas in child processes only).
+    // Full replicas' and pipeline replicas' nodes are restarted.
     LostRestarts(const RunConfig& cfg, const std::vector<NodeRole>& roles);
     bool active() const { return active_; }
     // Restarts the first node the coordinator counts lost that has restarts left (one per call:

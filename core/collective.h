@@ -156,6 +156,8 @@ public:
     // Such a process does not know how far its peers' rounds are either: until its next
     // begin_epoch, round frames of any later round are kept (a bounded number), not dropped as too
     // far ahead — the round after the one it is admitted at may reach it before its state does.
+    // That begin_epoch admits it: counted_out() is cleared, and abandon frames of earlier epochs
+    // (telling its predecessor or its absence out) are ignored from then on.
     virtual void await_admission() {}
     // This member stops receiving for good, without a bye: its process is about to be killed by a
     // fault schedule, and what its peers send from now on must wait for the process that takes its

@@ -149,8 +149,16 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
                                "\"local\") or its operator does (\"remote\"); threads have no process to restart");
         if (!outer)
             p.push_back(what + "restarted nodes rejoin the rounds of an outer algorithm, not \"" + c.outer.algorithm + "\"");
-        else if (c.cluster.stages > 1 || c.hdee.enabled() || c.skippipe.enabled())
-            p.push_back(what + "restarts full replicas only (no pipelines, HDEE or SkipPipe)");
+        else if (c.hdee.enabled() || c.skippipe.enabled())
+            p.push_back(what + "restarts full and pipeline replicas, not HDEE experts or SkipPipe stage nodes");
+        else if (c.cluster.stages > 1 && !pipeline_survives_loss(c))
+            p.push_back(what + "this pipeline run cannot go on without a replica (pipeline.routing \"" + c.pipeline.routing +
+                        "\"; docs/faults.md), so no replica is lost to restart");
+        else if (c.cluster.stages > 1 && c.cluster.nodes_per_replica > 1)
+            p.push_back(what + "in a run with pipeline replicas, full replicas of one node only");
+        else if (c.cluster.stages > 1 && c.cluster.mode == "remote")
+            p.push_back(what + "a pipeline replica restarts as a whole, which its coordinator does for child processes "
+                               "(cluster.mode = \"local\"), not on a remote cluster");
         else if (c.cluster.nodes_per_replica > 1 && c.cluster.mode == "remote")
             p.push_back(what + "on a remote cluster, replicas of one node only (a replica of several nodes restarts as a "
                                "whole, which its coordinator does for child processes)");

@@ -3,6 +3,8 @@
 // `configure` message (remote/protocol.h) and hands it to the engine's worker.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -81,9 +83,26 @@ struct NodeRole {
     // its coordinator counted them when it configured the process, so the wall times of its rows
     // and events count from the run's start as its peers' do.
     int64_t rejoin_wall_ms = 0;
+    // With rejoin_wall_ms: the coordinator's system clock when it counted them (ms since the Unix
+    // epoch). A fresh process reads its configure only once it has started, a second or so later:
+    // that time counts too (rejoin_age_ms). 0 = not known.
+    int64_t rejoin_sent_unix_ms = 0;
+
+    // The run's age when this process was configured, given the system clock now (ms since the
+    // Unix epoch): rejoin_wall_ms plus the time the configure took to arrive, which is at most a
+    // minute (two machines' clocks may disagree; a clock behind the sender's counts nothing).
+    int64_t rejoin_age_ms(int64_t now_unix_ms) const {
+        const int64_t transit = rejoin_sent_unix_ms > 0 ? now_unix_ms - rejoin_sent_unix_ms : 0;
+        return rejoin_wall_ms + std::clamp<int64_t>(transit, 0, 60 * 1000);
+    }
 
     int global_rank() const { return replica * replica_nodes + rank; }
     int world() const { return replicas * replica_nodes; }
 };
+
+// The system clock in ms since the Unix epoch (NodeRole::rejoin_age_ms's "now").
+inline int64_t unix_now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 }  // namespace tw

@@ -31,6 +31,10 @@ struct Coordinator::Impl {
     std::vector<Clock::time_point> last_seen;  // per node, last heartbeat or stream message
     std::vector<bool> in_run;
     std::vector<std::string> tokens;           // per node, the run token its configure returned
+    // Per node, the incarnation its configure returned (node_server.cpp) and those of processes
+    // it replaced: a replaced process's heartbeat or end, still queued, says nothing of the fresh one.
+    std::vector<std::string> incarnations;
+    std::vector<std::vector<std::string>> retired;
     Clock::time_point last_heartbeat_sent = Clock::now();
     Clock::time_point last_poll = Clock::now();  // when poll() last read the streams
     int64_t next_id = 1;
@@ -38,7 +42,7 @@ struct Coordinator::Impl {
     std::optional<size_t> first_failure;  // the node whose failed `done` arrived first in this run
     std::vector<int> unit;                // set_loss_policy: node → replica or spare it belongs to; −1 = vital
     int64_t min_live = 1, max_live = 0;
-    Clock::time_point started_at = Clock::now();  // start(): the run's wall clock origin for restarted nodes
+    Clock::time_point started_at = Clock::now();  // configure: the run's wall clock origin for restarted nodes
     // What configure sent (roles with the run's token and keys, the config), for a node restarted
     // mid-run (rejoin), and the restarted nodes waiting for their stream before their start.
     std::vector<NodeRole> run_roles;
@@ -190,6 +194,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::connect(std::shared_ptr<zmq::c
     s.last_seen.assign(endpoints.size(), Clock::now());
     s.in_run.assign(endpoints.size(), false);
     s.tokens.assign(endpoints.size(), "");
+    s.incarnations.assign(endpoints.size(), "");
+    s.retired.assign(endpoints.size(), {});
     for (size_t i = 0; i < endpoints.size(); ++i) {
         Message hello;
         hello.kind = MsgKind::kHello;
@@ -264,8 +270,12 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
     s.config_toml = config_toml;
     s.start_pending.assign(nodes_.size(), false);
     s.rejoining.assign(nodes_.size(), {0, Clock::now()});
+    // The nodes' wall clocks start as they are configured (each builds its worker then): a process
+    // restarted later counts its wall time from here too (NodeRole::rejoin_wall_ms).
+    s.started_at = Clock::now();
     for (size_t i = 0; i < roles.size(); ++i) {
         s.tokens[i].clear();  // a new configure is not bound to the previous run's token
+        if (!s.incarnations[i].empty()) s.retired[i].push_back(std::exchange(s.incarnations[i], ""));
         auto r = request(i, s.configure_message(run_roles[i]));
         if (!r) return r.status();
         if (Status st = take_token(i, *r); !st) return st;
@@ -323,7 +333,6 @@ Status Coordinator::broadcast(int kind, const char* verb) {
 Status Coordinator::start() {
     const auto now = Clock::now();
     for (auto& t : impl_->last_seen) t = now;
-    impl_->started_at = now;
     return broadcast(static_cast<int>(MsgKind::kStart), "start");
 }
 Status Coordinator::pause() { return broadcast(static_cast<int>(MsgKind::kPause), "pause"); }
@@ -370,7 +379,8 @@ Status Coordinator::rejoin_live(size_t i, int64_t tokens) {
     int64_t from = -1;
     for (size_t j = 0; j < nodes_.size(); ++j)
         if (j != i && s.in_run[j] && !nodes_[j].done && (from < 0 || nodes_[j].step < from)) from = nodes_[j].step;
-    role.rejoin_origin_step = 0;
+    // A resumed run's peers number their rounds from the step they resumed at (pipelines' stage rounds).
+    role.rejoin_origin_step = std::max<int64_t>(role.resume_step, 0);
     role.resume_step = -1;
     role.rejoin_live_from = std::max<int64_t>(from, 0);
     role.rejoin_tokens = std::max<int64_t>(tokens, 0);
@@ -381,8 +391,10 @@ Status Coordinator::configure_restarted(size_t i, const NodeRole& role_in) {
     Impl& s = *impl_;
     NodeRole role = role_in;
     role.rejoin_wall_ms = static_cast<int64_t>(since_s(s.started_at) * 1000);
+    role.rejoin_sent_unix_ms = unix_now_ms();
     Message m = s.configure_message(role);
     s.tokens[i].clear();  // the restarted node hands out a token of its own
+    if (!s.incarnations[i].empty()) s.retired[i].push_back(std::exchange(s.incarnations[i], ""));
     // A fresh socket: the old one's connection was to the killed process, and a request written
     // into it before the socket noticed the process was gone would be lost.
     try {
@@ -440,6 +452,8 @@ Status Coordinator::take_token(size_t i, const Message& reply) {
     if (tok == reply.body.end() || !tok->is_string())
         return Status::error("node " + nodes_[i].endpoint + " did not hand out a run token at configure");
     impl_->tokens[i] = tok->get<std::string>();
+    if (const auto inc = reply.body.find("incarnation"); inc != reply.body.end() && inc->is_string())
+        impl_->incarnations[i] = inc->get<std::string>();
     return Status::ok();
 }
 
@@ -476,6 +490,12 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
     const std::string name = m.body.value("name", "");
     auto it = s.by_name.find(name);
     if (it == s.by_name.end()) return;  // a node outside this run
+    // A process this coordinator replaced: its rows and events are history, kept; its heartbeat
+    // and its end are not the fresh process's.
+    const auto& retired = s.retired[it->second];
+    if ((m.kind == MsgKind::kHeartbeat || m.kind == MsgKind::kDone) &&
+        std::count(retired.begin(), retired.end(), m.body.value("incarnation", std::string())))
+        return;
     NodeInfo& n = nodes_[it->second];
     s.last_seen[it->second] = Clock::now();
     switch (m.kind) {

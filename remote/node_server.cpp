@@ -98,6 +98,10 @@ struct NodeServer::Impl {
     std::unique_ptr<DisconnectLog> router_log;  // tcp/ipc: connections dropped by the size limit
     NodeEndpoints eps;
     std::string owner_key, token;     // the configuring coordinator; "" = nobody yet
+    // This configuration's id, on everything published from its configure on: a coordinator that
+    // restarted this node's process tells the dead process's last words (still in its queue) from
+    // the fresh one's. Not a secret, unlike the token. "" = not configured yet.
+    std::string incarnation;
 
     std::string state = "idle";  // idle | configured | running | paused | finished | failed | stopped
     RunConfig cfg;
@@ -117,7 +121,8 @@ struct NodeServer::Impl {
         for (size_t i = 0; i < frames.size(); ++i)
             router.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
     }
-    void publish(const Message& m) {
+    void publish(Message m) {
+        if (!incarnation.empty()) m.body["incarnation"] = incarnation;
         auto frames = encode(m);
         for (size_t i = 0; i < frames.size(); ++i)
             pub.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
@@ -221,10 +226,12 @@ Message NodeServer::Impl::configure(const Message& req, const std::string& key) 
     sink = std::move(run_sink);
     owner_key = key;
     token = token_to_hex(random_token());
+    incarnation = token_to_hex(random_token()).substr(0, 16);
     state = "configured";
     Message ok;
     ok.kind = MsgKind::kOk;
     ok.body["token"] = token;
+    ok.body["incarnation"] = incarnation;
     return ok;
 }
 

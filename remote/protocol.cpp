@@ -159,6 +159,7 @@ nlohmann::json role_to_json(const NodeRole& r) {
             {"rejoin_live_from", r.rejoin_live_from},
             {"rejoin_tokens", r.rejoin_tokens},
             {"rejoin_wall_ms", r.rejoin_wall_ms},
+            {"rejoin_sent_unix_ms", r.rejoin_sent_unix_ms},
             {"expert",
              {{"ensemble", r.expert_ensemble}, {"domain", r.expert_domain}, {"d_ff", r.expert_d_ff},
               {"steps", r.expert_steps}}},
@@ -359,10 +360,15 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
         if (r.rejoin_live_from >= 0 && (r.rejoin_step >= 0 || r.resume_step >= 0))
             return R::error("role: \"rejoin_live_from\" with \"rejoin_step\" or \"resume_step\" (a restarted node rejoins when "
                             "its peers admit it, not at a step given in advance)");
+        if (r.rejoin_live_from >= 0 && r.rejoin_origin_step > r.rejoin_live_from)
+            return R::error("role: \"rejoin_origin_step\" after \"rejoin_live_from\" (the run's transports start before "
+                            "a node restarts)");
     }
     if (j.contains("rejoin_tokens")) TW_ROLE_FIELD(r.rejoin_tokens, int64_field(j, "rejoin_tokens", "rejoin_tokens", 0, INT64_MAX));
     if (j.contains("rejoin_wall_ms"))  // at most a year
         TW_ROLE_FIELD(r.rejoin_wall_ms, int64_field(j, "rejoin_wall_ms", "rejoin_wall_ms", 0, int64_t{366} * 24 * 3600 * 1000));
+    if (j.contains("rejoin_sent_unix_ms"))
+        TW_ROLE_FIELD(r.rejoin_sent_unix_ms, int64_field(j, "rejoin_sent_unix_ms", "rejoin_sent_unix_ms", 0, INT64_MAX));
 
     const auto g = j.find("grad_group");
     if (g == j.end()) return R::error("role: no \"grad_group\"");

@@ -301,6 +301,7 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         case wire::FrameKind::kAbandon:
             // Its attempt failed: whoever waits for it there fails too, and learns whom it found lost.
             if (!body.empty()) return drop("an abandon frame with a payload");
+            if (fh->round < admitted_from_) return Status::ok();  // from before this process was admitted
             s.abandoned[from] = fh->round;
             for (int r = 0; r < size() && r < 64; ++r)
                 if (fh->aux >> r & 1) {
@@ -626,8 +627,13 @@ std::vector<int> ZmqCollective::lost_members() const { return {s_->lost.begin(),
 
 void ZmqCollective::begin_epoch(uint64_t epoch) {
     auto& s = *s_;
-    awaiting_admission_ = false;
     epoch_base_ = epoch * kEpochRounds;
+    if (awaiting_admission_) {
+        // Admitted: whatever told this process out before is about its predecessor or its absence.
+        admitted_from_ = epoch_base_;
+        s.counted_out = false;
+    }
+    awaiting_admission_ = false;
     round_ = epoch_base_;
     const auto erase_before = [this](auto& m) { m.erase(m.begin(), m.lower_bound(epoch_base_)); };
     erase_before(s.early);

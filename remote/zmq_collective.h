@@ -153,6 +153,10 @@ private:
     uint64_t round_ = 0;
     uint64_t epoch_base_ = 0;  // the current attempt's first round (begin_epoch); 0 = none yet
     bool awaiting_admission_ = false;  // await_admission() until the next begin_epoch
+    // A restarted process's first epoch after its admission: abandon frames of earlier epochs were
+    // sent to its predecessor or while it was out of the rounds (telling it out, naming its own
+    // replica's nodes lost), and are ignored. 0 for every other process.
+    uint64_t admitted_from_ = 0;
     ByteCounters counters_;
     uint64_t header_bytes_ = 0;
     uint64_t dropped_ = 0;

@@ -103,7 +103,9 @@ private:
                               rounds_->out_reason() + " (" + why.message() + ")"});
         return true;
     }
-    bool out_of_rounds() const { return rounds_ && rounds_->survives_loss() && rounds_->left_out(); }
+    // A restarted process is out of the rounds until it is admitted (it counts its own replica lost
+    // meanwhile); its waits end on the stop alone.
+    bool out_of_rounds() const { return !joining_live_ && rounds_ && rounds_->survives_loss() && rounds_->left_out(); }
 
     RunConfig cfg_;
     NodeRole role_;
@@ -124,8 +126,8 @@ private:
     // `reparam` (docs/methods.md §6): the constrained writers held as U·Z, Z stepped by the inner optimizer.
     std::vector<ReparamWriter> reparam_;
     std::unique_ptr<StageExecutor> exec_;  // the schedule's iteration (GPipe / 1F1B)
-    // The run's start: a restarted process counts wall time from it as its peers do (NodeRole::rejoin_wall_ms).
-    Clock::time_point t0_ = Clock::now() - std::chrono::milliseconds(role_.rejoin_wall_ms);
+    // The run's start: a restarted process counts wall time from it as its peers do (NodeRole::rejoin_age_ms).
+    Clock::time_point t0_ = Clock::now() - std::chrono::milliseconds(role_.rejoin_age_ms(unix_now_ms()));
     std::vector<MetricRecord> rows_;
     SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
     ComputeTime compute_;  // measured or modelled seconds of each segment (core/compute_model.h)
@@ -147,12 +149,18 @@ private:
     // After a kill with a rejoin: a fresh inner optimizer, then replica 0's state after the round at
     // `back`; training goes on from step `back`.
     Status rejoin(int64_t back, WorkerControl& ctl);
-    // Replica 0's state after the round at `step` in place of this node's (stage_recovery.h).
-    Status take_stage_states(int64_t step);
+    // Replica 0's state after the round at `step` in place of this node's (stage_recovery.h); a
+    // restarted process passes −1 and live_from (receive_stage_states), and goes on from that round.
+    Status take_stage_states(int64_t step, int64_t live_from = -1);
     // A fresh process after a scheduled kill (coordinator/scheduled_kills.h, role.rejoin_step):
     // takes replica 0's state after the round it rejoins at, as a worker rebuilt in-process does,
     // with the tokens and round count the killed process had.
     Status rejoin_fresh(WorkerControl& ctl);
+    // A fresh process after a real loss (cluster.restart_lost, role.rejoin_live_from): says it is up
+    // and takes replica 0's state after the round its peers admit it at (stage_recovery.h), with
+    // the tokens its replica had. `joined` false: every peer that could admit it had left.
+    Status rejoin_live(WorkerControl& ctl, bool& joined);
+    bool joining_live_ = false;  // rejoin_live() is waiting for the state
     int64_t down_until_ = -1;  // disconnected: away through the round at this step; −1 = present
     // A fresh inner optimizer (reparam's Z stepped with the stage) and the executor stepping it.
     void build_inner();
@@ -268,10 +276,34 @@ Status PipelineWorker::rejoin_fresh(WorkerControl& ctl) {
     return Status::ok();
 }
 
-Status PipelineWorker::take_stage_states(int64_t step) {
+Status PipelineWorker::rejoin_live(WorkerControl& ctl, bool& joined) {
+    joined = false;
+    if (sink_)
+        sink_->event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
+                      role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary"});
+    joining_live_ = true;
+    Status st = take_stage_states(-1, role_.rejoin_live_from);
+    joining_live_ = false;
+    if (!st) {
+        if (ctl.stop.load()) return st;
+        // Replica 0's node, which alone sends the state, has left or ended: nothing to join.
+        if (sink_)
+            sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "rejoin",
+                          role_.name + " did not rejoin: " + st.message()});
+        return Status::ok();
+    }
+    tokens_done_ = role_.rejoin_tokens;
+    outer_step_ = rounds_->rounds_done() - 1;  // the index of the round it was admitted at, as its peers count
+    ctl.step = step_;
+    joined = true;
+    return Status::ok();
+}
+
+Status PipelineWorker::take_stage_states(int64_t step, int64_t live_from) {
     StageRecoveryParts parts = recovery_parts();
-    auto got = receive_stage_states(cfg_, role_.replica, step, *mesh_, net_, parts);
+    auto got = receive_stage_states(cfg_, role_.replica, step, *mesh_, net_, parts, live_from);
     if (!got) return Status::error(role_.name + ": rejoining: " + got.message());
+    if (live_from >= 0) step_ = got->step;  // the round it was admitted at
     for (auto& r : reparam_) r.to_coordinates();  // Z from the weights taken on, W = U·Z
     recovery_recv_ += got->bytes;
     clock_.wait_until(got->ready_s);  // the state crosses replica 0's uplink and this node's downlink
@@ -326,12 +358,13 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     build_inner();
     // Same seed → same weights among each stage's holders; a fresh process rejoining a live run
     // skips it (its peers are training) and takes replica 0's state instead.
-    if (role_.rejoin_step < 0)
+    const bool fresh = role_.rejoin_step >= 0 || role_.rejoin_live_from >= 0;
+    if (!fresh)
         if (Status st = rounds_->check_weights(role_.name); !st) return st;
     if (Status st = resume_run_checkpoint(sink); !st) return st;
     // A resumed node's transport starts afresh at its checkpoint's step; a rejoining process's
     // peers' transports started at the run's start or resume.
-    rounds_->start_at(role_.rejoin_step >= 0 ? role_.rejoin_origin_step : step_);
+    rounds_->start_at(fresh ? role_.rejoin_origin_step : step_);
     sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
                 role_.name + " starts: stage " + std::to_string(role_.stage) + " of " + std::to_string(S()) + ", " +
                     std::to_string(slice().params.size()) + " tensors"});
@@ -356,7 +389,7 @@ Status PipelineWorker::build_rounds() {
     // A resumed node's T_fixed is its checkpoint's, and the start's sending is in its clock and
     // rows already: not sent again (every node of a run resumes alike). A rejoining process takes
     // replica 0's.
-    if (role_.resume_step >= 0 || role_.rejoin_step >= 0) return Status::ok();
+    if (role_.resume_step >= 0 || role_.rejoin_step >= 0 || role_.rejoin_live_from >= 0) return Status::ok();
     return broadcast_frozen_embedding(0);
 }
 
@@ -580,6 +613,12 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
     tokens_done_ = step_ * cfg_.train.batch_size * cfg_.model.seq_len;
     if (role_.rejoin_step >= 0)
         if (Status st = rejoin_fresh(ctl); !st) return st;
+    if (role_.rejoin_live_from >= 0) {
+        bool joined = false;
+        Status st = rejoin_live(ctl, joined);
+        if (!st && !ctl.stop.load()) return st;
+        if (!st || !joined) return summarise();
+    }
     const int64_t steps = cfg_.train.steps, tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
     const bool evaluator = role_.replica == 0;
     const bool reports_loss = stage_->last();

@@ -145,6 +145,9 @@ private:
     // waits for the state a donor sends once the members admit it after a round; `joined` = false
     // when every peer ended first (the run finished without it).
     Status rejoin_live(bool& joined);
+    // The same for a full replica of a run with pipeline replicas: its stage rounds admit it, and
+    // it takes every slice from replica 0's node (stage_recovery.h).
+    Status rejoin_stages_live(bool& joined);
     // A replica of several nodes restarted as a whole: the leader's step (its `joined` = false: −1,
     // the run ended without it) reaches the group's other nodes, which set it and `joined`.
     Status share_step_in_group(bool& joined);
@@ -166,8 +169,10 @@ private:
     // A full replica of a run with pipeline replicas, back after a scheduled kill: a fresh inner
     // optimizer and every stage slice's state from replica 0's holders (stage_recovery.h).
     Status rejoin_stages(int64_t back);
-    // Replica 0's state of every slice after the round at `step` in place of this node's.
-    Status take_stage_states(int64_t step);
+    // Replica 0's state of every slice after the round at `step` in place of this node's; a
+    // restarted process passes −1 and live_from (stage_recovery.h) and goes on from the round it
+    // was admitted at.
+    Status take_stage_states(int64_t step, int64_t live_from = -1);
     // The transport's attempt number of the round at `step` (a multiple of the round period):
     // 16 per round, so an attempt's frames and the next round's stay inside the transport's window.
     uint64_t epoch_of(int64_t step, int attempt) const {
@@ -229,8 +234,8 @@ private:
     std::unique_ptr<StageRounds> stage_rounds_;  // instead of outer_ in a run with pipeline replicas
     torch::Tensor t_fixed_;                      // [V, d] when that run compresses anything
     LinkClass grad_link_ = LinkClass::kIntraReplica;
-    // The run's start: a restarted process counts wall time from it as its peers do (NodeRole::rejoin_wall_ms).
-    Clock::time_point t0_ = Clock::now() - std::chrono::milliseconds(role_.rejoin_wall_ms);
+    // The run's start: a restarted process counts wall time from it as its peers do (NodeRole::rejoin_age_ms).
+    Clock::time_point t0_ = Clock::now() - std::chrono::milliseconds(role_.rejoin_age_ms(unix_now_ms()));
     std::vector<MetricRecord> rows_;
     SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
     ComputeTime compute_;  // measured or modelled seconds of a step (core/compute_model.h)
@@ -338,7 +343,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         stage_rounds_->set_schedule(&faults_);  // a pipeline killed by the schedule leaves its rounds
         // Same seed → same weights, stage by stage among each stage's holders; a process restarted
         // mid-run skips it (its peers are training) and takes replica 0's state instead.
-        if (role_.rejoin_step < 0)
+        if (role_.rejoin_step < 0 && role_.rejoin_live_from < 0)
             if (Status st = stage_rounds_->check_weights(role_.name); !st) return st;
     }
     // Same seed → same weights; verified, since a silent mismatch would poison every round. A node
@@ -358,7 +363,9 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     if (Status st = resume_run_checkpoint(sink); !st) return st;
     // A resumed node's transport starts afresh at its checkpoint's step; a rejoining process's
     // peers' transports started at the run's start or resume.
-    if (stage_rounds_) stage_rounds_->start_at(role_.rejoin_step >= 0 ? role_.rejoin_origin_step : trainer_->step_index());
+    if (stage_rounds_)
+        stage_rounds_->start_at(role_.rejoin_step >= 0 || role_.rejoin_live_from >= 0 ? role_.rejoin_origin_step
+                                                                                      : trainer_->step_index());
     real_at_last_round_ = real_exchange_s();  // the start-up checks are not a round
     if (elastic()) {
         // Every replica holds its own place; spares (mesh ranks R..) stand by (docs/faults.md).
@@ -752,10 +759,11 @@ Status ReplicaWorker::rejoin_stages(int64_t back) {
     return Status::ok();
 }
 
-Status ReplicaWorker::take_stage_states(int64_t step) {
+Status ReplicaWorker::take_stage_states(int64_t step, int64_t live_from) {
     StageRecoveryParts parts{stage_rounds_.get(), t_fixed_, {}, nullptr};
-    auto got = receive_stage_states(cfg_, role_.replica, step, *mesh_, net_, parts);
+    auto got = receive_stage_states(cfg_, role_.replica, step, *mesh_, net_, parts, live_from);
     if (!got) return Status::error(role_.name + ": rejoining: " + got.message());
+    if (live_from >= 0) trainer_->set_step_index(got->step);
     recovery_recv_ += got->bytes;
     clock_.wait_until(got->ready_s);  // the state crosses replica 0's uplink and this node's downlink
     for (auto& text : got->texts) event(EventLevel::kInfo, "rejoin", text);
@@ -891,6 +899,20 @@ Status ReplicaWorker::rejoin_live(bool& joined) {
         joined = true;
         return Status::ok();
     }
+}
+
+Status ReplicaWorker::rejoin_stages_live(bool& joined) {
+    joined = false;
+    event(EventLevel::kInfo, "start", role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
+    if (Status st = take_stage_states(-1, role_.rejoin_live_from); !st) {
+        if (ctl_ && ctl_->stop.load()) return st;
+        // Replica 0's node, which alone sends the state, has left or ended: nothing to join.
+        event(EventLevel::kWarning, "rejoin", role_.name + " did not rejoin: " + st.message());
+        return Status::ok();
+    }
+    outer_step_ = stage_rounds_->rounds_done() - 1;  // the index of the round it was admitted at, as its peers count
+    joined = true;
+    return Status::ok();
 }
 
 Status ReplicaWorker::take_state(const RecoveryState& s, size_t bytes, int from) {
@@ -1176,11 +1198,12 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
     if (role_.rejoin_live_from >= 0) {
         // A fresh process after a real loss (cluster.restart_lost): the leader is admitted by its
         // peers; a replica of several nodes was restarted as a whole, and its other nodes learn
-        // the step and take the weights from their leader.
-        if (!elastic() && !group_follower())
+        // the step and take the weights from their leader. A full replica of a run with pipeline
+        // replicas is admitted by its stage rounds and takes every slice from replica 0.
+        if (!elastic() && !group_follower() && !stage_rounds_)
             return Status::error(role_.name + ": a restarted process rejoins a replica of an outer algorithm only");
         bool joined = false;
-        Status st = elastic() ? rejoin_live(joined) : Status::ok();
+        Status st = elastic() ? rejoin_live(joined) : stage_rounds_ ? rejoin_stages_live(joined) : Status::ok();
         if (!st && !ctl.stop.load()) return st;
         if (st && grads_) st = share_step_in_group(joined);
         if (st && joined && grads_) st = follow_in_group();

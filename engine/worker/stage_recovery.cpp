@@ -46,6 +46,9 @@ Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const
     std::vector<int> to_send = late;
     if (!schedule.empty())
         for (int r : schedule.rejoining(step)) to_send.push_back(r);
+    // Restarted replicas the round admitted have said they are up already (Collective::kReadyLive).
+    const std::vector<int>& admitted = parts.rounds->admitted();
+    to_send.insert(to_send.end(), admitted.begin(), admitted.end());
     std::sort(to_send.begin(), to_send.end());
     to_send.erase(std::unique(to_send.begin(), to_send.end()), to_send.end());
     for (int r : to_send) {
@@ -53,15 +56,15 @@ Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const
         int told = -1;  // the joiner's node whose word this node has had
         for (auto& sl : parts.rounds->slices()) {
             const int to = pipeline_mesh_rank(cfg, r, static_cast<int>(sl.stage));
-            if (to != told) {
+            if (to != told && !std::count(admitted.begin(), admitted.end(), r)) {
                 // A restarted node says when it is up; the state is never sent to one that has died.
                 if (Status st = mesh.wait_ready(to, static_cast<uint64_t>(step)); !st) {
                     if (parts.rounds->replica_lost(r)) break;
                     return Status::error("waiting for replica " + std::to_string(r) + "'s stage-" +
                                          std::to_string(sl.stage) + " node to rejoin: " + st.message());
                 }
-                told = to;
             }
+            told = to;
             if (!sl.algo) return Status::error("stage " + std::to_string(sl.stage) + " has no outer state to hand over");
             RecoveryState s;
             s.step = step;
@@ -97,18 +100,31 @@ Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const
 }
 
 Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, int64_t step, Collective& mesh,
-                                           const NetworkProfile& net, StageRecoveryParts& parts) {
+                                           const NetworkProfile& net, StageRecoveryParts& parts, int64_t live_from) {
     StageHandOver out;
     if (!parts.rounds) return Status::error("no stage rounds to rejoin");
-    // The donors send in the epoch the holders train in after the round; entered now, no frame of
-    // the next round is ever too far ahead for this node (Collective::begin_epoch).
-    parts.rounds->enter_rejoin_epoch(step);
+    const bool live = live_from >= 0;
+    const std::vector<int> own = parts.rounds->mesh_ranks_of(replica);
+    if (live) {
+        // The round is not known yet: the wait starts in an epoch before any the state can come
+        // from (the round at live_from or later), keeping the next round's frames however far
+        // ahead; every peer but this replica's other fresh nodes hears that this node is up.
+        parts.rounds->enter_rejoin_epoch(std::max(live_from - 1, parts.rounds->origin_step()));
+        mesh.await_admission();
+        for (int k = 0; k < mesh.size(); ++k)
+            if (!std::count(own.begin(), own.end(), k)) mesh.tell_ready(k, Collective::kReadyLive);
+    } else {
+        // The donors send in the epoch the holders train in after the round; entered now, no frame
+        // of the next round is ever too far ahead for this node (Collective::begin_epoch).
+        parts.rounds->enter_rejoin_epoch(step);
+    }
     std::vector<int> members, lost;
     int told = -1;
     for (auto& sl : parts.rounds->slices()) {
         const std::string where = "stage " + std::to_string(sl.stage) + "'s state from replica 0: ";
         const int from = pipeline_mesh_rank(cfg, 0, static_cast<int>(sl.stage));
-        if (from != told) mesh.tell_ready(from, static_cast<uint64_t>(step)), told = from;
+        if (from != told && !live) mesh.tell_ready(from, static_cast<uint64_t>(step));
+        told = from;
         RecoveryState s;
         uint64_t size = 0;
         for (;;) {
@@ -118,7 +134,13 @@ Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, in
             if (!is_recovery_message(*m)) continue;  // a message of an abandoned round
             auto d = decode_recovery(*m);
             if (!d) return Status::error(where + d.message());
-            if (d->step != step) continue;  // an older one
+            if (live && step < 0 && d->step >= live_from) {
+                // The first state after the restart: the round this node was admitted at. The
+                // epoch its holders train in after it admits this process (core/collective.h).
+                step = d->step;
+                parts.rounds->enter_rejoin_epoch(step);
+            }
+            if (d->step != step) continue;  // an older one (live: sent to the process that died)
             s = std::move(*d);
             size = m->size();
             break;
@@ -173,9 +195,16 @@ Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, in
         out.texts.push_back("took stage " + std::to_string(sl.stage) + "'s state after the round at step " +
                             std::to_string(step) + " from replica 0: " + std::to_string(size) + " B");
     }
+    if (live) {
+        // Counted lost here while it waited (its own nodes' restart, stale words about them): the
+        // donor's list is what holds now.
+        for (int k = 0; k < mesh.size(); ++k)
+            if (k != mesh.rank() && !std::count(lost.begin(), lost.end(), k)) mesh.forgive(k);
+    }
     for (int k : lost)
         if (k != mesh.rank()) mesh.declare_lost(k);
     parts.rounds->rejoin(step, members);
+    out.step = step;
     return out;
 }
 

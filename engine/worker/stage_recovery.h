@@ -43,16 +43,18 @@ struct StageRecoveryParts {
 };
 
 struct StageHandOver {
+    int64_t step = -1;                // joiner: the round whose state it took
     uint64_t bytes = 0;               // every message's, sent or received
     double ready_s = 0;               // joiner: when the last message has arrived (simulated s)
     std::vector<std::string> texts;   // one per message, for the `recovery` / `rejoin` events
 };
 
 // Donor: after the round at `step`, if this node is replica 0's (`replica`), sends each node of
-// the replicas `schedule` has rejoin after that round and of the replicas `late` left out of it
-// (lost ones left out) the state of every slice this node holds, the messages leaving at
-// `clock_s`. Waits for each joiner's word that it is up (Collective::wait_ready). Nothing to send:
-// an empty hand-over.
+// the replicas `schedule` has rejoin after that round, of the replicas `late` left out of it and
+// of the restarted replicas it admitted (StageRounds::admitted; lost ones left out) the state of
+// every slice this node holds, the messages leaving at `clock_s`. Waits for each scheduled
+// joiner's word that it is up (Collective::wait_ready); an admitted one has said so. Nothing to
+// send: an empty hand-over.
 Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const FaultSchedule& schedule, int64_t step,
                                         const std::vector<int>& late, double clock_s, Collective& mesh,
                                         const StageRecoveryParts& parts);
@@ -62,7 +64,13 @@ Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const
 // where AD1 projects them; reparam's coordinates are the caller's), then rejoins the rounds
 // (StageRounds::rejoin). ready_s: the latest donor clock plus the message's transfer over
 // round_link(net, replica, {0, replica}).
+// A process restarted after a real loss (cluster.restart_lost) passes step −1 and `live_from`, the
+// lowest step its peers had reported: it tells every peer but its own replica's other fresh nodes
+// that it is up (Collective::kReadyLive), awaits admission, and takes the first state of a round
+// at live_from or later (the hand-over's step); whatever it counted lost while it waited is
+// forgiven but what the donor counts lost.
 Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, int64_t step, Collective& mesh,
-                                           const NetworkProfile& net, StageRecoveryParts& parts);
+                                           const NetworkProfile& net, StageRecoveryParts& parts,
+                                           int64_t live_from = -1);
 
 }  // namespace tw

@@ -67,6 +67,7 @@ Status StageRounds::build(int replica, int64_t first, int64_t last, const std::v
                           const std::vector<std::string>& names, torch::Tensor t_fixed) {
     t_fixed_ = std::move(t_fixed);
     survivors_ = pipeline_survives_loss(cfg_);
+    admits_ = survivors_ && cfg_.cluster.restart_lost > 0;
     replica_ = replica;
     for (int r = 0; r < cfg_.outer.replicas; ++r) present_.push_back(r);
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
@@ -210,6 +211,10 @@ Result<StageRoundsReport> StageRounds::survivor_round(int64_t step, double start
     late_.clear();  // the last round's late replicas are members again
     late_known_ = false;
     const bool judged = cfg_.outer.round_deadline_s > 0;
+    // Stage 0's holders settle who is late and whom they admit; a pipeline's later stages hear it
+    // from their stage 0 before their own stage.
+    const bool worded = judged || admits_;
+    admitted_.clear();
     if (schedule_ && !schedule_->empty()) {
         // The schedule's members of this round, less the replicas lost for good: a replica back
         // from a scheduled absence is in again.
@@ -235,18 +240,24 @@ Result<StageRoundsReport> StageRounds::survivor_round(int64_t step, double start
             if (Status st = sit_out_round(); !st) return st;
             if (Status st = mesh_.agree({mesh_.rank()}, 0); !st) return st;
             // A pipeline's later stage learns from its stage 0 who was late, before its own stage.
-            if (judged && s == 0) {
-                if (Status st = take_late_from_stage0(out); !st) return st;
-                if (out.late_s >= 0) return out;  // late: this replica sits the round out
+            if (worded && s == 0) {
+                if (Status st = take_word_from_stage0(out); !st) return st;
+                if (out.late_s >= 0) {  // late: this replica sits the round out
+                    take_in_admitted();
+                    return out;
+                }
             }
             continue;
         }
         if (Status st = survivor_slice_round(*sl, step, start_s, out); !st) return st;
-        if (judged && s == 0) {
+        if (worded && s == 0) {
             if (cfg_.is_pipeline_replica(replica_))
-                if (Status st = tell_late_to_later_stages(out.late_s); !st) return st;
+                if (Status st = tell_later_stages(out.late_s); !st) return st;
             out.late = late_;
-            if (out.late_s >= 0) return out;  // late: none of this replica's stages takes part
+            if (out.late_s >= 0) {  // late: none of this replica's stages takes part
+                take_in_admitted();
+                return out;
+            }
         }
     }
     mesh_.begin_epoch(stage_epoch(cfg_.cluster.stages, 0));
@@ -258,7 +269,35 @@ Result<StageRoundsReport> StageRounds::survivor_round(int64_t step, double start
     // a run without a loss records what it did before survivors existed.
     out.survivors = out.present < cfg_.outer.replicas || out.attempts > 1;
     out.grouped = out.grouped || out.survivors;
+    take_in_admitted();
     return out;
+}
+
+std::vector<int> StageRounds::mesh_ranks_of(int r) const {
+    std::vector<int> ranks;
+    const int64_t stages = cfg_.is_pipeline_replica(r) ? cfg_.cluster.stages : 1;
+    for (int64_t s = 0; s < stages; ++s) ranks.push_back(pipeline_mesh_rank(cfg_, r, static_cast<int>(s)));
+    return ranks;
+}
+
+uint64_t StageRounds::heard_restarted() const {
+    uint64_t heard = 0;
+    for (int r = 0; r < cfg_.outer.replicas && r < 64; ++r) {
+        if (std::find(present_.begin(), present_.end(), r) != present_.end()) continue;
+        bool all = true;  // every node of a pipeline restarts with it: each says it is up
+        for (int k : mesh_ranks_of(r)) all = all && mesh_.heard_live(k);
+        if (all) heard |= uint64_t{1} << r;
+    }
+    return heard;
+}
+
+void StageRounds::take_in_admitted() {
+    for (int r : admitted_) {
+        for (int k : mesh_ranks_of(r)) mesh_.forgive(k);
+        excluded_.erase(std::remove(excluded_.begin(), excluded_.end(), r), excluded_.end());
+        if (std::find(present_.begin(), present_.end(), r) == present_.end()) present_.push_back(r);
+    }
+    std::sort(present_.begin(), present_.end());
 }
 
 void StageRounds::enter_rejoin_epoch(int64_t step) {
@@ -358,7 +397,23 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
         // Arrivals (framing only): whoever's clock is more than the deadline after the first is late.
         std::vector<int> late_now = late_known_ ? late_ : std::vector<int>{};
         double my_late_s = -1;
-        if (judge && !late_known_) {
+        // cluster.restart_lost: each holder's mask of the absent replicas whose every node it has
+        // heard is up again; those in every holder's mask are admitted (the same list everywhere).
+        std::vector<int> admit;
+        if (sl.stage == 0 && admits_) {
+            std::vector<int> all;
+            for (int i = 0; i < view.size(); ++i) all.push_back(i);
+            auto words = view.gather_words(all, heard_restarted());
+            if (!words) {
+                st = words.status();
+            } else {
+                uint64_t agreed = ~uint64_t{0};
+                for (uint64_t w : *words) agreed &= w;
+                for (int r = 0; r < cfg_.outer.replicas && r < 64; ++r)
+                    if (agreed >> r & 1) admit.push_back(r);
+            }
+        }
+        if (st && judge && !late_known_) {
             std::vector<double> clocks;
             auto got = view.all_gather({}, LinkClass::kOuterSync, start_s, &clocks);
             if (!got) {
@@ -391,6 +446,7 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
             late_ = late_now;
             late_known_ = true;
             out.late_s = my_late_s;
+            if (sl.stage == 0 && admits_) admitted_ = admit;
             return Status::ok();
         } else {
             if (judge) late_ = late_now, late_known_ = true;  // the late have left: a redo keeps the verdict
@@ -427,6 +483,7 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
                     out.member_masks.push_back(mask);
                     out.attempts = std::max<int64_t>(out.attempts, static_cast<int64_t>(attempt) + 1);
                     if (sl.ad1_after_round) sl.project_writers(sl.params);
+                    if (sl.stage == 0 && admits_) admitted_ = admit;
                     return Status::ok();
                 }
                 st = Status::error(stage + ": " + agreed.message());
@@ -468,20 +525,22 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
 }
 
 // The message: u32 count, count × u32 late replica (ascending), f64 this replica's lateness (−1 =
-// on time). Not counted: framing, like the clock gather it reports.
-Status StageRounds::tell_late_to_later_stages(double late_s) {
+// on time), u64 the mask of the replicas admitted (cluster.restart_lost). Not counted: framing,
+// like the clock gather and the words it reports.
+Status StageRounds::tell_later_stages(double late_s) {
     std::vector<uint8_t> msg;
     le::Appender a{msg};
     a.u32(static_cast<uint32_t>(late_.size()));
     for (int r : late_) a.u32(static_cast<uint32_t>(r));
     a.f64(late_s);
+    a.u64(replica_mask(admitted_));
     for (int s = 1; s < cfg_.cluster.stages; ++s)
         if (Status st = mesh_.send(pipeline_mesh_rank(cfg_, replica_, s), msg, LinkClass::kInterStage, 0, /*count=*/false); !st)
             return Status::error("telling stage " + std::to_string(s) + " who was late: " + st.message());
     return Status::ok();
 }
 
-Status StageRounds::take_late_from_stage0(StageRoundsReport& out) {
+Status StageRounds::take_word_from_stage0(StageRoundsReport& out) {
     auto m = mesh_.recv(pipeline_mesh_rank(cfg_, replica_, 0));
     if (!m) return Status::error("waiting for stage 0's word on who was late: " + m.message());
     // From a peer: checked before it is believed.
@@ -497,9 +556,21 @@ Status StageRounds::take_late_from_stage0(StageRoundsReport& out) {
         late.push_back(static_cast<int>(x));
     }
     double late_s = 0;
-    if (!r.f64(late_s) || r.left() != 0) return bad(std::to_string(m->size()) + " bytes, not a late list and a lateness");
+    uint64_t admitted = 0;
+    if (!r.f64(late_s) || !r.u64(admitted) || r.left() != 0)
+        return bad(std::to_string(m->size()) + " bytes, not a late list, a lateness and an admission mask");
+    std::vector<int> admit;
+    for (int x = 0; x < 64; ++x) {
+        if (!(admitted >> x & 1)) continue;
+        // This node's own replica is in the round (stage 0 spoke for it); the admitted one was absent
+        // from stage 0's round, whether or not this stage has counted it lost yet.
+        if (x >= cfg_.outer.replicas || x == replica_ || x == 0)
+            return bad("admits replica " + std::to_string(x) + ", which cannot be restarted into this run");
+        admit.push_back(x);
+    }
     late_ = std::move(late);
     late_known_ = true;
+    admitted_ = std::move(admit);
     const bool me = is_late(replica_);
     if (me != (late_s >= 0) || !std::isfinite(late_s) || (!me && late_s != -1))
         return bad("this replica's lateness " + seconds(late_s) + " does not match the list");

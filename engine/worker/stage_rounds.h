@@ -20,6 +20,14 @@
 // live weights) and redone among the survivors. A replica counts lost as soon as any of its nodes
 // is (a pipeline replica leaves as a whole); its other nodes are told they are out.
 //
+// Restarted replicas (cluster.restart_lost, docs/faults.md "Restarted nodes"): a replica lost for
+// real whose nodes were all started afresh (a pipeline restarts as a whole) says so from each node
+// (Collective::kReadyLive). In every attempt of stage 0's round its holders gather one word each,
+// the mask of absent replicas whose every node they have heard; those in every mask are admitted,
+// and a pipeline's stage 0 passes the list on to its later stages with the late list. After the
+// round every node counts the admitted replicas in again (forgive) and present from the next round
+// on; replica 0's holders send them each stage's state (stage_recovery.h).
+//
 // Ownership: keeps handles to the node's live parameters (changes their values in place) and to
 // T_fixed (AD2 moves the embedding's out-of-span part into it; same storage as the model's).
 // The mesh is borrowed and must outlive this object; the config is copied. Not thread-safe: one worker thread.
@@ -129,6 +137,9 @@ public:
     void start_at(int64_t step) { origin_step_ = step; }
     // Synced rounds since the transports started (the attempts' numbering).
     int64_t rounds_done() const { return rounds_done_; }
+    int64_t origin_step() const { return origin_step_; }
+    // The mesh ranks of replica r's nodes: a pipeline's S stage nodes, a full replica's one.
+    std::vector<int> mesh_ranks_of(int r) const;
     // Rejoining after a scheduled absence (docs/faults.md "Pipeline replicas"). The node (its
     // process stays; the transport keeps counting) first enters the transport epoch the holders
     // train in after the round at `step` (enter_rejoin_epoch), so no frame of the next round is
@@ -138,8 +149,12 @@ public:
     // went without counts lost for good here too.
     void enter_rejoin_epoch(int64_t step);
     void rejoin(int64_t step, const std::vector<int>& members);
-    // The replicas present in the last round, ascending (survivors; every replica otherwise).
+    // The replicas present in the last round, ascending (survivors; every replica otherwise);
+    // after a round that admitted restarted replicas, they are in it too.
     const std::vector<int>& present() const { return present_; }
+    // The restarted replicas the last round admitted (cluster.restart_lost), ascending: present
+    // from the next round on, each to be sent the state after this one.
+    const std::vector<int>& admitted() const { return admitted_; }
     // Every node of the run must hold the same T_fixed (AD2 changes it everywhere alike): one mesh
     // round over every node. Returns the 52-bit hash agreed on.
     Result<uint64_t> agree_t_fixed(const torch::Tensor& t_fixed);
@@ -167,10 +182,15 @@ private:
     // One slice's round among the present replicas' holders, redone among the survivors after a loss.
     // Stage 0's with a deadline first judges the arrivals (late_); a late node's returns at once.
     Status survivor_slice_round(StageSlice& sl, int64_t step, double start_s, StageRoundsReport& out);
-    // A pipeline's stage-0 node tells its later stages the round's late replicas and its replica's
-    // lateness (16 bytes each, framing only); the later stages take it before their own stage.
-    Status tell_late_to_later_stages(double late_s);
-    Status take_late_from_stage0(StageRoundsReport& out);
+    // A pipeline's stage-0 node tells its later stages the round's late replicas, its replica's
+    // lateness and the replicas admitted (framing only); the later stages take it before their own
+    // stage.
+    Status tell_later_stages(double late_s);
+    Status take_word_from_stage0(StageRoundsReport& out);
+    // The mask of the absent replicas every node of which this node has heard is up again.
+    uint64_t heard_restarted() const;
+    // After a round: the replicas it admitted count lost nowhere here and are present from the next.
+    void take_in_admitted();
     bool is_late(int r) const { return std::find(late_.begin(), late_.end(), r) != late_.end(); }
     // Transport epochs (Collective::begin_epoch): attempt `a` of stage s's round in synced round n,
     // then, after the S stages, the training that follows (its point-to-point activations).
@@ -188,6 +208,7 @@ private:
     std::vector<StageSlice> slices_;
     torch::Tensor t_fixed_;
     bool survivors_ = false;     // pipeline_survives_loss(cfg_)
+    bool admits_ = false;        // survivors_ and cluster.restart_lost: stage 0's rounds admit restarted replicas
     int replica_ = 0;            // this node's replica
     int64_t rounds_done_ = 0;    // synced rounds so far, counting this one (survivors: the epochs)
     int64_t origin_step_ = 0;    // start_at
@@ -197,6 +218,7 @@ private:
     // arrivals (late_known_): they stay present, out of this round's stage groups only.
     std::vector<int> late_;
     bool late_known_ = false;
+    std::vector<int> admitted_;  // the restarted replicas this round admitted (stage 0's holders' words)
     const FaultSchedule* schedule_ = nullptr;
 };
 

@@ -34,6 +34,8 @@
 #  * a stage node of a pipeline replica SIGKILLed: the pipeline leaves as a whole, the full replica
 #    and the other pipeline redo their stage rounds between the two of them and finish; the same
 #    with compressed pipelines (heterogeneous SparseLoCo), whose T_fixed stays alike on every node.
+#    With cluster.restart_lost the compressed pipeline's processes are restarted, admitted at a
+#    round boundary, and after their first round back hold replica 0's stage weights and T_fixed.
 # Micro model, DiLoCo on home-20m under the flops clock (flops_micro.sh).
 # Usage: faults_test.sh PATH_TO_THINWIRE
 set -euo pipefail
@@ -43,6 +45,8 @@ export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own
 trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 db="$work/runs.db"
+# Names each case as it starts, with the seconds so far: a run that hangs shows where in ctest's output.
+section() { echo "[$SECONDS s] $*"; }
 
 source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
@@ -73,6 +77,7 @@ three_ways() {  # prefix, what, settings...
   run "$@" --set run.name="$prefix-local" --set cluster.mode=local > /dev/null || fail "$what in child processes failed"
 }
 
+section "a scheduled kill and rejoin (threads)"
 # --- a scheduled kill and rejoin (threads) -------------------------------------------------------
 out="$(run "${three[@]}" --set train.steps=40 --set run.name=rejoin --set 'faults.events=["kill 2 at 15 rejoin 25"]')" ||
   fail "rejoin run failed: $out"
@@ -95,6 +100,7 @@ show="$("$tw" --db "$db" runs show "$(id_of rejoin)")"
 grep -q "kill 2 at 15 rejoin 25: the worker stops" <<<"$show" || fail "no fault event: $show"
 grep -q "took the state after the round at step 30 from replica 0" <<<"$show" || fail "no rejoin event: $show"
 
+section "the same scheduled kill in child processes: the process is killed for "
 # --- the same scheduled kill in child processes: the process is killed for real and a fresh one
 # rejoins; one compute thread per node on both sides, so the losses are the threads run's to the bit.
 one=(--set run.threads=1 --set train.steps=40 --set 'faults.events=["kill 2 at 15 rejoin 25"]')
@@ -110,6 +116,7 @@ a="$(pick rejoin-threads)"; b="$(pick rejoin-processes)"
 [ "$a" = "$b" ] || fail "a kill in child processes differs from one on threads: $(diff <(echo "$a") <(echo "$b") | head -5)"
 [ "$(grep -c "^replica-2 .* train.loss" <<<"$b")" -eq 25 ] || fail "the restarted replica-2 did not train 25 steps in all"
 
+section "a spare takes the place of a replica killed for good (threads)"
 # --- a spare takes the place of a replica killed for good (threads) -------------------------------
 out="$(run "${three[@]}" --set cluster.spares=1 --set train.steps=40 --set run.name=spare --set 'faults.events=["kill 2 at 15"]')" ||
   fail "spare run failed: $out"
@@ -130,12 +137,14 @@ grep -q "spare-0 takes replica 2's place with the state after the round at step 
 out="$(run "${three[@]}" --set cluster.spares=1 --set train.steps=20 --set run.name=idle-spare)" || fail "idle spare run failed: $out"
 grep -q "spare-0 was not needed" <<<"$("$tw" --db "$db" runs show "$(id_of idle-spare)")" || fail "no idle-spare event"
 
+section "the quorum"
 # --- the quorum ----------------------------------------------------------------------------------
 set +e; out="$(run "${three[@]}" --set train.steps=40 --set run.name=quorum --set cluster.min_replicas=3 --set 'faults.events=["kill 1 at 12"]')"; rc=$?; set -e
 [ "$rc" -ne 0 ] || fail "a run below its quorum finished: $out"
 grep -q "quorum lost: 2 replica(s) left" <<<"$out" || fail "the quorum failure is not named: $out"
 [ "$("$tw" --db "$db" runs list | awk '$2 == "quorum" {print $3}')" = "failed" ] || fail "quorum run not marked failed"
 
+section "seeded churn, twice: identical losses"
 # --- seeded churn, twice: identical losses ---------------------------------------------------------
 churn=(--set outer.replicas=4 --set train.steps=60 --set faults.churn.mtbf_steps=15 --set faults.churn.down_steps=10
        --set faults.churn.seed=3 --set cluster.min_replicas=2)
@@ -146,6 +155,7 @@ b="$(csv churn-b | awk -F, '$7 == "train.loss" || $7 == "val.loss" || $7 == "rou
 [ "$a" = "$b" ] || fail "the churn runs differ: $(diff <(echo "$a") <(echo "$b") | head -5)"
 grep -q "round.group_mask" <<<"$a" || fail "the churn took no replica away"
 
+section "a straggler past the deadline"
 # --- a straggler past the deadline -----------------------------------------------------------------
 # Replica 1's steps 11..20 take 3× 0.029374272 s: it reaches the round at 20 0.58748544 s after the others.
 out="$(run "${three[@]}" --set train.steps=30 --set run.name=late --set outer.round_deadline_s=0.3 \
@@ -163,6 +173,7 @@ awk -v l="$(value "$c" replica-1 20 round.late_s)" 'BEGIN {d = l - 0.58748544; e
 [ -n "$(value "$c" replica-1 20 bytes.outer.recovery.recv)" ] || fail "the late replica did not take the round's state"
 grep -q "were left out" <<<"$("$tw" --db "$db" runs show "$(id_of late)")" || fail "no late event"
 
+section "a replica process killed for real"
 # --- a replica process killed for real -------------------------------------------------------------
 wait_rows() {  # run name, train.loss rows → run id
   for _ in $(seq 1 600); do
@@ -184,11 +195,12 @@ wait_rows() {  # run name, train.loss rows → run id
 # must still exit 0. Prints the run id.
 kill_mid_run() {
   local name="$1" nth="$2" steps="$3"; shift 3
-  (cd "$work" && "$tw" --db "$db" run micro.toml "${three[@]}" "$@" --set cluster.mode=local --set train.steps="$steps" \
+  (cd "$work" && timeout -k 10 "$run_limit" "$tw" --db "$db" run micro.toml "${three[@]}" "$@" --set cluster.mode=local --set train.steps="$steps" \
      --set run.name="$name" > "$work/$name.log" 2>&1) &
   local sub=$! id coord victim rc
   id="$(wait_rows "$name" 20)" || fail "$name never stored metrics: $(cat "$work/$name.log")"
-  coord="$(pgrep -P "$sub" -f "run micro.toml" || echo "$sub")"
+  coord="$(pgrep -P "$sub" -f "run micro.toml" || echo "$sub")"  # the timeout, then the coordinator
+  coord="$(pgrep -P "$coord" -f "run micro.toml" || echo "$coord")"
   victim="$(pgrep -P "$coord" | sort -n | sed -n "${nth}p")"
   [ -n "$victim" ] || fail "$name: no node process $nth to kill"
   kill -KILL "$victim"
@@ -208,6 +220,7 @@ n2="$(awk -F, '$2 == "replica-0" && $7 == "round.members" && $8 == 2' <<<"$c" | 
 awk -F, '$2 == "replica-0" && $7 == "round.group_mask" && $8 != 3 {bad = 1} END {exit bad}' <<<"$c" ||
   fail "a round after the kill is not among replicas 0 and 1"
 
+section "a replica process killed for real, and a spare process taking its plac"
 # --- a replica process killed for real, and a spare process taking its place -----------------------
 # (Enough steps that the kill lands mid-run even when the store lags behind a loaded machine.)
 id="$(kill_mid_run sigkill-spare 3 1200 --set cluster.spares=1)"  # replica-2 (then spare-0)
@@ -222,6 +235,7 @@ h0="$(value "$c" replica-0 "$first" round.state_hash)"; hs="$(value "$c" spare-0
 [ -z "$(value "$c" replica-0 1200 round.group_mask)" ] || fail "the last round is not among three places"
 [ "$(rows "$c" spare-0 train.loss)" -ge 10 ] || fail "the spare trained $(rows "$c" spare-0 train.loss) steps"
 
+section "a replica process killed for real and restarted by its coordinator (cl"
 # --- a replica process killed for real and restarted by its coordinator (cluster.restart_lost) -----
 # The fresh process says it is up; the members admit it after the first round all of them heard it
 # by, and the round's lowest member sends it the state. It trains on from that round with the
@@ -259,6 +273,7 @@ awk -v a="$w_last" -v b="$w_next" 'BEGIN {exit !(b > a)}' || fail "the fresh pro
 
 # The same over the hub relay with SparseLoCo (the fresh process's error feedback starts at zero):
 # after its first round the restarted replica holds the others' global weights.
+section "the same over the hub with SparseLoCo"
 id="$(kill_mid_run restart-hub 2 1200 --set cluster.restart_lost=1 --set outer.algorithm=sparseloco --set outer.topology=hub)"
 show="$("$tw" --db "$db" runs show "$id")"
 k="$(grep -o "took the state after the round at step [0-9]* from replica 0" <<<"$show" | grep -o "step [0-9]*" | grep -o "[0-9]*")"
@@ -271,6 +286,7 @@ h0="$(value "$c" replica-0 $((k + 10)) round.state_hash)"
 # A node of a two-node replica SIGKILLed with cluster.restart_lost: the replica leaves as a whole,
 # both its processes are restarted, its leader is admitted, and after its first round both its
 # nodes hold replica 0's weights.
+section "a node of a two-node replica SIGKILLed and the replica restarted as a whole"
 id="$(kill_mid_run restart-group 6 1200 --set cluster.nodes_per_replica=2 --set cluster.restart_lost=1)"  # replica-2.1
 show="$("$tw" --db "$db" runs show "$id")"
 grep -q "finished" <<<"$show" || fail "the run with a restarted two-node replica is not finished: $show"
@@ -286,6 +302,7 @@ done
 [ "$(awk -F, '$2 == "replica-2.1" && $7 == "train.loss" && $3 > '"$k"'' <<<"$c" | wc -l)" -eq $((1200 - k)) ] ||
   fail "the fresh replica-2.1 did not train every step after $k"
 
+section "a node of a two-node replica killed for real: the replica leaves as a "
 # --- a node of a two-node replica killed for real: the replica leaves as a whole -------------------
 # (Enough steps that the kill lands mid-run even when the store lags behind a loaded machine.)
 id="$(kill_mid_run group-leave 6 1200 --set cluster.nodes_per_replica=2)"  # replica-2.1 (0.0, 0.1, 1.0, 1.1, 2.0, 2.1)
@@ -297,6 +314,7 @@ c="$("$tw" --db "$db" runs export "$id" --format csv)"
 [ "$(rows "$c" replica-1.1 train.loss)" -eq 1200 ] || fail "replica-1.1 did not finish its steps"
 awk -F, '$2 == "replica-0.0" && $7 == "round.group_mask" && $8 == 3 {n++} END {exit !(n >= 1)}' <<<"$c" ||
   fail "no round among replicas 0 and 1 after replica 2 left"
+section "a stage node of a pipeline replica killed for real: the pipeline leave"
 # --- a stage node of a pipeline replica killed for real: the pipeline leaves as a whole -------------
 pipes=(--set cluster.stages=2 --set pipeline.replicas=2 --set pipeline.micro_batches=2)
 id="$(kill_mid_run pipe-leave 5 1000 "${pipes[@]}")"  # replica-2.1 (replica-0, 1.0, 1.1, 2.0, 2.1)
@@ -320,6 +338,7 @@ h0="$(value "$c" replica-0 1000 round.stage0_hash)"; h1="$(value "$c" replica-1.
 [ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 0 after the last round: replica-0 $h0, replica-1.0 $h1"
 h0="$(value "$c" replica-0 1000 round.stage1_hash)"; h1="$(value "$c" replica-1.1 1000 round.stage1_hash)"
 [ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 1 after the last round: replica-0 $h0, replica-1.1 $h1"
+section "a fault schedule for replicas of two nodes (Gloo groups): every node o"
 # --- a fault schedule for replicas of two nodes (Gloo groups): every node of the replica follows it;
 # a killed replica's nodes are rebuilt, the leader takes a live peer's state and its other node the
 # leader's weights over their group; a disconnected one trains on alone. Deterministic on threads,
@@ -352,6 +371,7 @@ for n in replica-2.0 replica-2.1; do
     fail "$n's process was not killed and restarted: $show"
 done
 
+section "a straggling two-node replica past the deadline: replica 1 (4x slow fr"
 # --- a straggling two-node replica past the deadline: replica 1 (4x slow from step 10 to 20) is left
 # out of the rounds at 20 and 30; its leader takes the donor's state before its group's broadcast,
 # so both its nodes hold the round's weights (round.weights_hash, every node, equal to replica
@@ -371,6 +391,7 @@ for s in 20 30; do
 done
 same_everywhere group-late '^(train[.]loss|val[.]loss|round[.](state|weights)_hash|round[.]late_s|round[.]group_mask)$' 0 150
 
+section "a fault schedule in a run with pipeline replicas (a full replica, two "
 # --- a fault schedule in a run with pipeline replicas (a full replica, two 2-stage pipelines): a slow
 # and a paused pipeline, and one killed for good at 25. Every holder drops it from the round at 30 by
 # the schedule (the clock pays the heartbeat timeout), the stage hashes agree, and the run is
@@ -403,6 +424,7 @@ for n in replica-2.0 replica-2.1; do
   grep -q "killed $n's process (kill 2 at 25)" <<<"$show" || fail "$n's process was not killed for good: $show"
 done
 
+section "a pipeline replica killed by the schedule rejoins (heterogeneous Spars"
 # --- a pipeline replica killed by the schedule rejoins (heterogeneous SparseLoCo, rank 8): replica
 # 0 hands each of its stage nodes that stage's state after the round at 30; after its first round
 # back (40) it holds replica 0's stage weights and T_fixed. Threads twice and child processes agree.
@@ -437,6 +459,7 @@ for n in replica-2.0 replica-2.1; do
   grep -q "$n .*start .*a fresh process rejoins after the round at step 30" <<<"$show" || fail "$n: no fresh process rejoined: $show"
 done
 
+section "a full replica killed and back, and pipelines cut off, in a run with p"
 # --- a full replica killed and back, and pipelines cut off, in a run with pipeline replicas
 # (heterogeneous SparseLoCo; replicas 0 and 1 full, 2 and 3 rank-8 pipelines): the full replica
 # takes every stage from replica 0 after the round at 30 (a fresh AdamW); the cut-off pipeline
@@ -475,6 +498,7 @@ same_everywhere pipe-mixed '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_
 grep -q "killed replica-1's process and started a fresh one, rejoining after the round at step 30" <<<"$("$tw" --db "$db" runs show "$(id_of pipe-mixed-local)")" ||
   fail "the full replica's process was not killed and restarted"
 
+section "seeded churn in a heterogeneous run (every replica but 0), twice on th"
 # --- seeded churn in a heterogeneous run (every replica but 0), twice on threads and once in child
 # processes, where every kill SIGKILLs and restarts the pipeline's processes: identical losses ------
 pc=(--set outer.replicas=4 --set cluster.heartbeat_timeout_s=2 --set cluster.stages=2 --set pipeline.replicas=3
@@ -493,6 +517,7 @@ run "${pc[@]}" --set run.name=pipe-churn-local --set cluster.mode=local > /dev/n
 [ "$("$tw" --db "$db" runs show "$(id_of pipe-churn-local)" | grep -c "process and started a fresh one")" -ge 8 ] ||
   fail "pipeline churn in child processes: too few processes restarted"
 
+section "a straggling pipeline past outer.round_deadline_s (heterogeneous Spars"
 # --- a straggling pipeline past outer.round_deadline_s (heterogeneous SparseLoCo, rank 8): replica 2
 # runs 4x slow from step 12, arrives more than 0.9 simulated s after the first at every round from
 # 20 on (it never catches up: its clock stays behind), and is left out of each; replica 1's pipeline
@@ -525,6 +550,7 @@ grep -q "replica-0 .*late .*round at step 20: replica(s) 2 arrived more than 0.9
   fail "pipeline deadline: no late event"
 same_everywhere pipe-late '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]late_s|bytes[.]outer[.]recovery[.].*)$' 1 150
 
+section "a stage-0 node of a compressed pipeline killed for real (heterogeneous"
 # --- a stage-0 node of a compressed pipeline killed for real (heterogeneous SparseLoCo, rank 8,
 # AD1/AD2/AD6): the pipeline leaves as a whole, the others redo their stage rounds among replicas
 # 0 and 1, and T_fixed stays alike on every node left (stage 0's holders compare it in their round,
@@ -548,6 +574,40 @@ t0="$(value "$c" replica-0 1000 round.t_fixed_hash)"
 h0="$(value "$c" replica-0 1000 round.stage1_hash)"; h1="$(value "$c" replica-1.1 1000 round.stage1_hash)"
 [ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 1 after the last round: replica-0 $h0, replica-1.1 $h1"
 
+section "a compressed pipeline's stage node SIGKILLed and the pipeline restarted as a whole"
+# --- the same kill with cluster.restart_lost: both of the pipeline's processes are started afresh,
+# stage 0's holders admit it at a round boundary once they have heard both nodes are up, each stage
+# node takes its stage's state (and T_fixed) from replica 0, and after its first round back it holds
+# replica 0's stage weights and T_fixed; it trains every step from there. ---------------------------
+id="$(kill_mid_run hetero-restart 4 1000 "${hetero[@]}" --set cluster.restart_lost=1)"  # replica-2.0
+show="$("$tw" --db "$db" runs show "$id")"
+grep -q "finished" <<<"$show" || fail "the run with a restarted pipeline is not finished: $show"
+grep -q "replica-2.0 was lost; started a fresh process (restart 1 of 1)" <<<"$show" || fail "stage 0 was not restarted: $show"
+grep -q "replica-2.1 leaves with its replica; started a fresh process" <<<"$show" || fail "stage 1 was not restarted: $show"
+k="$(grep -o "took stage 0's state after the round at step [0-9]* from replica 0" <<<"$show" | grep -o "step [0-9]*" | grep -o "[0-9]*")"
+[ -n "$k" ] || fail "the restarted pipeline's stage 0 took no state: $show"
+grep -q "took stage 1's state after the round at step $k from replica 0" <<<"$show" ||
+  fail "the restarted pipeline's stage 1 did not take the state after the round at $k: $show"
+c="$("$tw" --db "$db" runs export "$id" --format csv)"
+next=$((k + 10))
+[ "$(value "$c" replica-0 "$k" round.group_mask | sort -u)" = "3" ] || fail "the round at $k is not among replicas 0 and 1"
+[ -z "$(value "$c" replica-0 $next round.group_mask)" ] || fail "the round at $next is not among all three replicas"
+for sn in 0:replica-2.0 1:replica-2.1; do
+  h0="$(value "$c" replica-0 $next "round.stage${sn%%:*}_hash")"
+  [ -n "$h0" ] && [ "$h0" = "$(value "$c" "${sn#*:}" $next "round.stage${sn%%:*}_hash")" ] ||
+    fail "after its first round back (step $next) ${sn#*:} holds other stage ${sn%%:*} weights than replica 0"
+done
+t0="$(value "$c" replica-0 $next round.t_fixed_hash)"
+for n in replica-1.0 replica-2.0 replica-2.1; do
+  [ -n "$t0" ] && [ "$t0" = "$(value "$c" $n $next round.t_fixed_hash)" ] || fail "T_fixed at $next: replica-0 $t0, $n $(value "$c" $n $next round.t_fixed_hash)"
+done
+[ "$(awk -F, '$2 == "replica-2.1" && $7 == "train.loss" && $3 > '"$k"'' <<<"$c" | wc -l)" -eq $((1000 - k)) ] ||
+  fail "the fresh pipeline did not train every step after $k"
+sent="$(value "$c" replica-0 1000 bytes.outer.recovery.sent)"
+recv=$(( $(value "$c" replica-2.0 1000 bytes.outer.recovery.recv) + $(value "$c" replica-2.1 1000 bytes.outer.recovery.recv) ))
+[ -n "$sent" ] && [ "$sent" -eq "$recv" ] || fail "pipeline restart recovery bytes: replica-0 sent '$sent', the fresh nodes received $recv"
+
+section "a resumed run whose replica is then killed by the schedule in child pr"
 # --- a resumed run whose replica is then killed by the schedule in child processes: the fresh
 # processes are configured to rejoin a live run (not to load a checkpoint), a pipeline's number their
 # stage rounds from the step the run resumed at (rejoin_origin_step), and the run ends with the

@@ -18,11 +18,14 @@ hardware = "custom"
 peak_flops = 1e9
 TOML
 }
+# Seconds a run may take before it is stopped as Ctrl-C would (then killed 10 s later): a run that
+# hangs fails its test with what it printed, naming the case, instead of the whole test timing out.
+run_limit=240
 # Runs the layout from the data root with extra arguments; prints what it said, and on failure
-# says so on stderr too; returns its exit code.
+# says so on stderr too; returns its exit code (124 when it ran past run_limit).
 run() {
   local o rc=0
-  o="$(cd "$work" && "$tw" --db "$db" run micro.toml "$@" 2>&1)" || rc=$?
+  o="$(cd "$work" && timeout -k 10 "$run_limit" "$tw" --db "$db" run micro.toml "$@" 2>&1)" || rc=$?
   printf '%s\n' "$o"
   [ "$rc" -eq 0 ] || printf 'run %s exited %s:\n%s\n' "$*" "$rc" "$o" >&2
   return "$rc"

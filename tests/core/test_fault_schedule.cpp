@@ -83,7 +83,7 @@ TEST(FaultSchedule, SparesWorkOverTheHubAndAreRefusedWhereNoReplicaCanBeLost) {
 
 // cluster.restart_lost: child processes or remote nodes, one-node replicas of an outer algorithm,
 // no spares and no schedule (each of those says otherwise how a replica comes back); each refusal named.
-TEST(FaultSchedule, RestartsOfLostNodesAreTakenWhereTheCoordinatorCanRestartAOneNodeReplica) {
+TEST(FaultSchedule, RestartsOfLostNodesAreTakenWhereTheCoordinatorCanRestartTheReplica) {
     RunConfig c = diloco(3, 10, 60);
     c.cluster.mode = "local";
     c.cluster.restart_lost = 2;
@@ -110,8 +110,19 @@ TEST(FaultSchedule, RestartsOfLostNodesAreTakenWhereTheCoordinatorCanRestartAOne
     EXPECT_TRUE(refused("on a remote cluster, replicas of one node only"));
     c.cluster.mode = "local";
     c.cluster.nodes_per_replica = 1;
-    c.cluster.stages = 2;
-    EXPECT_TRUE(refused("restarts full replicas only"));
+    c.cluster.stages = 2;  // a pipeline replica restarts as a whole in child processes
+    p.clear();
+    FaultSchedule::problems(c, p);
+    EXPECT_TRUE(p.empty()) << p.front();
+    c.cluster.mode = "remote";
+    EXPECT_TRUE(refused("not on a remote cluster"));
+    c.cluster.mode = "local";
+    c.cluster.nodes_per_replica = 2;
+    EXPECT_TRUE(refused("full replicas of one node only"));
+    c.cluster.nodes_per_replica = 1;
+    c.pipeline.routing = "random";
+    EXPECT_TRUE(refused("cannot go on without a replica"));
+    c.pipeline.routing = "fixed";
     c.cluster.stages = 1;
     c.cluster.spares = 1;
     EXPECT_TRUE(refused("either restarted or through a spare"));

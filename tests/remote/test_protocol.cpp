@@ -199,6 +199,16 @@ TEST(Protocol, RoleRejoinLiveRoundTripsAndExcludesAGivenStep) {
     back = role_from_json(role_to_json(r));
     ASSERT_TRUE(back) << back.message();
     EXPECT_EQ(back->rejoin_wall_ms, 12345);
+    // The configure's transit (a fresh process reads it once started) counts, up to a minute; a
+    // receiving clock behind the sender's counts nothing.
+    r.rejoin_sent_unix_ms = 1'000'000;
+    auto sent = role_from_json(role_to_json(r));
+    ASSERT_TRUE(sent) << sent.message();
+    EXPECT_EQ(sent->rejoin_sent_unix_ms, 1'000'000);
+    EXPECT_EQ(sent->rejoin_age_ms(1'001'500), 12345 + 1500);
+    EXPECT_EQ(sent->rejoin_age_ms(999'000), 12345);
+    EXPECT_EQ(sent->rejoin_age_ms(5'000'000), 12345 + 60'000);
+    r.rejoin_sent_unix_ms = 0;
     auto j = role_to_json(r);
     j["rejoin_wall_ms"] = int64_t{400} * 24 * 3600 * 1000;
     EXPECT_NE(role_from_json(j).message().find("\"rejoin_wall_ms\" must be an integer"), std::string::npos);

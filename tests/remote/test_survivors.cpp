@@ -198,6 +198,41 @@ TEST(Survivors, AProcessAwaitingAdmissionKeepsRoundsFarAheadUntilItBeginsAnEpoch
     tc.join();
 }
 
+// A restarted pipeline node is told out (and its own replica's nodes named lost) while it is out of
+// the rounds, and such frames may still reach it after it is admitted. Its admission clears the
+// word, and an abandon of an earlier epoch no longer counts; one of its own epoch still does.
+TEST(Survivors, AnAdmittedProcessForgetsItWasToldOutBeforeItsAdmission) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::vector<std::string> eps{"inproc://ad0", "inproc://ad1", "inproc://ad2"};
+    auto a = ZmqCollective::create(ctx, eps, 0, live(5)).value();
+    auto b = ZmqCollective::create(ctx, eps, 1, live(5)).value();
+    auto c = ZmqCollective::create(ctx, eps, 2, live(5)).value();  // b's pipeline sibling, say
+    const auto settle = [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        (void)b->heard_live(0);  // reads what has arrived
+    };
+    b->begin_epoch(3);
+    b->await_admission();
+    a->begin_epoch(4);
+    a->declare_lost(2);
+    a->tell_out({1});  // the survivors' word while b is out: b, and its sibling 2, lost
+    settle();
+    EXPECT_TRUE(b->counted_out());
+    EXPECT_EQ(b->lost_members(), (std::vector<int>{2}));
+    b->begin_epoch(6);  // admitted: the state of the round came, and this is the epoch after it
+    EXPECT_FALSE(b->counted_out());
+    b->forgive(2);
+    a->tell_out({1});  // a late copy of the word, from before b's admission (a is still in epoch 4)
+    settle();
+    EXPECT_FALSE(b->counted_out()) << "a word from before its admission must not count it out";
+    EXPECT_TRUE(b->lost_members().empty());
+    a->begin_epoch(6);
+    a->tell_out({1});  // told out in an epoch after its admission: that counts
+    settle();
+    EXPECT_TRUE(b->counted_out());
+    (void)c;
+}
+
 TEST(Survivors, AnAbandonedAttemptFreesItsPeersAtOnceAndNamesTheLost) {
     auto ctx = std::make_shared<zmq::context_t>();
     std::vector<std::string> eps{"inproc://ab0", "inproc://ab1", "inproc://ab2"};
