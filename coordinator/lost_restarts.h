@@ -4,8 +4,11 @@
 // ended for real), started afresh on the same endpoint and configured to rejoin live
 // (Coordinator::rejoin_live). On a remote cluster nobody here can start a process: the node is
 // taken back once its operator has restarted `thinwire node` on the same endpoint and it answers
-// a hello as an idle node. Its peers admit it at the first round boundary after they have all
-// heard that it is up; it then takes a live peer's state, as a spare does.
+// a hello as an idle node. A replica of several nodes (a Gloo group, a pipeline) comes back as a
+// whole: in child processes every node of it is started afresh; remote, once every lost node of it
+// answers again and the others have left the run, all are configured again. Its peers admit it at
+// the first round boundary after they have all heard that it is up; it then takes a live peer's
+// state, as a spare does.
 //
 // Thread-safety: one thread (the session's poll loop).
 #pragma once
@@ -27,7 +30,7 @@ class LocalCluster;
 class LostRestarts {
 public:
     // Inactive unless cluster.restart_lost > 0 (the config's checks allow it for child processes
-    // and remote nodes, replicas of an outer algorithm, pipeline replicas in child processes only).
+    // and remote nodes, replicas of an outer algorithm and pipeline replicas).
     // Full replicas' and pipeline replicas' nodes are restarted.
     LostRestarts(const RunConfig& cfg, const std::vector<NodeRole>& roles);
     bool active() const { return active_; }
@@ -44,6 +47,7 @@ private:
     int64_t limit_ = 0;
     std::vector<NodeRole> roles_;
     std::vector<int64_t> restarts_;  // per node: restarts so far
+    std::vector<bool> answered_;     // per node (remote): answered as idle since it was lost, not yet taken back
 };
 
 }  // namespace tw

@@ -156,12 +156,6 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
                         "\"; docs/faults.md), so no replica is lost to restart");
         else if (c.cluster.stages > 1 && c.cluster.nodes_per_replica > 1)
             p.push_back(what + "in a run with pipeline replicas, full replicas of one node only");
-        else if (c.cluster.stages > 1 && c.cluster.mode == "remote")
-            p.push_back(what + "a pipeline replica restarts as a whole, which its coordinator does for child processes "
-                               "(cluster.mode = \"local\"), not on a remote cluster");
-        else if (c.cluster.nodes_per_replica > 1 && c.cluster.mode == "remote")
-            p.push_back(what + "on a remote cluster, replicas of one node only (a replica of several nodes restarts as a "
-                               "whole, which its coordinator does for child processes)");
         if (c.cluster.spares > 0) p.push_back(what + "a lost replica comes back either restarted or through a spare, not both");
         if (faults) p.push_back(what + "a fault schedule's kills say themselves whether a replica comes back");
         if (c.outer.round_time_s > 0) p.push_back(what + "time-budgeted rounds (outer.round_time_s) restart no replica");
