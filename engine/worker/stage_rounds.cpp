@@ -192,9 +192,8 @@ Result<StageRoundsReport> StageRounds::round(int64_t step, double start_s) {
 
 bool StageRounds::replica_lost(int r) const {
     const auto lost = mesh_.lost_members();
-    const int64_t stages = cfg_.is_pipeline_replica(r) ? cfg_.cluster.stages : 1;
-    for (int64_t s = 0; s < stages; ++s)
-        if (std::count(lost.begin(), lost.end(), pipeline_mesh_rank(cfg_, r, static_cast<int>(s)))) return true;
+    for (int k : mesh_ranks_of(r))
+        if (std::count(lost.begin(), lost.end(), k)) return true;
     return false;
 }
 
@@ -325,12 +324,10 @@ bool StageRounds::left_out() const {
 
 std::string StageRounds::out_reason() const {
     const auto lost = mesh_.lost_members();
-    const int64_t stages = cfg_.is_pipeline_replica(replica_) ? cfg_.cluster.stages : 1;
-    for (int64_t s = 0; s < stages; ++s) {
-        const int k = pipeline_mesh_rank(cfg_, replica_, static_cast<int>(s));
-        if (std::count(lost.begin(), lost.end(), k))
-            return "its stage-" + std::to_string(s) + " node (mesh member " + std::to_string(k) + ") was lost";
-    }
+    const std::vector<int> ranks = mesh_ranks_of(replica_);  // in stage order
+    for (size_t s = 0; s < ranks.size(); ++s)
+        if (std::count(lost.begin(), lost.end(), ranks[s]))
+            return "its stage-" + std::to_string(s) + " node (mesh member " + std::to_string(ranks[s]) + ") was lost";
     if (mesh_.counted_out()) return "a peer counts a node of it lost";
     return "the holders of its stage left it out of their rounds";
 }
