@@ -97,4 +97,13 @@ Status apply_donor_state(OuterAlgorithm& algo, std::vector<torch::Tensor>& live,
     return Status::ok();
 }
 
+std::vector<int> admitted_by_every_word(const std::vector<uint64_t>& words, int64_t replicas) {
+    uint64_t agreed = ~uint64_t{0};
+    for (uint64_t w : words) agreed &= w;
+    std::vector<int> out;
+    for (int r = 0; r < replicas && r < 64; ++r)
+        if (agreed >> r & 1) out.push_back(r);
+    return out;
+}
+
 }  // namespace tw

@@ -37,6 +37,11 @@ bool is_recovery_message(const std::vector<uint8_t>& bytes);
 std::vector<uint8_t> encode_recovery(const RecoveryState& s);
 Result<RecoveryState> decode_recovery(const std::vector<uint8_t>& bytes);
 
+// Restarted replicas (cluster.restart_lost): each member of a round contributes the mask of the
+// absent replicas it has heard are up again (Collective::gather_words); a replica is admitted when
+// every word has its bit, so every member computes the same list. Ascending, below `replicas` and 64.
+std::vector<int> admitted_by_every_word(const std::vector<uint64_t>& words, int64_t replicas);
+
 // The state a donor sends: `algo`'s save_state() without its private entries, plus `live` (the
 // replica's live parameters) as "live.i" when any differs bitwise from the algorithm's eval_params().
 OuterState donor_state(const OuterAlgorithm& algo, const std::vector<torch::Tensor>& live);

@@ -850,10 +850,7 @@ Status ReplicaWorker::admission(MemberView& all, const std::vector<int>& members
     for (size_t i = 0; i < members.size(); ++i) everyone[i] = static_cast<int>(i);
     auto words = all.gather_words(everyone, heard);
     if (!words) return words.status();
-    uint64_t agreed = ~uint64_t{0};
-    for (uint64_t w : *words) agreed &= w;
-    for (int r = 0; r < role_.replicas && r < 64; ++r)
-        if (agreed >> r & 1) admit.push_back(r);
+    admit = admitted_by_every_word(*words, role_.replicas);
     return Status::ok();
 }
 

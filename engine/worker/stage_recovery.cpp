@@ -54,9 +54,10 @@ Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const
     for (int r : to_send) {
         if (parts.rounds->replica_lost(r)) continue;  // gone again: nobody to send to
         int told = -1;  // the joiner's node whose word this node has had
+        const bool said_up = std::count(admitted.begin(), admitted.end(), r) > 0;
         for (auto& sl : parts.rounds->slices()) {
             const int to = pipeline_mesh_rank(cfg, r, static_cast<int>(sl.stage));
-            if (to != told && !std::count(admitted.begin(), admitted.end(), r)) {
+            if (to != told && !said_up) {
                 // A restarted node says when it is up; the state is never sent to one that has died.
                 if (Status st = mesh.wait_ready(to, static_cast<uint64_t>(step)); !st) {
                     if (parts.rounds->replica_lost(r)) break;

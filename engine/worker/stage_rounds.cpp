@@ -10,6 +10,7 @@
 #include "core/layout.h"
 #include "core/little_endian.h"
 #include "core/member_view.h"
+#include "engine/worker/recovery.h"
 #include "engine/worker/stage_members.h"
 #include "core/metric_names.h"
 #include "engine/algo/state_hash.h"
@@ -401,14 +402,8 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
             std::vector<int> all;
             for (int i = 0; i < view.size(); ++i) all.push_back(i);
             auto words = view.gather_words(all, heard_restarted());
-            if (!words) {
-                st = words.status();
-            } else {
-                uint64_t agreed = ~uint64_t{0};
-                for (uint64_t w : *words) agreed &= w;
-                for (int r = 0; r < cfg_.outer.replicas && r < 64; ++r)
-                    if (agreed >> r & 1) admit.push_back(r);
-            }
+            if (!words) st = words.status();
+            else admit = admitted_by_every_word(*words, cfg_.outer.replicas);
         }
         if (st && judge && !late_known_) {
             std::vector<double> clocks;
