@@ -111,8 +111,12 @@ void Session::body(RunConfig cfg) {
     const std::string launch_toml = to_toml(cfg);  // before this session adapts it (run --resume starts here)
     const int64_t need = nodes_needed(cfg);
     const int n = static_cast<int>(cfg.cluster.nodes > 0 ? cfg.cluster.nodes : need);
-    // Threads of one process share its cores.
-    if (cfg.cluster.mode == "threads") cfg.run.threads = std::max<int64_t>(1, cfg.run.threads / n);
+    // Nodes on this machine share its cores: threads of one process and local child processes alike
+    // get run.threads / n. Equal BLAS thread counts are also what makes the two modes compute the
+    // same bits: OpenBLAS splits a GEMM by its thread count, and on AVX-512 cores the edge kernels
+    // of the split add in another order (docs/determinism.md).
+    if (cfg.cluster.mode == "threads" || cfg.cluster.mode == "local")
+        cfg.run.threads = std::max<int64_t>(1, cfg.run.threads / n);
 
     set_phase("starting nodes");
     auto ctx = std::make_shared<zmq::context_t>();

@@ -1,6 +1,8 @@
 // The coordinator's store sink; see store_sink.h.
 #include "coordinator/store_sink.h"
 
+#include <limits>
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -58,13 +60,30 @@ void StoreSink::on_event(const EventRecord& event) {
     // The coordinator's own events and a transport's (a lost node, a dropped frame) come without a
     // time: they get this sink's, seconds since the run's metric stream opened.
     EventRecord e = event;
-    if (e.wall_s <= 0) e.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    const double now = now_s();
+    if (e.wall_s <= 0) e.wall_s = now;
+    for (const EventRecord& k : throttle_.admit(e, now)) keep(k);
+}
+
+void StoreSink::keep(const EventRecord& e) {
     writer_.add_event(e);
     if (on_event_) on_event_(e);
     if (print_ && e.level != EventLevel::kInfo) std::printf("%s: %s: %s\n", e.node.c_str(), e.kind.c_str(), e.text.c_str());
 }
 
-Status StoreSink::flush() { return writer_.drain(); }
+void StoreSink::heartbeat() {
+    for (const EventRecord& k : throttle_.flush(now_s())) keep(k);
+    writer_.heartbeat();
+}
+
+Status StoreSink::flush() {
+    // Every count still held back is stored now, with the time the run ends.
+    for (EventRecord k : throttle_.flush(std::numeric_limits<double>::infinity())) {
+        k.wall_s = now_s();
+        keep(k);
+    }
+    return writer_.drain();
+}
 
 void StoreSink::redraw() {
     if (!tty_ || since_s(last_draw_) < 0.5) return;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/event_throttle.h"
 #include "core/metrics.h"
 #include "core/status.h"
 #include "remote/coordinator.h"
@@ -37,8 +38,9 @@ public:
     // Waits until every metric row and event handed over so far is written; a failed write keeps
     // its rows for the next flush.
     Status flush();
-    // Stores the coordinator's liveness heartbeat (RunStore::heartbeat) without waiting for it.
-    void heartbeat() { writer_.heartbeat(); }
+    // Stores the coordinator's liveness heartbeat (RunStore::heartbeat) without waiting for it, and
+    // the counts of events held back in windows that have ended (core/event_throttle.h).
+    void heartbeat();
     // Redraws the block of progress lines on a terminal (at most twice a second).
     void redraw();
     // After the run: every node's line once more with its final figures (redrawn on a terminal;
@@ -67,6 +69,9 @@ private:
     };
     std::string line_text(const std::string& node, const Line& l) const;
     void print_line(const std::string& node, Line& l);
+    // Stores, forwards and prints one event that passed the rate limit.
+    void keep(const EventRecord& e);
+    double now_s() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
 
     std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
     int64_t steps_, every_;
@@ -74,6 +79,9 @@ private:
     std::vector<std::string> nodes_;
     std::function<void(const EventRecord&)> on_event_;
     std::map<std::string, Line> lines_;
+    // Repeated events of one node and kind (junk frames, refused connections) past 5 in 10 s are
+    // counted, not stored one by one.
+    EventThrottle throttle_{10.0, 5};
     Clock::time_point last_draw_ = Clock::now();
     RunWriter writer_;  // last: its thread stops (writing what is left) before the members above go
 };

@@ -53,6 +53,10 @@ struct Coordinator::Impl {
     std::vector<std::pair<int64_t, Clock::time_point>> rejoining;
     // answers_again: per node, the hello out (request id, 0 = none) and when it was sent.
     std::map<size_t, std::pair<int64_t, Clock::time_point>> greeting;
+    // Nodes counted lost that were heard again and told to stop (once per incarnation), and the
+    // metric rows refused from each.
+    std::set<size_t> fenced_told;
+    std::map<size_t, size_t> fenced_rows;
 
     // The configure request that gives a node its role of this run.
     Message configure_message(const NodeRole& role) const {
@@ -407,6 +411,8 @@ Status Coordinator::configure_restarted(size_t i, const NodeRole& role_in) {
     NodeInfo& n = nodes_[i];
     n.state = "restarting";
     n.done = n.lost = n.stopped = n.ok = false;
+    s.fenced_told.erase(i);
+    s.fenced_rows.erase(i);
     n.error.clear();
     s.last_seen[i] = Clock::now();
     return Status::ok();
@@ -498,6 +504,39 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
         return;
     NodeInfo& n = nodes_[it->second];
     s.last_seen[it->second] = Clock::now();
+    if (n.lost && (m.kind == MsgKind::kHeartbeat || m.kind == MsgKind::kDone || m.kind == MsgKind::kMetrics)) {
+        // Counted lost, and the run went on without it: the run's outcome is its survivors'. A
+        // process that was only paused (SIGSTOP, a VM stall) wakes here; it is told to stop, what
+        // it measures from then on is not the run's (it may finish a round its peers gave up
+        // without it), and its end is an event, never a stop or a failure of the run. It comes
+        // back only as a rejoin, a new incarnation.
+        if (m.kind == MsgKind::kMetrics) {
+            const size_t rows = m.body.contains("rows") && m.body["rows"].is_array() ? m.body["rows"].size() : 0;
+            if (s.fenced_rows[it->second] == 0)
+                sink.on_event({0, name, EventLevel::kWarning, "lost-node-rows",
+                               "metric rows from node " + name + " after it was counted lost are not the run's: refused"});
+            s.fenced_rows[it->second] += rows;
+        } else if (m.kind == MsgKind::kDone) {
+            sink.on_event({0, name, EventLevel::kInfo, "lost-node-ended",
+                           "node " + name + ", counted lost, ended: " +
+                               (m.body.value("ok", false) ? std::string(m.body.value("stopped", false) ? "stopped" : "finished")
+                                                          : "failed: " + m.body.value("error", std::string())) +
+                               (s.fenced_rows[it->second] ? "; " + std::to_string(s.fenced_rows[it->second]) +
+                                                                " metric rows it sent after it was counted lost refused"
+                                                          : std::string())});
+        } else if (!s.fenced_told.count(it->second)) {
+            s.fenced_told.insert(it->second);
+            sink.on_event({0, name, EventLevel::kWarning, "lost-node-heard",
+                           "node " + name + " was counted lost but is heard again (a paused process?); it is told to stop"});
+            Message stop;
+            stop.kind = MsgKind::kStop;
+            stop.body["token"] = s.tokens[it->second];
+            stop.body["reason"] = "counted lost";
+            auto frames = encode(stop);
+            s.dealers[it->second].send(frames[0], zmq::send_flags::dontwait);
+        }
+        return;
+    }
     switch (m.kind) {
         case MsgKind::kHeartbeat:
             n.state = m.body.value("state", n.state);
@@ -552,6 +591,15 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
 
 std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_ms) {
     Impl& s = *impl_;
+    {
+        // A gap of seconds since the last poll is this coordinator's own pause (SIGSTOP, a VM stall,
+        // a whole threads run stopped with it): the nodes' silence counts only from when it reads
+        // their streams again.
+        const auto now = Clock::now();
+        const auto gap = now - s.last_poll;
+        if (gap > std::chrono::milliseconds(timeout_ms) + std::chrono::seconds(1))
+            for (auto& t : s.last_seen) t = std::min(now, t + gap);
+    }
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     do {
         bool readable = poll_in(s.sub, std::min(timeout_ms, 20));

@@ -337,7 +337,10 @@ Message NodeServer::Impl::handle(const Message& req, const std::string& key) {
         case MsgKind::kStop:
             if (state == "running" || state == "paused") {
                 ctl.stop = true;
-                sink->event({0, role.name, EventLevel::kInfo, "stop", "stop requested by " + sender_tag(key)});
+                const auto r = req.body.find("reason");
+                const std::string why = r != req.body.end() && r->is_string() ? r->get<std::string>() : "";
+                sink->event({0, role.name, why.empty() ? EventLevel::kInfo : EventLevel::kWarning, "stop",
+                             "stop requested by " + sender_tag(key) + (why.empty() ? "" : " (" + why.substr(0, 64) + ")")});
             }
             return ok;
         case MsgKind::kStatus: {

@@ -33,6 +33,8 @@ constexpr uint64_t kRoundWindow = 1024;
 constexpr size_t kAdmissionRounds = 64;
 // What a member said in its bye (the frame's aux).
 constexpr uint64_t kByeEnded = 0, kByeStopped = 1;
+// A wait's passes are at most ~100 ms apart; a gap ten times that is a pause of this process.
+constexpr std::chrono::milliseconds kOwnPause{1000};
 
 // Wall-clock time in ns since the Unix epoch: comparable between the processes of one machine
 // and, as far as their clocks are synchronised, between machines.
@@ -76,6 +78,7 @@ struct ZmqCollective::Sockets {
     bool counted_out = false;                // a peer's abandon named this member lost (tell_out)
     std::map<int, uint64_t> ready;           // joiners that said they wait for a round's state → its step
     uint64_t taken = 0;                      // messages read off the socket (heard_live drains until none)
+    uint64_t fenced = 0;                     // membership words refused: from a member counted lost, or stale
 };
 
 // Sends a heartbeat frame to every peer each interval from its own thread and sockets.
@@ -228,6 +231,25 @@ Status ZmqCollective::drop(const std::string& why) {
     return Status::ok();  // a dropped frame is not an error of the wait
 }
 
+void ZmqCollective::own_pause_check(std::chrono::steady_clock::time_point& last_pass) {
+    // A pass of a wait comes every 100 ms at most. A longer gap means this process did not run
+    // (SIGSTOP, a VM stall, swapping): silence measured across it says nothing about the peers, who
+    // were awake and may have counted *this* process out meanwhile — their words are queued on the
+    // socket and say so. Silence counts only time this process was awake.
+    const auto now = Clock::now();
+    if (now - last_pass > kOwnPause) {
+        const auto gap = now - last_pass;
+        for (auto& h : s_->heard) h = std::min(now, h + gap);
+        if (opts_.on_event) {
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "%.1f", std::chrono::duration<double>(gap).count());
+            opts_.on_event("own-pause", std::string("this process did not run for ") + buf +
+                                            " s; peers' silence is counted from when it ran again");
+        }
+    }
+    last_pass = now;
+}
+
 Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::vector<uint8_t>& mine, LinkClass link,
                                                                    double sim_clock_s, std::vector<double>* clocks) {
     std::vector<int> everyone(static_cast<size_t>(size()));
@@ -239,9 +261,11 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
                                  std::chrono::steady_clock::time_point wait_start, int max_ms, bool backstop) {
     auto& s = *s_;
     const auto call_start = Clock::now();
+    Clock::time_point last_pass = call_start;
     zmq::message_t h;
     for (;;) {
         if (abort_ && abort_()) return Status::error("collective: aborted (stop requested)");
+        own_pause_check(last_pass);
         if (backstop && since_s(wait_start) * 1000 > opts_.timeout_ms)
             return Status::error("collective: " + what + " timed out");
         for (int r : awaited()) {
@@ -269,8 +293,9 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         }
         if (s.pull_log) s.pull_log->poll();
         if (max_ms >= 0 && since_s(call_start) * 1000 >= max_ms) return Status::ok();  // nothing came
-        if (poll_in(s.pull, max_ms >= 0 ? std::min(max_ms, 20) : 100) && s.pull.recv(h, zmq::recv_flags::dontwait))
-            break;
+        const bool in = poll_in(s.pull, max_ms >= 0 ? std::min(max_ms, 20) : 100);
+        own_pause_check(last_pass);
+        if (in && s.pull.recv(h, zmq::recv_flags::dontwait)) break;
     }
     ++s.taken;
     // The rest of a multi-part message is in already (ZeroMQ delivers messages whole).
@@ -298,17 +323,24 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
     switch (fh->kind) {
         case wire::FrameKind::kHeartbeat:
             return Status::ok();
-        case wire::FrameKind::kAbandon:
+        case wire::FrameKind::kAbandon: {
             // Its attempt failed: whoever waits for it there fails too, and learns whom it found lost.
             if (!body.empty()) return drop("an abandon frame with a payload");
             if (fh->round < admitted_from_) return Status::ok();  // from before this process was admitted
             s.abandoned[from] = fh->round;
+            // Whom it names lost is taken only from a member this process still counts in, about
+            // the attempt this process is in or a later one: a member counted lost (it may have
+            // been paused past the timeout and judged its peers by its own stale clock) or an
+            // attempt already given up does not decide who is in a round.
+            const bool fenced = s.lost.count(from) || fh->round < epoch_base_;
             for (int r = 0; r < size() && r < 64; ++r)
                 if (fh->aux >> r & 1) {
                     if (r == rank_) s.counted_out = true;  // the peer counts this member out (tell_out)
-                    else s.lost.insert(r);
+                    else if (!fenced) s.lost.insert(r);
                 }
+            if (fenced && (fh->aux & ~(uint64_t{1} << rank_))) ++s.fenced;
             return Status::ok();
+        }
         case wire::FrameKind::kReady:
             if (!body.empty()) return drop("a ready frame with a payload");
             s.ready[from] = fh->aux;

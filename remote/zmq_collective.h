@@ -136,6 +136,9 @@ private:
     // drops the backstop (recv_any: a spare may stand by for the whole run).
     Status pump_until(const std::string& what, const std::function<std::vector<int>()>& awaited,
                       std::chrono::steady_clock::time_point wait_start, int max_ms, bool backstop = true);
+    // Called on every pass of a wait with the time of the previous pass: a gap of over a second is
+    // a pause of this process (SIGSTOP, a VM stall), and the peers' silence is moved past it.
+    void own_pause_check(std::chrono::steady_clock::time_point& last_pass);
     Status send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload);
     // An abandon frame of the current attempt with `mask` (lost members) to each of `peers`, never
     // blocking; `to_lost` = false skips peers counted lost here.

@@ -5,6 +5,8 @@
 #include <torch/utils.h>
 
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <filesystem>
 
 #include "core/config_io.h"
@@ -73,7 +75,10 @@ StepReport Trainer::step() {
 double Trainer::evaluate() {
     torch::NoGradGuard no_grad;
     double sum = 0;
-    for (int64_t i = 0; i < cfg_.train.eval_batches; ++i) sum += model_->loss(val_.sequential_batch(i)).item<double>();
+    for (int64_t i = 0; i < cfg_.train.eval_batches; ++i) {
+        if (stop_check_ && stop_check_()) return std::numeric_limits<double>::quiet_NaN();
+        sum += model_->loss(val_.sequential_batch(i)).item<double>();
+    }
     return sum / static_cast<double>(cfg_.train.eval_batches);
 }
 
@@ -108,6 +113,11 @@ Status Trainer::run(const TrainHooks& hooks) {
     auto event = [&](const std::string& k, const std::string& s) {
         if (hooks.on_event && !s.empty()) hooks.on_event(k, s);
     };
+    if (!stop_check_) stop_check_ = hooks.should_stop;
+    const auto eval = [&] {
+        if (!hooks.on_eval) return;
+        if (const double v = evaluate(); !std::isnan(v)) hooks.on_eval(step_, v);
+    };
     auto resumed = resume_if_asked();
     if (!resumed) return resumed.status();
     event("resume", *resumed);
@@ -128,11 +138,11 @@ Status Trainer::run(const TrainHooks& hooks) {
         if (hooks.after_step)
             if (Status s = hooks.after_step(step_); !s) return s;
         const bool last = step_ == t.steps;
-        if (!last && t.eval_every > 0 && step_ % t.eval_every == 0 && hooks.on_eval) hooks.on_eval(step_, evaluate());
+        if (!last && t.eval_every > 0 && step_ % t.eval_every == 0) eval();
         if (!last)
             if (Status s = checkpoint(false); !s) return s;
     }
-    if (hooks.on_eval) hooks.on_eval(step_, evaluate());
+    eval();
     return checkpoint(true);
 }
 

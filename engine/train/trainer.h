@@ -57,8 +57,12 @@ public:
     void set_grad_sync(std::function<Status()> fn) { grad_sync_ = std::move(fn); }
     // The last step's grad-sync outcome; run() returns it when it is an error.
     const Status& sync_status() const { return sync_status_; }
-    // Mean loss over cfg.train.eval_batches fixed validation batches, without gradients.
+    // Mean loss over cfg.train.eval_batches fixed validation batches, without gradients. NaN when
+    // the stop check became true between two batches: a mean cut short is not the run's
+    // validation loss, and callers record nothing then (a stop is honoured within one batch).
     double evaluate();
+    // Polled between evaluation batches; run() uses TrainHooks::should_stop when none is set.
+    void set_stop_check(std::function<bool()> stop) { stop_check_ = std::move(stop); }
 
     // Restores model, optimizer, step and RNG. The loader needs no state (batch is a function of step).
     Status load(const std::string& path);
@@ -95,6 +99,7 @@ private:
     int64_t step_ = 0;
     bool stopped_ = false;
     std::function<Status()> grad_sync_;
+    std::function<bool()> stop_check_;
     Status sync_status_;
 };
 

@@ -68,7 +68,9 @@ private:
         return t_fixed_.defined() && cfg_.pipeline.has("ad2") && run_constraint_rank(cfg_, 0) > 0;
     }
     Status outer_rounds(int64_t step);
-    Status evaluate(double& val);
+    // The global model's validation loss through the stages; `val` NaN (and ok) when `stop` cut it
+    // short: every stage sees the same stop and leaves its loop, or its wait aborts on it.
+    Status evaluate(double& val, const std::atomic<bool>& stop);
     StageSlice& slice() { return rounds_->slices().front(); }  // the one stage this node holds
     // Point to point on the stage link with this node's clock: the message's size is recorded
     // at `step` (clock.send_bytes) so re-timing can replay it.
@@ -522,13 +524,17 @@ Status PipelineWorker::outer_rounds(int64_t step) {
 // Validation loss of the global model on replica 0 (outer algorithms' global weights swapped in).
 // A pipeline evaluates over dense boundaries whatever it trains with; that traffic is measurement
 // and not counted.
-Status PipelineWorker::evaluate(double& val) {
+Status PipelineWorker::evaluate(double& val, const std::atomic<bool>& stop) {
     GlobalWeightsSwap swap;
     rounds_->swap_in_global(swap);
     Status result;
     const int64_t B = cfg_.train.batch_size, T = cfg_.model.seq_len;
     double sum = 0;
     for (int64_t i = 0; i < cfg_.train.eval_batches && result.is_ok(); ++i) {
+        if (stop.load()) {
+            val = NAN;
+            return Status::ok();
+        }
         auto win = val_->sequential_batch(i);
         std::vector<uint8_t> in;
         if (!stage_->first()) {
@@ -546,6 +552,10 @@ Status PipelineWorker::evaluate(double& val) {
             if (!o) result = o.status();
             else result = mesh_->send(peer(role_.replica, role_.stage + 1), *o, LinkClass::kInterStage, 0, false);
         }
+    }
+    if (!result.is_ok() && stop.load()) {  // a wait aborted by the stop
+        val = NAN;
+        return Status::ok();
     }
     val = sum / static_cast<double>(cfg_.train.eval_batches);
     return result;
@@ -670,11 +680,11 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         const bool periodic = cfg_.train.eval_every > 0 && step_ % cfg_.train.eval_every == 0;
         if (evaluator && (round_end || (!rounds && periodic) || step_ == steps)) {
             double v = NAN;
-            if (Status st = evaluate(v); !st) {
+            if (Status st = evaluate(v, ctl.stop); !st) {
                 failure = st;
                 break;
             }
-            if (reports_loss) last_val_ = v, record(step_, metric::kValLoss, v);
+            if (reports_loss && !std::isnan(v)) last_val_ = v, record(step_, metric::kValLoss, v);
         }
         // Run-scoped checkpoints at round boundaries, where every holder has the round's result.
         if (step_ < steps && run_ckpt_.due(step_, !rounds || round_end))

@@ -426,6 +426,7 @@ Status ReplicaWorker::build_training() {
                      cfg_.train.batch_size, seed, part, parts),
         WindowLoader(data->val, select_spans(*data, true, cfg_.data.genres), cfg_.model.seq_len,
                      cfg_.train.batch_size, seed));
+    trainer_->set_stop_check([this] { return ctl_ && ctl_->stop.load(); });
     outer_.reset();
     if (algorithm_traits(cfg_).outer_rounds && mesh_ && !in_pipeline_run()) {
         std::vector<std::string> names;
@@ -1270,9 +1271,12 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         const bool round_end = outer_algo && s.step % cfg_.outer.inner_steps == 0;
         const bool periodic = !outer_algo && cfg_.train.eval_every > 0 && s.step % cfg_.train.eval_every == 0;
         if (is_evaluator() && (round_end || periodic || s.step == steps)) {
-            last_val_ = evaluate_global();
-            last_val_step_ = s.step;
-            record(s.step, metric::kValLoss, last_val_);
+            // NaN: a stop request cut the evaluation short; nothing is recorded.
+            if (const double v = evaluate_global(); !std::isnan(v)) {
+                last_val_ = v;
+                last_val_step_ = s.step;
+                record(s.step, metric::kValLoss, last_val_);
+            }
         }
         if (s.step < steps)
             if (Status st = checkpoint(false, sink); !st) {

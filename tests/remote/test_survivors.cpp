@@ -260,6 +260,40 @@ TEST(Survivors, AnAbandonedAttemptFreesItsPeersAtOnceAndNamesTheLost) {
     (void)c;
 }
 
+// A member counted lost may have been paused past the timeout and judged its peers by its own
+// stale clock: whom it names lost is not taken. Nor is whom a member names lost in an attempt this
+// member has already given up; in the current attempt it is.
+TEST(Survivors, WhomAFencedOrStaleMemberNamesLostIsNotTaken) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::vector<std::string> eps{"inproc://fe0", "inproc://fe1", "inproc://fe2"};
+    auto a = ZmqCollective::create(ctx, eps, 0, live(30)).value();
+    auto b = ZmqCollective::create(ctx, eps, 1, live(30)).value();
+    auto c = ZmqCollective::create(ctx, eps, 2, live(30)).value();
+    const auto settle = [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        (void)a->heard_live(1);  // reads what has arrived
+    };
+    a->begin_epoch(5);
+    b->begin_epoch(5);
+    c->begin_epoch(5);
+    a->declare_lost(2);  // a counted c out (c was paused, say)
+    c->declare_lost(1);  // c, awake again, blames b
+    c->abandon({0, 1});
+    settle();
+    EXPECT_EQ(a->lost_members(), (std::vector<int>{2})) << "a fenced member named b lost";
+    a->forgive(2);
+    // b is behind, in attempt 4, and names c lost there: a is in attempt 5 already.
+    b->begin_epoch(4);
+    b->declare_lost(2);
+    b->abandon({0});
+    settle();
+    EXPECT_TRUE(a->lost_members().empty()) << "a word of an attempt given up decided who is lost";
+    b->begin_epoch(5);
+    b->abandon({0});
+    settle();
+    EXPECT_EQ(a->lost_members(), (std::vector<int>{2}));
+}
+
 TEST(Survivors, MessagesOfAnAbandonedAttemptAreDiscarded) {
     auto ctx = std::make_shared<zmq::context_t>();
     std::vector<std::string> eps{"inproc://st0", "inproc://st1"};

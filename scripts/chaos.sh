@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Chaos schedules against real runs: each schedule trains the micro model on three replica child
+# processes (one algorithm of DiLoCo, SparseLoCo over the mesh or the hub relay, NoLoCo), injects one
+# seeded random fault for real — a replica process paused past the heartbeat timeout (SIGSTOP, then
+# SIGCONT: a laptop lid, a VM stall), a slow replica (short pauses below the timeout), a replica
+# SIGKILLed, a replica SIGKILLed with cluster.restart_lost, or the coordinator SIGKILLed and the run
+# resumed — and then checks the invariants on the store and the processes:
+#   * every round's members agree: all nodes that stored a round's state hash stored the same one,
+#     and all that stored its membership mask stored the same mask;
+#   * the final status is what happened (finished after faults the run survives, exit code 0;
+#     interrupted after the coordinator's death, then finished by the resume);
+#   * no metric row is lost or stored twice: replica 0 (never a victim) stored every step's loss,
+#     and no (node, step, metric) is stored more than once;
+#   * no process is orphaned: none of the run's node processes outlives it.
+# Usage: scripts/chaos.sh N [--seed S] [--thinwire PATH] [--faults LIST] [--keep DIR]
+#   N schedules (schedule i uses seed S + i; S defaults to 1); LIST is a comma-separated subset of
+#   pause,slow,kill,restart,coordinator. Prints one line per schedule and a summary; exits 1 when
+#   any invariant was violated. Runs in a temporary data root; needs sqlite3. --keep DIR copies each
+#   schedule's store and logs into DIR.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+n="${1:-}"
+[[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] || { echo "usage: scripts/chaos.sh N [--seed S] [--thinwire PATH] [--faults LIST] [--keep DIR]" >&2; exit 2; }
+shift
+seed=1 tw="$here/build/release/app/thinwire" fault_list="pause,slow,kill,restart,coordinator" keep=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seed) seed="$2"; shift 2 ;;
+    --thinwire) tw="$2"; shift 2 ;;
+    --faults) fault_list="$2"; shift 2 ;;
+    --keep) keep="$2"; mkdir -p "$keep"; shift 2 ;;
+    *) echo "chaos: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+[ -x "$tw" ] || { echo "chaos: no thinwire binary at $tw (build first, or --thinwire PATH)" >&2; exit 2; }
+command -v sqlite3 >/dev/null || { echo "chaos: needs the sqlite3 command" >&2; exit 2; }
+IFS=, read -r -a faults <<<"$fault_list"
+for f in "${faults[@]}"; do
+  case "$f" in pause|slow|kill|restart|coordinator) ;; *) echo "chaos: unknown fault '$f'" >&2; exit 2 ;; esac
+done
+algos=(diloco sparseloco sparseloco-hub noloco)
+
+work="$(mktemp -d)"
+export THINWIRE_DATA_ROOT="$work"
+cleanup() { pkill -KILL -f -- "--data-root $work" 2>/dev/null || true; pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+source "$here/tests/app/micro_corpus.sh"
+micro_corpus "$work/corpus"
+
+steps=1500 timeout_s=2
+# The layout of one schedule: ALGO, extra [cluster] lines.
+layout() {
+  local algo="$1" topo=""
+  case "$algo" in
+    sparseloco-hub) algo=sparseloco topo='topology = "hub"' ;;
+    noloco) topo='group_size = 2' ;;
+  esac
+  { micro_tables "tie_embeddings = false" | sed "s/^steps = 20\$/steps = $steps\nckpt_every = 50/; s/^eval_every = 10\$/eval_every = 0/"
+    cat <<TOML
+[outer]
+algorithm = "$algo"
+replicas = 3
+inner_steps = 5
+$topo
+[network]
+profile = "home-20m"
+[cluster]
+mode = "local"
+heartbeat_timeout_s = $timeout_s
+$2
+[run]
+threads = 1
+TOML
+  } > "$work/chaos.toml"
+}
+
+q() { sqlite3 "$db" "$1"; }
+run_id() { q "SELECT id FROM runs WHERE name = '$1' ORDER BY id DESC LIMIT 1"; }
+loss_rows() { q "SELECT COUNT(*) FROM metrics WHERE run_id = $1 AND node = 'replica-0' AND name = 'train.loss'" 2>/dev/null || echo 0; }
+# Waits until run NAME has stored AT steps of replica 0 (or its process ended); prints the run id.
+wait_steps() {
+  local name="$1" at="$2" pid="$3" id=""
+  for _ in $(seq 1 1200); do
+    kill -0 "$pid" 2>/dev/null || return 1
+    [ -n "$id" ] || id="$(run_id "$name" 2>/dev/null || true)"
+    if [ -n "$id" ] && [ "$(loss_rows "$id")" -ge "$at" ]; then echo "$id"; return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+# The coordinator's node processes, in role order (replica-0, replica-1, replica-2).
+nodes_of() { pgrep -P "$1" -f -- "node --listen" | sort -n; }
+
+violations=0 injected=0 rounds_checked=0
+violate() { echo "  VIOLATION: $*"; violations=$((violations + 1)); bad=1; }
+
+# The invariants on run ID of schedule NAME (expected final status WANT).
+check_run() {
+  local id="$1" want="$2" split dup status n0 left
+  split="$(q "SELECT step, COUNT(DISTINCT value) FROM metrics WHERE run_id = $id AND name = 'round.state_hash'
+              GROUP BY step HAVING COUNT(DISTINCT value) > 1 LIMIT 3")"
+  [ -z "$split" ] || violate "members of a round hold different states (step, distinct hashes): $split"
+  split="$(q "SELECT step, COUNT(DISTINCT value) FROM metrics WHERE run_id = $id AND name = 'round.group_mask'
+              GROUP BY step HAVING COUNT(DISTINCT value) > 1 LIMIT 3")"
+  [ -z "$split" ] || violate "members of a round hold different memberships (step, distinct masks): $split"
+  rounds_checked=$((rounds_checked + $(q "SELECT COUNT(DISTINCT step) FROM metrics WHERE run_id = $id AND name = 'round.state_hash'")))
+  dup="$(q "SELECT node, step, name, COUNT(*) FROM metrics WHERE run_id = $id GROUP BY node, step, name HAVING COUNT(*) > 1 LIMIT 3")"
+  [ -z "$dup" ] || violate "metric rows stored twice (node|step|name|count): $dup"
+  n0="$(loss_rows "$id")"
+  [ "$n0" -eq "$steps" ] || violate "replica-0 stored $n0 of $steps steps' losses"
+  status="$(q "SELECT status || ': ' || reason FROM runs WHERE id = $id")"
+  [ "${status%%:*}" = "$want" ] || violate "status is '$status', want $want"
+  for _ in $(seq 1 150); do  # a node told to stop takes a moment to leave
+    left="$(pgrep -f -- "--data-root $work" || true)"
+    [ -z "$left" ] && break
+    sleep 0.1
+  done
+  [ -z "$left" ] || { violate "node processes outlive the run: $(ps -o pid=,args= -p "$(tr '\n' ',' <<<"$left" | sed 's/,$//')")"; pkill -KILL -f -- "--data-root $work" || true; }
+}
+
+total_start=$SECONDS
+for i in $(seq 1 "$n"); do
+  RANDOM=$((seed + i))
+  algo="${algos[RANDOM % ${#algos[@]}]}"
+  fault="${faults[RANDOM % ${#faults[@]}]}"
+  victim=$((1 + RANDOM % 2))
+  at=$((30 + RANDOM % 80))
+  db="$work/runs-$i.db"
+  name="chaos-$i"
+  extra=""
+  [ "$fault" = restart ] && extra="restart_lost = 1"
+  layout "$algo" "$extra"
+  bad=0 start=$SECONDS what=""
+  (cd "$work" && exec timeout -k 10 300 "$tw" --db "$db" run chaos.toml --set run.name="$name" > "$work/$name.log" 2>&1) &
+  sub=$!
+  id="$(wait_steps "$name" "$at" "$sub")" || { echo "schedule $i: the run ended before step $at: $(tail -5 "$work/$name.log")"; violations=$((violations + 1)); continue; }
+  coord="$(pgrep -P "$sub" -f "run chaos.toml" || echo "$sub")"
+  victim_pid="$(nodes_of "$coord" | sed -n "$((victim + 1))p")"
+  want=finished rc_want=0
+  case "$fault" in
+    pause)
+      d="$((timeout_s + 2 + RANDOM % 5)).$((RANDOM % 10))"
+      what="replica-$victim paused ${d} s"
+      kill -STOP "$victim_pid"; sleep "$d"; kill -CONT "$victim_pid" ;;
+    slow)
+      what="replica-$victim slowed (0.4 s pauses every 0.8 s for 6 s)"
+      for _ in $(seq 1 8); do kill -STOP "$victim_pid" 2>/dev/null || true; sleep 0.4; kill -CONT "$victim_pid" 2>/dev/null || true; sleep 0.4; done ;;
+    kill|restart)
+      what="replica-$victim SIGKILLed$([ "$fault" = restart ] && echo ", restarted")"
+      kill -KILL "$victim_pid" ;;
+    coordinator)
+      what="coordinator SIGKILLed, run resumed"
+      want=interrupted
+      kill -KILL "$coord" ;;
+  esac
+  injected=$((injected + 1))
+  set +e; wait "$sub"; rc=$?; set -e
+  if [ "$fault" = coordinator ]; then
+    for _ in $(seq 1 100); do [ -z "$(pgrep -f -- "--data-root $work")" ] && break; sleep 0.1; done
+    # `runs list` marks a run whose coordinator is gone interrupted; the resume finishes it.
+    "$tw" --db "$db" runs list > /dev/null
+    st="$(q "SELECT status FROM runs WHERE id = $id")"
+    [ "$st" = interrupted ] || violate "after the coordinator's death the run is '$st', want interrupted"
+    set +e; (cd "$work" && timeout -k 10 300 "$tw" --db "$db" run --resume "$id" > "$work/$name-resume.log" 2>&1); rc=$?; set -e
+    want=finished
+  fi
+  [ "$rc" -eq "$rc_want" ] || violate "exit code $rc, want $rc_want: $(tail -3 "$work/$name.log")"
+  check_run "$id" "$want"
+  lost="$(q "SELECT COUNT(*) FROM events WHERE run_id = $id AND kind = 'node-lost'")"
+  [ -z "$keep" ] || cp "$db" "$work/$name"*.log "$keep/"
+  printf 'schedule %d (seed %d): %s, %s at step %d: %s, exit %d, %s node(s) lost, %d s%s\n' "$i" "$((seed + i))" "$algo" \
+    "$what" "$at" "$(q "SELECT status FROM runs WHERE id = $id")" "$rc" "$lost" $((SECONDS - start)) "$([ $bad -eq 0 ] && echo "" || echo " — VIOLATED")"
+done
+echo "chaos: $n schedules, $injected faults injected, $rounds_checked rounds checked, $violations invariant violations, $((SECONDS - total_start)) s"
+[ "$violations" -eq 0 ]
