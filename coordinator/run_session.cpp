@@ -343,6 +343,9 @@ void Session::body(RunConfig cfg) {
     Clock::time_point stop_at, last_beat = Clock::now();
     while (!outcome) {
         outcome = coord->poll(sink, 100);
+        if (hub)  // the relay follows the coordinator's membership: a node counted lost is fenced there
+            for (size_t i = 0; i < roles.size() && i < coord->nodes().size(); ++i)
+                if (roles[i].mesh_rank >= 0) hub->fence(roles[i].mesh_rank, coord->nodes()[i].lost);
         if (!outcome && local && kills.active())
             if (Status st = kills.carry_out(*local, *coord, [&](const std::string& l) {
                     sink.on_event({0, "coordinator", EventLevel::kWarning, "process", l});

@@ -271,6 +271,11 @@ void HubRelay::serve() {
             continue;
         }
         const std::string who = "replica " + std::to_string(rank);
+        if (fenced_.load() >> rank & 1) {
+            refuse(peer, op, round, who + " was counted lost by the coordinator: its requests are refused until it is "
+                                          "taken back");
+            continue;
+        }
         if ((mask & ~all_ranks) != 0 || !(mask >> rank & 1)) {
             refuse(peer, op, round, who + ": round " + std::to_string(round) + " names members " + mask_text(mask) +
                                         ", which " + ((mask & ~all_ranks) ? "are not all ranks below " + std::to_string(R)

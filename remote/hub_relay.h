@@ -101,6 +101,14 @@ public:
     size_t held_rounds() const { return held_rounds_.load(); }
     // Payload bytes received (uploads) and sent (downloads), counted on the outer-sync link.
     ByteCounters counters() const;
+    // The coordinator's word on rank `rank` (< 64): counted lost (`out`), its requests are refused
+    // — a process that was only paused must not open or join a round its peers hold without it —
+    // until it is taken back (a restarted process, admitted). Thread-safe.
+    void fence(int rank, bool out) {
+        if (rank < 0 || rank >= 64) return;
+        if (out) fenced_.fetch_or(uint64_t{1} << rank);
+        else fenced_.fetch_and(~(uint64_t{1} << rank));
+    }
 
 private:
     HubRelay() = default;
@@ -113,6 +121,7 @@ private:
     std::thread thread_;
     std::atomic<bool> stop_{false};
     std::atomic<uint64_t> refused_{0};
+    std::atomic<uint64_t> fenced_{0};  // ranks counted lost (fence)
     std::atomic<size_t> held_rounds_{0};
     mutable std::mutex counters_mu_;
     ByteCounters counters_;

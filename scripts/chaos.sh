@@ -12,33 +12,40 @@
 #   * no metric row is lost or stored twice: replica 0 (never a victim) stored every step's loss,
 #     and no (node, step, metric) is stored more than once;
 #   * no process is orphaned: none of the run's node processes outlives it.
-# Usage: scripts/chaos.sh N [--seed S] [--thinwire PATH] [--faults LIST] [--keep DIR]
+# Usage: scripts/chaos.sh N [--seed S] [--thinwire PATH] [--faults LIST] [--each] [--algos LIST] [--keep DIR]
 #   N schedules (schedule i uses seed S + i; S defaults to 1); LIST is a comma-separated subset of
-#   pause,slow,kill,restart,coordinator. Prints one line per schedule and a summary; exits 1 when
+#   pause,slow,kill,restart,coordinator; --each takes the faults of LIST in turn instead of at random
+#   (the algorithm, the victim and the timing stay random); --algos LIST draws from a subset of
+#   diloco,sparseloco,sparseloco-hub,noloco. CHAOS_RUN_LIMIT (s, default 240) bounds each run. Prints one line per schedule and a summary; exits 1 when
 #   any invariant was violated. Runs in a temporary data root; needs sqlite3. --keep DIR copies each
 #   schedule's store and logs into DIR.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-}"
-[[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] || { echo "usage: scripts/chaos.sh N [--seed S] [--thinwire PATH] [--faults LIST] [--keep DIR]" >&2; exit 2; }
+[[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] || { echo "usage: scripts/chaos.sh N [--seed S] [--thinwire PATH] [--faults LIST] [--each] [--algos LIST] [--keep DIR]" >&2; exit 2; }
 shift
-seed=1 tw="$here/build/release/app/thinwire" fault_list="pause,slow,kill,restart,coordinator" keep=""
+algos=(diloco sparseloco sparseloco-hub noloco)
+seed=1 tw="$here/build/release/app/thinwire" fault_list="pause,slow,kill,restart,coordinator" keep="" each=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --seed) seed="$2"; shift 2 ;;
     --thinwire) tw="$2"; shift 2 ;;
     --faults) fault_list="$2"; shift 2 ;;
     --keep) keep="$2"; mkdir -p "$keep"; shift 2 ;;
+    --each) each=1; shift ;;
+    --algos) IFS=, read -r -a algos <<<"$2"; shift 2 ;;
     *) echo "chaos: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 [ -x "$tw" ] || { echo "chaos: no thinwire binary at $tw (build first, or --thinwire PATH)" >&2; exit 2; }
 command -v sqlite3 >/dev/null || { echo "chaos: needs the sqlite3 command" >&2; exit 2; }
 IFS=, read -r -a faults <<<"$fault_list"
+for a in "${algos[@]}"; do
+  case "$a" in diloco|sparseloco|sparseloco-hub|noloco) ;; *) echo "chaos: unknown algorithm '$a'" >&2; exit 2 ;; esac
+done
 for f in "${faults[@]}"; do
   case "$f" in pause|slow|kill|restart|coordinator) ;; *) echo "chaos: unknown fault '$f'" >&2; exit 2 ;; esac
 done
-algos=(diloco sparseloco sparseloco-hub noloco)
 
 work="$(mktemp -d)"
 export THINWIRE_DATA_ROOT="$work"
@@ -47,7 +54,7 @@ trap cleanup EXIT
 source "$here/tests/app/micro_corpus.sh"
 micro_corpus "$work/corpus"
 
-steps=1500 timeout_s=2
+steps=1500 timeout_s=2 run_limit="${CHAOS_RUN_LIMIT:-240}"
 # The layout of one schedule: ALGO, extra [cluster] lines.
 layout() {
   local algo="$1" topo=""
@@ -123,6 +130,7 @@ for i in $(seq 1 "$n"); do
   RANDOM=$((seed + i))
   algo="${algos[RANDOM % ${#algos[@]}]}"
   fault="${faults[RANDOM % ${#faults[@]}]}"
+  [ "$each" -eq 0 ] || fault="${faults[(i - 1) % ${#faults[@]}]}"
   victim=$((1 + RANDOM % 2))
   at=$((30 + RANDOM % 80))
   db="$work/runs-$i.db"
@@ -131,7 +139,7 @@ for i in $(seq 1 "$n"); do
   [ "$fault" = restart ] && extra="restart_lost = 1"
   layout "$algo" "$extra"
   bad=0 start=$SECONDS what=""
-  (cd "$work" && exec timeout -k 10 300 "$tw" --db "$db" run chaos.toml --set run.name="$name" > "$work/$name.log" 2>&1) &
+  (cd "$work" && exec timeout -k 10 "$run_limit" "$tw" --db "$db" run chaos.toml --set run.name="$name" > "$work/$name.log" 2>&1) &
   sub=$!
   id="$(wait_steps "$name" "$at" "$sub")" || { echo "schedule $i: the run ended before step $at: $(tail -5 "$work/$name.log")"; violations=$((violations + 1)); continue; }
   coord="$(pgrep -P "$sub" -f "run chaos.toml" || echo "$sub")"
@@ -146,7 +154,8 @@ for i in $(seq 1 "$n"); do
       what="replica-$victim slowed (0.4 s pauses every 0.8 s for 6 s)"
       for _ in $(seq 1 8); do kill -STOP "$victim_pid" 2>/dev/null || true; sleep 0.4; kill -CONT "$victim_pid" 2>/dev/null || true; sleep 0.4; done ;;
     kill|restart)
-      what="replica-$victim SIGKILLed$([ "$fault" = restart ] && echo ", restarted")"
+      what="replica-$victim SIGKILLed"
+      [ "$fault" = kill ] || what="$what, restarted by its coordinator"
       kill -KILL "$victim_pid" ;;
     coordinator)
       what="coordinator SIGKILLed, run resumed"
@@ -154,7 +163,7 @@ for i in $(seq 1 "$n"); do
       kill -KILL "$coord" ;;
   esac
   injected=$((injected + 1))
-  set +e; wait "$sub"; rc=$?; set -e
+  set +e; wait "$sub" 2>/dev/null; rc=$?; set -e
   if [ "$fault" = coordinator ]; then
     for _ in $(seq 1 100); do [ -z "$(pgrep -f -- "--data-root $work")" ] && break; sleep 0.1; done
     # `runs list` marks a run whose coordinator is gone interrupted; the resume finishes it.
@@ -168,6 +177,10 @@ for i in $(seq 1 "$n"); do
   check_run "$id" "$want"
   lost="$(q "SELECT COUNT(*) FROM events WHERE run_id = $id AND kind = 'node-lost'")"
   [ -z "$keep" ] || cp "$db" "$work/$name"*.log "$keep/"
+  if [ "$bad" -ne 0 ]; then  # what the run said, for the report
+    q "SELECT '    event ' || node || ' ' || kind || ': ' || substr(text, 1, 160) FROM events WHERE run_id = $id AND level > 0 LIMIT 12"
+    tail -5 "$work/$name.log" | sed 's/^/    log /'
+  fi
   printf 'schedule %d (seed %d): %s, %s at step %d: %s, exit %d, %s node(s) lost, %d s%s\n' "$i" "$((seed + i))" "$algo" \
     "$what" "$at" "$(q "SELECT status FROM runs WHERE id = $id")" "$rc" "$lost" $((SECONDS - start)) "$([ $bad -eq 0 ] && echo "" || echo " — VIOLATED")"
 done

@@ -275,6 +275,34 @@ TEST(HubRelay, AnUploadNamingOtherMembersThanTheRoundsIsRefusedByNameAndTheRelay
 // An attempt given up and redone: members 0 and 1 upload round 16 of all three, member 2 never
 // does (lost). Member 0 moves on to round 32 among {0, 1}: round 16 is dropped and member 1, still
 // waiting for it, is told who gave it up; then both complete round 32.
+// A member the coordinator counted lost (a paused process, awake again) would open the survivors'
+// next round with its old membership first, and their uploads would be refused for naming other
+// members. Fenced, its requests are refused; the survivors' round completes; taken back, it uploads.
+TEST(HubRelay, AFencedMemberCannotOpenTheSurvivorsRoundUntilTakenBack) {
+    auto ctx = std::make_shared<zmq::context_t>(1);
+    constexpr int R = 3;
+    auto relay = HubRelay::start(ctx, "inproc://hub-test-fence", relay_options(R, 4096));
+    ASSERT_TRUE(relay) << relay.message();
+    auto a = client(ctx, (*relay)->endpoint(), 0, R);
+    auto b = client(ctx, (*relay)->endpoint(), 1, R);
+    auto stale = client(ctx, (*relay)->endpoint(), 2, R);
+    ASSERT_TRUE(a && b && stale);
+    (*relay)->fence(2, true);
+    Status s = (*stale)->raw_upload(2, R, 4, 64, payload_of(2, 4, 64), 10000, kAll3);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.message().find("replica 2 was counted lost by the coordinator"), std::string::npos) << s.message();
+    Result<std::vector<std::vector<uint8_t>>> ra = Status::error("not run");
+    std::thread t([&] { ra = (*a)->round(4, kAll2, payload_of(0, 4, 64), 0.0, nullptr, 20000); });
+    auto rb = (*b)->round(4, kAll2, payload_of(1, 4, 64), 0.0, nullptr, 20000);
+    t.join();
+    ASSERT_TRUE(ra) << ra.message();
+    ASSERT_TRUE(rb) << rb.message();
+    EXPECT_EQ((*ra)[1], payload_of(1, 4, 64));
+    (*relay)->fence(2, false);
+    EXPECT_TRUE((*stale)->raw_upload(2, R, 5, 64, payload_of(2, 5, 64), 10000, kAll3));
+    EXPECT_EQ((*relay)->refused(), 1u);
+}
+
 TEST(HubRelay, ARoundGivenUpIsDroppedWithAReplyAndRedoneAsALargerRound) {
     auto ctx = std::make_shared<zmq::context_t>(1);
     constexpr int R = 3;
