@@ -57,6 +57,7 @@ struct Coordinator::Impl {
     // metric rows refused from each.
     std::set<size_t> fenced_told;
     std::map<size_t, size_t> fenced_rows;
+    std::vector<std::string> losses;  // "NODE at step N", each node counted lost, in order
 
     // The configure request that gives a node its role of this run.
     Message configure_message(const NodeRole& role) const {
@@ -627,7 +628,9 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
     }
     for (size_t i = 0; i < nodes_.size(); ++i)
         if (s.in_run[i]) nodes_[i].heartbeat_age_s = since_s(s.last_seen[i]);
-    if (s.first_failure) {
+    // After a stop request, a node's error is the stop's doing (a wait aborted on it): the run was
+    // interrupted, not failed.
+    if (s.first_failure && !s.stopping) {
         const NodeInfo& n = nodes_[*s.first_failure];
         return RunOutcome{RunStatus::kFailed, n.name + ": " + n.error};
     }
@@ -640,6 +643,7 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
             // A replica the run can go on without: its peers redo their round among themselves.
             n.done = n.lost = true;
             n.state = "lost";
+            s.losses.push_back(n.name + " at step " + std::to_string(n.step));
             char buf[64];
             std::snprintf(buf, sizeof buf, "%.1f", n.heartbeat_age_s);
             // Live units: those none of whose nodes is lost (a replica's nodes leave together).
@@ -671,7 +675,10 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
     }
     if (!all_done) return std::nullopt;
     if (any_stopped || s.stopping) return RunOutcome{RunStatus::kInterrupted, "stopped on request"};
-    return RunOutcome{RunStatus::kFinished, ""};
+    // Finished; the faults it survived are named.
+    std::string survived;
+    for (const std::string& l : s.losses) survived += (survived.empty() ? "" : ", ") + l;
+    return RunOutcome{RunStatus::kFinished, survived.empty() ? "" : "survived the loss of " + survived};
 }
 
 }  // namespace tw

@@ -7,8 +7,8 @@
 # resumed — and then checks the invariants on the store and the processes:
 #   * every round's members agree: all nodes that stored a round's state hash stored the same one,
 #     and all that stored its membership mask stored the same mask;
-#   * the final status is what happened (finished after faults the run survives, exit code 0;
-#     interrupted after the coordinator's death, then finished by the resume);
+#   * the final status is what happened (finished after faults the run survives, exit code 0, naming
+#     the node it lost; interrupted after the coordinator's death, then finished by the resume);
 #   * no metric row is lost or stored twice: replica 0 (never a victim) stored every step's loss,
 #     and no (node, step, metric) is stored more than once;
 #   * no process is orphaned: none of the run's node processes outlives it.
@@ -102,8 +102,8 @@ violations=0 injected=0 rounds_checked=0
 violate() { echo "  VIOLATION: $*"; violations=$((violations + 1)); bad=1; }
 
 # The invariants on run ID of schedule NAME (expected final status WANT).
-check_run() {
-  local id="$1" want="$2" split dup status n0 left
+check_run() {  # id, status wanted, text its reason must hold ("" = any)
+  local id="$1" want="$2" reason="$3" split dup status n0 left
   split="$(q "SELECT step, COUNT(DISTINCT value) FROM metrics WHERE run_id = $id AND name = 'round.state_hash'
               GROUP BY step HAVING COUNT(DISTINCT value) > 1 LIMIT 3")"
   [ -z "$split" ] || violate "members of a round hold different states (step, distinct hashes): $split"
@@ -117,6 +117,7 @@ check_run() {
   [ "$n0" -eq "$steps" ] || violate "replica-0 stored $n0 of $steps steps' losses"
   status="$(q "SELECT status || ': ' || reason FROM runs WHERE id = $id")"
   [ "${status%%:*}" = "$want" ] || violate "status is '$status', want $want"
+  [ -z "$reason" ] || grep -qF -- "$reason" <<<"$status" || violate "the status '$status' does not say '$reason'"
   for _ in $(seq 1 150); do  # a node told to stop takes a moment to leave
     left="$(pgrep -f -- "--data-root $work" || true)"
     [ -z "$left" ] && break
@@ -174,7 +175,9 @@ for i in $(seq 1 "$n"); do
     want=finished
   fi
   [ "$rc" -eq "$rc_want" ] || violate "exit code $rc, want $rc_want: $(tail -3 "$work/$name.log")"
-  check_run "$id" "$want"
+  survived=""  # a loss the run survived is named in its status
+  case "$fault" in pause|kill|restart) survived="survived the loss of replica-$victim" ;; esac
+  check_run "$id" "$want" "$survived"
   lost="$(q "SELECT COUNT(*) FROM events WHERE run_id = $id AND kind = 'node-lost'")"
   [ -z "$keep" ] || cp "$db" "$work/$name"*.log "$keep/"
   if [ "$bad" -ne 0 ]; then  # what the run said, for the report
