@@ -32,6 +32,7 @@
 #include "coordinator/resume_plan.h"
 #include "coordinator/lost_restarts.h"
 #include "coordinator/scheduled_kills.h"
+#include "coordinator/launch_limits.h"
 #include "storage/run_liveness.h"
 #include "storage/run_store.h"
 
@@ -117,6 +118,15 @@ void Session::body(RunConfig cfg) {
     // of the split add in another order (docs/determinism.md).
     if (cfg.cluster.mode == "threads" || cfg.cluster.mode == "local")
         cfg.run.threads = std::max<int64_t>(1, cfg.run.threads / n);
+
+    // Launch limits (coordinator/launch_limits.h): a layout this machine cannot hold is refused here,
+    // before the first node (thread or child process) exists, with the figures and the keys.
+    set_phase("checking limits");
+    const LaunchVerdict limits = unwrap(launch_limits_here(cfg, n));
+    for (const std::string& w : limits.warnings) {
+        add_log("coordinator: launch: " + w);
+        if (print_) std::fprintf(stderr, "thinwire: warning: %s\n", w.c_str());
+    }
 
     set_phase("starting nodes");
     auto ctx = std::make_shared<zmq::context_t>();
@@ -251,6 +261,15 @@ void Session::body(RunConfig cfg) {
     if (Status st = store.add_event(out.run_id,
                           {since_s(t0), "coordinator", EventLevel::kInfo, "data", "data " + to_text(fingerprint)}); !st)
         std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
+    // The launch estimate stays with the run (a later look at a crash compares it with the machine).
+    for (const std::string& w : limits.warnings)
+        if (Status st = store.add_event(out.run_id, {since_s(t0), "coordinator", EventLevel::kWarning, "launch", w}); !st)
+            std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
+    if (!limits.summary.empty())
+        if (Status st = store.add_event(out.run_id, {since_s(t0), "coordinator", EventLevel::kInfo, "launch",
+                                                     limits.summary + "; " + limits.detail});
+            !st)
+            std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
     {
         std::lock_guard<std::mutex> lock(mu_);
         snap_.run_id = out.run_id;

@@ -171,6 +171,14 @@ struct ClusterConfig {
     // restarts as a whole. Full replicas of an outer algorithm, in child processes (cluster.mode =
     // "local") or on a remote cluster (one-node replicas: its operator restarts the node). 0 = never.
     int64_t restart_lost = 0;
+    // Launch limits, checked before any node starts (coordinator/launch_limits.h, docs/launch_limits.md).
+    // At most this many child processes (cluster.mode = "local") in one run: each is a LibTorch
+    // runtime of its own, and a thousand of them take a machine whatever its memory. Raise it knowingly.
+    int64_t max_local_processes = 64;
+    // The run's memory estimated from this config (core/memory_estimate.h) against what this machine
+    // has available (MemAvailable, or a cgroup's room): "refuse" (default) refuses a run that does not
+    // fit and warns above 80%, "warn" only warns, "off" skips the check.
+    std::string memory_check = "refuse";
 };
 
 // [pipeline] — pipeline replicas and their compressed boundaries (docs/methods.md §5–§7); read when

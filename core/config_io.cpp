@@ -152,6 +152,9 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"cluster.min_replicas", &c.cluster.min_replicas, 1, 65535, {}, "quorum: live replicas to go on"},
         {"cluster.spares", &c.cluster.spares, 0, 63, {}, "spare nodes standing by"},
         {"cluster.restart_lost", &c.cluster.restart_lost, 0, 1000, {}, "restarts of a lost node process"},
+        {"cluster.max_local_processes", &c.cluster.max_local_processes, 1, 1 << 20, {}, "most child processes per run"},
+        {"cluster.memory_check", &c.cluster.memory_check, -inf, inf, {"refuse", "warn", "off"},
+         "memory check before the start"},
 
         {"pipeline.replicas", &c.pipeline.replicas, -1, 1024},
         {"pipeline.schedule", &c.pipeline.schedule, -inf, inf, {"gpipe", "1f1b"}},
@@ -802,6 +805,10 @@ std::string to_toml(const RunConfig& cfg_in) {
         // Written (and so hashed) only when set, like [faults] below.
         if (f.key == "cluster.spares" && cfg.cluster.spares == 0) continue;
         if (f.key == "cluster.restart_lost" && cfg.cluster.restart_lost == 0) continue;
+        // Launch limits decide whether a run starts, not what it computes: written only when set.
+        if (f.key == "cluster.max_local_processes" && cfg.cluster.max_local_processes == ClusterConfig{}.max_local_processes)
+            continue;
+        if (f.key == "cluster.memory_check" && cfg.cluster.memory_check == ClusterConfig{}.memory_check) continue;
         if (f.key == "train.tokens_per_param" && cfg.train.tokens_per_param <= 0) continue;
         if (f.key == "run.seeds" && cfg.run.seeds.empty()) continue;
         auto dot = f.key.find('.');

@@ -85,6 +85,29 @@ TEST(Config, ResolvedTomlRoundTrips) {
     EXPECT_NE(config_hash(*c), config_hash(parse_config("", "d").value()));
 }
 
+// The launch limits (coordinator/launch_limits.h) decide whether a run starts, not what it computes:
+// at their defaults they stay out of the resolved text, so every earlier run keeps its hash; set,
+// they are stored and read back; a wrong value names the key.
+TEST(Config, LaunchLimitKeysAreStoredOnlyWhenSetAndCheckTheirValues) {
+    const RunConfig d = parse_config("", "d").value();
+    EXPECT_EQ(d.cluster.max_local_processes, 64);
+    EXPECT_EQ(d.cluster.memory_check, "refuse");
+    EXPECT_EQ(to_toml(d).find("max_local_processes"), std::string::npos);
+    EXPECT_EQ(to_toml(d).find("memory_check"), std::string::npos);
+    auto c = parse_config("", "d", {"cluster.max_local_processes=8", "cluster.memory_check=warn"});
+    ASSERT_TRUE(c) << c.message();
+    const std::string text = to_toml(*c);
+    EXPECT_NE(text.find("max_local_processes = 8"), std::string::npos) << text;
+    EXPECT_NE(text.find("memory_check = 'warn'"), std::string::npos) << text;
+    EXPECT_EQ(parse_config(text, "resolved").value().cluster.memory_check, "warn");
+    EXPECT_NE(config_hash(*c), config_hash(d));
+    auto bad = parse_config("", "d", {"cluster.memory_check=maybe", "cluster.max_local_processes=0"});
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.message().find("cluster.memory_check: unknown value \"maybe\""), std::string::npos) << bad.message();
+    EXPECT_NE(bad.message().find("cluster.max_local_processes: value 0 is out of range"), std::string::npos)
+        << bad.message();
+}
+
 TEST(Network, TransferTimeIsLatencyPlusBitsOverBandwidth) {
     auto home = network_profile("home-20m");
     ASSERT_TRUE(home) << home.message();
