@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/metric_names.h"
+#include "core/output_file.h"
 #include "storage/schema.h"
 
 namespace tw {
@@ -522,6 +523,7 @@ Status RunStore::copy_run_to(int64_t id, const std::string& dest_path) {
         std::lock_guard<std::mutex> lock(*mu_);
         if (Status s = require_run(id); !s) return s;
     }
+    if (Status s = check_output_target(dest_path, path()); !s) return s;  // the store itself, however spelt
     if (std::ifstream(dest_path).good()) return Status::error("refusing to overwrite existing file " + dest_path);
     {  // create the destination with this build's schema
         auto dest = RunStore::open(dest_path);

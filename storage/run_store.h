@@ -154,7 +154,8 @@ class RunStore {
     Result<std::vector<EventRecord>> events(int64_t id);
 
     // Writes run `id` (its row, nodes, metrics and events) into a new standalone database at
-    // `dest_path` with this build's schema. Refuses to overwrite an existing file.
+    // `dest_path` with this build's schema. Refuses to overwrite an existing file, and refuses this
+    // store's own files however spelt (core/output_file.h check_output_target).
     Status copy_run_to(int64_t id, const std::string& dest_path);
 
     // The path given to open().
