@@ -154,6 +154,22 @@ std::string schema_difference(const Schema& file, const Schema& ours, int versio
     return "";
 }
 
+// quick_check's first problem on one line, without the "*** in database main ***" heading
+// SQLite puts before the problems of each database.
+std::string one_line(std::string text) {
+    const std::string heading = "*** in database main ***";
+    if (text.rfind(heading, 0) == 0) text.erase(0, heading.size());
+    std::string out;
+    for (char c : text) {
+        if (c == '\n') {
+            if (!out.empty() && out.back() != ' ') out += "; ";
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 Status probe_store(const std::string& path, StoreAccess access, int latest_schema) {
@@ -211,7 +227,7 @@ Status probe_store(const std::string& path, StoreAccess access, int latest_schem
                              " (restore a copy, or try sqlite3's .recover into a new file)");
     if (check.empty() || check.front().front() != "ok")
         return Status::error(where + "is damaged: PRAGMA quick_check reports: " +
-                             (check.empty() ? std::string("nothing") : check.front().front()) + untouched +
+                             (check.empty() ? std::string("nothing") : one_line(check.front().front())) + untouched +
                              " (restore a copy, or try sqlite3's .recover into a new file)");
     return Status::ok();
 }

@@ -241,6 +241,7 @@ TEST(StoreProbe, ADamagedStoreIsRefusedBeforeAnythingIsWritten) {
     EXPECT_TRUE(m.find("Page") != std::string::npos || m.find("page") != std::string::npos ||
                 m.find("malformed") != std::string::npos)
         << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << "not one line: " << m;
 }
 
 TEST(RunStoreDelete, RemovesEveryRowOfTheRunAndNoOther) {
