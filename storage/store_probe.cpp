@@ -131,7 +131,7 @@ std::string holdings(const Schema& s) {
     std::string out;
     for (auto& [type, names] : by_type) {
         out += out.empty() ? "the " : " and the ";
-        out += type + (names.size() == 1 ? " " : "s ") + list(names, 6);
+        out += type + (names.size() == 1 ? " " : type == "index" ? "es " : "s ") + list(names, 6);
     }
     return out;
 }
@@ -188,9 +188,16 @@ Status probe_store(const std::string& path, StoreAccess access, int latest_schem
     if (!db.opened()) return Status::error(where + "cannot be read: " + db.error());
     Rows version_row;
     Schema schema;
+    // The version and the schema from one snapshot: another process may be creating the store
+    // (migration 1 writes both in one transaction), and two separate reads could see tables from
+    // after it with the version from before. BEGIN on a read-only connection starts a read.
     // The first read is where a file that is not a database shows up ("file is not a database").
-    if (!db.rows("PRAGMA user_version", version_row) || version_row.empty() || !read_schema(db, schema))
-        return Status::error(where + "cannot be read as a database: " + db.error());
+    Rows none;
+    const bool read = db.rows("BEGIN", none) && db.rows("PRAGMA user_version", version_row) && !version_row.empty() &&
+                      read_schema(db, schema);
+    const std::string read_error = db.error();
+    (void)db.rows("COMMIT", none);  // ends the read; nothing to commit
+    if (!read) return Status::error(where + "cannot be read as a database: " + read_error);
     const long long version = std::strtoll(version_row.front().front().c_str(), nullptr, 10);
     const bool runs_table = schema.count("runs") && schema.at("runs").type == "table";
     const std::string foreign = where + "is not a thinwire run store (";
