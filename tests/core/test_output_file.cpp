@@ -80,9 +80,9 @@ TEST(OutputFile, ADirectoryOrAMissingFolderIsAnError) {
     EXPECT_NE(st.message().find("cannot write"), std::string::npos) << st.message();
 }
 
-// The reported loss: `runs export 1 --out runs.db --force` replaced the open store with CSV. Every
-// spelling of the store or of a file SQLite keeps beside it is refused, with kReplace too, naming
-// both paths, and nothing changes on disk.
+// `runs export 1 --out runs.db --force` must never replace the open store with CSV: every spelling
+// of the store or of a file SQLite keeps beside it is refused, with kReplace too, naming both
+// paths, and nothing changes on disk.
 TEST(OutputFile, TheRunStoreIsNeverATargetHoweverSpelt) {
     const std::string dir = fresh_dir("store");
     const std::string db = dir + "/runs.db";

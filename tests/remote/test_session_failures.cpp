@@ -123,8 +123,8 @@ TEST(SessionFailures, AWorkerThatThrowsAnythingEndsTheStoredRunAsFailed) {
     EXPECT_NE(s.reason.find("worker: an exception that is not a std::exception"), std::string::npos) << s.reason;
 }
 
-// The reported loss: on a full disk the run trained all its steps while every flush failed, held
-// the rows in memory, lost them, was not marked failed, and the CLI died on a missing summary.
+// A store that runs out of room must not let the run train on with every flush failing, its rows
+// held in memory and lost, the run never marked failed and the CLI's table without summaries.
 // Here the store's page limit leaves less room than the writer's reserve after a few hundred
 // rows: the session stops the run as a user's stop does, writes every row into the reserve, ends
 // the run as failed saying why, and the result carries every node's summary.

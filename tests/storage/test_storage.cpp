@@ -1008,10 +1008,9 @@ TEST(RunStore, RoomIsWhatThePageLimitLeavesWhenTheDiskHasMore) {
     EXPECT_EQ(room.value(), (pages + 10 - count(db, "PRAGMA page_count")) * page_size);
 }
 
-// The reported loss: on a full disk every flush failed, training went on, the rows piled up in
-// memory and nobody was told until the end. Now the first failed write (SQLITE_FULL here, from the
-// page limit) is failure() at once, every row committed before it stays, the rows not stored are
-// counted exactly, and a small row (the run's end) still fits where a batch did not.
+// A failed write is never only a warning while rows pile up in memory: the first one (SQLITE_FULL
+// here, from the page limit) is failure() at once, every row committed before it stays, the rows
+// not stored are counted exactly, and a small row (the run's end) still fits where a batch did not.
 TEST(RunWriter, AFailedWriteIsReportedAtOnceAndKeepsEveryRowAlreadyWritten) {
     TempDb tmp;
     int64_t id = 0;

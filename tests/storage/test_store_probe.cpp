@@ -139,9 +139,8 @@ TEST(StoreProbe, NotADatabaseAndADirectoryAreNamed) {
     std::remove(p.c_str());
 }
 
-// Another program's database with a `runs` table of its own: before, `runs list` switched it to
-// WAL (a write) and only then failed on the migration. Now nothing is written: not its journal
-// mode, not a table, not user_version.
+// Another program's database with a `runs` table of its own is refused by what it holds, before
+// any write: not its journal mode (WAL), not a table, not user_version changes.
 TEST(StoreProbe, AForeignDatabaseWithARunsTableIsRefusedUntouched) {
     const std::string p = temp_path("foreign_runs");
     make_db(p, "CREATE TABLE runs(id INTEGER PRIMARY KEY, who TEXT); INSERT INTO runs VALUES (1, 'marathon');");
@@ -153,8 +152,7 @@ TEST(StoreProbe, AForeignDatabaseWithARunsTableIsRefusedUntouched) {
     expect_refused_untouched(q, {"not a thinwire run store", "'runs' has the columns (id, who)"});
 }
 
-// A database holding only a view named `runs`: before, it was taken for an empty store (the probe
-// counted tables only), adopted and written into.
+// A database holding only a view named `runs` is not an empty store to adopt: it is refused by name.
 TEST(StoreProbe, AViewNamedRunsIsRefusedByName) {
     const std::string p = temp_path("view");
     make_db(p, "CREATE VIEW runs AS SELECT 1 AS id, 'x' AS name;");
@@ -202,9 +200,9 @@ TEST(StoreProbe, AMissingEmptyOrBlankFileBecomesAFreshStore) {
     }
 }
 
-// 4 KiB of random bytes written into the middle of a store: before, it was opened and written
-// into. Now PRAGMA quick_check refuses it first, naming the file and the first problem, and the
-// file keeps its bytes and modification time.
+// 4 KiB of random bytes written into the middle of a store: PRAGMA quick_check refuses it before
+// anything is written, naming the file and the first problem, and the file keeps its bytes and
+// modification time.
 TEST(StoreProbe, ADamagedStoreIsRefusedBeforeAnythingIsWritten) {
     const std::string p = temp_path("damaged");
     {
