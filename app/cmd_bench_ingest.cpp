@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "core/output_file.h"
 #include "storage/bench/ingest_bench.h"
 
 namespace tw::cli {
@@ -34,7 +35,7 @@ int run_ingest(const IngestBenchOptions& o) {
 
 }  // namespace
 
-Command add_bench_ingest(CLI::App& bench, const Globals&) {
+Command add_bench_ingest(CLI::App& bench, const Globals& g) {
     auto* sub = bench.add_subcommand("ingest", "Metric rows/s written to SQLite: batched vs one row per transaction");
     auto o = std::make_shared<IngestBenchOptions>();
     sub->add_option("--rows", o->rows, "rows written in batches")
@@ -50,7 +51,11 @@ Command add_bench_ingest(CLI::App& bench, const Globals&) {
     sub->add_option("--db", o->db_path,
                     "file to write (must not exist; deleted afterwards). Default: a new file in the temp dir; "
                     "the run store is never touched");
-    return {sub, [o] { return run_ingest(*o); }};
+    return {sub, [o, &g] {
+                // Its file must not exist, but a -journal the store has not made yet does not: never the store's.
+                check(check_output_target(o->db_path, g.db_path));
+                return run_ingest(*o);
+            }};
 }
 
 }  // namespace tw::cli

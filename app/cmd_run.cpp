@@ -103,13 +103,24 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
     auto prev_term = std::signal(SIGTERM, on_interrupt);
     std::vector<SessionResult> results;
     int rc = 0;
-    for (auto& [variant, cfg] : plan.runs) {
+    for (size_t i = 0; i < plan.runs.size(); ++i) {
+        const RunConfig& cfg = plan.runs[i].second;
         if (g_interrupt) break;
         SessionResult r = run_session(cfg, g.db_path, group, engine_hooks(exe), root, g_interrupt);
         print_result(r, cfg);
         rc = exit_code(r);
+        const int64_t id = r.run_id;
         results.push_back(std::move(r));
-        if (rc) break;
+        if (!rc) continue;
+        // A failed or interrupted run ends the launch (its cause, a full disk or a bad node, would
+        // fail the next runs too): the runs it leaves out are named, never skipped without a word.
+        if (i + 1 < plan.runs.size()) {
+            std::string rest;
+            for (size_t j = i + 1; j < plan.runs.size(); ++j) rest += (rest.empty() ? "" : ", ") + plan.runs[j].second.run.name;
+            std::fprintf(stderr, "thinwire: not run after run %lld ended %s: %s\n", (long long)id,
+                         to_string(results.back().status), rest.c_str());
+        }
+        break;
     }
     std::signal(SIGINT, prev_int);
     std::signal(SIGTERM, prev_term);

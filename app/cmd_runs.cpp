@@ -181,7 +181,7 @@ int run_show(RunStore& store, int64_t id) {
 
 int run_export(RunStore& store, const RunsArgs& a) {
     const int64_t id = a.ids.at(0);
-    if (!a.sqlite.empty()) {
+    if (!a.sqlite.empty()) {  // copy_run_to refuses the store itself (core/output_file.h)
         check(store.copy_run_to(id, a.sqlite));
         std::fprintf(stderr, "run %lld written to %s\n", (long long)id, a.sqlite.c_str());
         return 0;
@@ -196,7 +196,7 @@ int run_export(RunStore& store, const RunsArgs& a) {
     // The run is checked first, and the file written beside the target and moved into place only
     // when complete: a failed export leaves an existing file as it was.
     check(store.get_run(id).status());
-    check(write_output_file(a.out, a.force ? Overwrite::kReplace : Overwrite::kRefuse, write));
+    check(write_output_file(a.out, a.force ? Overwrite::kReplace : Overwrite::kRefuse, store.path(), write));
     std::fprintf(stderr, "run %lld written to %s\n", (long long)id, a.out.c_str());
     return 0;
 }

@@ -22,7 +22,15 @@ void print_nodes(const SessionResult& r) {
     std::printf("  %-12s %6s %10s %9s %14s %14s %14s %14s %10s %8s\n", "node", "steps", "train loss", "val loss",
                 "outer sent B", "outer recv B", "intra sent B", "stage sent B", "sim (s)", "util");
     for (auto& n : r.nodes) {
-        const WorkerSummary& s = r.summary.at(n);
+        // A session that ended early (its store failed, an exception) may hold no figures of a
+        // node: its row says so with "-" rather than the table failing.
+        const auto it = r.summary.find(n);
+        if (it == r.summary.end()) {
+            std::printf("  %-12s %6s %10s %9s %14s %14s %14s %14s %10s %8s\n", n.c_str(), "-", "-", "-", "-", "-", "-",
+                        "-", "-", "-");
+            continue;
+        }
+        const WorkerSummary& s = it->second;
         const double val = figure(s, metric::kValLoss);
         char val_text[16] = "-";
         if (s.count(metric::kValLoss) && !std::isnan(val)) std::snprintf(val_text, sizeof val_text, "%.4f", val);

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "app/workbench_driver.h"
+#include "core/output_file.h"
 #include "ui/plot/png.h"
 #include "ui/workbench.h"
 
@@ -39,6 +40,8 @@ double process_cpu_s() {
 }  // namespace
 
 int workbench_loop(const WorkbenchArgs& a, GLFWwindow* window) {
+    // The screenshot is an output like an export: never the run store, checked before anything runs.
+    tw::check(tw::check_output_target(a.screenshot, a.db));
     SessionDriver driver(a.db, sibling_thinwire_exe(),
                                   tw::unwrap(tw::coordinator_data_root(a.data_root)));
     tw::ui::WorkbenchOptions opts;

@@ -360,11 +360,24 @@ void Session::body(RunConfig cfg) {
     else if (Status st2 = coord->start(); !st2) outcome = RunOutcome{RunStatus::kFailed, st2.message()};
     bool stop_sent = false;
     Clock::time_point stop_at, last_beat = Clock::now();
+    // The first store write that failed (a full disk, an I/O error): the run stops as a user's stop
+    // does (nodes end after their step, checkpointing where train.ckpt_every asks), rather than
+    // training on while every row it makes is held in memory and lost at the end.
+    Status store_failure;
     while (!outcome) {
         outcome = coord->poll(sink, 100);
         if (hub)  // the relay follows the coordinator's membership: a node counted lost is fenced there
             for (size_t i = 0; i < roles.size() && i < coord->nodes().size(); ++i)
                 if (roles[i].mesh_rank >= 0) hub->fence(roles[i].mesh_rank, coord->nodes()[i].lost);
+        if (store_failure.is_ok()) {
+            store_failure = sink.write_failure();
+            if (!store_failure.is_ok()) {
+                const std::string line = "the run store could not be written (" + store_failure.message() +
+                                         "); stopping the run";
+                std::fprintf(stderr, "thinwire: %s\n", line.c_str());
+                add_log("coordinator: " + line);
+            }
+        }
         if (!outcome && local && kills.active())
             if (Status st = kills.carry_out(*local, *coord, [&](const std::string& l) {
                     sink.on_event({0, "coordinator", EventLevel::kWarning, "process", l});
@@ -391,9 +404,9 @@ void Session::body(RunConfig cfg) {
             if (Status st = coord->resume(); st) set_phase("running"), add_log("coordinator: resumed");
             else add_log("coordinator: resume failed: " + st.message());
         }
-        if (stop_req_.load() && !stop_sent) {
+        if ((stop_req_.load() || !store_failure.is_ok()) && !stop_sent) {
             set_phase("stopping");
-            add_log("coordinator: stop requested");
+            if (store_failure.is_ok()) add_log("coordinator: stop requested");
             (void)coord->stop();
             stop_sent = true;
             stop_at = Clock::now();
@@ -426,7 +439,31 @@ void Session::body(RunConfig cfg) {
             out.hdee_tables = hdee_tables(cfg, *res);
         }
     }
-    if (Status f = sink.flush(); !f) std::fprintf(stderr, "thinwire: metrics not stored: %s\n", f.message().c_str());
+    // The last try for rows a failed write kept (into the writer's reserve). Whatever could not be
+    // stored fails the run, with the count, so a run whose rows are missing never reads as finished.
+    if (Status f = sink.flush(); !f && store_failure.is_ok()) store_failure = f;
+    if (!store_failure.is_ok()) {
+        const size_t lost = sink.unstored();
+        std::string reason = "the run store could not be written: " + store_failure.message() + "; " +
+                             (lost == 0 ? std::string("every metric row was stored in the end")
+                                        : std::to_string(lost) + " metric rows not stored");
+        if (outcome->status == RunStatus::kFailed && !outcome->reason.empty()) reason += " (and: " + outcome->reason + ")";
+        outcome = RunOutcome{RunStatus::kFailed, reason};
+        if (lost > 0)
+            std::fprintf(stderr, "thinwire: run %lld: %zu metric rows not stored (the run store could not be written)\n",
+                         (long long)out.run_id, lost);
+    }
+    // The result first: what the nodes reported holds whether or not the store takes the end.
+    for (size_t i = 0; i < roles.size(); ++i) out.summary[roles[i].name] = coord->nodes()[i].summary;
+    out.status = outcome->status;
+    out.reason = outcome->reason;
+    // The run's end before its last events: a store short of room may take one row more, and
+    // this is the one that matters. If not even that, the run stays "running" until a reader sees
+    // its heartbeat stop (storage/run_liveness.h) and the reason is only printed here.
+    if (Status st = store.finish_run(out.run_id, outcome->status, outcome->reason); !st)
+        std::fprintf(stderr, "thinwire: run %lld could not be marked %s in the store (%s): %s\n", (long long)out.run_id,
+                     to_string(outcome->status), st.message().c_str(), outcome->reason.c_str());
+    run_ended_ = true;  // tried: end_after_exception must not try again
     sink.finish();
     if (Status st = store.add_event(out.run_id, {since_s(t0), "coordinator",
                                        outcome->status == RunStatus::kFinished ? EventLevel::kInfo : EventLevel::kError,
@@ -445,13 +482,8 @@ void Session::body(RunConfig cfg) {
             !st)
             std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
     }
-    check(store.finish_run(out.run_id, outcome->status, outcome->reason));
-    run_ended_ = true;
-    for (size_t i = 0; i < roles.size(); ++i) out.summary[roles[i].name] = coord->nodes()[i].summary;
     publish(coord->nodes());
     if (local) coord->shutdown();
-    out.status = outcome->status;
-    out.reason = outcome->reason;
     out.wall_s = since_s(t0);
     add_log(std::string("coordinator: run ") + to_string(out.status) + (out.reason.empty() ? "" : ": " + out.reason));
 }

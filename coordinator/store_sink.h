@@ -41,6 +41,11 @@ public:
     // Stores the coordinator's liveness heartbeat (RunStore::heartbeat) without waiting for it, and
     // the counts of events held back in windows that have ended (core/event_throttle.h).
     void heartbeat();
+    // The first store write that failed (storage/run_writer.h RunWriter::failure); ok while none
+    // has. The session stops the run on it. Never waits on the disk.
+    Status write_failure() const { return writer_.failure(); }
+    // Metric rows handed over and not stored; exact right after flush().
+    size_t unstored() const { return writer_.unstored(); }
     // Redraws the block of progress lines on a terminal (at most twice a second).
     void redraw();
     // After the run: every node's line once more with its final figures (redrawn on a terminal;

@@ -13,6 +13,7 @@
 
 #include "core/config_io.h"
 #include "core/metric_names.h"
+#include "core/output_file.h"
 #include "core/hdee_plan.h"
 #include "core/seed_spread.h"
 #include "core/status.h"
@@ -451,6 +452,9 @@ void write_configs(std::ostream& md, RunStore& store, const std::vector<RunFacts
 ReportFiles write_report_or_throw(RunStore& store, const ReportOptions& a) {
     const std::vector<int64_t> ids = select_runs(store, a);
     const fs::path dir = a.out.empty() ? fs::path("report-" + std::to_string(ids.front())) : fs::path(a.out);
+    // Neither the folder nor a file in it may be the run store, even with --force (core/output_file.h).
+    check(check_output_target(dir.string(), store.path()));
+    for (const char* name : {kReportFile, kBytesPng, kSimPng}) check(check_output_target((dir / name).string(), store.path()));
     if (!a.force) {
         for (const char* name : {kReportFile, kBytesPng, kSimPng})
             if (fs::exists(dir / name))

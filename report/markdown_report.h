@@ -29,7 +29,8 @@ struct ReportFiles {
 };
 
 // Writes the report. Errors (an unknown run or group, files that exist without `force`, a folder
-// that cannot be written) name what is wrong; nothing is overwritten without `force`.
+// that cannot be written, a folder or file that is the run store) name what is wrong; nothing is
+// overwritten without `force`, and the run store's files never are.
 Result<ReportFiles> write_report(RunStore& store, const ReportOptions& options);
 
 }  // namespace tw

@@ -1,13 +1,19 @@
 // RunStore: SQL for runs, nodes, metrics and events on top of the SQLite wrapper and the migrated schema.
 #include "storage/run_store.h"
 
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 
 #include <limits>
 #include <utility>
 
 #include "core/metric_names.h"
+#include "core/output_file.h"
 #include "storage/schema.h"
 
 namespace tw {
@@ -320,6 +326,24 @@ Result<RunStore::Totals> RunStore::totals(int64_t id) {
     return t;
 }
 
+Result<int64_t> RunStore::room_bytes() {
+    std::lock_guard<std::mutex> lock(*mu_);
+    auto pages = db_.query_int64("PRAGMA page_count");
+    if (!pages) return pages.status();
+    auto most = db_.query_int64("PRAGMA max_page_count");
+    if (!most) return most.status();
+    auto size = db_.query_int64("PRAGMA page_size");
+    if (!size) return size.status();
+    int64_t room = std::max<int64_t>(0, most.value() - pages.value()) * size.value();
+    if (db_.path() != ":memory:") {
+        struct statvfs fs {};
+        if (::statvfs(db_.path().c_str(), &fs) != 0)
+            return Result<int64_t>::error("cannot read the free space of " + db_.path() + ": " + std::strerror(errno));
+        room = std::min(room, static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize));
+    }
+    return room;
+}
+
 Status RunStore::delete_run(int64_t id) {
     auto run = get_run(id);
     if (!run) return run.status();
@@ -522,6 +546,7 @@ Status RunStore::copy_run_to(int64_t id, const std::string& dest_path) {
         std::lock_guard<std::mutex> lock(*mu_);
         if (Status s = require_run(id); !s) return s;
     }
+    if (Status s = check_output_target(dest_path, path()); !s) return s;  // the store itself, however spelt
     if (std::ifstream(dest_path).good()) return Status::error("refusing to overwrite existing file " + dest_path);
     {  // create the destination with this build's schema
         auto dest = RunStore::open(dest_path);

@@ -154,8 +154,14 @@ class RunStore {
     Result<std::vector<EventRecord>> events(int64_t id);
 
     // Writes run `id` (its row, nodes, metrics and events) into a new standalone database at
-    // `dest_path` with this build's schema. Refuses to overwrite an existing file.
+    // `dest_path` with this build's schema. Refuses to overwrite an existing file, and refuses this
+    // store's own files however spelt (core/output_file.h check_output_target).
     Status copy_run_to(int64_t id, const std::string& dest_path);
+
+    // Bytes the store can still grow by: the free space of the file system holding it (blocks
+    // available to this process, statvfs(3)) or what SQLite's page limit leaves (PRAGMA
+    // max_page_count − page_count, times page_size), whichever is smaller. Cheap: no page is read.
+    Result<int64_t> room_bytes();
 
     // The path given to open().
     const std::string& path() const { return db_.path(); }

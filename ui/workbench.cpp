@@ -13,6 +13,7 @@ Workbench::Workbench(WorkbenchOptions opts, RunDriver& driver)
     if (!opts_.what_if.empty())
         for (int64_t id : view_.runs) view_.what_if[id] = opts_.what_if;
     history_.db_path = opts_.db_path;
+    plots_.set_store_path(opts_.db_path);
     history_.first_sort = opts_.history_sort;
     history_.first_ascending = opts_.history_ascending;
     plots_.set_axis(opts_.x_axis, opts_.log_x);

@@ -16,6 +16,7 @@
 #include "storage/run_writer.h"
 #include "storage/schema.h"
 #include "storage/sqlite.h"
+#include "tests/storage/page_limit.h"
 
 namespace tw {
 namespace {
@@ -964,6 +965,103 @@ TEST(RunWriter, AFullBatchIsCommittedAtOnce) {
         seen = store.metrics(id, "train.loss")->size();
     }
     EXPECT_EQ(seen, rows.size());
+}
+
+}  // namespace
+}  // namespace tw
+
+// --- a store that fills up -------------------------------------------------------------------------------------------
+
+namespace tw {
+namespace {
+
+using test::PageLimit;
+
+std::vector<MetricRecord> steps(int64_t from, int64_t n) {
+    std::vector<MetricRecord> rows;
+    for (int64_t s = from; s < from + n; ++s) rows.push_back(metric(s, "train.loss", 1.0 / static_cast<double>(s + 1)));
+    return rows;
+}
+
+// Rows of the run counted in the file by a connection of its own, and their steps 0..n-1 in full.
+int64_t stored_prefix(const std::string& path, int64_t id) {
+    Database db = open_db(path);
+    const std::string where = " FROM metrics WHERE run_id = " + std::to_string(id);
+    const int64_t n = count(db, "SELECT COUNT(*)" + where);
+    EXPECT_EQ(count(db, "SELECT COUNT(DISTINCT step)" + where), n);
+    if (n > 0) EXPECT_EQ(count(db, "SELECT MAX(step)" + where), n - 1) << "a row of a later batch without an earlier one";
+    return n;
+}
+
+// The room a store reports is what SQLite's page limit leaves, when that is less than the disk's.
+TEST(RunStore, RoomIsWhatThePageLimitLeavesWhenTheDiskHasMore) {
+    TempDb tmp;
+    { RunStore first = open_store(tmp.path()); }
+    const int64_t pages = PageLimit::pages_of(tmp.path());
+    ASSERT_GT(pages, 0);
+    PageLimit limit(tmp.path(), pages + 10);
+    RunStore store = open_store(tmp.path());
+    auto room = store.room_bytes();
+    ASSERT_TRUE(room.is_ok()) << room.message();
+    Database db = open_db(tmp.path());
+    const int64_t page_size = count(db, "PRAGMA page_size");
+    EXPECT_EQ(room.value(), (pages + 10 - count(db, "PRAGMA page_count")) * page_size);
+}
+
+// A failed write is never only a warning while rows pile up in memory: the first one (SQLITE_FULL
+// here, from the page limit) is failure() at once, every row committed before it stays, the rows
+// not stored are counted exactly, and a small row (the run's end) still fits where a batch did not.
+TEST(RunWriter, AFailedWriteIsReportedAtOnceAndKeepsEveryRowAlreadyWritten) {
+    TempDb tmp;
+    int64_t id = 0;
+    {
+        RunStore first = open_store(tmp.path());
+        id = first.create_run("r", "run", "", "", 0).value();
+    }
+    PageLimit limit(tmp.path(), PageLimit::pages_of(tmp.path()) + 12);  // room for a few batches, not ten
+    RunStore store = open_store(tmp.path());
+    RunWriter writer(store, id, 0.01, /*reserve_bytes=*/0);
+    int64_t handed = 0;
+    for (int i = 0; i < 4000 && writer.failure().is_ok(); ++i) {
+        writer.add_metrics(steps(handed, 100));
+        handed += 100;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    const Status failure = writer.failure();
+    ASSERT_FALSE(failure.is_ok()) << "no failure after " << handed << " rows";
+    EXPECT_NE(failure.message().find("database or disk is full"), std::string::npos) << failure.message();
+    EXPECT_FALSE(writer.drain().is_ok()) << "drain() hid the failure";
+    const int64_t stored = stored_prefix(tmp.path(), id);
+    EXPECT_GT(stored, 0) << "the rows written before the store filled up are gone";
+    EXPECT_EQ(stored + static_cast<int64_t>(writer.unstored()), handed);
+    EXPECT_GT(writer.unstored(), 0u);
+    ASSERT_TRUE(store.finish_run(id, RunStatus::kFailed, "the store could not be written").is_ok());
+    EXPECT_FALSE(writer.failure().is_ok()) << "the failure was forgotten after a write that succeeded";
+    EXPECT_EQ(store.get_run(id)->status, RunStatus::kFailed);
+}
+
+// Under the reserve the writer stops committing and says so (before SQLite has no room left for
+// the run's end), holds the rows, and drain() writes every one of them into the reserve.
+TEST(RunWriter, UnderTheReserveRowsAreHeldAndDrainWritesThem) {
+    TempDb tmp;
+    RunStore store = open_store(tmp.path());
+    const int64_t id = store.create_run("r", "run", "", "", 0).value();
+    // More than any disk of a test machine has free: the store is always under it.
+    RunWriter writer(store, id, 0.01, /*reserve_bytes=*/int64_t{1} << 60);
+    writer.add_metrics(steps(0, 600));
+    Status failure;
+    for (int i = 0; i < 2000 && failure.is_ok(); ++i) {  // up to 20 s on a loaded machine
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        failure = writer.failure();
+    }
+    ASSERT_FALSE(failure.is_ok());
+    EXPECT_NE(failure.message().find("the disk is nearly full"), std::string::npos) << failure.message();
+    EXPECT_NE(failure.message().find(tmp.path()), std::string::npos) << failure.message();
+    EXPECT_EQ(stored_prefix(tmp.path(), id), 0) << "rows were committed under the reserve";
+    EXPECT_EQ(writer.unstored(), 600u);
+    EXPECT_TRUE(writer.drain().is_ok());
+    EXPECT_EQ(stored_prefix(tmp.path(), id), 600);
+    EXPECT_EQ(writer.unstored(), 0u);
 }
 
 }  // namespace

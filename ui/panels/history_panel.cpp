@@ -77,7 +77,7 @@ void HistoryPanel::draw_details(ViewState& v, RunDriver& driver, const RunSummar
             const bool json = std::strcmp(fmt, "json") == 0;
             // Never over an existing file, and never half a file (core/output_file.h).
             background(v, [id, path, json](RunStore& s) {
-                return write_output_file(path, Overwrite::kRefuse, [&](std::ostream& out) {
+                return write_output_file(path, Overwrite::kRefuse, s.path(), [&](std::ostream& out) {
                     return json ? write_run_json(s, id, out) : write_run_csv(s, id, out);
                 });
             }, "wrote " + std::filesystem::absolute(path).string());

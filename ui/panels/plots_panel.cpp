@@ -242,8 +242,8 @@ void PlotsPanel::rebuild(ViewState& v) {
 
 void PlotsPanel::export_data(ViewState& v, bool json) const {
     const std::string path = std::string(export_path_) + (json ? ".json" : ".csv");
-    // Through a temporary file, and never over an existing one (core/output_file.h).
-    Status st = write_output_file(path, Overwrite::kRefuse, [&](std::ostream& out) {
+    // Through a temporary file, never over an existing one nor the run store (core/output_file.h).
+    Status st = write_output_file(path, Overwrite::kRefuse, store_path_, [&](std::ostream& out) {
         out.precision(10);
         if (json) out << "[";
         bool first = true;
@@ -273,6 +273,10 @@ void PlotsPanel::export_png(ViewState& v, const PlotOptions& opt) {
     // The software renderer `thinwire report` uses: the whole plot with its axes, labels and
     // legend, on white, at a size of its own; never over an existing file.
     const std::string path = std::string(export_path_) + ".png";
+    if (Status st = check_output_target(path, store_path_); !st) {
+        v.status_line = st.message();
+        return;
+    }
     if (std::filesystem::exists(path)) {
         v.status_line = path + " exists (not replaced; choose another name)";
         return;

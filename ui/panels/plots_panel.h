@@ -28,6 +28,8 @@ public:
     void set_show_train(bool on) { show_train_ = on; }
     void set_smoothing(float alpha) { smoothing_ = alpha; }
     void set_show_faults(bool on) { show_faults_ = on; }
+    // The run store's path: exports never write over it (core/output_file.h check_output_target).
+    void set_store_path(std::string path) { store_path_ = std::move(path); }
     void draw(ViewState& v);
     PlotRect last_rect() const { return rect_; }
     // Last frame's curves and legend rows (screenshot tests: a run is one row, whatever its replicas).
@@ -74,6 +76,7 @@ private:
     void export_data(ViewState& v, bool json) const;
     void export_png(ViewState& v, const PlotOptions& opt);
 
+    std::string store_path_;
     int axis_ = 0;
     bool log_x_ = false, log_y_ = false, show_train_ = true, show_val_ = true, show_faults_ = true;
     bool replicas_ = false;  // each replica's own curve under its run's mean
