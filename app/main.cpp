@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 
@@ -17,8 +18,22 @@ void keep_freed_memory() {
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
+// A node listening on TCP holds one descriptor per connection, and ZeroMQ accepts before any
+// handshake: under the common soft limit of 1,024 descriptors, ~1,100 idle connections from anyone
+// would keep its coordinator out. The soft limit goes up to the hard one (often 524,288), which
+// an unprivileged process may do; with the handshake deadline (remote/node_server.cpp) an idle
+// connection then costs a descriptor for seconds, out of hundreds of thousands.
+void raise_descriptor_limit() {
+    rlimit r{};
+    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &r);
+    }
+}
+
 int main(int argc, char** argv) {
     keep_freed_memory();
+    raise_descriptor_limit();
     CLI::App app{"thinwire — pre-training language models over thin wires (see docs/ in the source tree)"};
     app.require_subcommand(1);
     tw::cli::Globals g;

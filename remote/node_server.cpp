@@ -26,6 +26,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// The control and metric sockets' handshake deadline (ZMQ_HANDSHAKE_IVL), ms: a coordinator over a
+// slow link completes ZeroMQ's and CURVE's few round trips in well under a second.
+constexpr int kHandshakeMs = 5000;
+
 std::string host_name() {
     char buf[256] = {};
     gethostname(buf, sizeof buf - 1);
@@ -421,6 +425,10 @@ Result<std::unique_ptr<NodeServer>> NodeServer::bind(NodeOptions opts, WorkerFac
             s.router.set(zmq::sockopt::maxmsgsize,
                          static_cast<int64_t>(std::min(s.opts.max_message_bytes, kMaxHeaderBytes + (64u << 10))));
         s.router.set(zmq::sockopt::router_mandatory, 0);
+        // A connection that has not finished its ZeroMQ (and CURVE) handshake within this is
+        // closed: idle connections cannot hold the node's descriptors for ZeroMQ's default 30 s.
+        s.router.set(zmq::sockopt::handshake_ivl, kHandshakeMs);
+        s.pub.set(zmq::sockopt::handshake_ivl, kHandshakeMs);
         s.router.bind(s.eps.control);
         s.pub.set(zmq::sockopt::sndhwm, 0);  // metrics are never dropped for a slow subscriber
         if (s.opts.listen.rfind("inproc://", 0) != 0) {
