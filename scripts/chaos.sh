@@ -3,29 +3,34 @@
 # processes (one algorithm of DiLoCo, SparseLoCo over the mesh or the hub relay, NoLoCo), injects one
 # seeded random fault for real — a replica process paused past the heartbeat timeout (SIGSTOP, then
 # SIGCONT: a laptop lid, a VM stall), a slow replica (short pauses below the timeout), a replica
-# SIGKILLed, a replica SIGKILLed with cluster.restart_lost, or the coordinator SIGKILLed and the run
-# resumed — and then checks the invariants on the store and the processes:
+# SIGKILLed, a replica SIGKILLed with cluster.restart_lost, the coordinator SIGKILLed and the run
+# resumed, or the disk under the run store filled up — and then checks the invariants on the store
+# and the processes:
 #   * every round's members agree: all nodes that stored a round's state hash stored the same one,
 #     and all that stored its membership mask stored the same mask;
 #   * the final status is what happened (finished after faults the run survives, exit code 0, naming
-#     the node it lost; interrupted after the coordinator's death, then finished by the resume);
-#   * no metric row is lost or stored twice: replica 0 (never a victim) stored every step's loss,
-#     and no (node, step, metric) is stored more than once;
+#     the node it lost; interrupted after the coordinator's death, then finished by the resume;
+#     failed with exit 1 and the store's reason when its disk filled up);
+#   * no metric row is lost or stored twice: replica 0 (never a victim) stored every step's loss
+#     (after a full disk: every step up to the last it stored, with no gap), and no
+#     (node, step, metric) is stored more than once;
 #   * no process is orphaned: none of the run's node processes outlives it.
-# Usage: scripts/chaos.sh N [--seed S] [--thinwire PATH] [--faults LIST] [--each] [--algos LIST] [--keep DIR]
-#   N schedules (schedule i uses seed S + i; S defaults to 1); LIST is a comma-separated subset of
-#   pause,slow,kill,restart,coordinator; --each takes the faults of LIST in turn instead of at random
-#   (the algorithm, the victim and the timing stay random); --algos LIST draws from a subset of
-#   diloco,sparseloco,sparseloco-hub,noloco. CHAOS_RUN_LIMIT (s, default 240) bounds each run. Prints one line per schedule and a summary; exits 1 when
-#   any invariant was violated. Runs in a temporary data root; needs sqlite3. --keep DIR copies each
-#   schedule's store and logs into DIR.
+# Usage: scripts/chaos.sh N [--seed S] [--thinwire PATH] [--faults LIST] [--each] [--algos LIST]
+#                          [--keep DIR]
+#   N schedules (schedule i uses seed S + i; S defaults to 1). LIST is a comma-separated subset of
+#   pause,slow,kill,restart,coordinator,disk (disk mounts a tmpfs: as root; elsewhere a kill is
+#   injected instead). --each takes the faults of LIST in turn instead of at random (the algorithm,
+#   the victim and the timing stay random). --algos LIST draws from a subset of
+#   diloco,sparseloco,sparseloco-hub,noloco. --keep DIR copies each schedule's store and logs into
+#   DIR. CHAOS_RUN_LIMIT (s, default 240) bounds each run. Prints one line per schedule and a
+#   summary; exits 1 when any invariant was violated. Runs in a temporary data root; needs sqlite3.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-}"
 [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] || { echo "usage: scripts/chaos.sh N [--seed S] [--thinwire PATH] [--faults LIST] [--each] [--algos LIST] [--keep DIR]" >&2; exit 2; }
 shift
 algos=(diloco sparseloco sparseloco-hub noloco)
-seed=1 tw="$here/build/release/app/thinwire" fault_list="pause,slow,kill,restart,coordinator" keep="" each=0
+seed=1 tw="$here/build/release/app/thinwire" fault_list="pause,slow,kill,restart,coordinator,disk" keep="" each=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --seed) seed="$2"; shift 2 ;;
@@ -44,12 +49,16 @@ for a in "${algos[@]}"; do
   case "$a" in diloco|sparseloco|sparseloco-hub|noloco) ;; *) echo "chaos: unknown algorithm '$a'" >&2; exit 2 ;; esac
 done
 for f in "${faults[@]}"; do
-  case "$f" in pause|slow|kill|restart|coordinator) ;; *) echo "chaos: unknown fault '$f'" >&2; exit 2 ;; esac
+  case "$f" in pause|slow|kill|restart|coordinator|disk) ;; *) echo "chaos: unknown fault '$f'" >&2; exit 2 ;; esac
 done
 
 work="$(mktemp -d)"
 export THINWIRE_DATA_ROOT="$work"
-cleanup() { pkill -KILL -f -- "--data-root $work" 2>/dev/null || true; pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"; }
+cleanup() {
+  pkill -KILL -f -- "--data-root $work" 2>/dev/null || true; pkill -KILL -P $$ 2>/dev/null || true
+  for m in "$work"/disk-*; do umount "$m" 2>/dev/null || true; done
+  rm -rf "$work"
+}
 trap cleanup EXIT
 source "$here/tests/app/micro_corpus.sh"
 micro_corpus "$work/corpus"
@@ -114,7 +123,12 @@ check_run() {  # id, status wanted, text its reason must hold ("" = any)
   dup="$(q "SELECT node, step, name, COUNT(*) FROM metrics WHERE run_id = $id GROUP BY node, step, name HAVING COUNT(*) > 1 LIMIT 3")"
   [ -z "$dup" ] || violate "metric rows stored twice (node|step|name|count): $dup"
   n0="$(loss_rows "$id")"
-  [ "$n0" -eq "$steps" ] || violate "replica-0 stored $n0 of $steps steps' losses"
+  if [ "$want" = failed ]; then  # stopped early: every step up to the last one stored, no gap
+    last="$(q "SELECT COALESCE(MAX(step), 0) FROM metrics WHERE run_id = $id AND node = 'replica-0' AND name = 'train.loss'")"
+    [ "$n0" -eq "$last" ] && [ "$n0" -gt 0 ] || violate "replica-0 stored $n0 losses up to step $last"
+  else
+    [ "$n0" -eq "$steps" ] || violate "replica-0 stored $n0 of $steps steps' losses"
+  fi
   status="$(q "SELECT status || ': ' || reason FROM runs WHERE id = $id")"
   [ "${status%%:*}" = "$want" ] || violate "status is '$status', want $want"
   [ -z "$reason" ] || grep -qF -- "$reason" <<<"$status" || violate "the status '$status' does not say '$reason'"
@@ -135,6 +149,14 @@ for i in $(seq 1 "$n"); do
   victim=$((1 + RANDOM % 2))
   at=$((30 + RANDOM % 80))
   db="$work/runs-$i.db"
+  if [ "$fault" = disk ]; then  # the store on a small file system of its own
+    mkdir -p "$work/disk-$i"
+    if ! mount -t tmpfs -o size=32m tmpfs "$work/disk-$i" 2>/dev/null; then
+      echo "schedule $i: no disk fault (cannot mount a tmpfs here); a kill instead"; fault=kill
+    else
+      db="$work/disk-$i/runs.db"
+    fi
+  fi
   name="chaos-$i"
   extra=""
   [ "$fault" = restart ] && extra="restart_lost = 1"
@@ -162,6 +184,11 @@ for i in $(seq 1 "$n"); do
       what="coordinator SIGKILLed, run resumed"
       want=interrupted
       kill -KILL "$coord" ;;
+    disk)  # the run writer keeps an 8 MiB reserve for ending a run: fill the disk past it
+      what="the store's disk filled up"
+      want=failed rc_want=1
+      avail_k="$(df -k --output=avail "$work/disk-$i" | tail -1 | tr -d ' ')"
+      head -c "$(( (avail_k - 4096) * 1024 ))" /dev/zero > "$work/disk-$i/filler" 2>/dev/null || true ;;
   esac
   injected=$((injected + 1))
   set +e; wait "$sub" 2>/dev/null; rc=$?; set -e
@@ -176,7 +203,8 @@ for i in $(seq 1 "$n"); do
   fi
   [ "$rc" -eq "$rc_want" ] || violate "exit code $rc, want $rc_want: $(tail -3 "$work/$name.log")"
   survived=""  # a loss the run survived is named in its status
-  case "$fault" in pause|kill|restart) survived="survived the loss of replica-$victim" ;; esac
+  case "$fault" in pause|kill|restart) survived="survived the loss of replica-$victim" ;;
+    disk) survived="the run store could not be written" ;; esac
   check_run "$id" "$want" "$survived"
   lost="$(q "SELECT COUNT(*) FROM events WHERE run_id = $id AND kind = 'node-lost'")"
   [ -z "$keep" ] || cp "$db" "$work/$name"*.log "$keep/"
@@ -186,6 +214,7 @@ for i in $(seq 1 "$n"); do
   fi
   printf 'schedule %d (seed %d): %s, %s at step %d: %s, exit %d, %s node(s) lost, %d s%s\n' "$i" "$((seed + i))" "$algo" \
     "$what" "$at" "$(q "SELECT status FROM runs WHERE id = $id")" "$rc" "$lost" $((SECONDS - start)) "$([ $bad -eq 0 ] && echo "" || echo " — VIOLATED")"
+  [ "$fault" != disk ] || umount "$work/disk-$i" 2>/dev/null || true
 done
 echo "chaos: $n schedules, $injected faults injected, $rounds_checked rounds checked, $violations invariant violations, $((SECONDS - total_start)) s"
 [ "$violations" -eq 0 ]
