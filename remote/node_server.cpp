@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <zmq.hpp>
 
@@ -154,9 +155,24 @@ struct NodeServer::Impl {
         return opts.keys.empty() || key == owner_key;
     }
 
+    // A prepare request runs off the control loop (a first preparation trains a tokenizer for
+    // minutes): the loop keeps answering hellos, status and heartbeats meanwhile, so no request can
+    // hold the node past a coordinator's deadline. One at a time; its reply goes to its requester.
+    struct Preparation {
+        std::thread thread;
+        std::atomic<bool> done{false};
+        Message reply;                  // written by the thread before `done`
+        std::vector<uint8_t> identity;  // the requester's router identity
+        nlohmann::json id;              // its request id, echoed (null: none)
+    };
+    std::unique_ptr<Preparation> prep;
+
     Message handle(const Message& req, const std::string& key);
     Message configure(const Message& req, const std::string& key);
-    Message prepare(const Message& req);
+    // Checks a prepare request and starts it on its own thread; an error reply when it cannot start.
+    std::optional<Message> begin_prepare(const Message& req, const zmq::message_t& identity, const nlohmann::json& id);
+    // Sends the finished preparation's reply; `wait` joins one still running (the node is ending).
+    void pump_preparation(bool wait = false);
     Message start();
     void pump_worker();
 };
@@ -239,7 +255,9 @@ Message NodeServer::Impl::configure(const Message& req, const std::string& key) 
     return ok;
 }
 
-Message NodeServer::Impl::prepare(const Message& req) {
+std::optional<Message> NodeServer::Impl::begin_prepare(const Message& req, const zmq::message_t& identity,
+                                                      const nlohmann::json& id) {
+    if (prep) return make_error("prepare: this node is preparing data for an earlier request; ask again once it has answered");
     if (state == "running" || state == "paused") return make_error("prepare while a run is " + state);
     if (!opts.prepare_data) return make_error("prepare: this node cannot prepare data");
     const auto toml = req.body.find("config_toml");
@@ -251,20 +269,41 @@ Message NodeServer::Impl::prepare(const Message& req) {
     NodeSite site;
     site.listen = opts.listen;
     site.data_root = opts.data_root;
-    Result<DataReport> r = Status::error("data not prepared");
+    prep = std::make_unique<Preparation>();
+    const auto* b = static_cast<const uint8_t*>(identity.data());
+    prep->identity.assign(b, b + identity.size());
+    prep->id = id;
+    prep->thread = std::thread([p = prep.get(), cfg = std::move(*parsed), site, fn = opts.prepare_data] {
+        Result<DataReport> r = Status::error("data not prepared");
+        try {
+            r = fn(cfg, site);
+        } catch (const std::exception& e) {
+            r = Status::error(e.what());
+        } catch (...) {
+            r = Status::error("an exception that is not a std::exception");
+        }
+        if (!r) {
+            p->reply = make_error("prepare: " + r.message());
+        } else {
+            p->reply.kind = MsgKind::kPrepared;
+            p->reply.body = {{"vocab_size", r->vocab_size}, {"fingerprint", r->fingerprint},
+                             {"unigram_loss", r->unigram_loss}, {"log", r->log}};
+        }
+        p->done = true;
+    });
+    return std::nullopt;
+}
+
+void NodeServer::Impl::pump_preparation(bool wait) {
+    if (!prep || !(wait || prep->done.load())) return;
+    if (prep->thread.joinable()) prep->thread.join();
+    Message reply = std::move(prep->reply);
+    if (!prep->id.is_null()) reply.body["id"] = prep->id;
     try {
-        r = opts.prepare_data(*parsed, site);
-    } catch (const std::exception& e) {
-        r = Status::error(e.what());
-    } catch (...) {
-        r = Status::error("an exception that is not a std::exception");
+        send(zmq::message_t(prep->identity.data(), prep->identity.size()), reply);
+    } catch (const zmq::error_t&) {  // the requester is gone: nobody to answer
     }
-    if (!r) return make_error("prepare: " + r.message());
-    Message m;
-    m.kind = MsgKind::kPrepared;
-    m.body = {{"vocab_size", r->vocab_size}, {"fingerprint", r->fingerprint}, {"unigram_loss", r->unigram_loss},
-              {"log", r->log}};
-    return m;
+    prep.reset();
 }
 
 Message NodeServer::Impl::start() {
@@ -321,8 +360,6 @@ Message NodeServer::Impl::handle(const Message& req, const std::string& key) {
         }
         case MsgKind::kConfigure:
             return configure(req, key);
-        case MsgKind::kPrepare:
-            return prepare(req);
         case MsgKind::kStart: {
             Message m = start();
             return m.body.contains("error") ? m : ok;
@@ -382,6 +419,7 @@ NodeServer::~NodeServer() {
     impl_->ctl.stop = true;
     impl_->join_worker();
     impl_->worker.reset();
+    if (impl_->prep && impl_->prep->thread.joinable()) impl_->prep->thread.join();
     // bind() may fail before the sockets exist.
     if (impl_->router) impl_->router.set(zmq::sockopt::linger, 0);
     if (impl_->pub) impl_->pub.set(zmq::sockopt::linger, 200);
@@ -468,7 +506,17 @@ Status NodeServer::serve(const std::atomic<bool>* interrupt) {
             nlohmann::json echo = id != req->body.end() && id->is_number_integer() ? *id : nlohmann::json();
             Message reply;
             try {
-                reply = s.handle(*req, key);
+                if (req->kind == MsgKind::kPrepare) {
+                    if (id != req->body.end() && !id->is_number_integer()) {
+                        reply = make_error("\"id\" must be an integer");
+                    } else {
+                        auto refused = s.begin_prepare(*req, identity, echo);
+                        if (!refused) continue;  // answered when it is done (pump_preparation)
+                        reply = std::move(*refused);
+                    }
+                } else {
+                    reply = s.handle(*req, key);
+                }
             } catch (const std::exception& e) {
                 reply = make_error(std::string("request failed: ") + e.what());
             } catch (...) {
@@ -482,6 +530,7 @@ Status NodeServer::serve(const std::atomic<bool>* interrupt) {
             s.send(identity, reply);
         }
         s.pump_worker();
+        s.pump_preparation();
         if (s.router_log) s.router_log->poll();
         if (since_s(s.last_heartbeat_sent) >= s.heartbeat_s) s.heartbeat();
         // A coordinator that went silent cannot stop us any more: stop training rather than run forever.
@@ -496,6 +545,7 @@ Status NodeServer::serve(const std::atomic<bool>* interrupt) {
     s.ctl.stop = true;
     s.join_worker();
     s.pump_worker();
+    s.pump_preparation(/*wait=*/true);
     return Status::ok();
 }
 

@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "core/config_io.h"
 #include "core/layout.h"
 #include "remote/cluster.h"
 #include "remote/coordinator.h"
@@ -217,6 +219,53 @@ TEST(Limits, AnOversizedControlFrameIsDroppedUnreadAndLogged) {
 }
 
 // Without keys (loopback): the run token decides who may drive the run.
+// A preparation runs off the control loop: while one request's preparation (a tokenizer's
+// training, say) is under way, the node answers others at once — a stranger's prepare cannot hold
+// it past a coordinator's hello deadline — and refuses a second prepare by name; the first
+// requester gets its reply, with its id, when the preparation ends.
+TEST(Ownership, APreparationDoesNotHoldTheControlLoop) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::atomic<bool> release{false}, started{false};
+    NodeOptions o;
+    o.ctx = ctx;
+    o.listen = "inproc://prepare-test";
+    o.prepare_data = [&](const RunConfig&, const NodeSite&) -> Result<DataReport> {
+        started = true;
+        const auto until = std::chrono::steady_clock::now() + 10s;
+        while (!release.load() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+        DataReport r;
+        r.vocab_size = 123;
+        return r;
+    };
+    NodeThread node(o, ticking(1));
+    zmq::socket_t first(*ctx, zmq::socket_type::dealer), other(*ctx, zmq::socket_type::dealer);
+    for (auto* d : {&first, &other}) {
+        d->set(zmq::sockopt::linger, 0);
+        d->connect(node.endpoint);
+    }
+    const nlohmann::json prepare = {{"v", kProtocolVersion}, {"kind", "prepare"}, {"id", 5}, {"config_toml", to_toml(RunConfig{})}};
+    ASSERT_TRUE(first.send(zmq::buffer(prepare.dump())));
+    for (int i = 0; i < 400 && !started.load(); ++i) std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(started.load());
+    const auto t0 = std::chrono::steady_clock::now();
+    auto status = ask_once(other, {{"v", kProtocolVersion}, {"kind", "status"}, {"id", 6}}, 2000ms);
+    ASSERT_TRUE(status) << "no answer while a preparation runs";
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
+    EXPECT_EQ((*status)["state"], "idle") << status->dump();
+    auto second = ask_once(other, {{"v", kProtocolVersion}, {"kind", "prepare"}, {"id", 7}, {"config_toml", to_toml(RunConfig{})}}, 2000ms);
+    ASSERT_TRUE(second);
+    EXPECT_NE(second->dump().find("preparing data for an earlier request"), std::string::npos) << second->dump();
+    release = true;
+    zmq::pollitem_t it{first.handle(), 0, ZMQ_POLLIN, 0};
+    ASSERT_GT(zmq::poll(&it, 1, 5000ms), 0) << "the first requester got no reply";
+    zmq::message_t m;
+    ASSERT_TRUE(first.recv(m));
+    const auto reply = nlohmann::json::parse(m.to_string());
+    EXPECT_EQ(reply["kind"], "prepared") << reply.dump();
+    EXPECT_EQ(reply["id"], 5);
+    EXPECT_EQ(reply["vocab_size"], 123);
+}
+
 TEST(Ownership, OnlyTheConfiguringCoordinatorDrivesTheRunOrFeedsItsWatchdog) {
     auto ctx = std::make_shared<zmq::context_t>();
     NodeOptions o;
