@@ -79,7 +79,8 @@ std::unique_ptr<LocalCluster> bring_up(const RunConfig& cfg, int n, std::shared_
 
 }  // namespace
 
-void Session::fail_unstarted(RunStore& store, const RunConfig& cfg, const std::string& reason, double wall_s) {
+void Session::fail_unstarted(RunStore& store, const RunConfig& cfg, const std::string& reason, double wall_s,
+                             RunStatus status) {
     SessionResult& out = result_;
     out.run_id = unwrap(store.create_run(cfg.run.name, "run", to_toml(cfg), config_hash(cfg), cfg.run.seed));
     {
@@ -87,15 +88,15 @@ void Session::fail_unstarted(RunStore& store, const RunConfig& cfg, const std::s
         snap_.run_id = out.run_id;
     }
     check(store.set_run_group(out.run_id, group_, cfg.cluster.mode));
-    if (Status st = store.add_event(out.run_id, {wall_s, "coordinator", EventLevel::kError, to_string(RunStatus::kFailed), reason});
+    if (Status st = store.add_event(out.run_id, {wall_s, "coordinator", EventLevel::kError, to_string(status), reason});
         !st)
         std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
-    check(store.finish_run(out.run_id, RunStatus::kFailed, reason));
+    check(store.finish_run(out.run_id, status, reason));
     run_ended_ = true;
-    out.status = RunStatus::kFailed;
+    out.status = status;
     out.reason = reason;
     out.wall_s = wall_s;
-    add_log("coordinator: run failed: " + reason);
+    add_log(std::string("coordinator: run ") + to_string(status) + ": " + reason);
 }
 
 void Session::body(RunConfig cfg) {
@@ -145,7 +146,14 @@ void Session::body(RunConfig cfg) {
     // The nodes prepare (or find) the data themselves, node 0 first: thread and child-process
     // nodes then find it cached instead of racing to build it. Node 0's vocabulary is the run's,
     // and its fingerprint the reference every node's own data must match before any step.
-    auto prepared = coord->prepare(to_toml(without_keys(cfg)), static_cast<size_t>(need), kPrepareTimeoutMs);
+    auto prepared = coord->prepare(to_toml(without_keys(cfg)), static_cast<size_t>(need), kPrepareTimeoutMs,
+                                   [this] { return stop_req_.load(); });
+    if (!prepared && stop_req_.load()) {  // Ctrl-C while the nodes prepared: interrupted, not failed
+        fail_unstarted(store, cfg, "stopped on request while the nodes prepared the data", since_s(t0),
+                       RunStatus::kInterrupted);
+        if (local) coord->shutdown();
+        return;
+    }
     if (!prepared || prepared->empty()) {
         // Data that cannot be prepared (a missing or empty shard, a binary corpus) fails the run
         // where a person looks for it: stored as failed with the node's reason, not only printed.

@@ -86,8 +86,10 @@ public:
 private:
     void body(RunConfig cfg);
     // A run that failed before any node was configured (its data could not be prepared): created
-    // and ended as failed with `reason`, so the store says why. Sets result_.
-    void fail_unstarted(RunStore& store, const RunConfig& cfg, const std::string& reason, double wall_s);
+    // and ended as failed with `reason`, so the store says why (interrupted: stopped while the nodes
+    // prepared). Sets result_.
+    void fail_unstarted(RunStore& store, const RunConfig& cfg, const std::string& reason, double wall_s,
+                        RunStatus status = RunStatus::kFailed);
     // The session thread's last resort: result_ failed with `what`, and a stored run ended as failed.
     void end_after_exception(const std::string& what);
     void set_phase(const std::string& p);

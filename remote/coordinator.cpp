@@ -116,10 +116,12 @@ std::optional<Result<Message>> Coordinator::take_reply(size_t i, int64_t id) {
     return std::nullopt;
 }
 
-Result<Message> Coordinator::await_reply(size_t i, int64_t id, MsgKind asked, int timeout_ms) {
+Result<Message> Coordinator::await_reply(size_t i, int64_t id, MsgKind asked, int timeout_ms,
+                                         const std::function<bool()>& abort) {
     using R = Result<Message>;
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     while (Clock::now() < deadline) {
+        if (abort && abort()) return R::error(std::string("stopped on request while waiting for \"") + to_string(asked) + "\"");
         if (!poll_in(impl_->dealers[i], 50)) continue;
         if (auto r = take_reply(i, id)) return std::move(*r);
     }
@@ -132,7 +134,8 @@ Result<Message> Coordinator::request(size_t i, Message m) {
     return await_reply(i, id, m.kind, impl_->opts.reply_timeout_ms);
 }
 
-Result<std::vector<DataReport>> Coordinator::prepare(const std::string& config_toml, size_t count, int timeout_ms) {
+Result<std::vector<DataReport>> Coordinator::prepare(const std::string& config_toml, size_t count, int timeout_ms,
+                                                     const std::function<bool()>& abort) {
     using R = Result<std::vector<DataReport>>;
     count = std::min(count, nodes_.size());
     std::vector<DataReport> out(count);
@@ -162,7 +165,7 @@ Result<std::vector<DataReport>> Coordinator::prepare(const std::string& config_t
             sent.emplace_back(i, send_request(i, m));
         }
         for (auto [i, id] : sent) {
-            auto reply = await_reply(i, id, MsgKind::kPrepare, timeout_ms);
+            auto reply = await_reply(i, id, MsgKind::kPrepare, timeout_ms, abort);
             if (!reply) return R::error("preparing data: " + reply.message());
             if (Status st = parse(i, *reply); !st) return R::error("preparing data: " + st.message());
         }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -122,12 +123,15 @@ public:
     // Nodes 0..count-1 prepare (or find) the run's data under their own data roots (`prepare`):
     // node 0 first, so nodes sharing its root find the data cached instead of racing to build it,
     // then the others in parallel. Waits up to `timeout_ms` per phase (a first preparation trains a
-    // tokenizer). Reports by node; an error names the node.
-    Result<std::vector<DataReport>> prepare(const std::string& config_toml, size_t count, int timeout_ms);
+    // tokenizer). Reports by node; an error names the node. `abort` (polled every 50 ms) ends the
+    // wait at once with an error saying so (Ctrl-C while the nodes prepare).
+    Result<std::vector<DataReport>> prepare(const std::string& config_toml, size_t count, int timeout_ms,
+                                            const std::function<bool()>& abort = {});
 
 private:
     int64_t send_request(size_t i, Message& m);
-    Result<Message> await_reply(size_t i, int64_t id, MsgKind asked, int timeout_ms);
+    Result<Message> await_reply(size_t i, int64_t id, MsgKind asked, int timeout_ms,
+                                const std::function<bool()>& abort = {});
     // Node i's reply to request `id` if it has arrived (nullopt: not yet), without waiting; replies
     // to earlier requests are dropped, a malformed or error reply is an error naming the node.
     std::optional<Result<Message>> take_reply(size_t i, int64_t id);
