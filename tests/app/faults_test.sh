@@ -290,7 +290,8 @@ section "a node of a two-node replica SIGKILLed and the replica restarted as a w
 id="$(kill_mid_run restart-group 6 1200 --set cluster.nodes_per_replica=2 --set cluster.restart_lost=1)"  # replica-2.1
 show="$("$tw" --db "$db" runs show "$id")"
 grep -q "finished" <<<"$show" || fail "the run with a restarted two-node replica is not finished: $show"
-grep -q "replica-2.0 leaves with its replica; started a fresh process" <<<"$show" || fail "the leader was not restarted: $show"
+# The leader leaves with its replica, or on a loaded machine is itself counted lost first: restarted either way.
+grep -Eq "replica-2.0 (leaves with its replica|was lost); started a fresh process" <<<"$show" || fail "the leader was not restarted: $show"
 k="$(grep -o "took the state after the round at step [0-9]* from replica 0" <<<"$show" | grep -o "step [0-9]*" | grep -o "[0-9]*")"
 [ -n "$k" ] || fail "the restarted two-node replica took no state: $show"
 c="$("$tw" --db "$db" runs export "$id" --format csv)"
