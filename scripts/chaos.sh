@@ -63,7 +63,7 @@ trap cleanup EXIT
 source "$here/tests/app/micro_corpus.sh"
 micro_corpus "$work/corpus"
 
-steps=1500 timeout_s=2 run_limit="${CHAOS_RUN_LIMIT:-240}"
+steps=2500 timeout_s=2 run_limit="${CHAOS_RUN_LIMIT:-240}"
 # The layout of one schedule: ALGO, extra [cluster] lines.
 layout() {
   local algo="$1" topo=""
@@ -172,7 +172,7 @@ for i in $(seq 1 "$n"); do
     pause)
       d="$((timeout_s + 2 + RANDOM % 5)).$((RANDOM % 10))"
       what="replica-$victim paused ${d} s"
-      kill -STOP "$victim_pid"; sleep "$d"; kill -CONT "$victim_pid" ;;
+      kill -STOP "$victim_pid"; sleep "$d"; kill -CONT "$victim_pid" 2>/dev/null || true ;;  # gone if the run ended meanwhile
     slow)
       what="replica-$victim slowed (0.4 s pauses every 0.8 s for 6 s)"
       for _ in $(seq 1 8); do kill -STOP "$victim_pid" 2>/dev/null || true; sleep 0.4; kill -CONT "$victim_pid" 2>/dev/null || true; sleep 0.4; done ;;
