@@ -552,57 +552,7 @@ Result<std::vector<uint64_t>> ZmqCollective::gather_words(const std::vector<int>
 
 Status ZmqCollective::agree(const std::vector<int>& group, uint64_t state_hash) {
     auto got = gather_words(group, state_hash);
-    if (!got) {
-        // A member lost after the payloads (paused or killed between sending its hash to one peer
-        // and to the next): its contribution is in every member's state, only its hash is missing
-        // here. A peer that got its hash commits the round, so this member must too — a survivor
-        // redoing a round another has committed would wait for it forever, each heartbeating. So
-        // when every hash still missing is a lost member's, none of the others gave the attempt
-        // up, and every hash that came matches, the round stands; the next round finds the member
-        // lost (at once: it is counted lost here) and is redone among the others.
-        const uint64_t round = round_ - 1;
-        if (!check_group(group, size(), rank_).is_ok()) return got.status();
-        // The live members' hashes may still be on their way: wait for them (a member found lost
-        // meanwhile joins the lost ones); a member that gave up, a stop or the backstop ends it.
-        auto live_missing = [&] {
-            std::vector<int> out;
-            const auto& heard = s_->early_hashes[round];
-            for (int r : group)
-                if (r != rank_ && !heard.count(r) && !s_->lost.count(r)) out.push_back(r);
-            return out;
-        };
-        const auto wait_start = Clock::now();
-        try {
-            for (auto waiting = live_missing(); !waiting.empty(); waiting = live_missing()) {
-                for (int r : group)
-                    if (r != rank_ && gave_up(r)) return got.status();
-                Status st = pump_until("agreement round " + std::to_string(round) + " (the live members' hashes)",
-                                       live_missing, wait_start, -1);
-                if (!st && live_missing().size() >= waiting.size()) return got.status();  // not a loss
-            }
-        } catch (const zmq::error_t&) {
-            return got.status();
-        }
-        const auto& heard = s_->early_hashes[round];
-        bool stands = true;
-        int missing_lost = 0;
-        for (int r : group) {
-            if (r == rank_) continue;
-            auto h = heard.find(r);
-            if (h == heard.end()) ++missing_lost;  // lost: live_missing() is empty
-            else if (h->second != state_hash || gave_up(r)) stands = false;
-        }
-        if (!stands || missing_lost == 0) return got.status();
-        s_->early_hashes.erase(round);
-        s_->early.erase(round);
-        s_->early_clocks.erase(round);
-        if (opts_.on_event)
-            opts_.on_event("agreed-without-lost", "agreement round " + std::to_string(round) + ": " +
-                                                      std::to_string(missing_lost) +
-                                                      " lost member(s) sent no hash; their payloads were in, the others "
-                                                      "agree, so the round stands (" + got.message() + ")");
-        return Status::ok();
-    }
+    if (!got) return got.status();
     const uint64_t round = round_ - 1;  // gather_words took it
     std::map<uint64_t, int> votes;
     for (uint64_t h : *got) votes[h] += 1;

@@ -104,6 +104,8 @@ wait_steps() {
   done
   return 1
 }
+# The coordinator's node processes, in role order (replica-0, replica-1, replica-2).
+nodes_of() { pgrep -P "$1" -f -- "node --listen" | sort -n; }
 
 violations=0 injected=0 rounds_checked=0
 violate() { echo "  VIOLATION: $*"; violations=$((violations + 1)); bad=1; }
@@ -164,13 +166,7 @@ for i in $(seq 1 "$n"); do
   sub=$!
   id="$(wait_steps "$name" "$at" "$sub")" || { echo "schedule $i: the run ended before step $at: $(tail -5 "$work/$name.log")"; violations=$((violations + 1)); continue; }
   coord="$(pgrep -P "$sub" -f "run chaos.toml" || echo "$sub")"
-  # The victim's process by the endpoint the store lists for it (pid order need not be role order).
-  ep="$(q "SELECT endpoint FROM run_nodes WHERE run_id = $id AND node = 'replica-$victim'")"
-  victim_pid="$(pgrep -P "$coord" -f -- "node --listen $ep --" | head -1 || true)"
-  if [ -z "$victim_pid" ] && [ "$fault" != coordinator ] && [ "$fault" != disk ]; then
-    echo "schedule $i: VIOLATION: no process for replica-$victim ($ep) to fault"; violations=$((violations + 1))
-    wait "$sub" 2>/dev/null || true; continue
-  fi
+  victim_pid="$(nodes_of "$coord" | sed -n "$((victim + 1))p")"
   want=finished rc_want=0
   case "$fault" in
     pause)
@@ -183,7 +179,7 @@ for i in $(seq 1 "$n"); do
     kill|restart)
       what="replica-$victim SIGKILLed"
       [ "$fault" = kill ] || what="$what, restarted by its coordinator"
-      kill -KILL "$victim_pid" 2>/dev/null || true ;;
+      kill -KILL "$victim_pid" ;;
     coordinator)
       what="coordinator SIGKILLed, run resumed"
       want=interrupted
