@@ -2,6 +2,7 @@
 #include "coordinator/store_sink.h"
 
 #include <limits>
+#include <set>
 
 #include <unistd.h>
 
@@ -62,6 +63,15 @@ void StoreSink::on_event(const EventRecord& event) {
     EventRecord e = event;
     const double now = now_s();
     if (e.wall_s <= 0) e.wall_s = now;
+    // Only what outsiders can provoke at will is rate-limited: junk or forged frames, dropped
+    // connections, malformed messages. The run's own events (losses, restarts, checkpoints) are
+    // never held back, however many come.
+    static const std::set<std::string> kFloodKinds = {"dropped-frame", "connection-dropped", "bad-message",
+                                                      "bad-metrics", "refused"};
+    if (!kFloodKinds.count(e.kind)) {
+        keep(e);
+        return;
+    }
     for (const EventRecord& k : throttle_.admit(e, now)) keep(k);
 }
 

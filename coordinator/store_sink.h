@@ -84,8 +84,8 @@ private:
     std::vector<std::string> nodes_;
     std::function<void(const EventRecord&)> on_event_;
     std::map<std::string, Line> lines_;
-    // Repeated events of one node and kind (junk frames, refused connections) past 5 in 10 s are
-    // counted, not stored one by one.
+    // Repeated flood events of one node and kind (junk frames, dropped connections, malformed
+    // messages) past 5 in 10 s are counted, not stored one by one; other kinds always pass.
     EventThrottle throttle_{10.0, 5};
     Clock::time_point last_draw_ = Clock::now();
     RunWriter writer_;  // last: its thread stops (writing what is left) before the members above go
