@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measured figures of issue 16 (README "Faults"), printed as a table:
+# Measured figures (README "Faults"), printed as a table:
 #  1. a replica process SIGKILLed mid-run (local processes, 3 DiLoCo replicas of the tiny model,
 #     ring): wall seconds of the round in which it was lost (the wait that found it, then the redo
 #     among the survivors: round.loss_wall_s) for two heartbeat timeouts, and that round's simulated

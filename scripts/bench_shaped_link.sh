@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The network model against a real slow link (issue 13). Prints, per round and node, the simulated
+# The network model against a real slow link. Prints, per round and node, the simulated
 # exchange time (round.comm_s: latency + 8·bytes/bandwidth on the layout's outer link), the
 # measured one (round.real_comm_s: from the last member's start to this node holding every
 # payload) and their ratio, for DiLoCo (fp32 and int8 payloads; over the ring all-reduce, the

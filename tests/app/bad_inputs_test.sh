@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16: bad data inputs are named errors and failed runs. `thinwire run` (and `thinwire train`)
+# bad data inputs are named errors and failed runs. `thinwire run` (and `thinwire train`)
 # on an empty llm.c shard, a 10-token shard, a truncated shard, a shard with an id beyond the
 # vocabulary, a binary file and a folder holding a binary file as the corpus, and a shard too short
 # for one replica's part: each exits 1 naming the key, the file and the reason, prints no stack

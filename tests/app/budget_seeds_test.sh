@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Budgets and seeds through the binary (issue 18):
+# Budgets and seeds through the binary:
 #  * train.tokens_per_param sets the steps by the rule of core/token_budget.h, counted here by hand for
 #    the micro test model, and `data prepare` states the passes over the training tokens it implies;
 #  * run.seeds runs each variant once per seed in the layout's group, each run storing its seed;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The compute model through the CLI (issue 15): under [compute] model = "flops" a step's compute is its
+# The compute model through the CLI: under [compute] model = "flops" a step's compute is its
 # FLOPs over the node's rate, so the same layout run twice gives the same simulated clocks to the last
 # bit, on threads and on `thinwire node` child processes alike (DiLoCo replicas, a compressed pipeline
 # replica beside a full one, SkipPipe); a step's train.compute_s is the hand-counted FLOPs over the

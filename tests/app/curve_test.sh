@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Keyed nodes through the CLI (issue 12): `thinwire keys new`, two `thinwire node` processes with
+# Keyed nodes through the CLI: `thinwire keys new`, two `thinwire node` processes with
 # CurveZMQ keys (one listening on every interface, which only keys allow), a remote layout naming
 # their public keys and the coordinator's secret key, three runs back to back on the same node
 # processes with the losses of the same layout on threads; meanwhile a plaintext client, an

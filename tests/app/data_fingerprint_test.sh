@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The same data everywhere (issue 13): two `thinwire node` processes with their own data roots
+# The same data everywhere: two `thinwire node` processes with their own data roots
 # (cluster.mode = "remote"). With the same corpus as the coordinator the run finishes, and every
 # node's data hashes are stored with it. Then one document of node 1's corpus differs (its cache
 # removed, so it prepares the data again): the run fails before any step, exit 1, naming

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12: a node reads and writes only under its data root. A `thinwire node --data-root D`
+# a node reads and writes only under its data root. A `thinwire node --data-root D`
 # receives configures (from a raw ZeroMQ client, as an attacker would send them) naming the
 # password file, a path out of D through "..", an absolute cache folder and a symbolic link out of
 # D: each is refused with an error naming the key, the node keeps serving, nothing is written

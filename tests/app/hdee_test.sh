@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HDEE as a node run through the CLI (issue 14): expert nodes on threads train, score the shared
+# HDEE as a node run through the CLI: expert nodes on threads train, score the shared
 # evaluation documents and send their log-probabilities up; the coordinator's combined figures
 # equal what each expert computed from its own scores; the posterior stays within its bound; a
 # one-domain layout's ensembles equal their single expert; child processes give the same numbers
@@ -131,7 +131,7 @@ list="$("$tw" --db "$db" runs list)"
 grep "hdee-stop" <<<"$list" | grep -q interrupted || fail "the stopped run is not interrupted: $("$tw" --db "$db" runs list)"
 grep -q running <<<"$list" && fail "a run is left running"
 
-# Checkpoints and resume (issue 16): every expert checkpoints every 50 steps (and its last step);
+# Checkpoints and resume: every expert checkpoints every 50 steps (and its last step);
 # the coordinator is SIGKILLed once a checkpoint is stored, the run shows interrupted, and --resume
 # goes on with each expert from its own latest checkpoint (experts train different step counts and
 # never meet, so there is no step common to all). The figures equal an uninterrupted run's and no

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Integration test of pipeline replicas through the CLI (issue 6): a dense pipeline replica trains
+# Integration test of pipeline replicas through the CLI: a dense pipeline replica trains
 # exactly like a full one, compressed boundaries send the formula's bytes, every holder of a stage
 # holds the same θ_s after every round (full and pipeline replicas mixed, SparseLoCo per stage),
 # NoLoCo routing, GPipe and the reparameterised constraint run, `thinwire sweep` records one run
@@ -104,7 +104,7 @@ bad="$(sqlite3 "$db" "select name, step from metrics where run_id = $id and name
 out="$(run --set outer.algorithm=noloco --set outer.replicas=4 --set outer.group_size=2 --set outer.momentum=0.5 \
            --set pipeline.replicas=2 --set pipeline.rank=8 --set run.name=noloco-groups)"
 grep -q "finished" <<<"$out" || fail "noloco pipelines did not finish: $out"
-# The per-stage rounds over the ring (issue 15): DiLoCo (its default) with two full replicas and a
+# The per-stage rounds over the ring: DiLoCo (its default) with two full replicas and a
 # compressed pipeline, each stage's three holders in a ring over the GroupCollective; NoLoCo's
 # groups as rings. Every holder of a DiLoCo stage holds the same θ_s after every round.
 out="$(run --set outer.algorithm=diloco --set outer.replicas=3 --set pipeline.rank=8 --set run.name=diloco-ring-stages)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16: coordinator restarts and resume, through the CLI. For each algorithm a micro run on
+# coordinator restarts and resume, through the CLI. For each algorithm a micro run on
 # threads with train.ckpt_every is SIGKILLed (coordinator and nodes with it) once every node has a
 # checkpoint; `runs list` must call it interrupted; `run --resume` must finish it as the same run,
 # with per-step train.loss, val.loss and simulated clocks equal to an uninterrupted run of the same

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SkipPipe as a node run through the CLI (issue 14): `thinwire run` of a [skippipe] layout on thread
+# SkipPipe as a node run through the CLI: `thinwire run` of a [skippipe] layout on thread
 # nodes and on child processes gives the same losses and bytes to the last digit, the stage-sync bytes
 # are (N − 1)·4·P_s per step, the full-pipeline variant is a config setting, `runs retime` on the
 # recorded network reproduces every node's recorded clock, the `skippipe` alias runs the same path,

@@ -65,7 +65,7 @@ a="$(rows plain)"; b="$(rows budget-equal)"
 [ "$(wc -l <<<"$a")" -gt 100 ] || fail "too few rows: $a"
 [ "$a" = "$b" ] || fail "equal speeds with a budget of H steps differ from the plain run: $(diff <(echo "$a") <(echo "$b") | head)"
 
-# Checkpoints and resume (issue 16): with each replica running its own H, checkpoints are taken
+# Checkpoints and resume: with each replica running its own H, checkpoints are taken
 # every K rounds on both (K rounds of the configured H cover train.ckpt_every steps: here 10 rounds,
 # replica 0 at steps 40, 80, …, replica 1 at 20, 40, …). The coordinator SIGKILLed once both have one,
 # the run resumes after the latest round both checkpointed, each replica at its own step, and every

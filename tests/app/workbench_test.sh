@@ -49,7 +49,7 @@ red="$($py "$here/png_colour.py" "$work/faults.png" $rect2 214 39 40)"
 rect1="$(shot "$work/nofaults.png" --open 1 --hover 0.359,0.5)"
 red1="$($py "$here/png_colour.py" "$work/nofaults.png" $rect1 214 39 40)"
 [ "$red1" -lt 10 ] || fail "the run without faults has $red1 pixels of the fault red"
-# Seven runs compared (issue 17): one legend row per run (not one per replica), each run's line in
+# Seven runs compared: one legend row per run (not one per replica), each run's line in
 # its palette colour, and History sorted by final validation loss in the order the store gives.
 db7="$work/seven.db"
 for i in 1 2 3 4 5 6 7; do

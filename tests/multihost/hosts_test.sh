@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Several machines on one machine (issue 13): five network namespaces as hosts on one bridge —
+# Several machines on one machine: five network namespaces as hosts on one bridge —
 # host 0 runs the coordinator, hosts 1-4 one keyed `thinwire node` each on its own address — and
 # the runs cross real interfaces:
 #   (a) SparseLoCo, three replicas on three hosts (the outer sync crosses the bridge), over the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/launch/slurm_nodes.sbatch without Slurm (issue 13): --dry-run prints the job's commands (the
+# scripts/launch/slurm_nodes.sbatch without Slurm: --dry-run prints the job's commands (the
 # coordinator's keys, the srun node step, each task's keys and node, the layout's [cluster] table,
 # thinwire run with the options after --) and starts nothing; bad arguments are clear errors, and
 # outside a job without --dry-run the script refuses to run. Needs no root and no Slurm.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Slurm launch recipe on a real, private Slurm across network-namespace hosts (issue 13): munged,
+# The Slurm launch recipe on a real, private Slurm across network-namespace hosts: munged,
 # slurmctld on host 0 and one slurmd on each of hosts 1 and 2 (each in its own UTS namespace, so it
 # has its node's host name), all with a test-local slurm.conf. `sbatch --nodes=2
 # scripts/launch/slurm_nodes.sbatch` runs one keyed `thinwire node` per host and the coordinator in

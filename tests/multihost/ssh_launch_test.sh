@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The SSH launch recipe across network-namespace hosts (issue 13): host 0 is the coordinator, hosts
+# The SSH launch recipe across network-namespace hosts: host 0 is the coordinator, hosts
 # 1 and 2 run Debian's sshd with a test-local config (own host keys, root by a test key only).
 # scripts/launch/ssh_nodes.sh, run on host 0, starts a keyed `thinwire node` on each over ssh with
 # only the coordinator's public key and writes the layout; a DiLoCo run from host 0 on those nodes
