@@ -3,9 +3,9 @@
 # processes (one algorithm of DiLoCo, SparseLoCo over the mesh or the hub relay, NoLoCo), injects one
 # seeded random fault for real — a replica process paused past the heartbeat timeout (SIGSTOP, then
 # SIGCONT: a laptop lid, a VM stall), a slow replica (short pauses below the timeout), a replica
-# SIGKILLed, a replica SIGKILLed with cluster.restart_lost, the coordinator SIGKILLed and the run
-# resumed, or the disk under the run store filled up — and then checks the invariants on the store
-# and the processes:
+# SIGKILLed, a replica SIGKILLed with cluster.restart_lost, the coordinator SIGKILLed once every
+# node wrote a checkpoint (a resume needs one) and the run resumed, or the disk under the run store
+# filled up — and then checks the invariants on the store and the processes:
 #   * every round's members agree: all nodes that stored a round's state hash stored the same one,
 #     and all that stored its membership mask stored the same mask;
 #   * the final status is what happened (finished after faults the run survives, exit code 0, naming
@@ -165,6 +165,15 @@ for i in $(seq 1 "$n"); do
   (cd "$work" && exec timeout -k 10 "$run_limit" "$tw" --db "$db" run chaos.toml --set run.name="$name" > "$work/$name.log" 2>&1) &
   sub=$!
   id="$(wait_steps "$name" "$at" "$sub")" || { echo "schedule $i: the run ended before step $at: $(tail -5 "$work/$name.log")"; violations=$((violations + 1)); continue; }
+  if [ "$fault" = coordinator ]; then  # a resume needs a checkpoint every node wrote (else it is refused)
+    for _ in $(seq 1 1200); do
+      [ "$(q "SELECT COUNT(*) FROM (SELECT step FROM metrics WHERE run_id = $id AND name = 'ckpt.bytes'
+                GROUP BY step HAVING COUNT(DISTINCT node) = 3)")" -gt 0 ] && break
+      kill -0 "$sub" 2>/dev/null || break
+      sleep 0.1
+    done
+    at="$(loss_rows "$id")"
+  fi
   coord="$(pgrep -P "$sub" -f "run chaos.toml" || echo "$sub")"
   victim_pid="$(nodes_of "$coord" | sed -n "$((victim + 1))p")"
   want=finished rc_want=0
@@ -201,7 +210,9 @@ for i in $(seq 1 "$n"); do
     set +e; (cd "$work" && timeout -k 10 300 "$tw" --db "$db" run --resume "$id" > "$work/$name-resume.log" 2>&1); rc=$?; set -e
     want=finished
   fi
-  [ "$rc" -eq "$rc_want" ] || violate "exit code $rc, want $rc_want: $(tail -3 "$work/$name.log")"
+  log="$work/$name.log"
+  [ "$fault" != coordinator ] || log="$work/$name-resume.log"
+  [ "$rc" -eq "$rc_want" ] || violate "exit code $rc, want $rc_want: $(tail -3 "$log")"
   survived=""  # a loss the run survived is named in its status
   case "$fault" in pause|kill|restart) survived="survived the loss of replica-$victim" ;;
     disk) survived="the run store could not be written" ;; esac
@@ -210,7 +221,7 @@ for i in $(seq 1 "$n"); do
   [ -z "$keep" ] || cp "$db" "$work/$name"*.log "$keep/"
   if [ "$bad" -ne 0 ]; then  # what the run said, for the report
     q "SELECT '    event ' || node || ' ' || kind || ': ' || substr(text, 1, 160) FROM events WHERE run_id = $id AND level > 0 LIMIT 12"
-    tail -5 "$work/$name.log" | sed 's/^/    log /'
+    tail -5 "$log" | sed 's/^/    log /'
   fi
   printf 'schedule %d (seed %d): %s, %s at step %d: %s, exit %d, %s node(s) lost, %d s%s\n' "$i" "$((seed + i))" "$algo" \
     "$what" "$at" "$(q "SELECT status FROM runs WHERE id = $id")" "$rc" "$lost" $((SECONDS - start)) "$([ $bad -eq 0 ] && echo "" || echo " — VIOLATED")"
