@@ -9,7 +9,7 @@ namespace tw::wire {
 namespace {
 
 constexpr char kMagic[4] = {'T', 'W', 'A', 'G'};
-constexpr uint8_t kKinds = 7;  // FrameKind values 0..6
+constexpr uint8_t kKinds = 8;  // FrameKind values 0..7
 
 template <class T>
 T load(const uint8_t* p) {

@@ -10,13 +10,13 @@
 //   7  u8  reserved      0
 //   8  u16 rank          sender's mesh rank
 //   10 u8[6] reserved    0
-//   16 u64 round         the all-gather round (kRound, kAgree); kPointToPoint: the first round of
+//   16 u64 round         the all-gather round (kRound, kAgree, kCommit); kPointToPoint: the first round of
 //                        the sender's round attempt (Collective::begin_epoch; 0 without); kAbandon:
 //                        the attempt given up; 0 otherwise
 //   24 f64 clock_s       sender's simulated clock, finite and ≥ 0
 //   32 u64 token         the run's mesh token, handed out at configure: a frame without it is not
 //                        from this run and is dropped
-//   40 u64 aux           kAgree: the sender's state hash; kRound: the wall-clock time (ns since
+//   40 u64 aux           kAgree, kCommit: the sender's state hash; kRound: the wall-clock time (ns since
 //                        the Unix epoch) at which the sender began its round, for the measured
 //                        exchange time (zmq_collective.h); kBye: why the run ended; kAbandon: the
 //                        lost members' bit mask; kReady: the round step whose state the sender
@@ -32,7 +32,7 @@
 
 namespace tw::wire {
 
-inline constexpr uint8_t kFrameVersion = 6;  // 6: kReady; 5: kAbandon and epochs (survivors); 4: kind byte, token, aux
+inline constexpr uint8_t kFrameVersion = 7;  // 7: kCommit; 6: kReady; 5: kAbandon and epochs (survivors); 4: kind byte, token, aux
 inline constexpr size_t kFrameHeaderBytes = 48;
 
 // Values are stable: they name the frame on the wire.
@@ -46,6 +46,9 @@ enum class FrameKind : uint8_t {
                         // mask of the members it found lost (ranks < 64); empty payload
     kReady = 6,         // a joiner is up and waits for the state after the round at step aux
                         // (Collective::tell_ready); empty payload, outside any round attempt
+    kCommit = 7,        // the sender heard every member's hash of agreement round `round` and all
+                        // matched: aux = that hash. A member that missed a lost member's hash
+                        // holds the same state and takes the round too (zmq_collective.h agree)
 };
 
 struct FrameHeader {

@@ -64,6 +64,7 @@ struct ZmqCollective::Sockets {
     std::map<uint64_t, std::map<int, double>> early_clocks;
     std::map<uint64_t, std::map<int, uint64_t>> early_starts;        // senders' wall_ns() at their round's start
     std::map<uint64_t, std::map<int, uint64_t>> early_hashes;        // agreement rounds
+    std::map<uint64_t, std::map<int, uint64_t>> commits;  // agreement rounds peers took (kCommit) → their hash
     struct Message {
         std::vector<uint8_t> payload;
         double clock_s;
@@ -341,6 +342,15 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
             if (fenced && (fh->aux & ~(uint64_t{1} << rank_))) ++s.fenced;
             return Status::ok();
         }
+        case wire::FrameKind::kCommit: {
+            if (!body.empty()) return drop("a commit frame with a payload");
+            if (fh->round < epoch_base_ || fh->round + 1 < round_) return Status::ok();  // a round decided here already
+            if (fh->round > round_ + kRoundWindow)
+                return drop("from rank " + std::to_string(from) + ": a commit of round " + std::to_string(fh->round) +
+                            ", too far ahead");
+            s.commits[fh->round][from] = fh->aux;
+            return Status::ok();
+        }
         case wire::FrameKind::kReady:
             if (!body.empty()) return drop("a ready frame with a payload");
             s.ready[from] = fh->aux;
@@ -551,12 +561,32 @@ Result<std::vector<uint64_t>> ZmqCollective::gather_words(const std::vector<int>
 }
 
 Status ZmqCollective::agree(const std::vector<int>& group, uint64_t state_hash) {
+    const uint64_t round = round_;  // gather_words takes it
+    auto& commits = s_->commits;
+    commits.erase(commits.begin(), commits.lower_bound(round));
     auto got = gather_words(group, state_hash);
-    if (!got) return got.status();
-    const uint64_t round = round_ - 1;  // gather_words took it
+    if (!got) {
+        // A member was lost while the hashes went round. It sent its hash to some peers and not to
+        // others, so a peer that heard every hash may have taken the round and gone on: this member
+        // holds the same state (every payload was in before any hash left), so it takes the round
+        // too instead of redoing it alone — which would leave the two waiting in different rounds.
+        if (Status v = await_verdict(group, round, state_hash); v) {
+            if (opts_.on_event)
+                opts_.on_event("round-taken", "agreement round " + std::to_string(round) +
+                                                  ": a peer heard every hash and took the round (" + got.message() +
+                                                  "); this member holds the same state and takes it too");
+            return Status::ok();
+        } else if (v.message() != "none") {
+            return v;
+        }
+        return got.status();
+    }
     std::map<uint64_t, int> votes;
     for (uint64_t h : *got) votes[h] += 1;
-    if (votes.size() == 1) return Status::ok();
+    if (votes.size() == 1) {
+        post_commit(group, round, state_hash);
+        return Status::ok();
+    }
     // The majority's hash when there is a strict one, otherwise this member's own.
     uint64_t ref = state_hash;
     for (auto& [h, n] : votes)
@@ -568,6 +598,82 @@ Status ZmqCollective::agree(const std::vector<int>& group, uint64_t state_hash) 
     std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(ref));
     return Status::error("round hash mismatch after round " + std::to_string(round) + ": " + who +
                          " holds a state that differs from " + buf + " (the others')");
+}
+
+void ZmqCollective::post_commit(const std::vector<int>& group, uint64_t round, uint64_t state_hash) {
+    wire::FrameHeader fh;
+    fh.kind = wire::FrameKind::kCommit;
+    fh.counted = false;
+    fh.rank = static_cast<uint16_t>(rank_);
+    fh.round = round;
+    fh.token = opts_.token;
+    fh.aux = state_hash;
+    uint8_t h[wire::kFrameHeaderBytes];
+    wire::encode_frame_header(fh, h);
+    for (int r : group)
+        if (r != rank_ && !s_->lost.count(r)) post(r, h);
+}
+
+Status ZmqCollective::await_verdict(const std::vector<int>& group, uint64_t round, uint64_t state_hash) {
+    auto& s = *s_;
+    bool any_lost = false;
+    for (int r : group) any_lost = any_lost || (r != rank_ && s.lost.count(r) > 0);
+    if (!any_lost || (abort_ && abort_())) return Status::error("none");
+    // This member's word first: peers in the same place wait for it as it waits for theirs.
+    abandon(group);
+    const auto taken_by = [&]() -> int {
+        if (auto c = s.commits.find(round); c != s.commits.end())
+            for (auto& [from, h] : c->second)
+                if (h == state_hash) return from;
+        return -1;
+    };
+    const auto undecided = [&] {
+        std::vector<int> out;
+        const auto c = s.commits.find(round);
+        for (int r : group) {
+            if (r == rank_ || s.lost.count(r) || s.bye.count(r) || gave_up(r)) continue;
+            if (c != s.commits.end() && c->second.count(r)) continue;
+            out.push_back(r);
+        }
+        return out;
+    };
+    const auto wait_start = Clock::now();
+    try {
+        for (;;) {
+            if (taken_by() >= 0) return Status::ok();
+            if (auto c = s.commits.find(round); c != s.commits.end() && !c->second.empty()) {
+                const auto& [from, h] = *c->second.begin();
+                char buf[64];
+                std::snprintf(buf, sizeof buf, "%016llx, this member's %016llx", static_cast<unsigned long long>(h),
+                              static_cast<unsigned long long>(state_hash));
+                return Status::error("round hash mismatch after round " + std::to_string(round) + ": " + member(from) +
+                                     " took the round with hash " + buf);
+            }
+            const auto open = undecided();
+            if (open.empty()) return Status::error("none");
+            // Each open peer decides promptly: it took the round (its commit is on the way) or it
+            // misses the lost member's hash too and gives the attempt up. Its loss ends the wait.
+            if (Status st = pump_until("the verdict of agreement round " + std::to_string(round),
+                                       [&open] { return open; }, wait_start, 100);
+                !st) {
+                if (abort_ && abort_()) return st;
+                if (since_s(wait_start) * 1000 > opts_.timeout_ms) return Status::error("none");
+            }
+        }
+    } catch (const zmq::error_t&) {
+        return Status::error("none");
+    }
+}
+
+void ZmqCollective::post(int peer, const uint8_t* header) {
+    auto& p = s_->push[static_cast<size_t>(peer)];
+    try {
+        if (p.send(zmq::const_buffer(header, wire::kFrameHeaderBytes), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+            (void)p.send(zmq::const_buffer(header, 0), zmq::send_flags::dontwait);
+            header_bytes_ += wire::kFrameHeaderBytes;
+        }
+    } catch (const zmq::error_t&) {
+    }
 }
 
 Status ZmqCollective::send(int peer, const std::vector<uint8_t>& payload, LinkClass link, double sim_clock_s,
@@ -672,6 +778,7 @@ void ZmqCollective::begin_epoch(uint64_t epoch) {
     erase_before(s.early_clocks);
     erase_before(s.early_starts);
     erase_before(s.early_hashes);
+    erase_before(s.commits);
     for (auto& [from, q] : s.p2p)
         q.erase(std::remove_if(q.begin(), q.end(), [this](const Sockets::Message& m) { return m.epoch_base < epoch_base_; }),
                 q.end());

@@ -670,13 +670,24 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
         for (size_t i = 0; i < members.size(); ++i)
             if (members[i] != me) peers.push_back(static_cast<int>(i));
         all.abandon(peers);
-        std::vector<int> gone, rest;
+        std::vector<int> gone, rest, quit;
         for (int r : members) (lost(r) ? gone : rest).push_back(r);
-        if (gone.empty()) return st;
+        // A peer that gave the attempt up redoes it; so does this member, though it found nobody
+        // lost: the peer counted in a member this one already knew lost (one heard the lost
+        // member's last hash and took the previous round, the other took it from that peer).
+        for (int r : rest)
+            if (r != me && mesh_->gave_up(places_.ranks_of({r}).front())) quit.push_back(r);
+        if (gone.empty() && quit.empty()) return st;
         if (Status s = outer_->load_state(snapshot); !s) return R::error("rolling back the round: " + s.message());
         {
             torch::NoGradGuard no_grad;
             for (size_t i = 0; i < params.size(); ++i) params[i].copy_(live_before[i]);
+        }
+        if (gone.empty()) {
+            event(EventLevel::kInfo, "member-lost",
+                  "round at step " + std::to_string(step) + ": replica " + replica_list(quit) + " gave the attempt up (" +
+                      st.message() + "); the round is redone among replicas " + replica_list(rest));
+            continue;
         }
         event(EventLevel::kWarning, "member-lost",
               "round at step " + std::to_string(step) + ": replica " + replica_list(gone) + " lost (" + st.message() +

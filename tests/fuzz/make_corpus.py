@@ -113,10 +113,10 @@ CONTROL = {
 MAGIC = b"TWAG"
 
 
-def frame(kind, link=0, counted=True, rank=0, rnd=0, clock=0.0, token=0x0123456789ABCDEF, aux=0, version=6,
+def frame(kind, link=0, counted=True, rank=0, rnd=0, clock=0.0, token=0x0123456789ABCDEF, aux=0, version=7,
           members=4):
-    """A mesh-size byte (members + 1, see fuzz_frame.cpp) and a 48-byte v6 header (v4's layout; v5 adds
-    the abandon kind, 5; v6 the ready kind, 6)."""
+    """A mesh-size byte (members + 1, see fuzz_frame.cpp) and a 48-byte v7 header (v4's layout; v5 adds
+    the abandon kind, 5; v6 the ready kind, 6; v7 the commit kind, 7)."""
     h = MAGIC + struct.pack("<BBBBH6xQdQQ", version, kind, link | (0 if counted else 0x80), 0, rank, rnd, clock,
                             token, aux)
     assert len(h) == 48
@@ -133,13 +133,15 @@ FRAME = {
     "accept-any-rank": bytes([255]) + frame(0, rank=65535)[1:],
     "accept-abandon": frame(5, rank=2, rnd=48, aux=0b1000),
     "accept-ready": frame(6, rank=3, aux=30),
+    "accept-commit": frame(7, rank=1, rnd=7, aux=0xFEEDFACECAFEBEEF),
     # Reproductions.
     "refuse-4-bytes": bytes([5]) + b"TWAG",
     "refuse-wrong-magic": bytes([5]) + b"TWAX" + frame(0)[5:],
     # Version 3 headers were 24 bytes: magic, u8 version, u8 link, u16 rank, u64 round, f64 clock.
     "refuse-version-3": bytes([5]) + MAGIC + struct.pack("<BBHQd", 3, 0, 1, 7, 1.5),
     "refuse-version-3-padded": frame(0, version=3),
-    "refuse-kind-7": frame(7),
+    "refuse-kind-8": frame(8),
+    "refuse-version-6": frame(0, version=6),
     "refuse-version-5": frame(0, version=5),
     "refuse-version-4": frame(0, version=4),
     "refuse-link-3": frame(0, link=3),

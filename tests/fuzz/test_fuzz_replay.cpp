@@ -73,14 +73,15 @@ TEST(FuzzReplay, ControlSeeds) {
 }
 
 TEST(FuzzReplay, FrameSeeds) {
-    replay("frame", check_frame, 17,
+    replay("frame", check_frame, 19,
            {{"refuse-4-bytes", "header frame of 4 bytes"},
             {"refuse-wrong-magic", "without the TWAG magic"},
             {"refuse-version-3", "header frame of 24 bytes"},
             {"refuse-version-3-padded", "frame version 3"},
             {"refuse-version-4", "frame version 4"},
             {"refuse-version-5", "frame version 5"},
-            {"refuse-kind-7", "unknown frame kind 7"}});
+            {"refuse-version-6", "frame version 6"},
+            {"refuse-kind-8", "unknown frame kind 8"}});
 }
 
 // The checks themselves can fail: a broken round trip is reported, not swallowed.

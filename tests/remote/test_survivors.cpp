@@ -12,6 +12,7 @@
 
 #include "core/member_view.h"
 #include "remote/hub_relay.h"
+#include "remote/wire_frame.h"
 #include "remote/zmq_collective.h"
 
 namespace tw {
@@ -292,6 +293,66 @@ TEST(Survivors, WhomAFencedOrStaleMemberNamesLostIsNotTaken) {
     b->abandon({0});
     settle();
     EXPECT_EQ(a->lost_members(), (std::vector<int>{2}));
+}
+
+// Member 2 sends its agreement hash to member 0 and then stops (paused or killed between two
+// sends): member 0 hears every hash and takes the round; member 1 misses one, finds member 2
+// lost, and — holding the same state — takes the round from member 0's word instead of redoing it
+// alone (which would leave the two waiting in different rounds for ever). When nobody heard the
+// lost member's hash, both give the attempt up.
+TEST(Survivors, AMemberLostBetweenItsHashesLeavesOneRoundTakenByAll) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    std::vector<std::string> eps{"inproc://ag0", "inproc://ag1", "inproc://ag2"};
+    auto a = ZmqCollective::create(ctx, eps, 0, live(0.5)).value();
+    auto b = ZmqCollective::create(ctx, eps, 1, live(0.5)).value();
+    MeshOptions dead;  // member 2: bound, silent (its one frame is sent by hand below)
+    dead.timeout_ms = 20000;
+    auto c = ZmqCollective::create(ctx, eps, 2, dead).value();
+    const uint64_t hash = 0x5eed5eed5eedull;
+    const auto hash_of_2 = [&](const std::string& to, uint64_t round) {
+        zmq::socket_t push(*ctx, zmq::socket_type::push);
+        push.connect(to);
+        wire::FrameHeader fh;
+        fh.kind = wire::FrameKind::kAgree;
+        fh.counted = false;
+        fh.rank = 2;
+        fh.round = round;
+        fh.aux = hash;
+        uint8_t h[wire::kFrameHeaderBytes];
+        wire::encode_frame_header(fh, h);
+        push.send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore);
+        push.send(zmq::const_buffer(h, 0), zmq::send_flags::none);
+    };
+    // Epoch 1's first round is its agreement round; only member 0 gets member 2's hash.
+    hash_of_2(eps[0], ZmqCollective::kEpochRounds);
+    Status got_a, got_b;
+    std::thread ta([&] {
+        a->begin_epoch(1);
+        got_a = a->agree({0, 1, 2}, hash);
+    });
+    b->begin_epoch(1);
+    const auto t0 = Clock::now();
+    got_b = b->agree({0, 1, 2}, hash);
+    const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+    ta.join();
+    EXPECT_TRUE(got_a) << got_a.message();
+    EXPECT_TRUE(got_b) << got_b.message();
+    EXPECT_EQ(b->lost_members(), (std::vector<int>{2}));
+    EXPECT_LT(waited, 5.0);
+
+    // Nobody heard member 2 in epoch 2: both find it lost, neither takes the round.
+    std::thread ta2([&] {
+        a->begin_epoch(2);
+        got_a = a->agree({0, 1, 2}, hash);
+    });
+    b->begin_epoch(2);
+    got_b = b->agree({0, 1, 2}, hash);
+    ta2.join();
+    EXPECT_FALSE(got_a);
+    EXPECT_FALSE(got_b);
+    EXPECT_NE(got_b.message().find("mesh member 2"), std::string::npos) << got_b.message();
+    EXPECT_TRUE(b->gave_up(0)) << "the other survivor gave the attempt up";
+    (void)c;
 }
 
 TEST(Survivors, MessagesOfAnAbandonedAttemptAreDiscarded) {
