@@ -33,6 +33,7 @@
 #include "coordinator/lost_restarts.h"
 #include "coordinator/scheduled_kills.h"
 #include "coordinator/launch_limits.h"
+#include "storage/run_folder.h"
 #include "storage/run_liveness.h"
 #include "storage/run_store.h"
 
@@ -340,11 +341,20 @@ void Session::body(RunConfig cfg) {
     }
     ScheduledKills kills(cfg, roles);
     LostRestarts restarts(cfg, roles);
+    // The final model: the nodes holding it send it after training (core/final_model.h).
+    FinalModelAssembly final_model(cfg.model);
+    for (const NodeRole& r : roles)
+        if (r.kind == "expert" && r.expert_d_ff > 0) {
+            ModelConfig m = cfg.model;
+            m.d_ff = r.expert_d_ff;
+            final_model.expect(r.name, m);
+        }
     StoreSink sink(store, out.run_id, cfg.train.steps, cfg.train.log_every, out.nodes, print_,
                    [this, &kills](const EventRecord& e) {
                        add_log(e.node + ": " + e.kind + ": " + e.text);
                        kills.on_event(e);
                    });
+    sink.model = &final_model;
     // Settings that run but probably not as meant (core/config_warnings.h): stored, printed, listed.
     for (const std::string& w : config_warnings(cfg)) sink.on_event({0, "coordinator", EventLevel::kWarning, "config", w});
     set_phase("running");
@@ -447,6 +457,10 @@ void Session::body(RunConfig cfg) {
             out.hdee_tables = hdee_tables(cfg, *res);
         }
     }
+    if (Status st = keep_final_model(cfg, roles, final_model, out); !st)
+        sink.on_event({0, "coordinator", EventLevel::kWarning, "model", "no final model kept: " + st.message()});
+    else if (!out.model_dir.empty())
+        sink.on_event({0, "coordinator", EventLevel::kInfo, "model", "final model kept in " + out.model_dir});
     // The last try for rows a failed write kept (into the writer's reserve). Whatever could not be
     // stored fails the run, with the count, so a run whose rows are missing never reads as finished.
     if (Status f = sink.flush(); !f && store_failure.is_ok()) store_failure = f;
@@ -494,6 +508,51 @@ void Session::body(RunConfig cfg) {
     if (local) coord->shutdown();
     out.wall_s = since_s(t0);
     add_log(std::string("coordinator: run ") + to_string(out.status) + (out.reason.empty() ? "" : ": " + out.reason));
+}
+
+Status Session::keep_final_model(const RunConfig& cfg, const std::vector<NodeRole>& roles,
+                                 const FinalModelAssembly& parts, SessionResult& out) const {
+    const std::string dir = run_folder(db_path_, out.run_id);
+    if (dir.empty()) return Status::ok();  // a store without a file keeps no files
+    std::vector<std::string> senders;
+    for (const NodeRole& r : roles)
+        if (parts.holds(r.name)) senders.push_back(r.name);
+    if (senders.empty()) return Status::error("no node sent it (the run ended before its end of training)");
+    std::string kept;
+    if (cfg.hdee.enabled()) {
+        // Each expert is a model of its own: model-NODE.safetensors.
+        for (const std::string& n : senders) {
+            auto w = parts.write(dir, {n}, "model-" + n + ".safetensors");
+            if (!w) return w.status();
+            kept += (kept.empty() ? "" : ", ") + n;
+        }
+    } else {
+        // The global model from the lowest replica that sent all of it: one node, or a pipeline
+        // replica's stages in stage order.
+        std::map<int64_t, std::vector<std::string>> by_replica;
+        for (const NodeRole& r : roles)
+            if (parts.holds(r.name)) by_replica[r.replica].push_back(r.name);
+        Status last = Status::error("no replica sent all of it");
+        for (auto& [replica, nodes] : by_replica) {
+            auto w = parts.write(dir, nodes, kRunModelFile);
+            if (!w) {
+                last = w.status();
+                continue;
+            }
+            for (const std::string& n : nodes) kept += (kept.empty() ? "" : ", ") + n;
+            last = Status::ok();
+            break;
+        }
+        if (!last) return last;
+    }
+    std::FILE* f = std::fopen((dir + "/" + kRunConfigFile).c_str(), "wb");
+    if (!f) return Status::error("cannot write " + dir + "/" + kRunConfigFile);
+    const std::string toml = to_toml(without_keys(cfg));
+    const bool ok = std::fwrite(toml.data(), 1, toml.size(), f) == toml.size();
+    if (std::fclose(f) != 0 || !ok) return Status::error("cannot write " + dir + "/" + kRunConfigFile);
+    out.model_dir = dir;
+    if (print_) std::printf("final model (from %s) kept in %s\n", kept.c_str(), dir.c_str());
+    return Status::ok();
 }
 
 Session::Session(RunConfig cfg, std::string db_path, std::string group, EngineHooks hooks, std::string data_root,

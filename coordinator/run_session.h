@@ -27,6 +27,7 @@ namespace zmq { class context_t; }
 namespace tw {
 
 class RunStore;
+class FinalModelAssembly;
 
 // What a session needs from the binary it runs in.
 struct EngineHooks {
@@ -48,6 +49,7 @@ struct SessionResult {
     std::map<std::string, WorkerSummary> summary;  // by role name
     std::string hdee_tables;                       // an HDEE run's combined figures as text ("" otherwise)
     int64_t resumed_at = -1;                       // a resumed run: the checkpoint step it went on from
+    std::string model_dir;                         // where the final model was kept ("" = none)
 };
 
 // What a front end shows while the session runs; copied under a lock.
@@ -85,6 +87,10 @@ public:
 
 private:
     void body(RunConfig cfg);
+    // Writes the final model the nodes sent into the run's folder (storage/run_folder.h) with the
+    // resolved config; sets out.model_dir. An error says why none was kept.
+    Status keep_final_model(const RunConfig& cfg, const std::vector<NodeRole>& roles, const FinalModelAssembly& parts,
+                            SessionResult& out) const;
     // A run that failed before any node was configured (its data could not be prepared): created
     // and ended as failed with `reason`, so the store says why (interrupted: stopped while the nodes
     // prepared). Sets result_.

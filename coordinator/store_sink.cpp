@@ -142,4 +142,9 @@ void StoreSink::print_line(const std::string& node, Line& l) {
     std::printf("%s%s\n", tty_ ? "\033[2K" : "", l.printed.c_str());
 }
 
+void StoreSink::on_model_part(const std::string& node, FinalModelPart part) {
+    if (!model) return CoordinatorSink::on_model_part(node, std::move(part));
+    if (Status st = model->add(node, std::move(part)); !st) on_event({0, node, EventLevel::kWarning, "model", st.message()});
+}
+
 }  // namespace tw

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/final_model_assembly.h"
 #include "core/event_throttle.h"
 #include "core/metrics.h"
 #include "core/status.h"
@@ -35,6 +36,10 @@ public:
     void on_event(const EventRecord& e) override;
     // Keeps an HDEE expert's scores for the session to combine once every expert has finished.
     void on_scores(const std::string& node, ExpertScores scores) override { this->scores[node] = std::move(scores); }
+    // Hands a part of the final model to `model` (set by the session; none: the base's warning).
+    // A refused part is a warning event naming the node and the part.
+    void on_model_part(const std::string& node, FinalModelPart part) override;
+    FinalModelAssembly* model = nullptr;
     // Waits until every metric row and event handed over so far is written; a failed write keeps
     // its rows for the next flush.
     Status flush();

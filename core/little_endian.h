@@ -41,6 +41,19 @@ inline double get_f64(const uint8_t* p) {
     return d;
 }
 
+// An IEEE-754 float as its 32 bits.
+inline void put_f32(uint8_t* p, float f) {
+    uint32_t v;
+    std::memcpy(&v, &f, 4);
+    put_u32(p, v);
+}
+inline float get_f32(const uint8_t* p) {
+    const uint32_t v = get_u32(p);
+    float f;
+    std::memcpy(&f, &v, 4);
+    return f;
+}
+
 inline void put_u16(uint8_t* p, uint16_t v) {
     p[0] = static_cast<uint8_t>(v);
     p[1] = static_cast<uint8_t>(v >> 8);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/final_model.h"
 #include "core/hdee_mixture.h"
 #include "core/metrics.h"
 #include "core/role.h"
@@ -44,6 +45,11 @@ public:
     virtual void scores(ExpertScores s) {
         event({0, "", EventLevel::kError, "scores",
                "scores of " + std::to_string(s.logp.size()) + " tokens dropped: this sink takes none"});
+    }
+    // A part of the run's final model (core/final_model.h), sent after training by the node that
+    // holds the model (or a stage of it) and before the worker returns, parts in order.
+    virtual void final_model(FinalModelPart p) {
+        event({0, "", EventLevel::kWarning, "model", "a part of the final model (" + p.name + ") dropped: this sink takes none"});
     }
 };
 

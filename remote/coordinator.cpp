@@ -508,13 +508,16 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
         return;
     NodeInfo& n = nodes_[it->second];
     s.last_seen[it->second] = Clock::now();
-    if (n.lost && (m.kind == MsgKind::kHeartbeat || m.kind == MsgKind::kDone || m.kind == MsgKind::kMetrics)) {
+    if (n.lost && (m.kind == MsgKind::kHeartbeat || m.kind == MsgKind::kDone || m.kind == MsgKind::kMetrics ||
+                   m.kind == MsgKind::kModel)) {
         // Counted lost, and the run went on without it: the run's outcome is its survivors'. A
         // process that was only paused (SIGSTOP, a VM stall) wakes here; it is told to stop, what
         // it measures from then on is not the run's (it may finish a round its peers gave up
         // without it), and its end is an event, never a stop or a failure of the run. It comes
         // back only as a rejoin, a new incarnation.
-        if (m.kind == MsgKind::kMetrics) {
+        if (m.kind == MsgKind::kModel) {
+            // Its weights are not the run's either: the final model comes from a live member.
+        } else if (m.kind == MsgKind::kMetrics) {
             const size_t rows = m.body.contains("rows") && m.body["rows"].is_array() ? m.body["rows"].size() : 0;
             if (s.fenced_rows[it->second] == 0)
                 sink.on_event({0, name, EventLevel::kWarning, "lost-node-rows",
@@ -574,6 +577,12 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
                 n.error = scores.message();
                 if (!s.first_failure) s.first_failure = it->second;
             }
+            break;
+        }
+        case MsgKind::kModel: {
+            // A malformed part is a warning naming the node: the run's training stands without it.
+            if (auto part = model_part_from_message(m)) sink.on_model_part(name, std::move(*part));
+            else sink.on_event({0, name, EventLevel::kWarning, "model", part.message()});
             break;
         }
         case MsgKind::kDone:

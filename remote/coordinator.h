@@ -62,6 +62,11 @@ public:
         on_event({0, node, EventLevel::kWarning, "scores",
                   "scores of " + std::to_string(scores.logp.size()) + " tokens ignored: this run takes none"});
     }
+    // A part of the run's final model (remote/protocol.h "model"), parsed but not yet checked
+    // against the run's model. A sink that keeps no model records a warning instead.
+    virtual void on_model_part(const std::string& node, FinalModelPart part) {
+        on_event({0, node, EventLevel::kWarning, "model", "a part of the final model (" + part.name + ") ignored: this run keeps none"});
+    }
 };
 
 struct RunOutcome {

@@ -56,6 +56,7 @@ public:
         push(std::move(m));
     }
     void scores(ExpertScores s) override { push(scores_message(name_, s)); }
+    void final_model(FinalModelPart p) override { push(model_message(name_, p)); }
     void push(Message m) {
         std::lock_guard<std::mutex> lock(mu_);
         out_.push_back(std::move(m));

@@ -2,6 +2,7 @@
 #include "remote/protocol.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -17,7 +18,7 @@ namespace {
 constexpr const char* kKindNames[] = {"hello",  "capabilities", "configure", "start",     "pause",
                                       "resume", "stop",         "status",    "heartbeat", "shutdown",
                                       "ok",     "error",        "metrics",   "event",     "done",
-                                      "prepare", "prepared", "scores"};
+                                      "prepare", "prepared", "scores", "model"};
 constexpr size_t kKinds = sizeof(kKindNames) / sizeof(kKindNames[0]);
 
 // The deepest array/object nesting of `text` outside JSON strings (a `\` inside a string escapes
@@ -480,6 +481,68 @@ Result<ExpertScores> scores_from_message(const Message& m) {
     s.logp.resize(bytes / sizeof(float));
     if (bytes > 0) std::memcpy(s.logp.data(), m.blobs[0].data(), bytes);
     return s;
+}
+
+Message model_message(const std::string& node, const FinalModelPart& p) {
+    Message m;
+    m.kind = MsgKind::kModel;
+    m.body = {{"name", node}, {"part", p.name}, {"file", p.file}, {"shape", p.shape}, {"offset", p.offset},
+              {"total", p.total}};
+    m.blobs.push_back(p.bytes);
+    return m;
+}
+
+Result<FinalModelPart> model_part_from_message(const Message& m) {
+    using R = Result<FinalModelPart>;
+    const auto& b = m.body;
+    FinalModelPart p;
+    const auto word = [](const nlohmann::json& v) {
+        if (!v.is_string()) return false;
+        const std::string& s = v.get_ref<const std::string&>();
+        if (s.empty() || s.size() > 128) return false;
+        for (char c : s)
+            if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
+        return s.find_first_not_of('.') != std::string::npos;
+    };
+    constexpr uint64_t kMaxTotal = uint64_t{1} << 44;
+    const auto count = [](const nlohmann::json& v, uint64_t hi, uint64_t& out) {
+        if (!v.is_number_integer()) return false;
+        if (!v.is_number_unsigned() && v.get<int64_t>() < 0) return false;
+        out = v.get<uint64_t>();
+        return out <= hi;
+    };
+    if (!b.contains("part") || !word(b["part"]))
+        return R::error("model: \"part\" must be a name of 1..128 characters of [A-Za-z0-9._-]");
+    p.name = b["part"].get<std::string>();
+    if (!b.contains("file") || !b["file"].is_boolean()) return R::error("model: \"file\" must be true or false");
+    p.file = b["file"].get<bool>();
+    if (!b.contains("shape") || !b["shape"].is_array() || b["shape"].size() > 4 || (p.file && !b["shape"].empty()))
+        return R::error(p.file ? "model: a file part has no shape" : "model: \"shape\" must be an array of at most 4 dimensions");
+    uint64_t elements = 1;
+    for (const auto& d : b["shape"]) {
+        uint64_t n = 0;
+        if (!count(d, uint64_t{1} << 40, n) || n == 0) return R::error("model: a dimension of \"shape\" is not an integer in [1, 2^40]");
+        if (elements > kMaxTotal / n) return R::error("model: \"shape\" holds more than 2^44 elements");
+        elements *= n;
+        p.shape.push_back(static_cast<int64_t>(n));
+    }
+    if (!p.file && p.shape.empty()) return R::error("model: a tensor part needs its shape");
+    if (!b.contains("offset") || !count(b["offset"], kMaxTotal, p.offset))
+        return R::error("model: \"offset\" must be an integer in [0, 2^44]");
+    if (!b.contains("total") || !count(b["total"], kMaxTotal, p.total))
+        return R::error("model: \"total\" must be an integer in [0, 2^44]");
+    if (p.file ? p.total > kFinalModelFileMaxBytes : p.total != elements * sizeof(float))
+        return R::error(p.file ? "model: file " + p.name + " of " + std::to_string(p.total) + " bytes (at most " +
+                                     std::to_string(kFinalModelFileMaxBytes) + ")"
+                               : "model: tensor " + p.name + " of " + std::to_string(p.total) +
+                                     " bytes for its shape (expected 4 bytes per element)");
+    if (m.blobs.size() != 1) return R::error("model: expected one binary frame, got " + std::to_string(m.blobs.size()));
+    const uint64_t n = m.blobs[0].size();
+    if ((n == 0 && p.total > 0) || n > kFinalModelPartBytes || p.offset > p.total || n > p.total - p.offset)
+        return R::error("model: a frame of " + std::to_string(n) + " bytes at offset " + std::to_string(p.offset) +
+                        " of " + p.name + " (" + std::to_string(p.total) + " bytes in all)");
+    p.bytes = m.blobs[0];
+    return p;
 }
 
 }  // namespace tw

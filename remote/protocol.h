@@ -59,7 +59,7 @@ inline constexpr size_t kMaxEndpointChars = 256;
 enum class MsgKind : uint8_t {
     kHello = 0, kCapabilities = 1, kConfigure = 2, kStart = 3, kPause = 4, kResume = 5, kStop = 6,
     kStatus = 7, kHeartbeat = 8, kShutdown = 9, kOk = 10, kError = 11, kMetrics = 12, kEvent = 13, kDone = 14,
-    kPrepare = 15, kPrepared = 16, kScores = 17,
+    kPrepare = 15, kPrepared = 16, kScores = 17, kModel = 18,
 };
 const char* to_string(MsgKind k);
 std::optional<MsgKind> parse_msg_kind(const std::string& s);
@@ -107,6 +107,16 @@ Message scores_message(const std::string& node, const ExpertScores& s);
 // shape says. Values themselves (finite, ≤ 0) and the shape against the run are core's
 // check_scores.
 Result<ExpertScores> scores_from_message(const Message& m);
+// The `model` message of node `node` (MsgKind::kModel): one part of the run's final model
+// (core/final_model.h), its fields in the header and its bytes as one binary frame.
+Message model_message(const std::string& node, const FinalModelPart& p);
+// Parses a `model` message. Refused, with the reason: a name that is not 1..128 characters of
+// [A-Za-z0-9._-], "file" not a boolean, a shape of more than 4 dimensions or one outside
+// 1..2^40 (files: none), offset or total not integers, a total over 2^44 bytes (a tensor's: not
+// 4 × its shape's elements; a file's: over kFinalModelFileMaxBytes), not exactly one binary frame,
+// or a frame that is empty, longer than kFinalModelPartBytes or reaches past the total. Whether
+// the part belongs to the run's model is coordinator/final_model_assembly.h's check.
+Result<FinalModelPart> model_part_from_message(const Message& m);
 // Rows are [integer step, integer outer_step, number wall_s, number sim_s, string name, number or
 // null value]; the error names the row and column.
 Result<std::vector<MetricRecord>> metrics_from_rows(const nlohmann::json& rows, const std::string& node);

@@ -1,6 +1,8 @@
 // The pipeline worker's loop; see pipeline_worker.h.
 #include "engine/worker/pipeline_worker.h"
 
+#include "engine/worker/final_model_sender.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -632,6 +634,7 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
     const int64_t steps = cfg_.train.steps, tokens_per_step = cfg_.train.batch_size * cfg_.model.seq_len;
     const bool evaluator = role_.replica == 0;
     const bool reports_loss = stage_->last();
+    bool gone = false;  // killed for good, or left the rounds as a lost pipeline
     Status failure;
     bool stopped = false;
     const StageIo io{[this](int64_t step, int to, const std::vector<uint8_t>& p) { return send(step, to, p); },
@@ -651,7 +654,10 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         const double before = clock_.now_s();
         auto it = exec_->step(step_, io);
         if (!it) {
-            if (!ctl.stop.load() && leave_if_lost(it.status())) break;
+            if (!ctl.stop.load() && leave_if_lost(it.status())) {
+                gone = true;
+                break;
+            }
             failure = Status::error(role_.name + ": " + it.message());
             break;
         }
@@ -669,6 +675,7 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         if (Status st = outer_rounds(step_); !st) {
             if (!ctl.stop.load() && leave_if_lost(st)) {
                 record_bytes(step_);
+                gone = true;
                 break;
             }
             failure = st;
@@ -699,7 +706,10 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
             failure = st;
             break;
         }
-        if (killed) break;  // the pipeline's every node ends after this step; the rounds go on without it
+        if (killed) {
+            gone = true;
+            break;  // the pipeline's every node ends after this step; the rounds go on without it
+        }
     }
     // A clean stop between steps leaves a consistent state: checkpoint it.
     if (stopped && failure.is_ok() && run_ckpt_.enabled() && !run_ckpt_.holds(step_) && step_ > 0)
@@ -708,6 +718,14 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
     if (!failure.is_ok() && !ctl.stop.load()) return failure;
     if (stopped || ctl.stop.load())
         sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop", "stopped at step " + std::to_string(step_)});
+    // The run's model from the evaluating pipeline: each stage its slice, global weights swapped in.
+    if (evaluator && !gone && step_ > 0) {
+        GlobalWeightsSwap swap;
+        rounds_->swap_in_global(swap);
+        std::vector<std::string> files;
+        if (data_ && !data_->tokenizer_path.empty()) files.push_back(data_->tokenizer_path);
+        send_final_model(sink, role_.name, final_model_tensors(*stage_->model()), files);
+    }
     return summarise();
 }
 

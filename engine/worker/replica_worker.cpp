@@ -21,6 +21,7 @@
 #include "core/network.h"
 #include "core/sim_clock.h"
 #include "core/time_budget.h"
+#include "engine/worker/final_model_sender.h"
 #include "engine/worker/node_data.h"
 #include "engine/algo/ddp.h"
 #include "engine/algo/outer.h"
@@ -1325,6 +1326,16 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
     if (Status st = checkpoint(true, sink); !st) return st;  // at the end, or where a stop left it
     if (stopped) sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop",
                              "stopped at step " + std::to_string(trainer_->step_index())});
+    // The run's model, from the node that evaluates it: the global weights where the algorithm
+    // keeps them apart from the live ones.
+    if (is_evaluator() && !leaving_ && trainer_->step_index() > 0) {
+        GlobalWeightsSwap swap;
+        if (stage_rounds_) stage_rounds_->swap_in_global(swap);
+        else if (outer_) swap.add(trainer_->model()->parameters(), outer_->eval_params());
+        std::vector<std::string> files;
+        if (data_ && !data_->tokenizer_path.empty()) files.push_back(data_->tokenizer_path);
+        send_final_model(sink, role_.name, final_model_tensors(*trainer_->model()), files);
+    }
 
     return summary;
 }

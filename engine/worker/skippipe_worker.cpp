@@ -1,6 +1,8 @@
 // The SkipPipe node's loop; see skippipe_worker.h.
 #include "engine/worker/skippipe_worker.h"
 
+#include "engine/worker/final_model_sender.h"
+
 #include <torch/optim/adamw.h>
 
 #include <algorithm>
@@ -594,6 +596,13 @@ Result<WorkerSummary> SkipPipeWorker::run(WorkerControl& ctl, MetricSink& sink) 
     if (!failure.is_ok() && !ctl.stop.load()) return failure;
     if (stopped || ctl.stop.load())
         sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop", "stopped at step " + std::to_string(step_)});
+    // The run's model: node 0's holder of each stage sends its stage (the stage syncs keep every
+    // holder of a stage alike).
+    if (mesh_->rank() == rank_of(static_cast<int>(role_.stage), 0) && step_ > 0) {
+        std::vector<std::string> files;
+        if (data_ && !data_->tokenizer_path.empty()) files.push_back(data_->tokenizer_path);
+        send_final_model(sink, role_.name, final_model_tensors(*model_), files);
+    }
     return summarise();
 }
 
