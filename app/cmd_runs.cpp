@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -26,6 +27,7 @@
 #include "core/status.h"
 #include "core/timeline.h"
 #include "storage/export.h"
+#include "storage/run_folder.h"
 #include "storage/run_liveness.h"
 #include "storage/run_store.h"
 #include "storage/run_traces.h"
@@ -108,8 +110,9 @@ int run_delete(RunStore& store, const RunsArgs& a) {
         if (!::isatty(STDIN_FILENO))
             throw Error("runs delete: no terminal to confirm on; add --yes to delete without a question");
         for (auto& r : runs)
-            std::printf("  %lld \"%s\" %s, %lld steps\n", (long long)r.id, r.name.c_str(), to_string(r.status),
-                        (long long)r.last_step.value_or(0));
+            std::printf("  %lld \"%s\" %s, %lld steps%s\n", (long long)r.id, r.name.c_str(), to_string(r.status),
+                        (long long)r.last_step.value_or(0),
+                        run_has_model(store.path(), r.id) ? (", and its model in " + run_folder(store.path(), r.id)).c_str() : "");
         std::printf("delete %zu run(s) from %s? [y/N] ", runs.size(), store.path().c_str());
         std::fflush(stdout);
         std::string answer;
@@ -120,7 +123,14 @@ int run_delete(RunStore& store, const RunsArgs& a) {
     }
     for (auto& r : runs) {
         check(store.delete_run(r.id));
-        std::printf("deleted run %lld \"%s\"\n", (long long)r.id, r.name.c_str());
+        // Its folder goes with it: the final model, tokenizer and config (storage/run_folder.h).
+        const std::string dir = run_folder(store.path(), r.id);
+        std::error_code ec;
+        const bool had = !dir.empty() && std::filesystem::exists(dir, ec);
+        if (had) std::filesystem::remove_all(dir, ec);
+        std::printf("deleted run %lld \"%s\"%s\n", (long long)r.id, r.name.c_str(),
+                    !had ? "" : ec ? (" (its folder " + dir + " not removed: " + ec.message() + ")").c_str()
+                                   : (" and its folder " + dir).c_str());
     }
     return 0;
 }
@@ -160,6 +170,7 @@ int run_show(RunStore& store, int64_t id) {
     if (!r.group.empty() || !r.cluster.empty())
         std::printf("  group    %s\n  cluster  %s\n", r.group.empty() ? "-" : r.group.c_str(),
                     r.cluster.empty() ? "-" : r.cluster.c_str());
+    std::printf("  model    %s\n", run_has_model(store.path(), id) ? run_folder(store.path(), id).c_str() : "-");
     print_nodes(unwrap(store.nodes(id)));
     // Events (faults, lost members, rejoins, checkpoints, ...), oldest first.
     const auto events = unwrap(store.events(id));

@@ -35,6 +35,9 @@ Command add_skippipe(CLI::App& app, const Globals& g);  // app/cmd_skippipe.cpp
 Command add_hdee(CLI::App& app, const Globals& g);      // app/cmd_hdee.cpp
 Command add_report(CLI::App& app, const Globals& g);    // app/cmd_report.cpp
 Command add_plan(CLI::App& app, const Globals& g);      // app/cmd_plan.cpp
+Command add_export(CLI::App& app, const Globals& g);    // app/cmd_export.cpp
+Command add_sample(CLI::App& app, const Globals& g);    // app/cmd_sample.cpp
+Command add_eval(CLI::App& app, const Globals& g);      // app/cmd_eval.cpp
 // Subcommands of `bench` in files of their own: each adds itself under `bench` and returns its action.
 Command add_bench_ingest(CLI::App& bench, const Globals& g);
 Command add_bench_transport(CLI::App& bench);         // `bench transport`

@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
                                          tw::cli::add_run(app, g), tw::cli::add_sweep(app, g), tw::cli::add_node(app, g), tw::cli::add_keys(app, g),
                                          tw::cli::add_skippipe(app, g),
                                          tw::cli::add_report(app, g), tw::cli::add_plan(app, g),
-                                         tw::cli::add_hdee(app, g)};
+                                         tw::cli::add_hdee(app, g), tw::cli::add_export(app, g),
+                                         tw::cli::add_sample(app, g), tw::cli::add_eval(app, g)};
     CLI11_PARSE(app, argc, argv);
     try {
         for (auto& [sub, action] : commands)

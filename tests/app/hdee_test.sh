@@ -65,6 +65,14 @@ grep -q "^domain fiction (genres k l)" <<<"$out" || fail "no fiction table: $out
 grep -q "hetero_steps  d_ff 64/64 .*steps 8/16" <<<"$out" || fail "hetero_steps not planned as 8/16 steps: $out"
 threads="$(csv_of "$(last_id)")"
 nodes="homogeneous.news homogeneous.fiction hetero_size.news hetero_size.fiction hetero_steps.news hetero_steps.fiction"
+# Each expert keeps its own model, with its own MLP width, and exports under its name.
+for n in $nodes; do
+  [ -s "$db.d/run-$(last_id)/model-$n.safetensors" ] || fail "expert $n kept no model: $(ls "$db.d/run-$(last_id)" 2>&1)"
+done
+"$tw" --db "$db" export "$(last_id)" --out "$work/expert" > "$work/export.log" 2>&1 && fail "export of an HDEE run chose an expert"
+grep -q "name one with --expert" "$work/export.log" || fail "export did not name the experts: $(cat "$work/export.log")"
+"$tw" --db "$db" export "$(last_id)" --expert hetero_size.fiction --out "$work/expert" > /dev/null || fail "export --expert failed"
+grep -q '"intermediate_size": 96' "$work/expert/config.json" || fail "the expert's own d_ff is not exported: $(cat "$work/expert/config.json")"
 for n in $nodes; do
   [ -n "$(value "$threads" "$n" val.loss)" ] || fail "$n stored no val.loss"
 done

@@ -57,6 +57,8 @@ threads="$(run run skip.toml)"
 grep -q "finished" <<<"$threads" || fail "threads run did not finish: $threads"
 grep -q "SkipPipe: mean iteration" <<<"$threads" || fail "no SkipPipe summary: $threads"
 grep -q "val.loss.path_0_2" <<<"$threads" || fail "no partial-model loss: $threads"
+# The stages of node 0 are assembled into the whole model, kept with the run.
+grep -q "final model (from replica-0.0, replica-0.1, replica-0.2) kept" <<<"$threads" || fail "no whole model kept: $threads"
 local_run="$(run run skip.toml --set cluster.mode=local)"
 grep -q "finished" <<<"$local_run" || fail "child-process run did not finish: $local_run"
 for n in replica-0.0 replica-1.0 replica-0.1 replica-1.2; do

@@ -1,0 +1,30 @@
+// A stored run's final model, loaded from its folder (storage/run_folder.h) for `thinwire sample`
+// and `thinwire eval`: the resolved config, the model with the kept weights, and the tokenizer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "engine/data/tokenizer.h"
+#include "engine/model/llama.h"
+
+namespace tw::cli {
+
+struct RunModel {
+    std::string dir;   // the run's folder
+    RunConfig cfg;     // as the run resolved it; model.d_ff as the kept weights have it
+    Llama model{nullptr};
+    std::optional<Tokenizer> tokenizer;
+};
+
+// The weights file of run folder `dir`: model.safetensors, or an HDEE expert's model-NODE.safetensors.
+// `expert` "" with an HDEE run's folder is refused, naming the experts kept.
+Result<std::string> run_model_file(const std::string& dir, const std::string& expert);
+// Loads run `run_id` of store `db_path`. Errors name the run, the folder and what is missing or
+// does not fit (a tensor of another shape than the config's model, a missing tokenizer).
+Result<RunModel> load_run_model(const std::string& db_path, int64_t run_id, const std::string& expert = "");
+
+}  // namespace tw::cli
