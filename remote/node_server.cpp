@@ -1,6 +1,8 @@
 // Node server: control loop, worker thread, metric stream. See node_server.h.
 #include "remote/node_server.h"
 
+#include "remote/peer_user.h"
+
 #include "core/platform_info.h"
 
 #include <unistd.h>
@@ -501,6 +503,25 @@ Status NodeServer::serve(const std::atomic<bool>* interrupt) {
             if (req->kind == MsgKind::kHeartbeat) {
                 if (s.is_owner(*req, key)) s.coordinator_seen = Clock::now();
                 continue;
+            }
+            // Without keys, the commands that take the node or end it come only from its own user's
+            // processes (a loopback node: every peer is a process of this machine).
+            if (s.opts.keys.empty() && s.opts.listen.rfind("tcp://", 0) == 0 &&
+                (req->kind == MsgKind::kConfigure || req->kind == MsgKind::kShutdown ||
+                 req->kind == MsgKind::kPrepare)) {
+                const auto uid = tcp_peer_uid(static_cast<int>(frames.front().get(ZMQ_SRCFD)));
+                if (!uid || *uid != geteuid()) {
+                    const std::string who = uid ? "a process of uid " + std::to_string(*uid) : "a process whose user cannot be told";
+                    s.log(std::string("refused \"") + to_string(req->kind) + "\" from " + who);
+                    Message no = make_error(std::string("\"") + to_string(req->kind) + "\" refused: " + who +
+                                            " is not of this node's user (uid " + std::to_string(geteuid()) +
+                                            "); a node without keys obeys only its own user's processes "
+                                            "(give it keys to serve others: thinwire keys)");
+                    const auto rid = req->body.find("id");
+                    if (rid != req->body.end() && rid->is_number_integer()) no.body["id"] = *rid;
+                    s.send(identity, no);
+                    continue;
+                }
             }
             // Echo only a well-formed id: an integer.
             const auto id = req->body.find("id");

@@ -162,6 +162,34 @@ set -e
 grep -qF "data.corpus = \"/etc/passwd\": outside the data root" <<<"$err" || fail "the refusal does not name the key and path: $err"
 ! grep -q "run [0-9]* \"" <<<"$err" || fail "a run started: $err"
 outside_end="$(cd "$work" && find . -path ./node-root -prune -o -path ./coord-root -prune -o -print | sort)"
+# Beside the store: the store, and the run folder with the run's final model (storage/run_folder.h).
+outside_end="$(grep -v '^\./runs\.db\.d' <<<"$outside_end")"
 [ "$outside_end" = "$(printf '%s\n' "$outside_before" ./runs.db | sort)" ] \
   || fail "files appeared outside the roots: $(diff <(echo "$outside_before") <(echo "$outside_end"))"
+
+# Without keys, a process of another user cannot take the node (configure) or end it (shutdown);
+# the node goes on serving its own user.
+stranger() {  # KIND: one request from uid 65534, prints the reply's kind and error
+  setpriv --reuid=65534 --regid=65534 --clear-groups "$py" - "$ep" "$1" <<'PY'
+import json, sys, zmq
+s = zmq.Context().socket(zmq.DEALER)
+s.setsockopt(zmq.RCVTIMEO, 10000)
+s.setsockopt(zmq.LINGER, 0)
+s.connect(sys.argv[1])
+s.send(json.dumps({"v": 1, "kind": sys.argv[2], "id": 5, "config_toml": "", "role": {}}).encode())
+r = json.loads(s.recv())
+print(r["kind"], r.get("error", ""))
+PY
+}
+if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null; then
+  for kind in shutdown configure; do
+    out="$(stranger "$kind")" || fail "no reply to another user's $kind"
+    grep -qF "error \"$kind\" refused: a process of uid 65534 is not of this node's user (uid 0)" <<<"$out" ||
+      fail "another user's $kind was not refused: $out"
+  done
+  kill -0 "$node_pid" || fail "another user's shutdown ended the node"
+  grep -q "refused \"shutdown\" from a process of uid 65534" "$work/node.log" || fail "the node did not log the refusal"
+  out="$(attack "" configure-only)" || fail "no reply to the node's own user"
+  grep -q "^ok" <<<"$out" || fail "the node's own user could not configure it: $out"
+fi
 echo "data_root_test: ok"
