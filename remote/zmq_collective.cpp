@@ -375,9 +375,9 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         case wire::FrameKind::kAgree: {
             const bool agree = fh->kind == wire::FrameKind::kAgree;
             if (fh->round < epoch_base_) return Status::ok();  // an attempt given up: discarded quietly
-            if (fh->round + 1 < round_)
+            if (fh->round < gathered_)
                 return drop("from rank " + std::to_string(from) + ": round " + std::to_string(fh->round) +
-                            " is over");
+                            " is over (a replayed or repeated frame)");
             // Awaiting admission, a restarted process keeps a few rounds from wherever its peers are.
             const bool kept = awaiting_admission_ && s.early.size() < kAdmissionRounds;
             if (fh->round > round_ + kRoundWindow && !kept)
@@ -513,6 +513,7 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vec
         s_->early.erase(round);
         s_->early_clocks.erase(round);
         s_->early_starts.erase(round);
+        gathered_ = std::max(gathered_, round + 1);
         return out;
     } catch (const zmq::error_t& e) {
         return R::error(std::string("collective: ") + e.what());
@@ -552,6 +553,7 @@ Result<std::vector<uint64_t>> ZmqCollective::gather_words(const std::vector<int>
         s_->early.erase(round);
         s_->early_clocks.erase(round);
         words[rank_] = word;
+        gathered_ = std::max(gathered_, round + 1);
         std::vector<uint64_t> out;
         for (int r : group) out.push_back(words[r]);
         return out;
@@ -773,6 +775,7 @@ void ZmqCollective::begin_epoch(uint64_t epoch) {
     }
     awaiting_admission_ = false;
     round_ = epoch_base_;
+    gathered_ = epoch_base_;
     const auto erase_before = [this](auto& m) { m.erase(m.begin(), m.lower_bound(epoch_base_)); };
     erase_before(s.early);
     erase_before(s.early_clocks);

@@ -165,6 +165,9 @@ private:
     int rank_ = 0;
     MeshOptions opts_;
     uint64_t round_ = 0;
+    // Rounds below this one are complete here (every payload or hash taken): a frame for one of
+    // them is a replay or a copy, dropped and counted.
+    uint64_t gathered_ = 0;
     uint64_t epoch_base_ = 0;  // the current attempt's first round (begin_epoch); 0 = none yet
     bool awaiting_admission_ = false;  // await_admission() until the next begin_epoch
     // A restarted process's first epoch after its admission: abandon frames of earlier epochs were

@@ -390,6 +390,32 @@ TEST(DataPlane, MalformedAndForgedFramesAreDroppedAndTheRoundGoesOn) {
     EXPECT_NE(all.find("sender clock is not a finite time"), std::string::npos) << all;
 }
 
+// A copy of a frame of a round this member has completed (a replay by whoever captured it, or a
+// duplicate) is dropped and counted with an event naming the round, and the next round is the
+// members' own.
+TEST(DataPlane, AReplayedFrameOfACompletedRoundIsDroppedAndCounted) {
+    Mesh m(2, "replay");
+    std::thread peer([&] { ASSERT_TRUE(m.members[1]->all_gather({2}, LinkClass::kOuterSync)); });
+    ASSERT_TRUE(m.members[0]->all_gather({1}, LinkClass::kOuterSync));
+    peer.join();
+    // Round 0 again, as member 1 sent it.
+    push_raw(*m.ctx, m.eps[0], {header({wire::FrameKind::kRound, LinkClass::kOuterSync, true, 1, 0, 0, 0x1234, 0}), {7}});
+    std::this_thread::sleep_for(100ms);
+    std::thread next([&] {
+        std::this_thread::sleep_for(200ms);
+        ASSERT_TRUE(m.members[1]->all_gather({3}, LinkClass::kOuterSync));
+    });
+    auto got = m.members[0]->all_gather({1}, LinkClass::kOuterSync);
+    next.join();
+    ASSERT_TRUE(got) << got.message();
+    EXPECT_EQ((*got)[1], (std::vector<uint8_t>{3}));
+    EXPECT_EQ(m.members[0]->dropped_frames(), 1u);
+    std::lock_guard<std::mutex> lock(m.mu);
+    ASSERT_EQ(m.events[0].size(), 1u);
+    EXPECT_NE(m.events[0][0].find("from rank 1: round 0 is over (a replayed or repeated frame)"), std::string::npos)
+        << m.events[0][0];
+}
+
 TEST(DataPlane, ASilentMemberIsDeclaredLostWithinTheTimeoutButALongComputeIsNot) {
     Mesh m(3, "silent", /*silence_s=*/0.4);
     // Member 1 computes for 1.2 s (three silence timeouts) but its heartbeats go on: no loss.
