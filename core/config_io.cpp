@@ -452,7 +452,34 @@ Result<RunConfig> load_config(const std::string& path, const std::vector<std::st
     return parse_config(text, path, overrides);
 }
 
-Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::string>& overrides) {
+namespace {
+
+// Keeps the [variants] entries `wanted` names, in the file's order; a name the file does not have
+// (or a file without variants) is an error that lists what the file offers.
+Status keep_selected(const std::string& path, const std::vector<std::string>& wanted,
+                     std::vector<std::pair<std::string, std::vector<std::string>>>& variants) {
+    std::vector<std::string> unknown;
+    for (const std::string& w : wanted)
+        if (std::none_of(variants.begin(), variants.end(), [&](auto& v) { return v.first == w; })) unknown.push_back(w);
+    if (!unknown.empty()) {
+        std::string names, offered;
+        for (auto& u : unknown) names += (names.empty() ? "" : ", ") + u;
+        for (auto& [name, sets] : variants) offered += (offered.empty() ? "" : ", ") + name;
+        const std::string file = path.empty() ? "<default>" : path;
+        return Status::error("--variant " + names + ": " + file +
+                             (variants.empty() ? " has no [variants] table" : " has the variants " + offered));
+    }
+    std::vector<std::pair<std::string, std::vector<std::string>>> kept;
+    for (auto& v : variants)
+        if (std::find(wanted.begin(), wanted.end(), v.first) != wanted.end()) kept.push_back(std::move(v));
+    variants = std::move(kept);
+    return Status::ok();
+}
+
+}  // namespace
+
+Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::string>& overrides,
+                              const PlanSelection& select) {
     using R = Result<RunPlan>;
     std::stringstream ss;
     if (!path.empty()) {
@@ -523,6 +550,10 @@ Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::st
     }
     std::ostringstream rest;
     rest << t << "\n";
+    for (auto& [name, sets] : variants) plan.variants.push_back(name);
+    if (!select.variants.empty()) {
+        if (Status s = keep_selected(path, select.variants, variants); !s) return s;
+    }
     if (variants.empty()) variants.emplace_back("", std::vector<std::string>{});
     if (!axes.empty()) {
         // The grid, last axis fastest; each point's name lists its values by the keys' last part.
@@ -556,6 +587,10 @@ Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::st
         const std::string source = path.empty() ? "<default>" : path;
         const std::string where = plan.sweep_points > 0 ? " [sweep point " + name + "]" : " [variants." + name + "]";
         auto cfg = parse_config(rest.str(), name.empty() ? source : source + where, all);
+        if (!cfg && select.keep_going) {
+            plan.failed.emplace_back(name, cfg.message());
+            continue;
+        }
         if (!cfg) return cfg.status();
         if (!name.empty()) cfg->run.name += "-" + name;
         if (cfg->run.seeds.empty()) {
@@ -576,6 +611,12 @@ Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::st
             one.run.seed = seed;
             plan.runs.emplace_back(name + (name.empty() ? "" : " ") + "seed=" + std::to_string(seed), std::move(one));
         }
+    }
+    if (plan.runs.empty() && plan.failed.size() == 1) return R::error(plan.failed.front().second);
+    if (plan.runs.empty() && !plan.failed.empty()) {
+        std::string msg = "every run of " + (path.empty() ? std::string("<default>") : path) + " was refused:";
+        for (auto& [name, why] : plan.failed) msg += "\n" + why;
+        return R::error(msg);
     }
     return plan;
 }
