@@ -12,6 +12,7 @@
 #include "core/skippipe.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -836,6 +837,52 @@ FieldPtr config_field_ptr(RunConfig& cfg, std::string_view key) {
     return FieldPtr{};
 }
 
+namespace {
+
+// A TOML value as text: floats in the shortest form that parses back to the same double
+// (std::to_chars without a precision; "0.6", never "0.59999999999999998"), with ".0" added to an
+// integral one so it stays a float; arrays as "[ a, b ]"; everything else as toml++ writes it.
+void write_value(std::ostream& os, const toml::node& node) {
+    if (auto* d = node.as_floating_point()) {
+        const double v = d->get();
+        if (!std::isfinite(v)) {
+            os << *d;
+            return;
+        }
+        char buf[64];
+        const auto res = std::to_chars(buf, buf + sizeof buf, v);
+        const std::string_view text(buf, static_cast<size_t>(res.ptr - buf));
+        os << text;
+        if (text.find_first_of(".eE") == std::string_view::npos) os << ".0";
+    } else if (auto* a = node.as_array()) {
+        if (a->empty()) {
+            os << "[]";
+            return;
+        }
+        os << "[ ";
+        for (size_t i = 0; i < a->size(); ++i) {
+            if (i) os << ", ";
+            write_value(os, *a->get(i));
+        }
+        os << " ]";
+    } else {
+        node.visit([&](auto& v) { os << v; });
+    }
+}
+
+// One section's `key = value` lines, keys in toml++'s order (sorted), as toml++ lays them out.
+void write_section(std::ostream& os, const toml::table& t) {
+    bool first = true;
+    for (auto& [key, node] : t) {
+        if (!first) os << "\n";
+        first = false;
+        os << key.str() << " = ";
+        write_value(os, node);
+    }
+}
+
+}  // namespace
+
 std::string to_toml(const RunConfig& cfg_in) {
     RunConfig cfg = cfg_in;
     // A config built in code may leave outer.topology empty: written as the value it resolves to, so
@@ -879,11 +926,17 @@ std::string to_toml(const RunConfig& cfg_in) {
     std::ostringstream os;
     for (const char* sec : {"run", "model", "data", "train", "outer", "network", "compute", "cluster", "pipeline",
                             "skippipe"}) {
-        os << "[" << sec << "]\n" << sections[sec] << "\n\n";
+        os << "[" << sec << "]\n";
+        write_section(os, sections[sec]);
+        os << "\n\n";
     }
     // Written (and so hashed) only when set: every run without it keeps its resolved text and hash.
-    if (cfg.hdee.enabled()) os << "[hdee]\n" << sections["hdee"] << "\n\n";
-    if (cfg.faults.enabled()) os << "[faults]\n" << sections["faults"] << "\n\n";
+    for (const char* sec : {"hdee", "faults"}) {
+        if (std::string_view(sec) == "hdee" ? !cfg.hdee.enabled() : !cfg.faults.enabled()) continue;
+        os << "[" << sec << "]\n";
+        write_section(os, sections[sec]);
+        os << "\n\n";
+    }
     return os.str();
 }
 
