@@ -249,13 +249,12 @@ void write_settings(std::ostream& md, const std::vector<RunFacts>& runs) {
         return std::to_string(f.data.summary.last_step.value_or(0)) + (planned.empty() ? "" : " of " + planned);
     });
     // Each method's defining knobs, then what differs (core/settings_diff.h, as `runs compare` and
-    // History); outer.algorithm has its own row above.
+    // History).
     std::vector<std::map<std::string, std::string>> configs;
     for (const RunFacts& f : runs) configs.push_back(f.config);
     const SettingsDiff diff = settings_that_differ(configs);
     size_t differing = 0;
     for (size_t k = 0; k < diff.keys.size(); ++k) {
-        if (diff.keys[k] == "outer.algorithm") continue;
         const auto& cells = diff.cells[k];
         if (std::any_of(cells.begin(), cells.end(), [&](const std::string& c) { return c != cells.front(); })) ++differing;
         size_t i = 0;
