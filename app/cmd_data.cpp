@@ -1,4 +1,4 @@
-// `thinwire data prepare [FILE] [--data-root DIR]`: builds (or loads) the tokenizer and shards under the
+// `thinwire data prepare [FILE] [--variant NAME]... [--data-root DIR]`: builds (or loads) the tokenizer and shards under the
 // data root and prints what it has, with the passes over the training tokens the run's budget implies.
 #include <CLI/CLI.hpp>
 
@@ -20,6 +20,7 @@ namespace {
 struct DataArgs {
     std::string file;
     std::vector<std::string> sets;
+    std::vector<std::string> variants;  // --variant: only these [variants] of the file
     std::string data_root;
 };
 
@@ -51,8 +52,8 @@ void print_expert_passes(const RunConfig& run, const PreparedData& d,
 
 int run_prepare(const DataArgs& a) {
     // A layout with variants, a sweep or seeds: the data of its first run (they share [data]), the
-    // budget of each distinct run below.
-    const RunPlan plan = unwrap(load_run_plan(a.file, a.sets));
+    // budget of each distinct run below (of the --variant ones only, when given).
+    const RunPlan plan = unwrap(load_run_plan(a.file, a.sets, PlanSelection{a.variants, false}));
     RunConfig cfg = plan.runs.front().second;
     // The paths as a run reads them: relative to the data root, resolved (and confined) under it.
     const std::string root = unwrap(coordinator_data_root(a.data_root));
@@ -102,6 +103,7 @@ Command add_data(CLI::App& app, const Globals&) {
     auto args = std::make_shared<DataArgs>();
     prep->add_option("file", args->file, "TOML run file whose [data] section to use (default: built-in)");
     prep->add_option("--set", args->sets, "Override a key, e.g. --set data.vocab_size=8192");
+    prep->add_option("--variant", args->variants, "only this variant of the file's [variants] (repeatable)");
     prep->add_option("--data-root", args->data_root,
                      "the folder the data paths are relative to (default $XDG_CACHE_HOME/thinwire or ~/.cache/thinwire)");
     return {sub, [args] { return run_prepare(*args); }};

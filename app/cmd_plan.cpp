@@ -1,4 +1,5 @@
-// `thinwire plan [FILE] [--set k=v]... [--compare]`: a layout's bytes, compute, exposed
+// `thinwire plan [FILE] [--set k=v]... [--variant NAME]... [--compare]`: each run of a layout (its
+// variants, sweep points and seeds, one plan each): its bytes, compute, exposed
 // communication, utilisation and simulated wall-clock, instantly and without data, from
 // engine/plan/planner.h (the flops compute model, the codecs' byte formulas, the timeline replay).
 #include <CLI/CLI.hpp>
@@ -6,6 +7,7 @@
 #include <cstdio>
 
 #include "app/commands.h"
+#include "app/run_tables.h"
 #include "app/toml_file.h"
 #include "core/config_io.h"
 #include "core/network.h"
@@ -17,6 +19,7 @@ namespace {
 struct PlanArgs {
     std::string file;
     std::vector<std::string> sets;
+    std::vector<std::string> variants;  // --variant: only these [variants] of the file
     bool compare = false;
 };
 
@@ -34,15 +37,51 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& compared() 
     return rows;
 }
 
-Result<RunConfig> load(const PlanArgs& a, const std::vector<std::string>& extra) {
-    // A plan is of the flops model (a measured one has nothing to measure): first, so the layout's
-    // [compute] keys (hardware, node_speed) apply.
+// One run of the layout (a variant, sweep point or seed) as the planner takes it.
+struct PlannedRun {
+    std::string name;     // the variant / point name ("" for a file without variants)
+    RunConfig cfg;        // under the flops compute model
+    std::string refused;  // why it has no config ("" = it has one)
+    std::string skipped;  // a run kind the planner does not model, and why ("" = planned)
+};
+
+// Every selected run of the layout, each under the flops model (a measured one has nothing to
+// measure): put first, so the layout's [compute] keys (hardware, node_speed) apply. A run whose
+// config only the flops model refuses is read as written, so a SkipPipe layout that pins its stage
+// times or an HDEE layout is named as not planned rather than as a bad file.
+std::vector<PlannedRun> load_runs(const PlanArgs& a) {
     std::vector<std::string> sets{"compute.model=\"flops\""};
     sets.insert(sets.end(), a.sets.begin(), a.sets.end());
-    sets.insert(sets.end(), extra.begin(), extra.end());
-    auto cfg = a.file.empty() ? parse_config("", "<plan>", sets) : load_config(a.file, sets);
-    if (cfg && cfg->model.vocab_size <= 0) cfg->model.vocab_size = cfg->data.vocab_size;  // the tokenizer's target size
-    return cfg;
+    const PlanSelection select{a.variants, true};
+    auto flops = load_run_plan(a.file, sets, select);
+    std::vector<PlannedRun> out;
+    if (!flops) {  // every run refused under flops: named as not planned only if its kind is not modelled
+        const RunPlan as_written = unwrap(load_run_plan(a.file, a.sets, select));
+        for (auto& [name, cfg] : as_written.runs) {
+            const bool modelled = !cfg.skippipe.enabled() && !cfg.hdee.enabled();
+            out.push_back({name, cfg, modelled ? flops.message() : "", ""});
+        }
+    } else {
+        for (auto& [name, cfg] : flops->runs) out.push_back({name, cfg, "", ""});
+    }
+    if (flops && !flops->failed.empty()) {
+        auto as_written = load_run_plan(a.file, a.sets, select);
+        for (auto& [name, why] : flops->failed) {
+            PlannedRun r{name, {}, why, ""};
+            if (as_written)
+                for (auto& [wname, wcfg] : as_written->runs)
+                    if ((wname == name || wname.rfind(name + " ", 0) == 0) && (wcfg.skippipe.enabled() || wcfg.hdee.enabled()))
+                        r.cfg = wcfg, r.refused.clear();
+            out.push_back(std::move(r));
+        }
+    }
+    for (PlannedRun& r : out) {
+        if (!r.refused.empty()) continue;
+        if (r.cfg.model.vocab_size <= 0) r.cfg.model.vocab_size = r.cfg.data.vocab_size;  // the tokenizer's target size
+        if (r.cfg.skippipe.enabled()) r.skipped = "SkipPipe's schedule needs measured stage times";
+        if (r.cfg.hdee.enabled()) r.skipped = "HDEE experts train without communication";
+    }
+    return out;
 }
 
 void print_plan(const RunConfig& cfg, const Plan& p) {
@@ -72,17 +111,12 @@ void print_plan(const RunConfig& cfg, const Plan& p) {
                 p.sim_s(), h, h / 24, 100 * p.utilisation(), 100 * p.sync_utilisation());
 }
 
-int run_plan(const PlanArgs& a) {
-    if (!a.compare) {
-        const RunConfig cfg = unwrap(load(a, {}));
-        print_plan(cfg, unwrap(plan_run(cfg)));
-        return 0;
-    }
+void print_compare(const PlanArgs& a, const RunConfig& base) {
     std::printf("  %-22s %16s %18s %14s %12s %12s %20s\n", "algorithm", "round bytes", "bytes per replica", "exposed (s)",
                 "utilisation", "sync util.", "simulated time (s)");
     for (auto& [label, sets] : compared()) {
         // A row the layout cannot take (e.g. H not a multiple of Streaming DiLoCo's fragments) says why.
-        auto cfg = load(a, sets);
+        auto cfg = parse_config(to_toml(base), a.file.empty() ? "<plan>" : a.file, sets);
         auto planned = cfg ? plan_run(*cfg) : Result<Plan>(cfg.status());
         if (!planned) {
             std::printf("  %-22s %s\n", label.c_str(), planned.message().c_str());
@@ -93,7 +127,44 @@ int run_plan(const PlanArgs& a) {
         std::printf("  %-22s %16llu %18llu %14.6g %11.1f%% %11.1f%% %20.6g\n", label.c_str(), (unsigned long long)n.round_bytes,
                     (unsigned long long)n.total_bytes, n.exposed_s, 100 * p.utilisation(), 100 * p.sync_utilisation(), p.sim_s());
     }
-    return 0;
+}
+
+// One plan per run of the layout. A run the planner cannot take is reported and the others are
+// still planned; the exit status is non-zero when any was refused, after a table of which and why.
+int run_plan(const PlanArgs& a) {
+    const std::vector<PlannedRun> runs = load_runs(a);
+    std::vector<std::pair<std::string, std::string>> failed;
+    for (const PlannedRun& r : runs) {
+        if (runs.size() > 1 || !r.name.empty()) std::printf("== %s\n", r.name.empty() ? "(no variant)" : r.name.c_str());
+        if (!r.refused.empty()) {
+            std::printf("  refused: %s\n", r.refused.c_str());
+            failed.emplace_back(r.name, r.refused);
+            continue;
+        }
+        if (!r.skipped.empty()) {
+            std::printf("  not planned: %s (%s)\n", r.cfg.run.name.c_str(), r.skipped.c_str());
+            continue;
+        }
+        if (a.compare) {
+            print_compare(a, r.cfg);
+            continue;
+        }
+        // A valid layout of a kind the planner does not model (faults, time-budgeted rounds, ...)
+        // is named with the reason; it is no error in the file.
+        auto planned = plan_run(r.cfg);
+        if (!planned) {
+            std::printf("  not planned: %s (%s)\n", r.cfg.run.name.c_str(), planned.message().c_str());
+            continue;
+        }
+        print_plan(r.cfg, *planned);
+    }
+    if (failed.empty()) return 0;
+    for (auto& f : failed)
+        if (f.first.empty()) f.first = "(no variant)";
+    print_failures("thinwire: " + std::to_string(failed.size()) + " of " + std::to_string(runs.size()) + " run(s) of " +
+                       (a.file.empty() ? std::string("the defaults") : a.file) + " not planned:",
+                   failed);
+    return 1;
 }
 
 }  // namespace
@@ -103,6 +174,7 @@ Command add_plan(CLI::App& app, const Globals&) {
     CLI::App* c = app.add_subcommand("plan", "bytes, compute, exposed communication and wall-clock of a layout, without data");
     c->add_option("file", args->file, "layout file (default: the built-in defaults)");
     c->add_option("--set", args->sets, "override a key, e.g. --set model.preset=paper178m --set outer.replicas=8");
+    c->add_option("--variant", args->variants, "plan only this variant of the layout's [variants] (repeatable)");
     c->add_flag("--compare", args->compare, "one row per algorithm (DDP, DiLoCo, Streaming DiLoCo FP4, SparseLoCo, NoLoCo, DeMo)");
     return {c, [args] { return run_plan(*args); }};
 }

@@ -1,4 +1,4 @@
-// `thinwire run LAYOUT.toml [--set k=v]...`: a run (or the layout's variants, one run each) on the
+// `thinwire run LAYOUT.toml [--set k=v]... [--variant NAME]...`: a run (or the layout's variants, one run each) on the
 // cluster the layout names, through the coordinator; then a table per run and, for several
 // variants or [report] networks, a comparison re-timed on each network.
 #include <CLI/CLI.hpp>
@@ -28,6 +28,7 @@ extern "C" void on_interrupt(int) { g_interrupt = true; }
 struct RunArgs {
     std::string file;
     std::vector<std::string> sets;
+    std::vector<std::string> variants;  // --variant: only these [variants] of the file
     std::string data_root;
     int64_t resume = 0;  // --resume RUN
     bool force = false;  // --force: resume with a config that differs from the stored one
@@ -76,16 +77,34 @@ const char* kDataRootHelp =
 }  // namespace
 
 int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets, bool sweep,
-               const std::string& data_root) {
-    RunArgs a{file.empty() ? "default" : file, sets, data_root};
-    const RunPlan plan = unwrap(load_run_plan(file, sets));
+               const std::string& data_root, const std::vector<std::string>& variants) {
+    RunArgs a{file.empty() ? "default" : file, sets, variants, data_root};
+    RunPlan plan = unwrap(load_run_plan(file, sets, PlanSelection{variants, true}));
+    // (name, why) of every run that did not finish, in launch order: the table printed last.
+    std::vector<std::pair<std::string, std::string>> failed;
+    for (auto& [variant, why] : plan.failed) {
+        const std::string name = variant.empty() ? a.file : variant;
+        std::fprintf(stderr, "thinwire: %s refused: %s\n", name.c_str(), why.c_str());
+        failed.emplace_back(name, why);
+    }
     // Every run's paths are checked against the data root before the first one starts, so a bad
-    // variant does not fail after the others have run.
+    // variant is reported before the others run.
     const std::string root = unwrap(coordinator_data_root(data_root));
-    for (auto& [variant, cfg] : plan.runs) {
-        RunConfig c = cfg;
-        if (Status s = relative_to_root(c, root); !s)
-            throw Error(a.file + (variant.empty() ? "" : " (" + variant + ")") + ": " + s.message());
+    for (size_t i = 0; i < plan.runs.size();) {
+        RunConfig c = plan.runs[i].second;
+        if (Status s = relative_to_root(c, root); !s) {
+            const std::string& variant = plan.runs[i].first;
+            std::fprintf(stderr, "thinwire: %s%s: %s\n", a.file.c_str(), variant.empty() ? "" : (" (" + variant + ")").c_str(),
+                         s.message().c_str());
+            failed.emplace_back(plan.runs[i].second.run.name, s.message());
+            plan.runs.erase(plan.runs.begin() + static_cast<std::ptrdiff_t>(i));
+            continue;
+        }
+        ++i;
+    }
+    if (plan.runs.empty()) {
+        print_failures("thinwire: no run of " + a.file + " can start:", failed);
+        return 1;
     }
     if (sweep && plan.sweep_points == 0)
         throw Error(a.file + ": `thinwire sweep` needs a [sweep] table (\"key\" = [values, ...]); `thinwire run` runs it as is");
@@ -108,12 +127,16 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
         if (g_interrupt) break;
         SessionResult r = run_session(cfg, g.db_path, group, engine_hooks(exe), root, g_interrupt);
         print_result(r, cfg);
-        rc = exit_code(r);
+        const int code = exit_code(r);
+        if (code && !rc) rc = code;
         const int64_t id = r.run_id;
+        const bool store_failed = r.store_failed;
+        if (code) failed.emplace_back(cfg.run.name, std::string(to_string(r.status)) + (r.reason.empty() ? "" : ": " + r.reason));
         results.push_back(std::move(r));
-        if (!rc) continue;
-        // A failed or interrupted run ends the launch (its cause, a full disk or a bad node, would
-        // fail the next runs too): the runs it leaves out are named, never skipped without a word.
+        // An interrupt, or a store that cannot be written (it would fail the next runs too), ends
+        // the launch: the runs it leaves out are named, never skipped without a word. Any other
+        // failure is the run's own, and the next run goes on.
+        if (!code || !(code == 130 || store_failed)) continue;
         if (i + 1 < plan.runs.size()) {
             std::string rest;
             for (size_t j = i + 1; j < plan.runs.size(); ++j) rest += (rest.empty() ? "" : ", ") + plan.runs[j].second.run.name;
@@ -128,6 +151,10 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
         RunStore store = unwrap(RunStore::open(g.db_path));
         print_comparison(store, plan, results);
     }
+    if (!failed.empty()) {
+        print_failures("thinwire: " + std::to_string(failed.size()) + " run(s) of " + a.file + " did not finish:", failed);
+        if (!rc) rc = 1;
+    }
     return rc;
 }
 
@@ -137,16 +164,19 @@ Command add_run(CLI::App& app, const Globals& g) {
     sub->add_option("layout", args->file,
                     "TOML run layout, e.g. experiments/quickstart.toml (with --resume: optional, checked against the stored one)");
     sub->add_option("--set", args->sets, "Override a key, e.g. --set cluster.mode=local (repeatable)");
+    sub->add_option("--variant", args->variants,
+                    "run only this variant of the layout's [variants] (repeatable; an unknown name lists the file's)");
     sub->add_option("--data-root", args->data_root, kDataRootHelp);
     sub->add_option("--resume", args->resume,
                     "continue interrupted or failed run RUN from its nodes' latest common checkpoint (train.ckpt_every)")
         ->check(CLI::PositiveNumber);
     sub->add_flag("--force", args->force, "with --resume: accept a layout or --set values that differ from the stored config");
     return {sub, [&g, args] {
+                if (!args->variants.empty() && args->resume > 0) throw Error("--variant does not apply to --resume");
                 if (args->resume > 0) return resume_layout(g, *args);
                 if (args->force) throw Error("--force applies to --resume only");
                 if (args->file.empty()) throw Error("run: a layout file is required (or --resume RUN)");
-                return run_layout(g, args->file, args->sets, false, args->data_root);
+                return run_layout(g, args->file, args->sets, false, args->data_root, args->variants);
             }};
 }
 

@@ -1,6 +1,8 @@
 // `thinwire runs compare`; see cmd_runs_compare.h.
 #include "app/cmd_runs_compare.h"
 
+#include "core/settings_diff.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -30,32 +32,6 @@ namespace {
 std::string value_of(const std::map<std::string, std::string>& config, const std::string& key) {
     auto it = config.find(key);
     return it == config.end() ? "-" : it->second;
-}
-
-// A stored value as a reader writes it: a float in its shortest exact form (0.59999999999999998
-// → 0.6, the same double), strings without their quotes.
-std::string shown(const std::string& v) {
-    if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front()) return v.substr(1, v.size() - 2);
-    char* end = nullptr;
-    const double d = std::strtod(v.c_str(), &end);
-    if (end && *end == '\0' && v.find_first_of(".eE") != std::string::npos && std::isfinite(d))
-        for (int prec = 1; prec <= 17; ++prec) {
-            char buf[40];
-            std::snprintf(buf, sizeof buf, "%.*g", prec, d);
-            if (std::strtod(buf, nullptr) == d) return buf;
-        }
-    return v;
-}
-
-// Whether `key` is a setting the run's algorithm reads (general keys always are; an algorithm's
-// own knobs only for it: SparseLoCo's top-k says nothing about a DiLoCo run).
-bool applies(const std::map<std::string, std::string>& config, const std::string& key) {
-    const FieldInfo* f = config_field(key);
-    if (!f || f->algorithms.empty()) return true;
-    std::string name = value_of(config, "outer.algorithm");
-    if (name.size() >= 2 && (name.front() == '\'' || name.front() == '"')) name = name.substr(1, name.size() - 2);
-    const auto algo = parse_algorithm(name);
-    return algo && std::find(f->algorithms.begin(), f->algorithms.end(), *algo) != f->algorithms.end();
 }
 
 std::string with_commas(double v) {
@@ -110,7 +86,7 @@ int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
     std::vector<std::map<std::string, std::string>> configs;
     for (auto id : ids) {
         runs.push_back(unwrap(store.get_run(id)));
-        configs.push_back(config_key_values(unwrap(store.config_toml(id))));
+        configs.push_back(stored_key_values(unwrap(store.config_toml(id))));
     }
     std::vector<RunStore::Totals> totals;
     for (auto& r : runs) totals.push_back(unwrap(store.totals(r.id)));
@@ -143,21 +119,13 @@ int run_compare(RunStore& store, const std::vector<int64_t>& ids) {
         std::snprintf(buf, sizeof buf, "%.2f s", totals[i].sim_s);
         return std::isfinite(totals[i].sim_s) ? std::string(buf) : std::string("-");
     });
-    std::set<std::string> keys;
-    for (auto& c : configs)
-        for (auto& [k, v] : c) keys.insert(k);
+    // Each method's defining knobs, then what differs (core/settings_diff.h, as report and History).
+    const SettingsDiff diff = settings_that_differ(configs);
     bool header = false;
-    for (auto& k : keys) {
-        // Compared among the runs the setting applies to; "n/a" where it does not.
-        std::vector<std::string> cells;
-        for (auto& c : configs) cells.push_back(applies(c, k) ? shown(value_of(c, k)) : "n/a");
-        std::set<std::string> distinct;
-        for (auto& v : cells)
-            if (v != "n/a") distinct.insert(v);
-        if (distinct.size() < 2 || k == "run.name") continue;
-        if (!header) std::printf("\nsettings that differ (n/a: the run's algorithm does not read it):\n");
+    for (size_t k = 0; k < diff.keys.size(); ++k) {
+        if (!header) std::printf("\nsettings (each method's defining ones, then those that differ; n/a: the run's algorithm does not read it):\n");
         header = true;
-        row(k.c_str(), [&](size_t i) { return cells[i]; });
+        row(diff.keys[k].c_str(), [&](size_t i) { return diff.cells[k][i]; });
     }
     if (!header) std::printf("\nsettings: identical apart from the name\n");
     print_over_seeds(runs, configs, totals);

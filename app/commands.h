@@ -25,9 +25,11 @@ Command add_bench(CLI::App& app, const Globals& g);
 Command add_run(CLI::App& app, const Globals& g);
 // `thinwire run FILE --set ...` as a function: `train` hands runs with replicas to it. "" = the default.
 // `sweep` = true (`thinwire sweep`) requires a [sweep] table. `data_root` is `--data-root` ("" = the
-// working directory): the layout's paths must lie under it (core/data_root.h).
+// working directory): the layout's paths must lie under it (core/data_root.h). `variants` (--variant)
+// keeps only those [variants] of the file. A run whose config is refused, or that fails, is reported
+// and the others still run; the exit status is then non-zero, after a table of what failed and why.
 int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets, bool sweep = false,
-               const std::string& data_root = "");
+               const std::string& data_root = "", const std::vector<std::string>& variants = {});
 Command add_sweep(CLI::App& app, const Globals& g);
 Command add_node(CLI::App& app, const Globals& g);
 Command add_keys(CLI::App& app, const Globals& g);      // app/cmd_keys.cpp

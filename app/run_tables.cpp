@@ -111,4 +111,21 @@ void print_comparison(RunStore& store, const RunPlan& plan, const std::vector<Se
     }
 }
 
+void print_failures(const std::string& title, const std::vector<std::pair<std::string, std::string>>& failed) {
+    std::fprintf(stderr, "%s\n  %-28s %s\n", title.c_str(), "run", "why");
+    for (auto& [name, why] : failed) {
+        std::string line;
+        size_t at = 0;
+        while (at <= why.size()) {
+            size_t end = why.find('\n', at);
+            if (end == std::string::npos) end = why.size();
+            std::string part = why.substr(at, end - at);
+            part.erase(0, part.find_first_not_of(' '));
+            if (!part.empty()) line += (line.empty() ? "" : "; ") + part;
+            at = end + 1;
+        }
+        std::fprintf(stderr, "  %-28s %s\n", name.c_str(), line.c_str());
+    }
+}
+
 }  // namespace tw::cli

@@ -14,10 +14,12 @@
 #include <csignal>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "app/workbench_driver.h"
 #include "core/output_file.h"
+#include "storage/run_store.h"
 #include "ui/plot/png.h"
 #include "ui/workbench.h"
 
@@ -38,6 +40,24 @@ double process_cpu_s() {
 }
 
 }  // namespace
+
+tw::Status check_workbench_args(const WorkbenchArgs& a) {
+    const std::vector<std::string> tabs{"Plots", "Bytes and time", "Plan", "History"};
+    if (std::find(tabs.begin(), tabs.end(), a.tab) == tabs.end())
+        return tw::Status::error("--tab \"" + a.tab + "\" is not a tab (Plots, \"Bytes and time\", Plan or History)");
+    const bool headless = !a.screenshot.empty() || a.frames > 0;
+    const bool reads = !a.open.empty() || a.resume > 0 || (headless && !a.start);
+    if (!reads) return tw::Status::ok();  // the GUI (or a run it starts) may create the store
+    if (!std::filesystem::exists(a.db))
+        return tw::Status::error("--db " + a.db + " does not exist (the options given read runs from it; it is not created)");
+    auto store = tw::RunStore::open(a.db, tw::StoreAccess::kExisting);
+    if (!store) return store.status();
+    std::vector<int64_t> ids = a.open;
+    if (a.resume > 0) ids.push_back(a.resume);
+    for (int64_t id : ids)
+        if (!store->get_run(id)) return tw::Status::error("run " + std::to_string(id) + " is not in " + a.db);
+    return tw::Status::ok();
+}
 
 int workbench_loop(const WorkbenchArgs& a, GLFWwindow* window) {
     // The screenshot is an output like an export: never the run store, checked before anything runs.

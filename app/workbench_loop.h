@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
+
 struct GLFWwindow;
 
 namespace tw::cli {
@@ -35,6 +37,12 @@ struct WorkbenchArgs {
     double bench_idle_s = 0;       // --bench-idle: measure the idle window's CPU for this long, then exit
     std::string history_sort;      // --history-sort COLUMN[:desc]: History's first sort
 };
+
+// Checks the options before any window opens; every problem is a clear error: a --tab that is not
+// a tab (the tabs listed), a --db that does not exist when the options read it (--open, --resume,
+// or a headless --screenshot / --frames without --start: a missing store is never created
+// empty), a --db that is no run store, an --open or --resume run the store does not have.
+tw::Status check_workbench_args(const WorkbenchArgs& a);
 
 // Runs until the window closes, --frames frames have been drawn, or the screenshot is saved.
 // Returns the process exit code.

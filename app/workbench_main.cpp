@@ -48,6 +48,11 @@ int main(int argc, char** argv) {
     app.add_option("--hover", a.hover, "FX,FY: place the mouse at this fraction of the plot (tooltip screenshots)");
     CLI11_PARSE(app, argc, argv);
     if (!a.screenshot.empty() && a.frames <= 0) a.frames = 5;
+    // Before any window: a bad option fails at once, with no display needed.
+    if (tw::Status s = tw::cli::check_workbench_args(a); !s) {
+        std::fprintf(stderr, "thinwire-workbench: error: %s\n", s.message().c_str());
+        return 2;
+    }
 
     if (!glfwInit()) {
         std::fprintf(stderr, "thinwire-workbench: cannot initialise GLFW (no display? run under xvfb-run)\n");

@@ -51,7 +51,9 @@ Result<ResumePlan> plan_resume(RunStore& store, int64_t id, const std::string& f
     }
     if (Status s = relative_to_root(plan.cfg, data_root); !s) return s;
 
-    const auto before = config_key_values(launch->toml), after = config_key_values(to_toml(plan.cfg));
+    // The stored text re-written by this build, so a run stored with another float notation compares
+    // by value.
+    const auto before = config_key_values(to_toml(*stored)), after = config_key_values(to_toml(plan.cfg));
     std::map<std::string, std::pair<std::string, std::string>> diff;
     for (auto& [k, v] : before)
         if (auto it = after.find(k); it == after.end() || it->second != v) diff[k] = {v, it == after.end() ? "(none)" : it->second};

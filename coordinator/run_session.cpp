@@ -471,6 +471,7 @@ void Session::body(RunConfig cfg) {
                                         : std::to_string(lost) + " metric rows not stored");
         if (outcome->status == RunStatus::kFailed && !outcome->reason.empty()) reason += " (and: " + outcome->reason + ")";
         outcome = RunOutcome{RunStatus::kFailed, reason};
+        out.store_failed = true;
         if (lost > 0)
             std::fprintf(stderr, "thinwire: run %lld: %zu metric rows not stored (the run store could not be written)\n",
                          (long long)out.run_id, lost);

@@ -50,6 +50,7 @@ struct SessionResult {
     std::string hdee_tables;                       // an HDEE run's combined figures as text ("" otherwise)
     int64_t resumed_at = -1;                       // a resumed run: the checkpoint step it went on from
     std::string model_dir;                         // where the final model was kept ("" = none)
+    bool store_failed = false;                     // the run store could not be written (it fails the next runs too)
 };
 
 // What a front end shows while the session runs; copied under a lock.

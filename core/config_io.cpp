@@ -12,6 +12,7 @@
 #include "core/skippipe.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -452,7 +453,34 @@ Result<RunConfig> load_config(const std::string& path, const std::vector<std::st
     return parse_config(text, path, overrides);
 }
 
-Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::string>& overrides) {
+namespace {
+
+// Keeps the [variants] entries `wanted` names, in the file's order; a name the file does not have
+// (or a file without variants) is an error that lists what the file offers.
+Status keep_selected(const std::string& path, const std::vector<std::string>& wanted,
+                     std::vector<std::pair<std::string, std::vector<std::string>>>& variants) {
+    std::vector<std::string> unknown;
+    for (const std::string& w : wanted)
+        if (std::none_of(variants.begin(), variants.end(), [&](auto& v) { return v.first == w; })) unknown.push_back(w);
+    if (!unknown.empty()) {
+        std::string names, offered;
+        for (auto& u : unknown) names += (names.empty() ? "" : ", ") + u;
+        for (auto& [name, sets] : variants) offered += (offered.empty() ? "" : ", ") + name;
+        const std::string file = path.empty() ? "<default>" : path;
+        return Status::error("--variant " + names + ": " + file +
+                             (variants.empty() ? " has no [variants] table" : " has the variants " + offered));
+    }
+    std::vector<std::pair<std::string, std::vector<std::string>>> kept;
+    for (auto& v : variants)
+        if (std::find(wanted.begin(), wanted.end(), v.first) != wanted.end()) kept.push_back(std::move(v));
+    variants = std::move(kept);
+    return Status::ok();
+}
+
+}  // namespace
+
+Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::string>& overrides,
+                              const PlanSelection& select) {
     using R = Result<RunPlan>;
     std::stringstream ss;
     if (!path.empty()) {
@@ -523,6 +551,10 @@ Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::st
     }
     std::ostringstream rest;
     rest << t << "\n";
+    for (auto& [name, sets] : variants) plan.variants.push_back(name);
+    if (!select.variants.empty()) {
+        if (Status s = keep_selected(path, select.variants, variants); !s) return s;
+    }
     if (variants.empty()) variants.emplace_back("", std::vector<std::string>{});
     if (!axes.empty()) {
         // The grid, last axis fastest; each point's name lists its values by the keys' last part.
@@ -556,6 +588,10 @@ Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::st
         const std::string source = path.empty() ? "<default>" : path;
         const std::string where = plan.sweep_points > 0 ? " [sweep point " + name + "]" : " [variants." + name + "]";
         auto cfg = parse_config(rest.str(), name.empty() ? source : source + where, all);
+        if (!cfg && select.keep_going) {
+            plan.failed.emplace_back(name, cfg.message());
+            continue;
+        }
         if (!cfg) return cfg.status();
         if (!name.empty()) cfg->run.name += "-" + name;
         if (cfg->run.seeds.empty()) {
@@ -576,6 +612,12 @@ Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::st
             one.run.seed = seed;
             plan.runs.emplace_back(name + (name.empty() ? "" : " ") + "seed=" + std::to_string(seed), std::move(one));
         }
+    }
+    if (plan.runs.empty() && plan.failed.size() == 1) return R::error(plan.failed.front().second);
+    if (plan.runs.empty() && !plan.failed.empty()) {
+        std::string msg = "every run of " + (path.empty() ? std::string("<default>") : path) + " was refused:";
+        for (auto& [name, why] : plan.failed) msg += "\n" + why;
+        return R::error(msg);
     }
     return plan;
 }
@@ -795,6 +837,52 @@ FieldPtr config_field_ptr(RunConfig& cfg, std::string_view key) {
     return FieldPtr{};
 }
 
+namespace {
+
+// A TOML value as text: floats in the shortest form that parses back to the same double
+// (std::to_chars without a precision; "0.6", never "0.59999999999999998"), with ".0" added to an
+// integral one so it stays a float; arrays as "[ a, b ]"; everything else as toml++ writes it.
+void write_value(std::ostream& os, const toml::node& node) {
+    if (auto* d = node.as_floating_point()) {
+        const double v = d->get();
+        if (!std::isfinite(v)) {
+            os << *d;
+            return;
+        }
+        char buf[64];
+        const auto res = std::to_chars(buf, buf + sizeof buf, v);
+        const std::string_view text(buf, static_cast<size_t>(res.ptr - buf));
+        os << text;
+        if (text.find_first_of(".eE") == std::string_view::npos) os << ".0";
+    } else if (auto* a = node.as_array()) {
+        if (a->empty()) {
+            os << "[]";
+            return;
+        }
+        os << "[ ";
+        for (size_t i = 0; i < a->size(); ++i) {
+            if (i) os << ", ";
+            write_value(os, *a->get(i));
+        }
+        os << " ]";
+    } else {
+        node.visit([&](auto& v) { os << v; });
+    }
+}
+
+// One section's `key = value` lines, keys in toml++'s order (sorted), as toml++ lays them out.
+void write_section(std::ostream& os, const toml::table& t) {
+    bool first = true;
+    for (auto& [key, node] : t) {
+        if (!first) os << "\n";
+        first = false;
+        os << key.str() << " = ";
+        write_value(os, node);
+    }
+}
+
+}  // namespace
+
 std::string to_toml(const RunConfig& cfg_in) {
     RunConfig cfg = cfg_in;
     // A config built in code may leave outer.topology empty: written as the value it resolves to, so
@@ -838,11 +926,17 @@ std::string to_toml(const RunConfig& cfg_in) {
     std::ostringstream os;
     for (const char* sec : {"run", "model", "data", "train", "outer", "network", "compute", "cluster", "pipeline",
                             "skippipe"}) {
-        os << "[" << sec << "]\n" << sections[sec] << "\n\n";
+        os << "[" << sec << "]\n";
+        write_section(os, sections[sec]);
+        os << "\n\n";
     }
     // Written (and so hashed) only when set: every run without it keeps its resolved text and hash.
-    if (cfg.hdee.enabled()) os << "[hdee]\n" << sections["hdee"] << "\n\n";
-    if (cfg.faults.enabled()) os << "[faults]\n" << sections["faults"] << "\n\n";
+    for (const char* sec : {"hdee", "faults"}) {
+        if (std::string_view(sec) == "hdee" ? !cfg.hdee.enabled() : !cfg.faults.enabled()) continue;
+        os << "[" << sec << "]\n";
+        write_section(os, sections[sec]);
+        os << "\n\n";
+    }
     return os.str();
 }
 

@@ -35,8 +35,24 @@ struct RunPlan {
     std::vector<std::pair<std::string, RunConfig>> runs;  // (variant / point name or "", config)
     std::vector<std::string> report_networks;
     size_t sweep_points = 0;  // points of the [sweep] grid (0 = no [sweep] table)
+    std::vector<std::string> variants;  // the file's [variants] names, in name order (empty: none)
+    // With PlanSelection::keep_going: the runs whose config was refused, (variant / point name or ""
+    // for a file without variants, reason), in the order they would have run. Always empty otherwise (a refused run fails the whole plan).
+    std::vector<std::pair<std::string, std::string>> failed;
 };
-Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Which of a layout's runs to load and what a refused one does.
+struct PlanSelection {
+    // [variants] names to keep (each with its sweep points and seeds), in the file's order; empty =
+    // every variant. A name the file does not have is an error that lists the file's variants.
+    std::vector<std::string> variants;
+    // false: the first refused run's config fails the plan. true: it goes to RunPlan::failed and the
+    // others are still loaded (the plan fails only when every run is refused).
+    bool keep_going = false;
+};
+
+Result<RunPlan> load_run_plan(const std::string& path, const std::vector<std::string>& overrides = {},
+                              const PlanSelection& select = {});
 
 // Checks cross-field constraints (d_model % n_head, ranges already checked per key). All problems at once.
 Status validate_config(const RunConfig& cfg);

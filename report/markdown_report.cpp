@@ -16,6 +16,7 @@
 #include "core/output_file.h"
 #include "core/hdee_plan.h"
 #include "core/seed_spread.h"
+#include "core/settings_diff.h"
 #include "core/status.h"
 #include "storage/run_groups.h"
 #include "ui/logic/mean_band.h"
@@ -165,7 +166,7 @@ void build_series(RunFacts& f) {
 RunFacts gather(RunStore& store, int64_t id) {
     RunFacts f;
     f.data = unwrap(ui::load_run(store, id));
-    f.config = config_key_values(unwrap(store.config_toml(id)));
+    f.config = stored_key_values(unwrap(store.config_toml(id)));
     const std::string replicas = value_of(f.config, "outer.replicas");
     f.replicas = replicas.empty() ? 0 : std::atoll(replicas.c_str());
     f.final_val = f.data.summary.last_val_loss;
@@ -247,24 +248,24 @@ void write_settings(std::ostream& md, const std::vector<RunFacts>& runs) {
         const std::string planned = value_of(f.config, "train.steps");
         return std::to_string(f.data.summary.last_step.value_or(0)) + (planned.empty() ? "" : " of " + planned);
     });
-    std::set<std::string> keys;
-    for (const RunFacts& f : runs)
-        for (const auto& [k, v] : f.config) keys.insert(k);
+    // Each method's defining knobs, then what differs (core/settings_diff.h, as `runs compare` and
+    // History).
+    std::vector<std::map<std::string, std::string>> configs;
+    for (const RunFacts& f : runs) configs.push_back(f.config);
+    const SettingsDiff diff = settings_that_differ(configs);
     size_t differing = 0;
-    for (const std::string& k : keys) {
-        if (k == "run.name") continue;
-        const bool differs = std::any_of(runs.begin(), runs.end(), [&](const RunFacts& f) {
-            return value_of(f.config, k) != value_of(runs[0].config, k);
-        });
-        if (!differs) continue;
-        ++differing;
-        row("`" + k + "`", [&](const RunFacts& f) { return cell(value_of(f.config, k)); });
+    for (size_t k = 0; k < diff.keys.size(); ++k) {
+        const auto& cells = diff.cells[k];
+        if (std::any_of(cells.begin(), cells.end(), [&](const std::string& c) { return c != cells.front(); })) ++differing;
+        size_t i = 0;
+        row("`" + diff.keys[k] + "`", [&](const RunFacts&) { return cell(cells[i++]); });
     }
     md << "\n";
     if (runs.size() > 1 && differing == 0) md << "The resolved configs are identical apart from the name.\n\n";
     if (runs.size() > 1 && differing > 0)
         md << "Config keys are listed where their values differ between the runs (" << differing
-           << "); the full resolved configs are at the end.\n\n";
+           << "), after each method's defining ones; n/a: the run's algorithm does not read the key; the full "
+              "resolved configs are at the end.\n\n";
 }
 
 // Runs whose settings differ only in run.seed, as points (core/seed_spread.h): indices into runs.

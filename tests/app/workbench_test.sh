@@ -37,16 +37,17 @@ rect0="$(shot "$work/without.png")"
 blue0="$($py "$here/png_colour.py" "$work/without.png" $rect0 31 119 180)"
 [ "$blue0" -lt 10 ] || fail "without the run the plot area still has $blue0 pixels of its colour"
 # Run 2: DiLoCo on 3 replicas, replica 1 killed after step 15 and back after the round at 30. On the
-# step axis (steps 1..40 fill the plot's width) step 15 is at the fraction 14/39 = 0.359.
+# step axis steps 1..40 span 39 steps and auto-fit pads 3% of that on each side (ui/logic/plot_fit.h):
+# the axis runs from 1 - 1.17 to 40 + 1.17, so step 15 is at the fraction (14 + 1.17) / 41.34 = 0.367.
 "$tw" --db "$work/runs.db" run /dev/null --data-root "$work" --set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" \
   --set data.vocab_size=200 --set model.d_model=32 --set model.n_layer=2 --set model.n_head=2 \
   --set model.seq_len=32 --set train.batch_size=4 --set train.warmup_steps=2 --set train.steps=40 \
   --set train.eval_every=10 --set outer.algorithm=diloco --set outer.replicas=3 --set outer.inner_steps=10 \
   --set 'faults.events=["kill 1 at 15 rejoin 25"]' >/dev/null
-rect2="$(shot "$work/faults.png" --open 2 --hover 0.359,0.5)"
+rect2="$(shot "$work/faults.png" --open 2 --hover 0.367,0.5)"
 red="$($py "$here/png_colour.py" "$work/faults.png" $rect2 214 39 40)"
 [ "$red" -ge 100 ] || fail "the kill's marker has only $red pixels of the fault red"
-rect1="$(shot "$work/nofaults.png" --open 1 --hover 0.359,0.5)"
+rect1="$(shot "$work/nofaults.png" --open 1 --hover 0.367,0.5)"
 red1="$($py "$here/png_colour.py" "$work/nofaults.png" $rect1 214 39 40)"
 [ "$red1" -lt 10 ] || fail "the run without faults has $red1 pixels of the fault red"
 # Seven runs compared: one legend row per run (not one per replica), each run's line in

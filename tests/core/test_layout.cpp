@@ -155,5 +155,46 @@ TEST(Layout, VariantsBecomeRunsWithTheirOverrides) {
     EXPECT_NE(bad.message().find("outer.lr: value -3 is out of range"), std::string::npos) << bad.message();
 }
 
+TEST(Layout, VariantSelectionKeepsTheNamedVariantsInFileOrder) {
+    const std::string path = ::testing::TempDir() + "/select.toml";
+    std::ofstream(path) << "[run]\nname = \"s\"\n[outer]\nreplicas = 2\n[variants]\n"
+                           "a = [\"outer.algorithm=ddp\"]\nb = [\"outer.algorithm=diloco\"]\nc = [\"outer.algorithm=noloco\"]\n";
+    auto plan = load_run_plan(path, {}, PlanSelection{{"c", "a"}, false});
+    ASSERT_TRUE(plan) << plan.message();
+    ASSERT_EQ(plan->runs.size(), 2u);
+    EXPECT_EQ(plan->runs[0].second.run.name, "s-a");
+    EXPECT_EQ(plan->runs[1].second.run.name, "s-c");
+    EXPECT_EQ(plan->variants, (std::vector<std::string>{"a", "b", "c"}));
+    auto unknown = load_run_plan(path, {}, PlanSelection{{"b", "x", "y"}, false});
+    ASSERT_FALSE(unknown);
+    EXPECT_NE(unknown.message().find("--variant x, y: " + path + " has the variants a, b, c"), std::string::npos)
+        << unknown.message();
+    std::ofstream(path) << "[run]\nname = \"s\"\n";
+    auto none = load_run_plan(path, {}, PlanSelection{{"a"}, false});
+    EXPECT_NE(none.message().find("has no [variants] table"), std::string::npos) << none.message();
+}
+
+TEST(Layout, KeepGoingSetsARefusedVariantAsideAndLoadsTheOthers) {
+    const std::string path = ::testing::TempDir() + "/keep.toml";
+    std::ofstream(path) << "[outer]\nreplicas = 2\n[variants]\n"
+                           "good = [\"outer.algorithm=ddp\"]\nbad = [\"outer.nope=1\"]\nworse = [\"outer.lr=-3\"]\n";
+    auto strict = load_run_plan(path);
+    ASSERT_FALSE(strict);
+    auto plan = load_run_plan(path, {}, PlanSelection{{}, true});
+    ASSERT_TRUE(plan) << plan.message();
+    ASSERT_EQ(plan->runs.size(), 1u);
+    EXPECT_EQ(plan->runs[0].first, "good");
+    ASSERT_EQ(plan->failed.size(), 2u);
+    EXPECT_EQ(plan->failed[0].first, "bad");  // the file's order: variants sort by name
+    EXPECT_NE(plan->failed[0].second.find("outer.nope: unknown key"), std::string::npos) << plan->failed[0].second;
+    EXPECT_EQ(plan->failed[1].first, "worse");
+    EXPECT_NE(plan->failed[1].second.find("outer.lr: value -3 is out of range"), std::string::npos);
+    // Every run refused: the plan fails, naming each reason.
+    auto all = load_run_plan(path, {}, PlanSelection{{"bad", "worse"}, true});
+    ASSERT_FALSE(all);
+    EXPECT_NE(all.message().find("outer.nope: unknown key"), std::string::npos) << all.message();
+    EXPECT_NE(all.message().find("outer.lr: value -3"), std::string::npos) << all.message();
+}
+
 }  // namespace
 }  // namespace tw

@@ -64,8 +64,9 @@ TEST(RunRow, SortsBySettingNumericallyAndListsWhatDiffers) {
     std::vector<TableRun> n = {{&s10, &r10}, {&s9, &r9}};
     sort_runs(n, RunColumn::kSetting, true, "x.k");
     EXPECT_EQ(n[0].summary->id, 4) << "9 before 10: numeric, not text, order";
-    EXPECT_EQ(differing_settings({&ra, &rb, &rc}), (std::vector<std::string>{"outer.lr", "pipeline.rank"}));
-    EXPECT_TRUE(differing_settings({&ra, &ra}).empty());
+    EXPECT_EQ(differing_settings({&ra, &rb, &rc}).keys, (std::vector<std::string>{"outer.lr", "pipeline.rank"}));
+    EXPECT_EQ(differing_settings({&ra, &rb, &rc}).cells[1], (std::vector<std::string>{"-", "-", "8"}));
+    EXPECT_TRUE(differing_settings({&ra, &ra}).keys.empty());
 }
 
 TEST(RunStoreTotals, SumsEachNodesLastBytesAndTakesTheLatestClock) {

@@ -243,7 +243,7 @@ void RunCache::refresh() {
             auto toml = store->config_toml(r.id);
             auto totals = store->totals(r.id);
             if (!toml || !totals) continue;  // deleted meanwhile: no row
-            next->rows[r.id] = std::make_shared<const RunRow>(make_run_row(r.id, config_key_values(*toml), *totals));
+            next->rows[r.id] = std::make_shared<const RunRow>(make_run_row(r.id, stored_key_values(*toml), *totals));
         }
         for (int64_t id : wanted) {
             auto old = prev->loaded.find(id);

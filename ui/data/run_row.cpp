@@ -110,27 +110,10 @@ void sort_runs(std::vector<TableRun>& runs, RunColumn column, bool ascending, co
     });
 }
 
-std::vector<std::string> differing_settings(const std::vector<const RunRow*>& rows) {
-    std::set<std::string> keys;
-    for (const RunRow* r : rows)
-        for (auto& [k, v] : r->config) keys.insert(k);
-    std::vector<std::string> out;
-    for (const std::string& k : keys) {
-        if (k == "run.name") continue;
-        const std::string* first = nullptr;
-        bool differ = false, missing = false;
-        for (const RunRow* r : rows) {
-            auto it = r->config.find(k);
-            if (it == r->config.end()) {
-                missing = true;
-                continue;
-            }
-            if (!first) first = &it->second;
-            else if (*first != it->second) differ = true;
-        }
-        if (differ || (missing && first)) out.push_back(k);
-    }
-    return out;
+SettingsDiff differing_settings(const std::vector<const RunRow*>& rows) {
+    std::vector<std::map<std::string, std::string>> configs;
+    for (const RunRow* r : rows) configs.push_back(r->config);
+    return settings_that_differ(configs);
 }
 
 }  // namespace tw::ui

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/settings_diff.h"
+
 #include "storage/run_store.h"
 
 namespace tw::ui {
@@ -42,8 +44,8 @@ struct TableRun {
 // id order. Stable.
 void sort_runs(std::vector<TableRun>& runs, RunColumn column, bool ascending, const std::string& key = "");
 
-// The config keys whose values differ among `rows` (a key missing from some counts as differing),
-// in key order, leaving out what is a run's identity rather than a setting (run.name).
-std::vector<std::string> differing_settings(const std::vector<const RunRow*>& rows);
+// The settings History shows for the ticked `rows`: core/settings_diff.h's rule, the one `runs
+// compare` and `thinwire report` follow (each method's defining knobs always, then what differs).
+SettingsDiff differing_settings(const std::vector<const RunRow*>& rows);
 
 }  // namespace tw::ui

@@ -216,21 +216,19 @@ void HistoryPanel::draw_compare(ViewState& v) {
         ImGui::TextDisabled("tick two or more runs to compare their settings");
         return;
     }
-    const std::vector<std::string> keys = differing_settings(rows);
-    if (keys.empty()) ImGui::TextDisabled("the ticked runs have the same settings");
-    if (!keys.empty() && ImGui::BeginTable("differ", int(rows.size()) + 1,
-                                           ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollX)) {
+    const SettingsDiff diff = differing_settings(rows);
+    if (ImGui::BeginTable("differ", int(rows.size()) + 1,
+                          ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollX)) {
         ImGui::TableSetupColumn("setting");
         for (const RunSummary* s : sums) ImGui::TableSetupColumn(("run " + std::to_string(s->id)).c_str());
         ImGui::TableHeadersRow();
-        for (const std::string& k : keys) {
+        for (size_t k = 0; k < diff.keys.size(); ++k) {
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(k.c_str());
-            for (const RunRow* r : rows) {
+            ImGui::TextUnformatted(diff.keys[k].c_str());
+            for (const std::string& cell : diff.cells[k]) {
                 ImGui::TableNextColumn();
-                auto it = r->config.find(k);
-                ImGui::TextUnformatted(it == r->config.end() ? "-" : it->second.c_str());
+                ImGui::TextUnformatted(cell.c_str());
             }
         }
         ImGui::EndTable();
@@ -238,14 +236,16 @@ void HistoryPanel::draw_compare(ViewState& v) {
     // Parallel coordinates: one vertical axis per numeric setting that differs, then the final
     // validation loss; one polyline per run, in its plot colour (its place among the ticked runs).
     std::vector<std::string> axes;
-    for (const std::string& k : keys) {
+    for (size_t k = 0; k < diff.keys.size(); ++k) {
         bool numeric = true;
-        for (const RunRow* r : rows) {
-            auto it = r->config.find(k);
+        for (const std::string& cell : diff.cells[k]) {
             char* end = nullptr;
-            if (it == r->config.end() || (std::strtod(it->second.c_str(), &end), !end || *end != '\0')) numeric = false;
+            std::strtod(cell.c_str(), &end);
+            if (cell.empty() || !end || *end != '\0') numeric = false;
         }
-        if (numeric) axes.push_back(k);
+        const auto& c = diff.cells[k];
+        if (numeric && std::any_of(c.begin(), c.end(), [&](const std::string& v) { return v != c.front(); }))
+            axes.push_back(diff.keys[k]);
     }
     if (axes.empty()) return;
     axes.push_back("final val loss");

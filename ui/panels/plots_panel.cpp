@@ -9,6 +9,8 @@
 
 #include "core/config_io.h"
 #include "core/output_file.h"
+#include "ui/logic/plot_fit.h"
+#include "ui/logic/round_mean.h"
 #include "ui/plot/offscreen.h"
 
 #include "ui/panels/fault_markers.h"
@@ -38,9 +40,13 @@ PlotsPanel::Built& PlotsPanel::node_curve(const std::string& key, const RunData&
     const auto& ys = val ? nd.val : nd.loss;
     b.data = Series{};
     b.member = MemberCurve{};
+    // On the bytes axis a training step sits at the bytes sent before it ran (every step of a round
+    // shares them) and is drawn as its round's mean below; a validation point at its round's bytes.
+    const bool bytes = static_cast<XAxis>(axis_) == XAxis::kBytes;
     for (size_t i = 0; i < steps.size(); ++i) {
-        const double x = x_of(nd, static_cast<XAxis>(axis_), steps[i], (val ? nd.val_sim_s : nd.sim_s)[i],
-                              (val ? nd.val_wall_s : nd.wall_s)[i], rt);
+        double x = x_of(nd, static_cast<XAxis>(axis_), bytes && !val ? steps[i] - 1 : steps[i],
+                        (val ? nd.val_sim_s : nd.sim_s)[i], (val ? nd.val_wall_s : nd.wall_s)[i], rt);
+        if (bytes && !val && std::isnan(x)) x = 0;  // before the first counter: nothing sent yet
         if (std::isnan(x) || (!b.data.x.empty() && x < b.data.x.back())) continue;
         b.data.x.push_back(x);
         b.data.y.push_back(ys[i]);
@@ -48,6 +54,7 @@ PlotsPanel::Built& PlotsPanel::node_curve(const std::string& key, const RunData&
         b.member.x.push_back(x);
         b.member.y.push_back(ys[i]);
     }
+    if (bytes && !val) b.data = round_means(b.data), b.member = round_means(b.member);
     b.from = &d, b.axis = axis_, b.what_if = what_if, b.replay = replay;
     return b;
 }
@@ -96,6 +103,7 @@ void PlotsPanel::rebuild(ViewState& v) {
     std::map<std::string, GroupAcc> groups;
     std::vector<std::string> group_order;
     std::string retimed_for;
+    const bool bands = bands_shown(v.runs.size(), bands_asked_);  // ui/logic/plot_fit.h
     for (int64_t id : v.runs) {
         auto it = v.cache->loaded.find(id);
         if (it == v.cache->loaded.end()) continue;
@@ -162,7 +170,7 @@ void PlotsPanel::rebuild(ViewState& v) {
             PlotSeries s;
             s.label = label;
             s.data = &run_train.band.mean;
-            if (replicas > 1) s.band_lo = &run_train.band.lo, s.band_hi = &run_train.band.hi;
+            if (replicas > 1 && bands) s.band_lo = &run_train.band.lo, s.band_hi = &run_train.band.hi;
             s.color = col;
             s.tooltip = "mean of " + std::to_string(replicas) + " replica(s); " + tip;
             series_.push_back(std::move(s));
@@ -207,7 +215,7 @@ void PlotsPanel::rebuild(ViewState& v) {
             PlotSeries s;
             s.label = label;
             s.data = &l.band.mean;
-            if (g.runs > 1) s.band_lo = &l.band.lo, s.band_hi = &l.band.hi;
+            if (g.runs > 1 && bands) s.band_lo = &l.band.lo, s.band_hi = &l.band.hi;
             s.color = col;
             s.tooltip = "mean of " + std::to_string(g.runs) + " run(s) (each the mean of its replicas)";
             series_.push_back(std::move(s));
@@ -222,7 +230,7 @@ void PlotsPanel::rebuild(ViewState& v) {
             PlotSeries s;
             s.label = label + " val";
             s.data = &l.band.mean;
-            if (g.runs > 1) s.band_lo = &l.band.lo, s.band_hi = &l.band.hi;
+            if (g.runs > 1 && bands) s.band_lo = &l.band.lo, s.band_hi = &l.band.hi;
             s.color = col;
             s.points = true;
             s.smooth = false;
@@ -314,6 +322,12 @@ void PlotsPanel::draw(ViewState& v) {
     const char* bands[] = {"band: min-max", "band: ± std"};
     ImGui::SetNextItemWidth(130);
     ImGui::Combo("##band", &band_, bands, 2);
+    ImGui::SameLine();
+    const char* shown[] = {"bands: auto", "bands: off", "bands: on"};
+    int pick = bands_asked_ + 1;
+    ImGui::SetNextItemWidth(110);
+    if (ImGui::Combo("##bands", &pick, shown, 3)) bands_asked_ = pick - 1;
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("auto: bands while at most 4 runs (or groups) are plotted");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(150);
     ImGui::InputTextWithHint("colour by", "run or a config key", colour_by_, sizeof colour_by_);

@@ -81,6 +81,7 @@ private:
     bool log_x_ = false, log_y_ = false, show_train_ = true, show_val_ = true, show_faults_ = true;
     bool replicas_ = false;  // each replica's own curve under its run's mean
     int band_ = 0;           // BandKind: 0 min–max, 1 ± standard deviation
+    int bands_asked_ = -1;   // bands: -1 by default (ui/logic/plot_fit.h bands_shown), 0 off, 1 on
     float smoothing_ = 0.8f;
     char colour_by_[64] = "run";  // "run" or a dotted config key (outer.algorithm, outer.topk_density, ...)
     char group_by_[64] = "";      // "" or a dotted config key: runs sharing its value become one line

@@ -1,6 +1,8 @@
 // The plot widget: layout, ticks, decimated lines, legend, tooltip, zoom and pan (plot_widget.h).
 #include "ui/plot/plot_widget.h"
 
+#include "ui/logic/plot_fit.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -17,7 +19,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kCacheKeepFrames = 120;      // a cached series unused this long is dropped
 constexpr float kRawAlpha = 0.25f;         // the raw curve's opacity when a smoothed one is drawn over it
 constexpr double kWheelZoom = 0.85;        // range factor per wheel notch
-constexpr double kFitPadY = 0.05;          // auto-fit margin above and below, fraction of the y-range
 constexpr size_t kLodBlock = 16;           // points per block of the finest level of detail (each keeps ≤ 3)
 constexpr size_t kLodMinBlocks = 512;      // a level is made once the curve has this many of its blocks
 constexpr double kLodBlocksPerBucket = 4;  // a level is used when a bucket spans at least this many blocks
@@ -331,19 +332,6 @@ Axis make_axis(bool log, double lo, double hi, double fit_lo, double fit_hi) {
         a.hi = 1;
     }
     return a;
-}
-
-// Fits [lo, hi] (axis space) with `pad` of its length on each side; a single value gets ±0.5.
-bool fit_range(double lo, double hi, double pad, double& out_lo, double& out_hi) {
-    if (!(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi)) return false;
-    if (hi - lo < 1e-12 * std::max(1.0, std::abs(lo))) {
-        out_lo = lo - 0.5;
-        out_hi = hi + 0.5;
-    } else {
-        out_lo = lo - pad * (hi - lo);
-        out_hi = hi + pad * (hi - lo);
-    }
-    return true;
 }
 
 std::vector<Tick> axis_ticks(const Axis& a, int target, AxisUnit unit) {
@@ -784,8 +772,8 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
         }
     }
     double ax_lo = kNaN, ax_hi = kNaN, ay_lo = kNaN, ay_hi = kNaN;  // the fit, axis space
-    const bool fit_x = fit_range(fx_lo, fx_hi, 0.0, ax_lo, ax_hi);
-    const bool fit_y = fit_range(fy_lo, fy_hi, kFitPadY, ay_lo, ay_hi);
+    const bool fit_x = padded_range(fx_lo, fx_hi, kFitPadX, ax_lo, ax_hi);  // ui/logic/plot_fit.h
+    const bool fit_y = padded_range(fy_lo, fy_hi, kFitPadY, ay_lo, ay_hi);
     Axis xa = make_axis(opt.log_x, view.x_lo, view.x_hi, ax_lo, ax_hi);
     Axis ya = make_axis(opt.log_y, view.y_lo, view.y_hi, ay_lo, ay_hi);
     if (view.auto_fit && fit_x) xa.lo = ax_lo, xa.hi = ax_hi;
