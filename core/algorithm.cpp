@@ -52,7 +52,7 @@ const std::vector<AlgorithmTraits>& algorithm_table() {
     // clang-format off
     //                                                      rounds pipelines multi-node dense dtypes
     // Topologies: a ring sums payloads hop by hop, so the dense exchanges take it (DiLoCo and
-    // Streaming DiLoCo by default, issue 15); NoLoCo's groups are pairs by default, where a ring
+    // Streaming DiLoCo by default); NoLoCo's groups are pairs by default, where a ring
     // sends the mesh's bytes in two hops instead of one, so it keeps the mesh unless asked; sparse
     // payloads all-gather. DDP's ring is Gloo's; none exchanges nothing.
     constexpr auto kRing = Topology::kRing, kMesh = Topology::kMesh, kHub = Topology::kHub;

@@ -1,4 +1,4 @@
-// The compute model (issue 15, docs/methods.md §10 "Compute"): how many FLOPs each
+// The compute model (docs/methods.md §10 "Compute"): how many FLOPs each
 // compute segment of a run does, counted from the model's real shapes, and how long it takes on a
 // node of given hardware. Under `[compute] model = "flops"` every worker advances its simulated
 // clock by these seconds instead of the measured ones, so two runs of one layout give the same

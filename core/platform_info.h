@@ -1,4 +1,4 @@
-// What a node computes on, for the record (issue 17, "honest reproducibility"): re-runs on one
+// What a node computes on, for the record ("honest reproducibility"): re-runs on one
 // machine are bit-identical, but across CPUs the BLAS kernels differ, so a stored run says which
 // CPU and which BLAS library produced its numbers. Torch-free: the BLAS is the shared library the
 // process actually mapped (Debian's alternatives decide it at run time, not at build time).

@@ -1,4 +1,4 @@
-// Runs repeated over seeds (run.seeds, issue 18): which stored runs are the same experiment point,
+// Runs repeated over seeds (run.seeds): which stored runs are the same experiment point,
 // and the mean and spread of a figure over them. Torch-free; `runs compare`, `report` and the
 // registry's tables quote what these compute.
 //

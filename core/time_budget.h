@@ -1,4 +1,4 @@
-// Time-budgeted rounds for uneven hardware (issue 15 item 4, docs/time_budget.md). With
+// Time-budgeted rounds for uneven hardware (docs/time_budget.md). With
 // `outer.round_time_s` > 0 (simulated seconds; only under compute.model = "flops", where a step's
 // time is deterministic) replica r runs n_r inner steps per round: the largest n ≥ 1 with
 // n · step_s_r ≤ round_time_s, step_s_r being the compute model's whole-model step on replica r's

@@ -1,4 +1,4 @@
-// Training budgets in tokens per parameter (issue 18): `train.tokens_per_param` sets `train.steps`.
+// Training budgets in tokens per parameter: `train.tokens_per_param` sets `train.steps`.
 // Torch-free; applied when a config is parsed (core/config_io.cpp), so the stored config holds the
 // steps the budget gave and a resumed or re-run config resolves to the same ones.
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""An experiment's points over seeds as Markdown tables (issue 18, docs/budgets.md), from a run store.
+"""An experiment's points over seeds as Markdown tables (docs/budgets.md), from a run store.
 
 Usage: /usr/bin/python3 scripts/seed_table.py RUNS.db GROUP
 

@@ -1,4 +1,4 @@
-// Telling a live coordinator from a dead one (issue 16): a running run whose coordinator process is
+// Telling a live coordinator from a dead one: a running run whose coordinator process is
 // gone on this host, or whose heartbeat is older than kCoordinatorStaleS (any host), is not
 // running but interrupted. Readers (`runs list | show`, the workbench's History, `run --resume`)
 // call mark_lost_runs() when they open the store, which records that status with the reason, so

@@ -55,7 +55,7 @@ CREATE TABLE events (
 CREATE INDEX events_run ON events(run_id);
 )sql";
 
-// Who ran together and where (issue 3): a run's group (the runs one command started, e.g. the DDP and DiLoCo variants
+// Who ran together and where: a run's group (the runs one command started, e.g. the DDP and DiLoCo variants
 // of the quickstart, later a sweep) and cluster kind ("threads", "local", "remote"; "" for single-process), and per
 // node its kind ("full" replica or "pipeline" stage), host, thinwire version, thread count and rank inside its
 // replica's DDP group (-1: none). ADD COLUMN with a constant default rewrites no row, so this is instant on big files.
@@ -69,7 +69,7 @@ ALTER TABLE run_nodes ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE run_nodes ADD COLUMN rank INTEGER NOT NULL DEFAULT -1;
 )sql";
 
-// Coordinator liveness and resume (issue 16): who coordinates a running run (pid and host) and when
+// Coordinator liveness and resume: who coordinates a running run (pid and host) and when
 // it last said so (heartbeat_at, Unix seconds; 0 = never), so a run whose coordinator died reads as
 // interrupted instead of running forever (storage/run_liveness.h); and the config the run was
 // launched with (launch_toml: the layout's resolved config before the session adapted it to its
@@ -83,7 +83,7 @@ ALTER TABLE runs ADD COLUMN launch_toml TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN uid TEXT NOT NULL DEFAULT '';
 )sql";
 
-// What each node computed on (issue 17): its CPU model and the BLAS library its process mapped.
+// What each node computed on: its CPU model and the BLAS library its process mapped.
 // Re-runs are bit-identical on one machine; across CPUs the BLAS kernels differ, so a stored run
 // says which ones produced its numbers.
 const char* const kSchemaV4 = R"sql(

@@ -1,4 +1,4 @@
-// The planner's runs with pipeline replicas (issue 15; docs/methods.md §6–§7): uniform runs (every
+// The planner's runs with pipeline replicas (docs/methods.md §6–§7): uniform runs (every
 // replica a pipeline of cluster.stages nodes) and heterogeneous ones (full replicas beside
 // pipeline replicas), GPipe or 1F1B over pipeline.micro_batches, dense or subspace boundaries of
 // any rank, the outer algorithm synced per stage. It writes, node by node, the trace a run of the

@@ -1,4 +1,4 @@
-// The planner (`thinwire plan`, issue 15): what a layout costs per round and in total — bytes,
+// The planner (`thinwire plan`): what a layout costs per round and in total — bytes,
 // compute, communication, exposed time, utilisation, simulated wall-clock — without data and
 // without training, at any model size. It writes the traces a run of the layout would store under
 // `[compute] model = "flops"` and replays them with core/timeline.h, the same arithmetic the live

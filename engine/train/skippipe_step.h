@@ -5,7 +5,7 @@
 // scheduler's business (core/skippipe.h); this file trains, evaluates, and measures the per-stage
 // compute times the scheduler is given (measure_stage_times).
 //
-// The one-process form: since issue 14 SkipPipe runs on nodes (engine/worker/skippipe_worker.h),
+// The one-process form: SkipPipe runs on nodes (engine/worker/skippipe_worker.h),
 // which use path_stages_of, evaluate_path's loss and measure_stage_times from here; skippipe_step is
 // the reference the node form is tested against (tests/app/test_skippipe_nodes.cpp).
 #pragma once

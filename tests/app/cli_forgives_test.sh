@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CLI forgives and the store is never damaged (issue 17, items 6 and 7), through the binary:
+# The CLI forgives and the store is never damaged, through the binary:
 #  * --version; --db accepted after the subcommand as before it;
 #  * read-only commands (runs list/show/export, report) never create a database: a mistyped --db is
 #    an error and no file appears;

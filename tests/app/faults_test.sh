@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Training that survives its network (issue 16, docs/faults.md), through the CLI:
+# Training that survives its network (docs/faults.md), through the CLI:
 #  * a replica child process SIGKILLed mid-run: the run finishes, the node and the lost member are
 #    stored as events, and the survivors' rounds after the loss count two members;
 #  * a scheduled kill with rejoin on threads: the replica is out of the rounds it missed, takes the

@@ -73,7 +73,7 @@ same "streaming fp4, overlapped" 2 2 1 --set 'outer.algorithm="streaming_diloco"
 same "noloco in pairs of 4" 4 4 1 --set 'outer.algorithm="noloco"' --set 'outer.replicas=4' --set 'outer.group_size=2'
 same "ddp" 2 2 1 --set 'outer.algorithm="ddp"'
 
-# Pipeline replicas (issue 15, item 5). Stage nodes are named replica-R.S; untied: the head lives
+# Pipeline replicas. Stage nodes are named replica-R.S; untied: the head lives
 # on the last stage.
 pipe=(--set 'model.tie_embeddings=false' --set 'cluster.stages=2')
 same "heterogeneous sparseloco: 2 full + 2 pipelines, rank 8, 1f1b" 4 6 2 "${pipe[@]}" \

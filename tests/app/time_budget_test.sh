@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Time-budgeted rounds through the CLI (issue 15 item 4, docs/time_budget.md): DiLoCo, 2 replicas on
+# Time-budgeted rounds through the CLI (docs/time_budget.md): DiLoCo, 2 replicas on
 # threads, replica 1 at node_speed 0.5, outer.round_time_s = four fast steps' modelled time. The slow
 # replica runs 2 steps per round (half the train.loss rows), both replicas' clocks are equal at every
 # round's end, the fast one no longer waits; with equal speeds and a budget of H steps the run is the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16 in the workbench (Xvfb): SIGTERM closes it like its window's close button, and the run it
+# Resume and shutdown in the workbench (Xvfb): SIGTERM closes it like its window's close button, and the run it
 # started is stored interrupted; `--resume RUN` (what History's Resume button calls) then continues
 # that run to the end as the same run, without storing any (node, step, metric) twice.
 # Usage: workbench_resume_test.sh PATH_TO_THINWIRE PATH_TO_WORKBENCH

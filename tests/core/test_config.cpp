@@ -155,7 +155,7 @@ TEST(RoundLink, DdpInsideOneReplicaIsIntraEverythingElseCrossesReplicas) {
 namespace tw {
 namespace {
 
-// Issue 16: one checkpoint setting for every run kind; the kinds that cannot yet are named.
+// One checkpoint setting for every run kind; the kinds that cannot yet are named.
 TEST(Config, CheckpointSettingsAreCoherentAcrossRunKinds) {
     auto problem = [](const std::vector<std::string>& sets) {
         auto c = parse_config("", "run.toml", sets);

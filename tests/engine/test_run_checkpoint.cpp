@@ -196,7 +196,7 @@ std::vector<Leg> two_replicas(const RunConfig& c, int64_t before, int64_t end, i
     return out;
 }
 
-// Issue 16: the outer algorithms' state through a run checkpoint file and back: a run resumed
+// The outer algorithms' state through a run checkpoint file and back: a run resumed
 // from it continues every replica's losses and weights bit for bit.
 TEST(RunCheckpoint, EveryOuterAlgorithmResumesBitIdentically) {
     for (const char* name : {"diloco", "sparseloco", "streaming_diloco", "noloco", "demo"}) {

@@ -1,4 +1,4 @@
-// Real exchange time and the in-process shaper (issue 13): the shaper's token bucket against
+// Real exchange time and the in-process shaper: the shaper's token bucket against
 // hand-computed release times, and the mesh's measured exchange time of a round — waiting for a
 // late member left out, the shaped link's cost included.
 #include <gtest/gtest.h>

@@ -126,7 +126,7 @@ TEST(Protocol, RoleRoundTripAndRangeCheck) {
     EXPECT_NE(role_from_json(j).message().find("no \"replica\""), std::string::npos);
 }
 
-// Run-scoped checkpoints (issue 16): the folder is one plain path component, the step needs it.
+// Run-scoped checkpoints: the folder is one plain path component, the step needs it.
 TEST(Protocol, RoleCheckpointFieldsRoundTripAndStayInsideTheFolder) {
     NodeRole r = two_replica_role();
     auto back = role_from_json(role_to_json(r));
@@ -569,7 +569,7 @@ TEST_F(NodeFixture, ConfigureWithABadRoleNamesTheField) {
     EXPECT_EQ(ask(MsgKind::kStatus)["state"], "idle");
 }
 
-// A node with a data root (issue 12): a configure naming a path outside it is refused before the
+// A node with a data root: a configure naming a path outside it is refused before the
 // worker factory sees it, the node keeps serving, and an accepted one reaches the factory resolved
 // under the root.
 TEST(NodeDataRoot, PathsOutsideTheRootAreRefusedAndTheNodeKeepsServing) {

@@ -1,4 +1,4 @@
-// Nodes that trust no one (issue 12): CurveZMQ on the control and metric sockets, an unknown key
+// Nodes that trust no one: CurveZMQ on the control and metric sockets, an unknown key
 // refused and logged, only the configuring coordinator drives a run or keeps its watchdog alive,
 // and the data plane drops what is not from the run and notices a silent or departed member.
 #include <gtest/gtest.h>

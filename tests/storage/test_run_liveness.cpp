@@ -1,4 +1,4 @@
-// Issue 16 in the store: schema v3's coordinator columns, the rule that tells a dead coordinator
+// Coordinator liveness in the store: schema v3's coordinator columns, the rule that tells a dead coordinator
 // from a live one, marking such runs interrupted, and what a resume needs (launch record, metrics
 // deleted after a step, the latest step every node reported).
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The workbench's compute logic (issue 15 item 6): the layout editor's per-replica node speeds and
+// The workbench's compute logic: the layout editor's per-replica node speeds and
 // access links, the compute-model switch, the hardware what-if's re-timing of a finished run's
 // compute, and the panels' unit formatting. Hand-computed numbers come from docs/compute_model.md.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The workbench's faults (issue 16 item 5): fault events placed on the plots' x-axes from
+// The workbench's faults: fault events placed on the plots' x-axes from
 // hand-made rows, the markers merged per place and kind, and the layout editor's [faults] section
 // (rows, their problems, the expanded schedule) with its round trip through the TOML a run reads.
 #include <gtest/gtest.h>

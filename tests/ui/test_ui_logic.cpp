@@ -487,7 +487,7 @@ TEST(AttachErrors, SplitsARealMultiProblemMessageByKey) {
 namespace tw::ui {
 namespace {
 
-// Issue 16: History's Resume button for interrupted and failed runs, disabled while a run is in progress.
+// History's Resume button for interrupted and failed runs, disabled while a run is in progress.
 TEST(ResumeButton, ShownForInterruptedAndFailedRunsEnabledWhenIdle) {
     for (RunStatus s : {RunStatus::kRunning, RunStatus::kFinished}) {
         EXPECT_FALSE(resume_button(s, false).shown) << to_string(s);
