@@ -173,7 +173,7 @@ Result<std::vector<Document>> read_text_corpus(const std::string& path, const Co
         if (reading)
             *reading = "data.corpus " + path + ": read as " + format_words(choice.format, true) +
                        (o.format == "auto" ? " (data.format \"auto\": " + choice.why + ")" : "") + ", " +
-                       std::to_string(docs.size()) + " documents";
+                       std::to_string(docs.size()) + (docs.size() == 1 ? " document" : " documents");
     } else {
         return R::error("data.corpus " + path + ": no such file or folder (a corpus is \"brown\" or a path to a "
                         "text or JSON Lines file or a folder of them)");

@@ -163,29 +163,33 @@ Result<PreparedData> prepare_data(const DataConfig& c, const std::function<void(
     std::vector<char> genres;
     for (auto& d : *docs) genres.push_back(d.genre);
     const auto is_val = split_documents(genres, c.val_fraction);
-    if (std::find(is_val.begin(), is_val.end(), true) == is_val.end())
-        return Status::error("data.corpus " + corpus_name + ": " + std::to_string(docs->size()) +
-                             " documents, none held out for validation (every " +
-                             std::to_string(std::max(2L, std::lround(1.0 / c.val_fraction))) +
-                             "th document is, data.val_fraction " + fmt_fraction(c.val_fraction) + "); " +
-                             (reading.empty() ? "" : reading + "; ") +
-                             "give more documents: a longer file, a folder of files, one document per line "
-                             "(data.format = \"lines\") or JSON Lines (data.format = \"jsonl\")");
-
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) return Result<PreparedData>::error("cannot create cache folder " + dir + ": " + ec.message());
     auto files = tokenizer_files(c.tokenizer, c.cache_dir, dir);
     if (!files) return files.status();
-    if (kind->fixed_dir.empty()) {  // trained on this corpus's training documents
-        std::vector<std::string> train_texts;
-        size_t train_bytes = 0;
-        for (size_t i = 0; i < docs->size(); ++i) {
-            if (is_val[i]) continue;
-            train_texts.push_back((*docs)[i].text);
-            train_bytes += (*docs)[i].text.size();
-        }
+    std::vector<std::string> train_texts;
+    size_t train_bytes = 0;
+    for (size_t i = 0; i < docs->size(); ++i) {
+        if (is_val[i]) continue;
+        train_texts.push_back((*docs)[i].text);
+        train_bytes += (*docs)[i].text.size();
+    }
+    const bool trained = kind->fixed_dir.empty();  // learned from this corpus's training documents
+    if (trained)
         if (Status s = check_training_text(corpus_name, train_bytes, c.vocab_size); !s) return s;
+    if (std::find(is_val.begin(), is_val.end(), true) == is_val.end()) {
+        const std::string prefix = "data.corpus " + corpus_name + ": ";
+        const std::string how = reading.rfind(prefix, 0) == 0 ? reading.substr(prefix.size()) : reading;
+        return Status::error(prefix + std::to_string(docs->size()) + (docs->size() == 1 ? " document" : " documents") +
+                             ", none held out for validation (every " +
+                             std::to_string(std::max(2L, std::lround(1.0 / c.val_fraction))) +
+                             "th document is, data.val_fraction " + fmt_fraction(c.val_fraction) + ")" +
+                             (how.empty() ? "" : "; " + how) +
+                             "; give more documents: a longer file, a folder of files, one document per line "
+                             "(data.format = \"lines\") or JSON Lines (data.format = \"jsonl\")");
+    }
+    if (trained) {
         say("training a " + std::to_string(c.vocab_size) + "-piece BPE tokenizer on " +
             std::to_string(train_texts.size()) + " documents");
         if (Status s = SentencePieceTokenizer::train(train_texts, static_cast<int>(c.vocab_size), files->at(0)); !s)

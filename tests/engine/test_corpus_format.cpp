@@ -169,11 +169,12 @@ DataConfig config_for(const std::string& corpus, const std::string& format, cons
 
 TEST(CorpusFormat, ACorpusWithoutAValidationDocumentSaysHowItWasRead) {
     // Three paragraphs of text: three documents at most, no tenth to hold out.
-    const auto path = write_file("short.txt", "one para\n\ntwo para\n\nthree para\n");
+    const auto path = write_file("short.txt", "The first paragraph has a few words.\n\nThe second one has a few more "
+                                              "words.\n\nThe third is the last.\n");
     auto d = prepare_data(config_for(path, "auto", "text"));
     ASSERT_FALSE(d);
-    EXPECT_TRUE(has(d.message(), "data.corpus " + path + ": 1 documents, none held out for validation (every 10th "
-                                 "document is, data.val_fraction 0.1)")) << d.message();
+    EXPECT_TRUE(has(d.message(), "data.corpus " + path + ": 1 document, none held out for validation (every 10th "
+                                 "document is, data.val_fraction 0.1); read as text")) << d.message();
     EXPECT_TRUE(has(d.message(), "read as text, documents cut at blank lines (data.format \"auto\": blank lines separate "
                                  "its paragraphs)")) << d.message();
     EXPECT_TRUE(has(d.message(), "data.format = \"lines\"")) << d.message();
