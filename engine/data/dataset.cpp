@@ -25,8 +25,8 @@ constexpr int kFormatVersion = 1;
 std::string cache_key(const DataConfig& c, const std::string& corpus_id) {
     std::ostringstream os;
     os << corpus_id << "|" << c.vocab_size << "|" << c.val_fraction << "|" << kFormatVersion;
-    // Settings past the first layout's: appended only when they differ from its behaviour, so the
-    // caches of "bpe" text and Brown corpora keep their folders.
+    // Only the settings that change the data: the tokenizer kind unless it is "bpe" (the trained
+    // one, whose data.vocab_size is above), the reading settings unless the corpus is Brown.
     if (c.tokenizer != "bpe") os << "|tokenizer=" << c.tokenizer;
     if (c.corpus != "brown") os << "|format=" << c.format << "|text_field=" << c.text_field;
     const uint64_t h = seeded_hash64(os.str());
