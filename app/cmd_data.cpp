@@ -12,6 +12,7 @@
 #include "core/data_root.h"
 #include "core/hdee_plan.h"
 #include "core/token_budget.h"
+#include "engine/data/data_warnings.h"
 #include "engine/data/dataset.h"
 
 namespace tw::cli {
@@ -65,6 +66,11 @@ int run_prepare(const DataArgs& a) {
     std::printf("data ready in %s\n", d.dir.empty() ? "(user shards)" : d.dir.c_str());
     std::printf("  vocabulary %lld, train %zu tokens, val %zu tokens\n", (long long)d.vocab_size, d.train->size(),
                 d.val->size());
+    if (!d.tokenizer_kind.empty()) {
+        std::printf("  tokenizer %s:", d.tokenizer_kind.c_str());
+        for (const auto& f : d.tokenizer_files) std::printf(" %s", f.c_str());
+        std::printf("\n");
+    }
     std::map<char, std::pair<int, int64_t>> per_genre;  // genre → (documents, train tokens)
     for (auto& s : d.docs) {
         if (s.is_val) continue;
@@ -90,6 +96,13 @@ int run_prepare(const DataArgs& a) {
         std::printf("%s%s\n", line, plan.runs.size() > 1 ? ("  [" + run.run.name + "]").c_str() : "");
         if (run.hdee.enabled()) print_expert_passes(run, d, per_genre);
     }
+    std::set<std::string> warned;
+    for (const auto& [name, run] : plan.runs)
+        for (const std::string& w : data_warnings(run, d))
+            if (warned.insert(w).second)
+                std::printf("%s%s\n", w.c_str(), plan.runs.size() > 1 && w.find("epochs") != std::string::npos
+                                                      ? ("  [" + run.run.name + "]").c_str()
+                                                      : "");
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "app/grad_group_store.h"
 
 #include "core/layout.h"
+#include "engine/data/data_warnings.h"
 #include "engine/data/dataset.h"
 #include "engine/data/stream_check.h"
 #include "engine/ensemble/hdee.h"
@@ -40,6 +41,7 @@ DataPreparer engine_data_preparer() {
         // What the run needs from the data, checked where it is first prepared, so a run whose data
         // cannot fill a window or a batch fails before any node is configured.
         if (Status st = check_run_data(cfg, *data); !st) return st;
+        for (auto& w : data_warnings(cfg, *data)) r.log.push_back(w);
         auto fp = data_fingerprint(*data);
         if (!fp) return fp.status();
         r.vocab_size = data->vocab_size;

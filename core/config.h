@@ -11,7 +11,9 @@ namespace tw {
 // [model] — LLaMA-style decoder, docs/methods.md §0. `preset` fills the shape; explicit keys override it.
 struct ModelConfig {
     std::string preset = "tiny";  // tiny | small | base | paper178m | paper1b | llama8b
-    int64_t vocab_size = 0;       // 0 = take it from the tokenizer / shards
+    // 0 = take it from the tokenizer / shards; with data.tokenizer = "gpt2" it is 50,257 (set when
+    // the config is parsed; another value is an error).
+    int64_t vocab_size = 0;
     int64_t d_model = 128;        // residual width
     int64_t n_layer = 4;          // decoder blocks
     int64_t n_head = 4;           // attention heads; d_model % n_head == 0
@@ -26,13 +28,26 @@ struct ModelConfig {
     int64_t head_dim() const { return d_model / n_head; }
 };
 
+// GPT-2's vocabulary (data.tokenizer = "gpt2"): 256 bytes, 50,000 merges, <|endoftext|>.
+inline constexpr int64_t kGpt2VocabSize = 50257;
+
 // [data] — corpus, tokenizer, split, loader filters.
 struct DataConfig {
-    std::string corpus = "brown";        // "brown", or a path to a plain-text file or folder
+    std::string corpus = "brown";        // "brown", or a path to a text or JSON Lines file or a folder of them
+    // How a corpus file is read (docs/data_formats.md): "text" (documents cut at blank lines; each
+    // file of a folder is one), "lines" (one document per non-empty line), "jsonl" (one JSON object
+    // per line, its data.text_field the document), or "auto": JSONL for .jsonl/.json files, one
+    // document per line for a file with no blank line and at least 10 lines, else text.
+    std::string format = "auto";
+    std::string text_field = "text";      // the JSONL field that holds a document's text
+    // "bpe" (SentencePiece BPE trained on the corpus, data.vocab_size pieces) | "gpt2" (GPT-2's
+    // byte-level BPE, 50,257 ids, files fetched by scripts/setup.sh). The paper178m and paper1b
+    // presets default to "gpt2".
+    std::string tokenizer = "bpe";
     // Where the corpus, tokenizer and shards are cached, relative to the data root (core/data_root.h;
     // by default the per-user cache folder, e.g. ~/.cache/thinwire); "." = the data root itself.
     std::string cache_dir = ".";
-    int64_t vocab_size = 4096;            // SentencePiece BPE vocabulary
+    int64_t vocab_size = 4096;            // pieces of the "bpe" tokenizer; "gpt2" has its own 50,257
     double val_fraction = 0.1;            // held-out documents, every 1/val_fraction-th per genre
     std::vector<std::string> genres;      // Brown genre letters a–r to train on; empty = all
     std::string train_shard;              // optional llm.c .bin shard instead of the corpus

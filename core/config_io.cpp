@@ -72,6 +72,9 @@ std::vector<Field> fields_of(RunConfig& c) {
 
         {"data.corpus", &c.data.corpus},
         {"data.cache_dir", &c.data.cache_dir},
+        {"data.format", &c.data.format, -inf, inf, {"auto", "text", "lines", "jsonl"}},
+        {"data.text_field", &c.data.text_field},
+        {"data.tokenizer", &c.data.tokenizer, -inf, inf, {"bpe", "gpt2"}},
         {"data.vocab_size", &c.data.vocab_size, 64, 65535},
         {"data.val_fraction", &c.data.val_fraction, 0.01, 0.5},
         {"data.genres", &c.data.genres},
@@ -417,6 +420,8 @@ Result<RunConfig> parse_config(const std::string& text, const std::string& sourc
         if (!why.empty()) problems.push_back(origins[i] + ": model.preset: " + why);
     }
     if (Status s = apply_model_preset(cfg.model.preset, cfg.model); !s) problems.push_back(s.message());
+    // The paper presets are GPT-2-sized models: GPT-2's tokenizer unless data.tokenizer says otherwise.
+    if (cfg.model.preset == "paper178m" || cfg.model.preset == "paper1b") cfg.data.tokenizer = "gpt2";
 
     for (size_t i = 0; i < items.size(); ++i) {
         auto& [key, node] = items[i];
@@ -432,6 +437,8 @@ Result<RunConfig> parse_config(const std::string& text, const std::string& sourc
     if (problems.empty()) {
         resolve_skippipe_defaults(cfg.skippipe);
         resolve_topology(cfg);  // after the overrides: the default depends on the algorithm
+        // A fixed tokenizer fixes the vocabulary (before the token budget, which counts the embedding).
+        if (cfg.data.tokenizer == "gpt2" && cfg.model.vocab_size == 0) cfg.model.vocab_size = kGpt2VocabSize;
         if (Status s = apply_token_budget(cfg); !s) return Result<RunConfig>::error(source + ": " + s.message());
         if (Status s = validate_config(cfg); !s) return Result<RunConfig>::error(source + ": " + s.message());
         return cfg;
@@ -750,6 +757,12 @@ Status validate_config(const RunConfig& c) {
         p.push_back("data.val_shard is required when data.train_shard is set");
     if (!c.data.train_shard.empty() && c.model.vocab_size == 0)
         p.push_back("model.vocab_size must be set when training from shards (the tokenizer is not known)");
+    if (c.data.tokenizer == "gpt2" && c.model.vocab_size != 0 && c.model.vocab_size != kGpt2VocabSize)
+        p.push_back("model.vocab_size " + std::to_string(c.model.vocab_size) + " conflicts with data.tokenizer \"gpt2\", "
+                    "whose vocabulary is 50257 ids (leave model.vocab_size unset)");
+    if (c.data.text_field.empty()) p.push_back("data.text_field is empty (the JSONL field that holds a document's text)");
+    if (c.data.corpus == "brown" && c.data.format != "auto" && c.data.format != "text")
+        p.push_back("data.format \"" + c.data.format + "\" does not apply to the Brown Corpus (data.corpus = \"brown\")");
     for (auto& g : c.data.genres)
         if (g.size() != 1 || g[0] < 'a' || g[0] > 'r')
             p.push_back("data.genres: \"" + g + "\" is not a Brown genre letter a-r");

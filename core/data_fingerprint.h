@@ -1,6 +1,6 @@
 // A fingerprint of a run's prepared data (engine/data/dataset.h: data_fingerprint): the project hash
-// (core/hash.h) of the tokenizer model (its file without the training record of the machine's paths) and
-// of the train and val token streams. The
+// (core/hash.h) of the tokenizer (a SentencePiece model without the training record of the machine's
+// paths, GPT-2's two files) with the corpus's reading settings, and of the train and val token streams. The
 // coordinator sends its own in every node's role (core/role.h); each node compares the data it
 // prepared on its machine before any step, so a run never trains on data that differ by node.
 #pragma once
@@ -15,7 +15,9 @@
 namespace tw {
 
 struct DataFingerprint {
-    std::optional<uint64_t> tokenizer;  // none for user shards (data.train_shard), which have no model
+    // The tokenizer's hash (its kind's files), folded with how a corpus was read (data.format,
+    // data.text_field) for a text corpus; none for user shards (data.train_shard), which have no model.
+    std::optional<uint64_t> tokenizer;
     uint64_t train = 0, val = 0;        // the token streams, each token as two little-endian bytes
 
     bool operator==(const DataFingerprint& o) const {

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
+#include "engine/data/corpus_format.h"
 #include "engine/data/text_check.h"
 
 namespace tw {
@@ -77,10 +79,59 @@ Result<std::vector<Document>> read_brown(const std::string& dir) {
     return docs;
 }
 
-Result<std::vector<Document>> read_text_corpus(const std::string& path, size_t doc_chars) {
+namespace {
+
+// The documents of one file in `choice`'s format, appended to `docs`; `name` is how documents are named.
+Status read_file_documents(const std::string& file, const std::string& name, const std::string& text,
+                           const FormatChoice& choice, const CorpusReadOptions& o, bool single_file,
+                           std::vector<Document>& docs) {
+    switch (choice.format) {
+        case CorpusFormat::kLines:
+            for (auto& l : split_lines(text)) docs.push_back({name + ":" + std::to_string(l.line), '?', l.text + "\n"});
+            return Status::ok();
+        case CorpusFormat::kJsonl: {
+            auto lines = read_jsonl(file, text, o.text_field);
+            if (!lines) return lines.status();
+            for (auto& l : *lines) docs.push_back({name + ":" + std::to_string(l.line), '?', std::move(l.text)});
+            return Status::ok();
+        }
+        case CorpusFormat::kText: break;
+    }
+    if (!single_file) {
+        docs.push_back({name, '?', text});
+        return Status::ok();
+    }
+    std::istringstream in(text);
+    std::string line, cur;
+    const size_t first = docs.size();
+    auto emit = [&] {
+        if (!cur.empty()) docs.push_back({name + "#" + std::to_string(docs.size() - first), '?', cur});
+        cur.clear();
+    };
+    while (std::getline(in, line)) {
+        cur += line + "\n";
+        if (cur.size() >= o.doc_chars && line.empty()) emit();
+    }
+    emit();
+    return Status::ok();
+}
+
+std::string format_words(CorpusFormat f, bool single_file) {
+    switch (f) {
+        case CorpusFormat::kLines: return "one document per line";
+        case CorpusFormat::kJsonl: return "JSON Lines";
+        case CorpusFormat::kText: break;
+    }
+    return single_file ? "text, documents cut at blank lines" : "text, one document per file";
+}
+
+}  // namespace
+
+Result<std::vector<Document>> read_text_corpus(const std::string& path, const CorpusReadOptions& o, std::string* reading) {
     using R = Result<std::vector<Document>>;
     std::error_code ec;
     std::vector<Document> docs;
+    const auto head = [](const std::string& t) { return std::string_view(t).substr(0, kTextSniffBytes); };
     if (fs::is_directory(path, ec)) {
         std::vector<fs::path> files;
         for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
@@ -89,38 +140,46 @@ Result<std::vector<Document>> read_text_corpus(const std::string& path, size_t d
         if (ec) return R::error("data.corpus " + path + ": cannot list the folder: " + ec.message());
         std::sort(files.begin(), files.end());
         size_t text_bytes = 0;
+        std::map<std::string, int> counts;  // how each file was read → files
         for (auto& f : files) {
             auto text = slurp(f);
             if (!text) return R::error("data.corpus " + path + ": " + text.message());
             // One binary file in a folder of text is a mistake to name, not a document to train on.
+            if (Status st = refuse_binary_format(f.string(), head(*text)); !st) return st;
             if (Status st = check_text_bytes(f.string(), *text); !st) return st;
             text_bytes += text->size();
-            docs.push_back({fs::relative(f, path).string(), '?', *text});
+            const FormatChoice choice = choose_format(f.string(), *text, o.format, false);
+            if (Status st = read_file_documents(f.string(), fs::relative(f, path).string(), *text, choice, o, false, docs); !st)
+                return st;
+            ++counts[format_words(choice.format, false) + (o.format == "auto" ? " (" + choice.why + ")" : "")];
         }
         if (files.empty()) return R::error("data.corpus " + path + ": the folder holds no files (a corpus folder holds plain-text files)");
         if (text_bytes == 0)
             return R::error("data.corpus " + path + ": the folder's " + std::to_string(files.size()) +
                             " files are all empty");
+        if (reading) {
+            *reading = "data.corpus " + path + " (data.format \"" + o.format + "\"):";
+            for (auto& [how, n] : counts) *reading += " " + std::to_string(n) + (n == 1 ? " file" : " files") + " read as " + how + ";";
+            reading->pop_back();
+        }
     } else if (fs::is_regular_file(path, ec)) {
         auto text = slurp(path);
         if (!text) return R::error("data.corpus " + path + ": " + text.message());
+        if (text->empty()) return R::error("data.corpus " + path + ": the file is empty");
+        if (Status st = refuse_binary_format(path, head(*text)); !st) return st;
         if (Status st = check_text_bytes(path, *text); !st) return st;
-        std::istringstream in(*text);
-        std::string line, cur;
-        auto emit = [&] {
-            if (!cur.empty()) docs.push_back({path + "#" + std::to_string(docs.size()), '?', cur});
-            cur.clear();
-        };
-        while (std::getline(in, line)) {
-            cur += line + "\n";
-            if (cur.size() >= doc_chars && line.empty()) emit();
-        }
-        emit();
+        const FormatChoice choice = choose_format(path, *text, o.format, true);
+        if (Status st = read_file_documents(path, path, *text, choice, o, true, docs); !st) return st;
+        if (reading)
+            *reading = "data.corpus " + path + ": read as " + format_words(choice.format, true) +
+                       (o.format == "auto" ? " (data.format \"auto\": " + choice.why + ")" : "") + ", " +
+                       std::to_string(docs.size()) + (docs.size() == 1 ? " document" : " documents");
     } else {
         return R::error("data.corpus " + path + ": no such file or folder (a corpus is \"brown\" or a path to a "
-                        "plain-text file or folder)");
+                        "text or JSON Lines file or a folder of them)");
     }
-    if (docs.empty()) return R::error("data.corpus " + path + ": the file is empty");
+    if (docs.empty()) return R::error("data.corpus " + path + (fs::is_directory(path, ec) ? ": the folder" : ": the file") +
+                                      " holds no document" + (o.format == "auto" ? "" : " (data.format \"" + o.format + "\")"));
     return docs;
 }
 

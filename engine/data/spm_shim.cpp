@@ -1,5 +1,5 @@
 // A C interface to SentencePiece, built as its own shared library and loaded with
-// dlopen(RTLD_LOCAL | RTLD_DEEPBIND) by tokenizer.cpp. (Training runs spm_train in a child process.)
+// dlopen(RTLD_LOCAL | RTLD_DEEPBIND) by sentencepiece_tokenizer.cpp. (Training runs spm_train in a child process.)
 //
 // Why: Debian's libsentencepiece 0.1.97 embeds and exports its own copy of protobuf-lite, while
 // LibTorch pulls in the system libprotobuf 3.21. Linked into one process the two copies interpose

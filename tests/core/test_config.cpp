@@ -18,6 +18,66 @@ TEST(Config, EmptyTextIsTheBuiltInDefault) {
     EXPECT_EQ(c->data.vocab_size, 4096);
 }
 
+TEST(Config, DataFormatFieldAndTokenizerAreCheckedAndStored) {
+    auto c = parse_config("[data]\ncorpus = \"c.jsonl\"\nformat = \"jsonl\"\ntext_field = \"body\"\n", "d.toml");
+    ASSERT_TRUE(c) << c.message();
+    EXPECT_EQ(c->data.format, "jsonl");
+    EXPECT_EQ(c->data.text_field, "body");
+    EXPECT_EQ(c->data.tokenizer, "bpe");
+    EXPECT_EQ(c->model.vocab_size, 0);  // from the trained tokenizer
+    auto back = parse_config(to_toml(*c), "stored");
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->data.format, "jsonl");
+    EXPECT_EQ(back->data.text_field, "body");
+    EXPECT_EQ(to_toml(*back), to_toml(*c));
+    auto defaults = parse_config("", "<default>");
+    ASSERT_TRUE(defaults);
+    EXPECT_EQ(defaults->data.format, "auto");
+    EXPECT_EQ(defaults->data.text_field, "text");
+
+    auto bad = parse_config("[data]\nformat = \"csv\"\ntokenizer = \"gpt3\"\n", "d.toml");
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.message().find("d.toml: data.format:"), std::string::npos) << bad.message();
+    EXPECT_NE(bad.message().find("d.toml: data.tokenizer:"), std::string::npos) << bad.message();
+    bad = parse_config("[data]\ntext_field = \"\"\ncorpus = \"c.txt\"\n", "d.toml");
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.message().find("data.text_field is empty"), std::string::npos) << bad.message();
+    bad = parse_config("[data]\nformat = \"jsonl\"\n", "d.toml");  // the Brown Corpus is its own format
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.message().find("data.format \"jsonl\" does not apply to the Brown Corpus"), std::string::npos);
+}
+
+TEST(Config, Gpt2TokenizerFixesTheVocabularyAndThePaperPresetsUseIt) {
+    auto c = parse_config("[data]\ntokenizer = \"gpt2\"\n", "g.toml");
+    ASSERT_TRUE(c) << c.message();
+    EXPECT_EQ(c->model.vocab_size, 50257);
+    auto same = parse_config("[data]\ntokenizer = \"gpt2\"\n[model]\nvocab_size = 50257\n", "g.toml");
+    EXPECT_TRUE(same) << same.message();
+    auto conflict = parse_config("[data]\ntokenizer = \"gpt2\"\n[model]\nvocab_size = 4096\n", "g.toml");
+    ASSERT_FALSE(conflict);
+    EXPECT_NE(conflict.message().find("g.toml: model.vocab_size 4096 conflicts with data.tokenizer \"gpt2\", whose "
+                                      "vocabulary is 50257 ids"),
+              std::string::npos)
+        << conflict.message();
+    for (const char* preset : {"paper178m", "paper1b"}) {
+        auto p = parse_config(std::string("[model]\npreset = \"") + preset + "\"\n", "p.toml");
+        ASSERT_TRUE(p) << p.message();
+        EXPECT_EQ(p->data.tokenizer, "gpt2") << preset;
+        EXPECT_EQ(p->model.vocab_size, 50257) << preset;
+        auto stored = parse_config(to_toml(*p), "stored");
+        ASSERT_TRUE(stored) << stored.message();
+        EXPECT_EQ(stored->data.tokenizer, "gpt2");
+    }
+    // An explicit tokenizer wins over the preset's, wherever it is written.
+    auto bpe = parse_config("[data]\ntokenizer = \"bpe\"\n[model]\npreset = \"paper178m\"\n", "p.toml");
+    ASSERT_TRUE(bpe) << bpe.message();
+    EXPECT_EQ(bpe->data.tokenizer, "bpe");
+    EXPECT_EQ(bpe->model.vocab_size, 0);
+    auto small = parse_config("[model]\npreset = \"small\"\n", "p.toml");
+    ASSERT_TRUE(small);
+    EXPECT_EQ(small->data.tokenizer, "bpe");
+}
+
 TEST(Config, PresetFillsShapeAndExplicitKeysOverrideIt) {
     auto c = parse_config("[model]\nd_model = 64\npreset = \"small\"\n", "a.toml");
     ASSERT_TRUE(c) << c.message();

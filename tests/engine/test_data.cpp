@@ -13,7 +13,7 @@
 #include "engine/data/dataset.h"
 #include "engine/data/loader.h"
 #include "engine/data/shard.h"
-#include "engine/data/tokenizer.h"
+#include "engine/data/sentencepiece_tokenizer.h"
 
 namespace tw {
 namespace {
@@ -60,17 +60,17 @@ std::vector<std::string> synthetic_texts() {
 
 TEST(Tokenizer, TrainsAndRoundTripsText) {
     const auto path = temp_path("tok.model");
-    Status trained = Tokenizer::train(synthetic_texts(), 60, path, 1);
+    Status trained = SentencePieceTokenizer::train(synthetic_texts(), 60, path, 1);
     ASSERT_TRUE(trained.is_ok()) << trained.message();
-    auto tok = Tokenizer::load(path);
+    auto tok = SentencePieceTokenizer::load(path);
     ASSERT_TRUE(tok) << tok.message();
-    EXPECT_EQ(tok->vocab_size(), 60);
+    EXPECT_EQ((*tok)->vocab_size(), 60);
     const std::string text = "the cat sat on a mat while dogs barked loudly at night.";
-    auto ids = tok->encode(text);
+    auto ids = (*tok)->encode(text);
     EXPECT_LT(ids.size(), text.size() / 2);  // merges happened
-    EXPECT_EQ(tok->decode(ids), text);
-    EXPECT_FALSE(Tokenizer::load(temp_path("nope.model")));
-    Status too_big = Tokenizer::train(synthetic_texts(), 5000, temp_path("big.model"), 1);
+    EXPECT_EQ((*tok)->decode(ids), text);
+    EXPECT_FALSE(SentencePieceTokenizer::load(temp_path("nope.model")));
+    Status too_big = SentencePieceTokenizer::train(synthetic_texts(), 5000, temp_path("big.model"), 1);
     EXPECT_NE(too_big.message().find("Vocabulary size too high (5000)"), std::string::npos) << too_big.message();
 }
 
@@ -225,29 +225,29 @@ TEST(Fingerprint, TokenizerHashLeavesOutOnlyTheTrainingRecord) {
     // pieces (1), trainer_spec (2, the machine's paths), normalizer_spec (3), a varint field (6).
     const std::string piece = pb_field(1, "ab"), norm = pb_field(3, "cd"), flag = "\x30\x01";
     write_file(model, piece + pb_field(2, "/home/a/cache") + norm + flag);
-    auto h = Tokenizer::model_hash(model);
+    auto h = SentencePieceTokenizer::model_hash(model);
     ASSERT_TRUE(h) << h.message();
     EXPECT_EQ(*h, seeded_hash64(piece + norm + flag));
     EXPECT_EQ(*h, 0x72d1b10155b31cf4ull);  // seeded_hash64 (core/hash.h) of 0a 02 61 62 1a 02 63 64 30 01
     write_file(model, piece + pb_field(2, "/srv/b/data/cache") + norm + flag);
-    EXPECT_EQ(Tokenizer::model_hash(model).value(), *h);  // another machine's paths: same model
+    EXPECT_EQ(SentencePieceTokenizer::model_hash(model).value(), *h);  // another machine's paths: same model
     write_file(model, pb_field(1, "ac") + pb_field(2, "/home/a/cache") + norm + flag);
-    EXPECT_NE(Tokenizer::model_hash(model).value(), *h);  // another piece: another model
+    EXPECT_NE(SentencePieceTokenizer::model_hash(model).value(), *h);  // another piece: another model
     write_file(model, piece + "\x12\x7f");               // a length past the end
-    EXPECT_NE(Tokenizer::model_hash(model).message().find("is not a SentencePiece model"), std::string::npos);
-    EXPECT_NE(Tokenizer::model_hash(temp_path("no-such.model")).message().find("no-such.model"), std::string::npos);
+    EXPECT_NE(SentencePieceTokenizer::model_hash(model).message().find("is not a SentencePiece model"), std::string::npos);
+    EXPECT_NE(SentencePieceTokenizer::model_hash(temp_path("no-such.model")).message().find("no-such.model"), std::string::npos);
 
     // Real models trained on the same texts in two folders differ as files (each records its own
     // paths) and hash the same.
     const auto a = temp_path("fp-a/tok.model"), b = temp_path("fp-bb/tok.model");
     fs::create_directories(fs::path(a).parent_path());
     fs::create_directories(fs::path(b).parent_path());
-    ASSERT_TRUE(Tokenizer::train(synthetic_texts(), 60, a, 1));
-    ASSERT_TRUE(Tokenizer::train(synthetic_texts(), 60, b, 1));
+    ASSERT_TRUE(SentencePieceTokenizer::train(synthetic_texts(), 60, a, 1));
+    ASSERT_TRUE(SentencePieceTokenizer::train(synthetic_texts(), 60, b, 1));
     std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
     const std::string ba{std::istreambuf_iterator<char>(fa), {}}, bb{std::istreambuf_iterator<char>(fb), {}};
     EXPECT_NE(ba, bb);
-    auto ha = Tokenizer::model_hash(a), hb = Tokenizer::model_hash(b);
+    auto ha = SentencePieceTokenizer::model_hash(a), hb = SentencePieceTokenizer::model_hash(b);
     ASSERT_TRUE(ha && hb);
     EXPECT_EQ(*ha, *hb);
     EXPECT_NE(*ha, seeded_hash64(ba));
@@ -255,7 +255,10 @@ TEST(Fingerprint, TokenizerHashLeavesOutOnlyTheTrainingRecord) {
 
 PreparedData data_of(std::vector<uint16_t> train, std::vector<uint16_t> val, const std::string& tokenizer_path) {
     PreparedData d;
-    d.tokenizer_path = tokenizer_path;
+    if (!tokenizer_path.empty()) {
+        d.tokenizer_kind = "bpe";
+        d.tokenizer_files = {tokenizer_path};
+    }
     d.train = std::make_shared<std::vector<uint16_t>>(std::move(train));
     d.val = std::make_shared<std::vector<uint16_t>>(std::move(val));
     return d;
@@ -270,7 +273,7 @@ TEST(Fingerprint, HashesTheTokenizerAndBothStreams) {
     auto a = data_fingerprint(data_of({1, 258, 7}, {7}, model));
     ASSERT_TRUE(a) << a.message();
     ASSERT_TRUE(a->tokenizer.has_value());
-    EXPECT_EQ(*a->tokenizer, Tokenizer::model_hash(model).value());
+    EXPECT_EQ(*a->tokenizer, SentencePieceTokenizer::model_hash(model).value());
     EXPECT_EQ(a->val, 0x9a6c7900c54b9c24ull);  // of 07 00
     EXPECT_EQ(a->train, token_stream_hash({1, 258, 7}));
     // Same data, same fingerprint; one train token changed: only the train hash moves.
