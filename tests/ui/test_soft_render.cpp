@@ -242,5 +242,66 @@ TEST(SoftRender, ABandIsFilledBetweenItsBounds) {
     EXPECT_LT(count(none, [&](int, int, ImU32 p) { return near(p, band, 12); }), 100);
 }
 
+// A line rising from the bottom-left to the top-right corner runs under a legend in the top-right
+// corner. The legend goes to the empty top-left corner: every pixel of the curve's colour without
+// the legend keeps it with the legend, and what the legend changes lies in the left half.
+TEST(SoftRender, TheLegendLeavesARisingCurveUncovered) {
+    Series up;
+    for (int i = 0; i <= 40; ++i) up.x.push_back(i), up.y.push_back(i);
+    auto draw = [&](bool legend) {
+        std::vector<PlotSeries> series(1);
+        series[0].label = "rising curve", series[0].data = &up;
+        series[0].color = plot_palette(3), series[0].smooth = false;
+        PlotOptions opt;
+        opt.line_width = 2;
+        opt.legend = legend;
+        return render_plot_image(series, opt, OffscreenOptions{400, 300, true});
+    };
+    const RgbaImage with = draw(true), without = draw(false);
+    const ImU32 col = plot_palette(3);
+    int curve = 0, lost = 0;
+    for (int y = 0; y < without.height; ++y)
+        for (int x = 0; x < without.width; ++x) {
+            if (!near(without.at(x, y), col, 24)) continue;
+            ++curve;
+            lost += near(with.at(x, y), col, 24) ? 0 : 1;
+        }
+    EXPECT_GT(curve, 400);  // a 2 px line across the plot's diagonal
+    EXPECT_EQ(lost, 0) << "the legend covers the curve";
+    const int changed = count(with, [&](int x, int y, ImU32 p) { return p != without.at(x, y); });
+    const int changed_right = count(with, [&](int x, int y, ImU32 p) { return x >= 200 && p != without.at(x, y); });
+    EXPECT_GT(changed, 500) << "no legend drawn";
+    EXPECT_EQ(changed_right, 0) << "the legend is not in the top-left corner";
+}
+
+// Two lines crossing as an X reach all four corners: the legend moves right of the plot area,
+// which gives up the legend's width, so the falling line ends that much further left.
+TEST(SoftRender, TheLegendGoesRightOfThePlotWhenEveryCornerHasData) {
+    Series up, down;
+    for (int i = 0; i <= 40; ++i) up.x.push_back(i), up.y.push_back(i), down.x.push_back(i), down.y.push_back(40 - i);
+    auto draw = [&](bool legend) {
+        std::vector<PlotSeries> series(2);
+        series[0].label = "up", series[0].data = &up, series[0].color = plot_palette(0), series[0].smooth = false;
+        series[1].label = "down", series[1].data = &down, series[1].color = plot_palette(1), series[1].smooth = false;
+        PlotOptions opt;
+        opt.line_width = 2;
+        opt.legend = legend;
+        return render_plot_image(series, opt, OffscreenOptions{400, 300, true});
+    };
+    const RgbaImage with = draw(true), without = draw(false);
+    // The falling line's rightmost pixel in the lower half (below any legend row).
+    auto right_end = [&](const RgbaImage& img) {
+        int r = -1;
+        for (int y = img.height / 2; y < img.height; ++y)
+            for (int x = 0; x < img.width; ++x)
+                if (near(img.at(x, y), plot_palette(1), 24)) r = std::max(r, x);
+        return r;
+    };
+    const int end_without = right_end(without), end_with = right_end(with);
+    ASSERT_GT(end_without, 300);
+    // The legend: swatch 1.2 × 13 px + 6 + "down" (~28 px) + 2 × 4 padding, plus 8 px apart: > 40 px.
+    EXPECT_LT(end_with, end_without - 40);
+}
+
 }  // namespace
 }  // namespace tw::ui

@@ -356,6 +356,16 @@ void PlotsPanel::draw(ViewState& v) {
     opt.log_y = log_y_;
     opt.smoothing = smoothing_;
     opt.markers = &markers_;
+    // A run's row is coloured by its training line; its validation dots share the colour, so two
+    // notes say which is which (the training line is a round mean on the bytes axis, where every
+    // step of a round sits at the same bytes).
+    bool any_train = false, any_val = false;
+    for (const PlotSeries& s : series_) (s.points ? any_val : any_train) |= s.visible;
+    if (any_train && any_val) {
+        const bool bytes = static_cast<XAxis>(axis_) == XAxis::kBytes;
+        opt.legend_notes.push_back({bytes ? "train (round mean)" : "train", false});
+        opt.legend_notes.push_back({"validation", true});
+    }
     if (series_.empty()) ImGui::TextDisabled("tick runs in History (or start one) to plot them");
     rect_ = plot("loss", series_, opt, view_, ImVec2(0, 0));
     if (png) export_png(v, opt);

@@ -1,6 +1,7 @@
 // The plot widget: layout, ticks, decimated lines, legend, tooltip, zoom and pan (plot_widget.h).
 #include "ui/plot/plot_widget.h"
 
+#include "ui/logic/legend_place.h"
 #include "ui/logic/plot_fit.h"
 
 #include <algorithm>
@@ -532,6 +533,8 @@ void draw_band(ImDrawList* dl, const Series& data, const Series& lo, const Serie
     flush();
 }
 
+void draw_dot(ImDrawList* dl, ImVec2 c, ImU32 col);
+
 // A dot on every point in view (sparse series: validation losses, one per round).
 void draw_points(ImDrawList* dl, const Series& axis_pts, const Axis& xa, const Axis& ya, ImU32 col) {
     const auto first = std::lower_bound(axis_pts.x.begin(), axis_pts.x.end(), xa.lo) - axis_pts.x.begin();
@@ -540,7 +543,7 @@ void draw_points(ImDrawList* dl, const Series& axis_pts, const Axis& xa, const A
     for (auto i = first; i < last; ++i) {
         const double ay = ya.to_axis(axis_pts.y[size_t(i)]);
         if (!std::isfinite(ay)) continue;
-        dl->AddCircleFilled(ImVec2(xa.px(axis_pts.x[size_t(i)]), ya.px(ay)), 3.0f, col);
+        draw_dot(dl, ImVec2(xa.px(axis_pts.x[size_t(i)]), ya.px(ay)), col);
     }
 }
 
@@ -603,24 +606,87 @@ void draw_grid_and_ticks(ImDrawList* dl, const PlotRect& r, const Axis& xa, cons
     }
 }
 
-// The legend's rows (top right of the plot area), submitted as buttons before the plot area's own
-// button so they win the hover; a click toggles the series.
-std::vector<LegendRow> legend_buttons(std::vector<PlotSeries>& series, const PlotRect& r) {
-    std::vector<LegendRow> rows;
-    if (series.empty()) return rows;
-    const float fs = ImGui::GetFontSize(), pad = 4, swatch = fs * 1.2f, row_h = fs + 2;
+// The legend's geometry: rows of the font's height, a swatch and the label, `pad` around them.
+constexpr float kLegendPad = 4;
+constexpr float kLegendMargin = 8;   // between the legend and the plot area's edges
+constexpr float kLegendSampleStep = 4;  // pixels between the points sampled along a drawn segment
+
+struct LegendSize {
+    size_t series_rows = 0, note_rows = 0;  // rows that fit in the plot area's height
+    float w = 0, h = 0;
+};
+
+float legend_row_h() { return ImGui::GetFontSize() + 2; }
+
+// The rows that fit in `area_h` (series first, then the notes) and the box they need.
+LegendSize legend_size(const std::vector<PlotSeries>& series, const PlotOptions& opt, float area_h) {
+    LegendSize ls;
+    const float fs = ImGui::GetFontSize(), swatch = fs * 1.2f, row_h = legend_row_h();
+    const size_t fit = size_t(std::max(0.0f, (area_h - 2 * kLegendMargin - 2 * kLegendPad) / row_h));
     float label_w = 0;
-    for (const PlotSeries& s : series)
-        if (s.in_legend) label_w = std::max(label_w, ImGui::CalcTextSize(s.label.c_str()).x);
-    const float w = swatch + 6 + label_w + 2 * pad;
-    ImVec2 p(r.max.x - 8 - w, r.min.y + 8);
-    for (size_t i = 0, shown = 0; i < series.size(); ++i) {
+    for (const PlotSeries& s : series) {
+        if (!s.in_legend || ls.series_rows == fit) continue;
+        ++ls.series_rows;
+        label_w = std::max(label_w, ImGui::CalcTextSize(s.label.c_str()).x);
+    }
+    if (ls.series_rows == 0) return ls;  // notes explain series; alone they say nothing
+    for (const LegendNote& n : opt.legend_notes) {
+        if (ls.series_rows + ls.note_rows == fit) break;
+        ++ls.note_rows;
+        label_w = std::max(label_w, ImGui::CalcTextSize(n.label.c_str()).x);
+    }
+    ls.w = swatch + 6 + label_w + 2 * kLegendPad;
+    ls.h = float(ls.series_rows + ls.note_rows) * row_h + 2 * kLegendPad;
+    return ls;
+}
+
+// The drawn data in pixels, for the legend's place: each visible curve as drawn on top (the
+// smoothed one when smoothing; its faint raw curve may go under the legend) decimated as it is
+// drawn, with points every few pixels along longer segments so a line crossing a corner between
+// two far-apart points counts, and the dots of point series.
+std::vector<PxPoint> drawn_pixels(const std::vector<PlotSeries>& series, const std::vector<Curve>& curves,
+                                  const Axis& xa, const Axis& ya, size_t buckets) {
+    std::vector<PxPoint> out;
+    for (size_t i = 0; i < series.size(); ++i) {
+        const Curve& cv = curves[i];
+        if (!cv.raw || cv.raw->x.empty()) continue;
+        const Series d = cv.smooth ? decimate(*cv.smooth, *cv.lod_smooth, xa.lo, xa.hi, buckets)
+                                   : decimate(*cv.raw, *cv.lod_raw, xa.lo, xa.hi, buckets);
+        bool have = false;
+        PxPoint prev;
+        for (size_t k = 0; k < d.x.size(); ++k) {
+            const double ay = ya.to_axis(d.y[k]);
+            if (!std::isfinite(d.x[k]) || !std::isfinite(ay)) {
+                have = false;  // a gap: nothing drawn across it
+                continue;
+            }
+            const PxPoint p{xa.px(d.x[k]), ya.px(ay)};
+            if (have) {
+                const float len = std::max(std::abs(p.x - prev.x), std::abs(p.y - prev.y));
+                const int steps = std::min(256, int(len / kLegendSampleStep));
+                for (int t = 1; t < steps; ++t) {
+                    const float f = float(t) / float(steps);
+                    out.push_back({prev.x + (p.x - prev.x) * f, prev.y + (p.y - prev.y) * f});
+                }
+            }
+            out.push_back(p);
+            prev = p, have = true;
+        }
+    }
+    return out;
+}
+
+// The legend's series rows inside `box` (legend_place.h), submitted as buttons before the plot
+// area's own button so they win the hover; a click toggles the series.
+std::vector<LegendRow> legend_buttons(std::vector<PlotSeries>& series, const LegendSize& ls, const PxBox& box) {
+    std::vector<LegendRow> rows;
+    const float row_h = legend_row_h();
+    for (size_t i = 0; i < series.size() && rows.size() < ls.series_rows; ++i) {
         if (!series[i].in_legend) continue;
         LegendRow row;
         row.series = i;
-        row.min = ImVec2(p.x, p.y + pad + float(shown++) * row_h);
-        row.max = ImVec2(p.x + w, row.min.y + row_h);
-        if (row.max.y > r.max.y || row.min.x < r.min.x) break;  // no room: the rest go unlisted
+        row.min = ImVec2(box.x0, box.y0 + kLegendPad + float(rows.size()) * row_h);
+        row.max = ImVec2(box.x1, row.min.y + row_h);
         ImGui::SetCursorScreenPos(row.min);
         ImGui::PushID(int(i));
         if (ImGui::InvisibleButton("##legend", ImVec2(row.max.x - row.min.x, row_h))) {
@@ -633,22 +699,39 @@ std::vector<LegendRow> legend_buttons(std::vector<PlotSeries>& series, const Plo
     return rows;
 }
 
-void draw_legend(ImDrawList* dl, const std::vector<PlotSeries>& series, const std::vector<LegendRow>& rows) {
+// A dot of a point series: ringed in the background colour, so on a line of the same colour (a
+// run's training curve) it still reads as a validation point.
+void draw_dot(ImDrawList* dl, ImVec2 c, ImU32 col) {
+    dl->AddCircleFilled(c, 5.0f, ImGui::GetColorU32(ImGuiCol_WindowBg));
+    dl->AddCircleFilled(c, 3.5f, col);
+}
+
+void draw_legend(ImDrawList* dl, const std::vector<PlotSeries>& series, const std::vector<LegendRow>& rows,
+                 const PlotOptions& opt, const LegendSize& ls, const PxBox& box) {
     if (rows.empty()) return;
-    const float fs = ImGui::GetFontSize(), pad = 4, swatch = fs * 1.2f;
-    const ImVec2 bg_min(rows.front().min.x, rows.front().min.y - pad),
-        bg_max(rows.back().max.x, rows.back().max.y + pad);
-    dl->AddRectFilled(bg_min, bg_max, ImGui::GetColorU32(ImGuiCol_PopupBg, 0.85f), 3.0f);
-    dl->AddRect(bg_min, bg_max, ImGui::GetColorU32(ImGuiCol_Border), 3.0f);
-    for (size_t i = 0; i < rows.size(); ++i) {
-        const LegendRow& row = rows[i];
+    const float fs = ImGui::GetFontSize(), pad = kLegendPad, swatch = fs * 1.2f, row_h = legend_row_h();
+    dl->AddRectFilled(ImVec2(box.x0, box.y0), ImVec2(box.x1, box.y1), ImGui::GetColorU32(ImGuiCol_PopupBg, 0.85f), 3.0f);
+    dl->AddRect(ImVec2(box.x0, box.y0), ImVec2(box.x1, box.y1), ImGui::GetColorU32(ImGuiCol_Border), 3.0f);
+    for (const LegendRow& row : rows) {
         const PlotSeries& s = series[row.series];
         if (row.hovered) dl->AddRectFilled(row.min, row.max, ImGui::GetColorU32(ImGuiCol_HeaderHovered, 0.5f));
         const float y = (row.min.y + row.max.y) / 2;
         const ImU32 col = s.visible ? s.color : ImGui::GetColorU32(ImGuiCol_TextDisabled);
         dl->AddLine(ImVec2(row.min.x + pad, y), ImVec2(row.min.x + pad + swatch, y), col, 2.0f);
+        if (s.points) draw_dot(dl, ImVec2(row.min.x + pad + swatch / 2, y), col);
         dl->AddText(ImVec2(row.min.x + pad + swatch + 6, y - fs / 2),
                     ImGui::GetColorU32(s.visible ? ImGuiCol_Text : ImGuiCol_TextDisabled), s.label.c_str());
+    }
+    // The notes, in the text colour: how a kind of series is drawn, whatever its run's colour.
+    const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+    for (size_t k = 0; k < ls.note_rows; ++k) {
+        const LegendNote& n = opt.legend_notes[k];
+        const float top = box.y0 + pad + float(ls.series_rows + k) * row_h, y = top + row_h / 2;
+        if (n.dot)
+            draw_dot(dl, ImVec2(box.x0 + pad + swatch / 2, y), text);
+        else
+            dl->AddLine(ImVec2(box.x0 + pad, y), ImVec2(box.x0 + pad + swatch, y), text, 2.0f);
+        dl->AddText(ImVec2(box.x0 + pad + swatch + 6, y - fs / 2), text, n.label.c_str());
     }
 }
 
@@ -798,9 +881,27 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
     xa.p0 = r.min.x, xa.p1 = r.max.x;
     ya.p0 = r.max.y, ya.p1 = r.min.y;
 
-    // 3. Input: legend rows first (they win the hover), then the plot area: drag pans, wheel zooms.
+    // 3. The legend's place: the corner over the fewest drawn points, or a strip the plot area gives
+    // up on its right (ui/logic/legend_place.h). From the view before this frame's zoom or pan.
+    size_t buckets = opt.buckets ? opt.buckets : size_t(std::max(1.0f, r.max.x - r.min.x));
+    LegendSize ls;
+    PxBox legend_box;
+    if (opt.legend) ls = legend_size(series, opt, r.max.y - r.min.y);
+    if (ls.series_rows > 0) {
+        const LegendPlacement at = place_legend(PxBox{r.min.x, r.min.y, r.max.x, r.max.y},
+                                                drawn_pixels(series, curves, xa, ya, buckets), ls.w, ls.h,
+                                                kLegendMargin);
+        legend_box = at.box;
+        if (at.spot == LegendSpot::kOutsideRight) {
+            r.max.x = std::floor(at.area.x1);
+            xa.p1 = r.max.x;
+            if (!opt.buckets) buckets = size_t(std::max(1.0f, r.max.x - r.min.x));
+        }
+    }
+
+    // 4. Input: legend rows first (they win the hover), then the plot area: drag pans, wheel zooms.
     std::vector<LegendRow> rows;
-    if (opt.legend) rows = legend_buttons(series, r);
+    if (ls.series_rows > 0) rows = legend_buttons(series, ls, legend_box);
     ImGui::SetCursorScreenPos(r.min);
     ImGui::InvisibleButton("##area", ImVec2(r.max.x - r.min.x, r.max.y - r.min.y));
     const bool hovered = ImGui::IsItemHovered(), active = ImGui::IsItemActive();
@@ -823,7 +924,7 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
     ImGui::SetCursorScreenPos(origin);
     ImGui::Dummy(size);  // the region's place in the window's layout
 
-    // 4. Frame, grid, ticks, axis labels.
+    // 5. Frame, grid, ticks, axis labels.
     ImDrawList* dl = ImGui::GetWindowDrawList();
     dl->AddRectFilled(r.min, r.max, ImGui::GetColorU32(ImGuiCol_FrameBg, 0.35f));
     const int x_target = std::clamp(int((r.max.x - r.min.x) / (fs * 6)), 2, 12);
@@ -838,8 +939,7 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
         add_text_vertical(dl, ImVec2(origin.x + 4, (r.min.y + r.max.y + w) / 2), text, opt.y_label.c_str());
     }
 
-    // 5. The series: each decimated to the visible x-range; the raw one faint under the smoothed one.
-    const size_t buckets = opt.buckets ? opt.buckets : size_t(std::max(1.0f, r.max.x - r.min.x));
+    // 6. The series: each decimated to the visible x-range; the raw one faint under the smoothed one.
     dl->PushClipRect(r.min, r.max, true);
     bool drawn = false;
     for (size_t i = 0; i < series.size(); ++i)  // bands first: every curve stays on top of them
@@ -871,8 +971,8 @@ PlotRect plot(const char* id, std::vector<PlotSeries>& series, const PlotOptions
     dl->PopClipRect();
     dl->AddRect(r.min, r.max, ImGui::GetColorU32(ImGuiCol_Border));
 
-    // 6. The legend on top.
-    draw_legend(dl, series, rows);
+    // 7. The legend on top.
+    draw_legend(dl, series, rows, opt, ls, legend_box);
     ImGui::PopID();
     return r;
 }

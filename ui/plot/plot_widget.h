@@ -32,7 +32,8 @@ struct PlotSeries {
     std::string tooltip;           // extra hover text, e.g. the run's key settings ("diloco H=15 lr=0.7")
     bool smooth = true;            // false: drawn as recorded even when the plot smooths (sparse series:
                                    // a validation loss per round must end at its last value)
-    bool points = false;           // a dot at every point (sparse series; a one-point series shows)
+    bool points = false;           // a dot at every point, ringed in the background colour so it stands
+                                   // out on a line of its colour (sparse series; a one-point series shows)
     bool in_legend = true;         // false: no legend row (a run's replicas under its own row)
     // A band drawn under the curve, filled at ~20% of its colour: between band_lo and band_hi,
     // which have the data's x values (e.g. the min and max over a run's replicas). Not owned.
@@ -52,6 +53,13 @@ struct PlotMarker {
     std::string text;          // hover text
 };
 
+// A legend row that explains a way of drawing instead of naming a series: a line swatch ("train")
+// or a dot as PlotSeries::points draws it ("validation").
+struct LegendNote {
+    std::string label;
+    bool dot = false;
+};
+
 struct PlotOptions {
     std::string x_label;   // under the x axis, e.g. "step"
     std::string y_label;   // left of the y axis, drawn vertically, e.g. "train.loss"
@@ -60,9 +68,13 @@ struct PlotOptions {
     bool log_y = false;    // log10 axis; points with y <= 0 are skipped (drawn as gaps)
     double smoothing = 0;  // debiased EMA weight on the past in [0, 1); > 0 draws the raw curve faint
     size_t buckets = 0;    // min/max decimation buckets per series; 0 = the plot area's width in pixels
-    bool legend = true;    // draw the legend (top right, inside the plot area)
+    bool legend = true;    // draw the legend: in the plot area's corner over the fewest drawn points, or
+                           // right of the plot area when every corner has some (ui/logic/legend_place.h)
     float line_width = 1;  // pixels; the curve's width without smoothing (the smoothed curve is 2, its raw one 1)
     const std::vector<PlotMarker>* markers = nullptr;  // vertical markers, drawn over the curves; not owned
+    // Rows under the series' rows that say how kinds of series are drawn, in the text colour: a
+    // row per run cannot tell its training line from its validation dots when both share its colour.
+    std::vector<LegendNote> legend_notes;
 };
 
 // The visible range, in data units (on a log axis too: x_lo = 10 means 10, not 10^10). Kept by the
