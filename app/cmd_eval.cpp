@@ -60,12 +60,12 @@ int eval_split(const Globals& g, const EvalArgs& a, RunModel& m) {
     check(confine_paths(cfg, root));
     const PreparedData d = unwrap(prepare_data(cfg.data));
     // The tokens must be the run's: the data prepared here has to use the kept tokenizer.
-    if (!d.tokenizer_path.empty()) {
-        const uint64_t here = unwrap(Tokenizer::model_hash(d.tokenizer_path));
-        const uint64_t kept = unwrap(Tokenizer::model_hash(m.dir + "/tokenizer.model"));
+    if (!d.tokenizer_files.empty()) {
+        const uint64_t here = unwrap(tokenizer_hash(d.tokenizer_kind, d.tokenizer_files));
+        const uint64_t kept = unwrap(tokenizer_hash(d.tokenizer_kind, m.tokenizer_files));
         if (here != kept)
             throw Error("eval: the data under " + root + " is tokenized with another tokenizer than run " +
-                        std::to_string(a.run) + "'s (" + d.tokenizer_path + "); name the run's --data-root");
+                        std::to_string(a.run) + "'s (" + d.tokenizer_files.front() + "); name the run's --data-root");
     }
     WindowLoader val(d.val, select_spans(d, true, cfg.data.genres), cfg.model.seq_len, cfg.train.batch_size,
                      static_cast<uint64_t>(cfg.run.seed));
@@ -93,7 +93,7 @@ int eval_text(const EvalArgs& a, RunModel& m) {
     std::vector<int> stream;
     uint64_t bytes = 0;
     for (const std::string& doc : docs) {
-        stream.push_back(Tokenizer::kEosId);
+        stream.push_back(m.tokenizer->eos_id());
         for (int id : m.tokenizer->encode(doc)) stream.push_back(id);
         bytes += doc.size();
     }

@@ -61,11 +61,14 @@ int run_export_model(const Globals& g, const ExportArgs& a) {
     if (fs::exists(out, ec) && fs::equivalent(out, source, ec))
         throw Error("export: --out " + a.out + " is the run's own folder");
     std::vector<std::string> names{"model.safetensors"};
-    std::vector<std::string> copies;
+    // The tokenizer's files under the names Hugging Face's loaders read: SentencePiece's model as it
+    // is, GPT-2's vocabulary and merges as vocab.json and merges.txt.
+    std::vector<std::pair<std::string, std::string>> copies;
     if (a.format == "hf") {
         names.push_back("config.json");
-        for (const char* f : {"tokenizer.model", "encoder.json", "vocab.bpe"})
-            if (fs::is_regular_file(dir + "/" + f, ec)) names.push_back(f), copies.push_back(f);
+        for (auto [from, to] : {std::pair<const char*, const char*>{"tokenizer.model", "tokenizer.model"},
+                                {"encoder.json", "vocab.json"}, {"vocab.bpe", "merges.txt"}})
+            if (fs::is_regular_file(dir + "/" + from, ec)) names.push_back(to), copies.emplace_back(from, to);
     }
     fs::create_directories(out, ec);
     if (ec) throw Error("export: cannot create " + out.string() + ": " + ec.message());
@@ -81,9 +84,9 @@ int run_export_model(const Globals& g, const ExportArgs& a) {
             o << hf_llama_config_json(cfg.model, tied);
             return Status::ok();
         }));
-        for (const std::string& f : copies) {
-            fs::copy_file(dir + "/" + f, out / f, fs::copy_options::overwrite_existing, ec);
-            if (ec) throw Error("export: cannot copy " + f + ": " + ec.message());
+        for (const auto& [from, to] : copies) {
+            fs::copy_file(dir + "/" + from, out / to, fs::copy_options::overwrite_existing, ec);
+            if (ec) throw Error("export: cannot copy " + from + ": " + ec.message());
         }
     }
     std::printf("run %lld%s exported to %s (%s: %zu tensors%s)\n", (long long)a.run,

@@ -55,7 +55,7 @@ int run_sample(const Globals& g, const SampleArgs& a) {
     RunModel m = unwrap(load_run_model(g.db_path, a.run, a.expert));
     torch::NoGradGuard no_grad;
     const int64_t T = m.cfg.model.seq_len, V = m.cfg.model.vocab_size;
-    std::vector<int> ids{Tokenizer::kEosId};  // a document begins after a separator
+    std::vector<int> ids{m.tokenizer->eos_id()};  // a document begins after a separator
     for (int id : m.tokenizer->encode(a.prompt)) ids.push_back(id);
     std::mt19937_64 rng(a.seed);
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
@@ -67,7 +67,7 @@ int run_sample(const Globals& g, const SampleArgs& a) {
         for (size_t j = 0; j < n; ++j) c[j] = ids[ids.size() - n + j];
         const torch::Tensor logits = m.model->forward(ctx).select(1, static_cast<int64_t>(n) - 1).contiguous();
         const int64_t next = pick(logits.data_ptr<float>(), V, a.temperature, a.top_k, uniform(rng));
-        if (next == Tokenizer::kEosId) break;
+        if (next == m.tokenizer->eos_id()) break;
         ids.push_back(static_cast<int>(next));
         out.push_back(static_cast<int>(next));
     }

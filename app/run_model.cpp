@@ -71,9 +71,12 @@ Result<RunModel> load_run_model(const std::string& db_path, int64_t run_id, cons
         m.model->set_frozen_embedding(t);
     }
     m.model->eval();
-    auto tok = Tokenizer::load(m.dir + "/tokenizer.model");
+    const TokenizerKind* kind = find_tokenizer_kind(m.cfg.data.tokenizer);
+    if (!kind) return R::error(m.dir + "/" + kRunConfigFile + ": unknown data.tokenizer \"" + m.cfg.data.tokenizer + "\"");
+    for (const std::string& f : kind->file_names) m.tokenizer_files.push_back(m.dir + "/" + f);
+    auto tok = load_tokenizer(kind->name, m.tokenizer_files);
     if (!tok) return R::error(m.dir + ": its tokenizer: " + tok.message());
-    m.tokenizer.emplace(std::move(*tok));
+    m.tokenizer = std::move(*tok);
     return m;
 }
 

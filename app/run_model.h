@@ -3,8 +3,9 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "core/config.h"
 #include "core/status.h"
@@ -17,7 +18,8 @@ struct RunModel {
     std::string dir;   // the run's folder
     RunConfig cfg;     // as the run resolved it; model.d_ff as the kept weights have it
     Llama model{nullptr};
-    std::optional<Tokenizer> tokenizer;
+    std::unique_ptr<Tokenizer> tokenizer;   // the run's kind (data.tokenizer), from the folder's files
+    std::vector<std::string> tokenizer_files;  // in the folder, in the order the kind loads them
 };
 
 // The weights file of run folder `dir`: model.safetensors, or an HDEE expert's model-NODE.safetensors.

@@ -250,9 +250,7 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
         sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop",
                     "stopped at step " + std::to_string(trainer.step_index())});
     if (trainer.step_index() > 0) {  // the expert's model, a model of its own
-        std::vector<std::string> files;
-        if (!data->tokenizer_path.empty()) files.push_back(data->tokenizer_path);
-        send_final_model(sink, role_.name, final_model_tensors(*trainer.model()), files);
+        send_final_model(sink, role_.name, final_model_tensors(*trainer.model()), data->tokenizer_files);
     }
     return WorkerSummary{{"steps", static_cast<double>(trainer.step_index())},
                          {"train.loss", last_loss},

@@ -722,9 +722,8 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
     if (evaluator && !gone && step_ > 0) {
         GlobalWeightsSwap swap;
         rounds_->swap_in_global(swap);
-        std::vector<std::string> files;
-        if (data_ && !data_->tokenizer_path.empty()) files.push_back(data_->tokenizer_path);
-        send_final_model(sink, role_.name, final_model_tensors(*stage_->model()), files);
+        send_final_model(sink, role_.name, final_model_tensors(*stage_->model()),
+                         data_ ? data_->tokenizer_files : std::vector<std::string>{});
     }
     return summarise();
 }

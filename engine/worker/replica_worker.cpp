@@ -1332,9 +1332,8 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         GlobalWeightsSwap swap;
         if (stage_rounds_) stage_rounds_->swap_in_global(swap);
         else if (outer_) swap.add(trainer_->model()->parameters(), outer_->eval_params());
-        std::vector<std::string> files;
-        if (data_ && !data_->tokenizer_path.empty()) files.push_back(data_->tokenizer_path);
-        send_final_model(sink, role_.name, final_model_tensors(*trainer_->model()), files);
+        send_final_model(sink, role_.name, final_model_tensors(*trainer_->model()),
+                         data_ ? data_->tokenizer_files : std::vector<std::string>{});
     }
 
     return summary;

@@ -599,9 +599,8 @@ Result<WorkerSummary> SkipPipeWorker::run(WorkerControl& ctl, MetricSink& sink) 
     // The run's model: node 0's holder of each stage sends its stage (the stage syncs keep every
     // holder of a stage alike).
     if (mesh_->rank() == rank_of(static_cast<int>(role_.stage), 0) && step_ > 0) {
-        std::vector<std::string> files;
-        if (data_ && !data_->tokenizer_path.empty()) files.push_back(data_->tokenizer_path);
-        send_final_model(sink, role_.name, final_model_tensors(*model_), files);
+        send_final_model(sink, role_.name, final_model_tensors(*model_),
+                         data_ ? data_->tokenizer_files : std::vector<std::string>{});
     }
     return summarise();
 }
