@@ -40,13 +40,28 @@ PlotsPanel::Built& PlotsPanel::node_curve(const std::string& key, const RunData&
     const auto& ys = val ? nd.val : nd.loss;
     b.data = Series{};
     b.member = MemberCurve{};
-    // On the bytes axis a training step sits at the bytes sent before it ran (every step of a round
-    // shares them) and is drawn as its round's mean below; a validation point at its round's bytes.
+    // On the bytes axis the steps of a round (those that ran after the same bytes) sit at the bytes
+    // sent once their round is over — what their training cost — and are drawn as the round's mean
+    // below; a validation point sits at its round's bytes too.
     const bool bytes = static_cast<XAxis>(axis_) == XAxis::kBytes;
+    std::vector<double> round_end;
+    if (bytes && !val) {
+        round_end.resize(steps.size());
+        double before_next = NAN, end = NAN;
+        for (size_t k = steps.size(); k-- > 0;) {
+            double before = x_of(nd, XAxis::kBytes, steps[k] - 1, nd.sim_s[k], nd.wall_s[k], rt);
+            // Before the first counter (the first step, whose counter also holds the start-up
+            // checksum): the step belongs to the round of the steps after it.
+            if (std::isnan(before) && k + 1 < steps.size()) before = before_next;
+            if (k + 1 == steps.size() || before != before_next) end = x_of(nd, XAxis::kBytes, steps[k], nd.sim_s[k], nd.wall_s[k], rt);
+            round_end[k] = end;
+            before_next = before;
+        }
+    }
     for (size_t i = 0; i < steps.size(); ++i) {
-        double x = x_of(nd, static_cast<XAxis>(axis_), bytes && !val ? steps[i] - 1 : steps[i],
-                        (val ? nd.val_sim_s : nd.sim_s)[i], (val ? nd.val_wall_s : nd.wall_s)[i], rt);
-        if (bytes && !val && std::isnan(x)) x = 0;  // before the first counter: nothing sent yet
+        const double x = bytes && !val ? round_end[i]
+                                       : x_of(nd, static_cast<XAxis>(axis_), steps[i], (val ? nd.val_sim_s : nd.sim_s)[i],
+                                              (val ? nd.val_wall_s : nd.wall_s)[i], rt);
         if (std::isnan(x) || (!b.data.x.empty() && x < b.data.x.back())) continue;
         b.data.x.push_back(x);
         b.data.y.push_back(ys[i]);
@@ -150,6 +165,12 @@ void PlotsPanel::rebuild(ViewState& v) {
             return m;
         });
         const size_t replicas = replica_curves.size();
+        // Round means (several steps per round on the bytes axis) are drawn as they are; a curve of
+        // a point per step (DDP, one node) keeps the smoothing.
+        bool per_step = true;
+        for (auto& [node, b] : replica_curves)
+            per_step = per_step && 2 * b->data.x.size() >= d.nodes.at(node).step.size();
+        const bool smooth_train = static_cast<XAxis>(axis_) != XAxis::kBytes || per_step;
         const std::string tip = d.key_settings + (what_if.empty() ? "" : retimed ? " (re-timed for " + what_if.label() + ")" : "");
         if (!group_key.empty()) {
             const std::string value = setting(d, id, group_key);
@@ -172,6 +193,7 @@ void PlotsPanel::rebuild(ViewState& v) {
             s.data = &run_train.band.mean;
             if (replicas > 1 && bands) s.band_lo = &run_train.band.lo, s.band_hi = &run_train.band.hi;
             s.color = col;
+            s.smooth = smooth_train;
             s.tooltip = "mean of " + std::to_string(replicas) + " replica(s); " + tip;
             series_.push_back(std::move(s));
             owners_.push_back(run_key);
@@ -181,6 +203,7 @@ void PlotsPanel::rebuild(ViewState& v) {
                     r.label = label + " / " + node;
                     r.data = &b->data;
                     r.color = shade(col, 0.45f);
+                    r.smooth = smooth_train;
                     r.in_legend = false;
                     r.tooltip = tip;
                     series_.push_back(std::move(r));
@@ -217,6 +240,7 @@ void PlotsPanel::rebuild(ViewState& v) {
             s.data = &l.band.mean;
             if (g.runs > 1 && bands) s.band_lo = &l.band.lo, s.band_hi = &l.band.hi;
             s.color = col;
+            s.smooth = static_cast<XAxis>(axis_) != XAxis::kBytes;  // round means: drawn as they are
             s.tooltip = "mean of " + std::to_string(g.runs) + " run(s) (each the mean of its replicas)";
             series_.push_back(std::move(s));
             owners_.push_back(key);
