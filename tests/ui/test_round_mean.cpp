@@ -71,3 +71,21 @@ TEST(PlotFit, BandsAreOffWithMoreThanFourRunsUnlessAsked) {
 
 }  // namespace
 }  // namespace tw::ui
+
+namespace tw::ui {
+namespace {
+
+// Rounds of three steps: steps 1–3 ran before any bytes (the first step's counter holds a 24 B
+// start-up checksum), steps 4–6 after round 1's 100 B; each step sits at its round's end.
+TEST(RoundEndBytes, EachStepSitsAtTheBytesSentOnceItsRoundIsOver) {
+    const double nan = std::nan("");
+    const std::vector<double> before{nan, 24, 24, 124, 124, 124, 224};
+    const std::vector<double> at{24, 24, 124, 124, 124, 224, 224};
+    EXPECT_EQ(round_end_bytes(before, at), (std::vector<double>{124, 124, 124, 224, 224, 224, 224}));
+    // One step per round (DDP): each at its own bytes; the first joins the second's round.
+    EXPECT_EQ(round_end_bytes({nan, 10, 20}, {10, 20, 30}), (std::vector<double>{20, 20, 30}));
+    EXPECT_TRUE(round_end_bytes({}, {}).empty());
+}
+
+}  // namespace
+}  // namespace tw::ui

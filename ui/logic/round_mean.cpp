@@ -28,6 +28,19 @@ double mean_of(const std::vector<double>& y, size_t first, size_t last) {
 
 }  // namespace
 
+std::vector<double> round_end_bytes(const std::vector<double>& before, const std::vector<double>& at) {
+    std::vector<double> out(before.size());
+    double before_next = NAN, end = NAN;
+    for (size_t k = before.size(); k-- > 0;) {
+        double b = before[k];
+        if (std::isnan(b) && k + 1 < before.size()) b = before_next;
+        if (k + 1 == before.size() || b != before_next) end = at[k];
+        out[k] = end;
+        before_next = b;
+    }
+    return out;
+}
+
 Series round_means(const Series& s) {
     Series out;
     each_run(s.x, [&](size_t i, size_t j) {

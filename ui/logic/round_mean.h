@@ -6,7 +6,15 @@
 #include "ui/logic/mean_band.h"
 #include "ui/logic/series.h"
 
+#include <vector>
+
 namespace tw::ui {
+
+// Where each training step of a round sits on the bytes axis: the bytes sent once its round is over.
+// `before[i]` and `at[i]` are the cumulative bytes before and after step i (NaN before the first
+// counter: that step joins the round of the steps after it). Steps with equal `before` form a round;
+// each gets `at` of its round's last step. Same length as the inputs.
+std::vector<double> round_end_bytes(const std::vector<double>& before, const std::vector<double>& at);
 
 // Consecutive points with the same x as one point at that x: the mean of their non-NaN ys (NaN
 // when all are NaN). x stays non-decreasing; a series whose xs all differ comes back unchanged.

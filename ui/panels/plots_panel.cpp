@@ -46,17 +46,12 @@ PlotsPanel::Built& PlotsPanel::node_curve(const std::string& key, const RunData&
     const bool bytes = static_cast<XAxis>(axis_) == XAxis::kBytes;
     std::vector<double> round_end;
     if (bytes && !val) {
-        round_end.resize(steps.size());
-        double before_next = NAN, end = NAN;
-        for (size_t k = steps.size(); k-- > 0;) {
-            double before = x_of(nd, XAxis::kBytes, steps[k] - 1, nd.sim_s[k], nd.wall_s[k], rt);
-            // Before the first counter (the first step, whose counter also holds the start-up
-            // checksum): the step belongs to the round of the steps after it.
-            if (std::isnan(before) && k + 1 < steps.size()) before = before_next;
-            if (k + 1 == steps.size() || before != before_next) end = x_of(nd, XAxis::kBytes, steps[k], nd.sim_s[k], nd.wall_s[k], rt);
-            round_end[k] = end;
-            before_next = before;
+        std::vector<double> before(steps.size()), at(steps.size());
+        for (size_t k = 0; k < steps.size(); ++k) {
+            before[k] = x_of(nd, XAxis::kBytes, steps[k] - 1, nd.sim_s[k], nd.wall_s[k], rt);
+            at[k] = x_of(nd, XAxis::kBytes, steps[k], nd.sim_s[k], nd.wall_s[k], rt);
         }
+        round_end = round_end_bytes(before, at);
     }
     for (size_t i = 0; i < steps.size(); ++i) {
         const double x = bytes && !val ? round_end[i]
