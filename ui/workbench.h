@@ -1,4 +1,4 @@
-// The workbench (issue 4): one ImGui frame of every panel — nodes, layout editor, run control and
+// The workbench: one ImGui frame of every panel — nodes, layout editor, run control and
 // log on the left; live plots, bytes and time, the plan of the editor's layout, and history on the right. It only draws and reacts:
 // runs go through a RunDriver (the coordinator on its own thread), the store is read by a RunCache
 // on its own thread, so no frame waits for the network or the database.

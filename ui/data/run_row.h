@@ -1,4 +1,4 @@
-// One row of the History table (issue 17, "a run table"): what a researcher compares runs by —
+// One row of the History table ("a run table"): what a researcher compares runs by —
 // algorithm, replicas, density or rank, bytes per replica, simulated time, final validation loss —
 // plus every setting of the run's config for extra columns, the differing-settings panel and the
 // parallel-coordinates view. Torch-free, no ImGui.

@@ -1,4 +1,4 @@
-// The what-if on hardware (issue 15 item 6): a finished run's stored compute seconds re-timed for
+// The what-if on hardware: a finished run's stored compute seconds re-timed for
 // another hardware profile and efficiency, before the timeline replay (core/timeline.h) re-times
 // its communication. Loss per step does not depend on how fast a node computes, so only the clocks
 // change — except where the run's training itself depended on its compute times, which is refused.

@@ -1,4 +1,4 @@
-// The layout editor's per-replica settings (issue 15 item 6): each replica's node speed
+// The layout editor's per-replica settings: each replica's node speed
 // (compute.node_speed) and its access link (network.replica_up_bps / replica_down_bps /
 // replica_latency_s), edited row by row as the replica table shows them, written to the same
 // per-replica lists `thinwire run` reads. Each list is empty (every replica at the default) or has

@@ -1,4 +1,4 @@
-// History's Resume button (issue 16): shown for runs that can go on from their checkpoints
+// History's Resume button: shown for runs that can go on from their checkpoints
 // (interrupted or failed: `thinwire run --resume`), enabled while no other run of this workbench is
 // in progress. Pure logic, no ImGui, so tests/ui checks it without a window.
 #pragma once
