@@ -820,15 +820,8 @@ void ZmqCollective::send_abandon(const std::vector<int>& peers, uint64_t mask, b
     fh.aux = mask;
     uint8_t h[wire::kFrameHeaderBytes];
     wire::encode_frame_header(fh, h);
-    for (int r : peers) {
-        if (r == rank_ || r < 0 || r >= size() || (!to_lost && s_->lost.count(r))) continue;
-        auto& p = s_->push[static_cast<size_t>(r)];
-        try {
-            if (p.send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
-                (void)p.send(zmq::const_buffer(h, 0), zmq::send_flags::dontwait);
-        } catch (const zmq::error_t&) {
-        }
-    }
+    for (int r : peers)
+        if (r != rank_ && r >= 0 && r < size() && (to_lost || !s_->lost.count(r))) post(r, h);
 }
 
 void ZmqCollective::tell_ready(int peer, uint64_t step) {
@@ -841,12 +834,7 @@ void ZmqCollective::tell_ready(int peer, uint64_t step) {
     fh.aux = step;
     uint8_t h[wire::kFrameHeaderBytes];
     wire::encode_frame_header(fh, h);
-    auto& p = s_->push[static_cast<size_t>(peer)];
-    try {
-        if (p.send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
-            (void)p.send(zmq::const_buffer(h, 0), zmq::send_flags::dontwait);
-    } catch (const zmq::error_t&) {
-    }
+    post(peer, h);
 }
 
 Status ZmqCollective::wait_ready(int peer, uint64_t step) {
