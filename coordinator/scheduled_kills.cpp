@@ -18,21 +18,21 @@ ScheduledKills::ScheduledKills(const RunConfig& cfg, const std::vector<NodeRole>
 }
 
 void ScheduledKills::on_event(const EventRecord& e) {
-    if (!active_ || e.kind != "fault") return;
+    if (!active_ || e.kind != kProcessKillEvent) return;
+    // The text is an index into the schedule: digits only, and an entry that exists.
+    if (e.text.empty() || e.text.size() > 9 || e.text.find_first_not_of("0123456789") != std::string::npos) return;
+    const size_t k = std::stoul(e.text);
+    const auto& events = schedule_.events();
+    if (k >= events.size()) return;
+    const FaultEvent& f = events[k];
     for (size_t i = 0; i < roles_.size(); ++i) {
         // A full replica's node, or a pipeline's stage node (every stage of it reports the kill).
         if (roles_[i].name != e.node || (roles_[i].kind != "full" && roles_[i].kind != "pipeline")) continue;
-        const auto& events = schedule_.events();
-        for (size_t k = 0; k < events.size(); ++k) {
-            const FaultEvent& f = events[k];
-            const size_t once = k * roles_.size() + i;  // every node of the replica reports it
-            if (done_[once] || f.kind != FaultKind::kKill || f.replica != roles_[i].replica) continue;
-            const std::string entry = f.text() + (f.churn ? " (churn)" : "") + ":";
-            if (e.text.compare(0, entry.size(), entry) != 0) continue;
-            done_[once] = true;
-            due_.emplace_back(i, k);
-            return;
-        }
+        const size_t once = k * roles_.size() + i;  // every node of the replica reports it
+        if (done_[once] || f.kind != FaultKind::kKill || f.replica != roles_[i].replica) return;
+        done_[once] = true;
+        due_.emplace_back(i, k);
+        return;
     }
 }
 

@@ -1,6 +1,6 @@
 // Scheduled kills carried out for real in child-process runs (cluster.mode = "local"; docs/
 // faults.md "Fault schedules"). A replica's node reaches the step of its `kill` entry, reports it
-// (a "fault" event whose text starts with the entry) and waits; this coordinator then SIGKILLs the
+// (a kProcessKillEvent naming the entry's index in the schedule) and waits; this coordinator then SIGKILLs the
 // process and, when the schedule brings the replica back, starts a fresh `thinwire node` on the
 // same endpoint and configures it to rejoin after the scheduled round (NodeRole::rejoin_step). So
 // the kill happens at the scheduled step, and a scheduled run stays deterministic.

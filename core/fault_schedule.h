@@ -28,6 +28,11 @@
 
 namespace tw {
 
+// The event a node of a child-process run sends when it reaches a scheduled `kill` and waits for
+// its coordinator to kill it (coordinator/scheduled_kills.h): its text is the kill's index in the
+// schedule (FaultSchedule::index_of), nothing else. The "fault" event beside it is for people.
+inline constexpr const char* kProcessKillEvent = "process-kill";
+
 enum class FaultKind : uint8_t { kKill, kDisconnect, kPause, kSlow };
 const char* to_string(FaultKind k);
 
@@ -56,6 +61,9 @@ public:
     static void problems(const RunConfig& cfg, std::vector<std::string>& out);
 
     const std::vector<FaultEvent>& events() const { return events_; }
+    // The index in events() of `e`, one of this schedule's events. The coordinator and every node
+    // expand the same schedule from the same config, so an index names the same entry on each.
+    size_t index_of(const FaultEvent& e) const { return static_cast<size_t>(&e - events_.data()); }
     bool empty() const { return events_.empty(); }
     // Whether replica r takes part in the round at step `round_step` (a multiple of the period).
     bool in_round(int r, int64_t round_step) const;

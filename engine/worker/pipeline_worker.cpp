@@ -210,6 +210,8 @@ Status PipelineWorker::apply_faults(int64_t step, double step_compute_s, WorkerC
                                           (back < 0 ? std::string("; its pipeline leaves the run for good")
                                                     : "; a fresh one takes replica 0's state after the round at step " +
                                                           std::to_string(back))});
+                        sink_->event({since_s(t0_), role_.name, EventLevel::kInfo, kProcessKillEvent,
+                                      std::to_string(faults_.index_of(*e))});
                     }
                     while (!ctl.stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
                     left = true;

@@ -1143,6 +1143,7 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
                     // fresh store holds none of the old one's keys).
                     if (mesh_) mesh_->go_quiet();
                     event(EventLevel::kWarning, "fault", what + ": the node process is killed");
+                    event(EventLevel::kInfo, kProcessKillEvent, std::to_string(faults_.index_of(*e)));
                     sink_->metrics(std::exchange(rows_, {}));
                     while (!ctl_->stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
                     left = true;
