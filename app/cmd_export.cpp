@@ -42,14 +42,8 @@ int run_export_model(const Globals& g, const ExportArgs& a) {
     if (dir.empty() || !fs::is_directory(dir, ec))
         throw Error("export: run " + std::to_string(a.run) + " keeps no final model (no folder " + dir + ")");
     const std::string weights_path = unwrap(run_model_file(dir, a.expert));
-    std::ifstream in(dir + "/" + kRunConfigFile);
-    if (!in) throw Error("export: " + dir + ": no " + kRunConfigFile);
-    std::stringstream text;
-    text << in.rdbuf();
-    RunConfig cfg = unwrap(parse_config(text.str(), dir + "/" + kRunConfigFile));
     const SafeTensorsFile weights = unwrap(read_safetensors(weights_path));
-    if (const SafeTensor* w13 = weights.find("block_0.w13"); w13 && w13->shape.size() == 2)
-        cfg.model.d_ff = w13->shape[0] / 2;  // an HDEE expert's own width
+    const RunConfig cfg = unwrap(run_folder_config(dir, weights));
     const SafeTensorsFile hf = unwrap(to_hf_llama(weights, cfg.model));
     const bool tied = hf.find("lm_head.weight") == nullptr;
 

@@ -31,6 +31,18 @@ Result<std::string> run_model_file(const std::string& dir, const std::string& ex
     return R::error(dir + " holds no " + kRunModelFile);
 }
 
+Result<RunConfig> run_folder_config(const std::string& dir, const SafeTensorsFile& weights) {
+    std::ifstream in(dir + "/" + kRunConfigFile);
+    if (!in) return Result<RunConfig>::error(dir + ": no " + kRunConfigFile);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto cfg = parse_config(text.str(), dir + "/" + kRunConfigFile);
+    if (!cfg) return cfg.status();
+    if (const SafeTensor* w13 = weights.find("block_0.w13"); w13 && w13->shape.size() == 2)
+        cfg->model.d_ff = w13->shape[0] / 2;
+    return cfg;
+}
+
 Result<RunModel> load_run_model(const std::string& db_path, int64_t run_id, const std::string& expert) {
     using R = Result<RunModel>;
     RunModel m;
@@ -41,18 +53,11 @@ Result<RunModel> load_run_model(const std::string& db_path, int64_t run_id, cons
                         "; a run keeps one when its nodes reach the end of training or a clean stop)");
     auto file = run_model_file(m.dir, expert);
     if (!file) return file.status();
-    std::ifstream in(m.dir + "/" + kRunConfigFile);
-    if (!in) return R::error(m.dir + ": no " + kRunConfigFile);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto cfg = parse_config(text.str(), m.dir + "/" + kRunConfigFile);
-    if (!cfg) return cfg.status();
-    m.cfg = *cfg;
     auto weights = read_safetensors(*file);
     if (!weights) return weights.status();
-    // An HDEE expert's MLP width is its own: the kept weights say it.
-    if (const SafeTensor* w13 = weights->find("block_0.w13"); w13 && w13->shape.size() == 2)
-        m.cfg.model.d_ff = w13->shape[0] / 2;
+    auto cfg = run_folder_config(m.dir, *weights);
+    if (!cfg) return cfg.status();
+    m.cfg = *cfg;
     if (m.cfg.model.vocab_size <= 0) return R::error(m.dir + "/" + kRunConfigFile + ": the model's vocabulary is not resolved");
     torch::NoGradGuard no_grad;
     m.model = Llama(m.cfg.model, static_cast<uint64_t>(m.cfg.run.seed));

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "engine/data/tokenizer.h"
 #include "engine/model/llama.h"
+#include "storage/safetensors.h"
 
 namespace tw::cli {
 
@@ -25,6 +26,9 @@ struct RunModel {
 // The weights file of run folder `dir`: model.safetensors, or an HDEE expert's model-NODE.safetensors.
 // `expert` "" with an HDEE run's folder is refused, naming the experts kept.
 Result<std::string> run_model_file(const std::string& dir, const std::string& expert);
+// The resolved config kept in run folder `dir`, its model.d_ff as `weights` have it (an HDEE
+// expert's own width). Errors name the file.
+Result<RunConfig> run_folder_config(const std::string& dir, const SafeTensorsFile& weights);
 // Loads run `run_id` of store `db_path`. Errors name the run, the folder and what is missing or
 // does not fit (a tensor of another shape than the config's model, a missing tokenizer).
 Result<RunModel> load_run_model(const std::string& db_path, int64_t run_id, const std::string& expert = "");

@@ -572,21 +572,19 @@ Status ZmqCollective::agree(const std::vector<int>& group, uint64_t state_hash) 
         // others, so a peer that heard every hash may have taken the round and gone on: this member
         // holds the same state (every payload was in before any hash left), so it takes the round
         // too instead of redoing it alone — which would leave the two waiting in different rounds.
-        if (Status v = await_verdict(group, round, state_hash); v) {
-            if (opts_.on_event)
-                opts_.on_event("round-taken", "agreement round " + std::to_string(round) +
-                                                  ": a peer heard every hash and took the round (" + got.message() +
-                                                  "); this member holds the same state and takes it too");
-            return Status::ok();
-        } else if (v.message() != "none") {
-            return v;
-        }
-        return got.status();
+        auto taken = await_verdict(group, round, state_hash);
+        if (!taken) return taken.status();
+        if (!*taken) return got.status();
+        if (opts_.on_event)
+            opts_.on_event("round-taken", "agreement round " + std::to_string(round) +
+                                              ": a peer heard every hash and took the round (" + got.message() +
+                                              "); this member holds the same state and takes it too");
+        return Status::ok();
     }
     std::map<uint64_t, int> votes;
     for (uint64_t h : *got) votes[h] += 1;
     if (votes.size() == 1) {
-        post_commit(group, round, state_hash);
+        post_word(wire::FrameKind::kCommit, round, state_hash, group, /*to_lost=*/false);
         return Status::ok();
     }
     // The majority's hash when there is a strict one, otherwise this member's own.
@@ -602,25 +600,26 @@ Status ZmqCollective::agree(const std::vector<int>& group, uint64_t state_hash) 
                          " holds a state that differs from " + buf + " (the others')");
 }
 
-void ZmqCollective::post_commit(const std::vector<int>& group, uint64_t round, uint64_t state_hash) {
+void ZmqCollective::post_word(wire::FrameKind kind, uint64_t round, uint64_t aux, const std::vector<int>& peers,
+                              bool to_lost) {
     wire::FrameHeader fh;
-    fh.kind = wire::FrameKind::kCommit;
+    fh.kind = kind;
     fh.counted = false;
     fh.rank = static_cast<uint16_t>(rank_);
     fh.round = round;
     fh.token = opts_.token;
-    fh.aux = state_hash;
+    fh.aux = aux;
     uint8_t h[wire::kFrameHeaderBytes];
     wire::encode_frame_header(fh, h);
-    for (int r : group)
-        if (r != rank_ && !s_->lost.count(r)) post(r, h);
+    for (int r : peers)
+        if (r != rank_ && r >= 0 && r < size() && (to_lost || !s_->lost.count(r))) post(r, h);
 }
 
-Status ZmqCollective::await_verdict(const std::vector<int>& group, uint64_t round, uint64_t state_hash) {
+Result<bool> ZmqCollective::await_verdict(const std::vector<int>& group, uint64_t round, uint64_t state_hash) {
     auto& s = *s_;
     bool any_lost = false;
     for (int r : group) any_lost = any_lost || (r != rank_ && s.lost.count(r) > 0);
-    if (!any_lost || (abort_ && abort_())) return Status::error("none");
+    if (!any_lost || (abort_ && abort_())) return false;
     // This member's word first: peers in the same place wait for it as it waits for theirs.
     abandon(group);
     const auto taken_by = [&]() -> int {
@@ -642,28 +641,28 @@ Status ZmqCollective::await_verdict(const std::vector<int>& group, uint64_t roun
     const auto wait_start = Clock::now();
     try {
         for (;;) {
-            if (taken_by() >= 0) return Status::ok();
+            if (taken_by() >= 0) return true;
             if (auto c = s.commits.find(round); c != s.commits.end() && !c->second.empty()) {
                 const auto& [from, h] = *c->second.begin();
                 char buf[64];
                 std::snprintf(buf, sizeof buf, "%016llx, this member's %016llx", static_cast<unsigned long long>(h),
                               static_cast<unsigned long long>(state_hash));
-                return Status::error("round hash mismatch after round " + std::to_string(round) + ": " + member(from) +
+                return Result<bool>::error("round hash mismatch after round " + std::to_string(round) + ": " + member(from) +
                                      " took the round with hash " + buf);
             }
             const auto open = undecided();
-            if (open.empty()) return Status::error("none");
+            if (open.empty()) return false;
             // Each open peer decides promptly: it took the round (its commit is on the way) or it
             // misses the lost member's hash too and gives the attempt up. Its loss ends the wait.
             if (Status st = pump_until("the verdict of agreement round " + std::to_string(round),
                                        [&open] { return open; }, wait_start, 100);
                 !st) {
-                if (abort_ && abort_()) return st;
-                if (since_s(wait_start) * 1000 > opts_.timeout_ms) return Status::error("none");
+                if (abort_ && abort_()) return false;
+                if (since_s(wait_start) * 1000 > opts_.timeout_ms) return false;
             }
         }
     } catch (const zmq::error_t&) {
-        return Status::error("none");
+        return false;
     }
 }
 
@@ -811,30 +810,11 @@ void ZmqCollective::tell_out(const std::vector<int>& peers) {
 bool ZmqCollective::counted_out() const { return s_->counted_out; }
 
 void ZmqCollective::send_abandon(const std::vector<int>& peers, uint64_t mask, bool to_lost) {
-    wire::FrameHeader fh;
-    fh.kind = wire::FrameKind::kAbandon;
-    fh.counted = false;
-    fh.rank = static_cast<uint16_t>(rank_);
-    fh.round = epoch_base_;
-    fh.token = opts_.token;
-    fh.aux = mask;
-    uint8_t h[wire::kFrameHeaderBytes];
-    wire::encode_frame_header(fh, h);
-    for (int r : peers)
-        if (r != rank_ && r >= 0 && r < size() && (to_lost || !s_->lost.count(r))) post(r, h);
+    post_word(wire::FrameKind::kAbandon, epoch_base_, mask, peers, to_lost);
 }
 
 void ZmqCollective::tell_ready(int peer, uint64_t step) {
-    if (peer == rank_ || peer < 0 || peer >= size()) return;
-    wire::FrameHeader fh;
-    fh.kind = wire::FrameKind::kReady;
-    fh.counted = false;
-    fh.rank = static_cast<uint16_t>(rank_);
-    fh.token = opts_.token;
-    fh.aux = step;
-    uint8_t h[wire::kFrameHeaderBytes];
-    wire::encode_frame_header(fh, h);
-    post(peer, h);
+    post_word(wire::FrameKind::kReady, 0, step, {peer}, /*to_lost=*/true);
 }
 
 Status ZmqCollective::wait_ready(int peer, uint64_t step) {

@@ -33,6 +33,7 @@
 #include "core/collective.h"
 #include "core/hub_exchange.h"
 #include "core/network.h"
+#include "remote/wire_frame.h"
 
 namespace zmq { class context_t; }
 
@@ -145,15 +146,15 @@ private:
     void send_abandon(const std::vector<int>& peers, uint64_t mask, bool to_lost);
     // One header-only frame to `peer`, never blocking (dropped when its queue is full).
     void post(int peer, const uint8_t* header);
-    // Tells the group's other members that this member took agreement round `round` (every hash
-    // heard, all equal to `state_hash`): a kCommit frame to each.
-    void post_commit(const std::vector<int>& group, uint64_t round, uint64_t state_hash);
+    // A header-only frame of `kind` for `round` with `aux` to each of `peers` (this member and ranks
+    // out of range skipped; `to_lost` = false skips peers counted lost here): abandon and commit words.
+    void post_word(wire::FrameKind kind, uint64_t round, uint64_t aux, const std::vector<int>& peers, bool to_lost);
     // After agreement round `round` failed here with a member of `group` lost: abandons the
     // attempt, then waits until every other live member of the group took the round (kCommit) or
-    // gave the attempt up. Ok when one took it with `state_hash`; an error naming the mismatch when
-    // one took it with another hash; the error "none" when nobody took it (the attempt is redone),
-    // when no member is lost (a failure of another kind), on the backstop, or on abort.
-    Status await_verdict(const std::vector<int>& group, uint64_t round, uint64_t state_hash);
+    // gave the attempt up. True when one took it with `state_hash`; an error naming the mismatch when
+    // one took it with another hash; false when nobody took it (the attempt is redone), when no
+    // member is lost (a failure of another kind), on the backstop, or on abort.
+    Result<bool> await_verdict(const std::vector<int>& group, uint64_t round, uint64_t state_hash);
     Status drop(const std::string& why);
     // With a shaper: waits (abortably, reading meanwhile) until a counted message may leave.
     Status shape_wait(LinkClass link, size_t bytes);  // counts and reports a dropped frame; always ok

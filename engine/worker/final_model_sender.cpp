@@ -21,6 +21,25 @@ std::vector<std::pair<std::string, torch::Tensor>> final_model_tensors(LlamaImpl
     return out;
 }
 
+namespace {
+
+// `bytes` (the whole tensor or file) through `sink` in parts of at most kFinalModelPartBytes; an
+// empty one as one empty part.
+void send_parts(MetricSink& sink, FinalModelPart head, const std::vector<uint8_t>& bytes) {
+    head.total = bytes.size();
+    uint64_t at = 0;
+    do {
+        FinalModelPart p = head;
+        p.offset = at;
+        const uint64_t n = std::min<uint64_t>(kFinalModelPartBytes, bytes.size() - at);
+        p.bytes.assign(bytes.begin() + static_cast<std::ptrdiff_t>(at), bytes.begin() + static_cast<std::ptrdiff_t>(at + n));
+        sink.final_model(std::move(p));
+        at += n;
+    } while (at < bytes.size());
+}
+
+}  // namespace
+
 void send_final_model(MetricSink& sink, const std::string& node,
                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                       const std::vector<std::string>& tokenizer_files) {
@@ -28,21 +47,12 @@ void send_final_model(MetricSink& sink, const std::string& node,
     for (const auto& [name, t] : tensors) {
         const torch::Tensor c = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
         const auto* f = c.data_ptr<float>();
-        const uint64_t total = static_cast<uint64_t>(c.numel()) * sizeof(float);
-        std::vector<int64_t> shape(c.sizes().begin(), c.sizes().end());
-        for (uint64_t at = 0; at < total || (total == 0 && at == 0);) {
-            FinalModelPart p;
-            p.name = name;
-            p.shape = shape;
-            p.offset = at;
-            p.total = total;
-            const uint64_t n = std::min<uint64_t>(kFinalModelPartBytes, total - at);
-            p.bytes.resize(n);
-            for (uint64_t i = 0; i < n / sizeof(float); ++i) le::put_f32(p.bytes.data() + 4 * i, f[at / sizeof(float) + i]);
-            sink.final_model(std::move(p));
-            at += n;
-            if (n == 0) break;
-        }
+        std::vector<uint8_t> bytes(static_cast<size_t>(c.numel()) * sizeof(float));
+        for (int64_t i = 0; i < c.numel(); ++i) le::put_f32(bytes.data() + 4 * i, f[i]);
+        FinalModelPart head;
+        head.name = name;
+        head.shape.assign(c.sizes().begin(), c.sizes().end());
+        send_parts(sink, std::move(head), bytes);
     }
     for (const std::string& path : tokenizer_files) {
         std::ifstream in(path, std::ios::binary);
@@ -51,19 +61,10 @@ void send_final_model(MetricSink& sink, const std::string& node,
             sink.event({0, node, EventLevel::kWarning, "model", "tokenizer file " + path + " not read: the final model goes without it"});
             continue;
         }
-        const std::string name = std::filesystem::path(path).filename().string();
-        for (uint64_t at = 0; at < bytes.size() || at == 0;) {
-            FinalModelPart p;
-            p.name = name;
-            p.file = true;
-            p.offset = at;
-            p.total = bytes.size();
-            const uint64_t n = std::min<uint64_t>(kFinalModelPartBytes, bytes.size() - at);
-            p.bytes.assign(bytes.begin() + static_cast<std::ptrdiff_t>(at), bytes.begin() + static_cast<std::ptrdiff_t>(at + n));
-            sink.final_model(std::move(p));
-            at += n;
-            if (n == 0) break;
-        }
+        FinalModelPart head;
+        head.name = std::filesystem::path(path).filename().string();
+        head.file = true;
+        send_parts(sink, std::move(head), bytes);
     }
 }
 
