@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/membership.h"
 #include "core/metric_names.h"
 #include "core/status.h"
 
@@ -114,55 +115,9 @@ public:
     // opening all-gather counted the wait for the last member. Default: ignored (not measured).
     virtual void add_real_exchange_s(double s) { (void)s; }
 
-    // ---- rounds that survive lost members (docs/faults.md, core/member_view.h) ----
-    // Members this member found lost (silent past the heartbeat timeout, gone, or reported lost by
-    // a peer that gave up an attempt), ascending; sticky until forgive(). Default: none.
-    virtual std::vector<int> lost_members() const { return {}; }
-    // Starts round attempt `epoch` (≥ 1, larger than any before, the same on every member of the
-    // attempt): the round numbering restarts at the epoch's base, and frames of earlier attempts —
-    // rounds and point-to-point messages alike — that are still buffered or still arrive are
-    // discarded. Default: nothing (a transport that never loses a member).
-    virtual void begin_epoch(uint64_t epoch) { (void)epoch; }
-    // Tells `peers` (ranks) that this member gave up the current attempt, with the members it found
-    // lost, so a peer waiting for it in that attempt fails at once instead of at its timeout.
-    virtual void abandon(const std::vector<int>& peers) { (void)peers; }
-    // Whether member `r` gave up the current attempt (its abandon frame for it has arrived, before
-    // or after this member began the attempt). Default: never.
-    virtual bool gave_up(int r) const { (void)r; return false; }
-    // Tells `peers` (ranks) that this member counts them out of its rounds — a node of their replica
-    // is lost, so the replica leaves as a whole (docs/faults.md) — with the members it found lost:
-    // an abandon of the current attempt naming the peers themselves, sent whether or not they count
-    // lost here. A peer that receives it knows it is counted out (counted_out()). Default: nothing.
-    virtual void tell_out(const std::vector<int>& peers) { (void)peers; }
-    // Whether a peer counted this member out of its rounds (tell_out). Sticky. Default: never.
-    virtual bool counted_out() const { return false; }
-    // Member `r` is back (it rejoined): no longer counted lost.
-    virtual void forgive(int r) { (void)r; }
-    // Member `r` is lost, as a peer found (a joiner learns it from its donor, docs/faults.md).
-    virtual void declare_lost(int r) { (void)r; }
-    // A joiner tells `peer` (its donor) that it is up and waits for the state after the round at
-    // `step`, and the donor waits for that word before it sends: a node process restarted after a
-    // kill must not have its state sent to the process that died (docs/faults.md). Framing only,
-    // outside round attempts. wait_ready fails when `peer` is lost or gone, or on abort; no backstop.
-    // Defaults: a transport that never loses a member needs no word.
-    virtual void tell_ready(int peer, uint64_t step) { (void)peer, (void)step; }
-    virtual Status wait_ready(int peer, uint64_t step) { (void)peer, (void)step; return Status::ok(); }
-    // A node process restarted after a real loss (docs/faults.md "Restarted nodes") does not know
-    // the round it will join after: its word (tell_ready with kReadyLive) says only that it is up.
-    // A peer that hears it counts the sender lost at once — whatever its predecessor was doing is
-    // gone — and heard_live(r) stays true until forgive(r). Non-blocking: it reads what has arrived.
-    static constexpr uint64_t kReadyLive = ~uint64_t{0};
-    virtual bool heard_live(int r) { (void)r; return false; }
-    // Such a process does not know how far its peers' rounds are either: until its next
-    // begin_epoch, round frames of any later round are kept (a bounded number), not dropped as too
-    // far ahead — the round after the one it is admitted at may reach it before its state does.
-    // That begin_epoch admits it: counted_out() is cleared, and abandon frames of earlier epochs
-    // (telling its predecessor or its absence out) are ignored from then on.
-    virtual void await_admission() {}
-    // This member stops receiving for good, without a bye: its process is about to be killed by a
-    // fault schedule, and what its peers send from now on must wait for the process that takes its
-    // endpoint over (docs/faults.md). Nothing may be received afterwards. Default: nothing.
-    virtual void go_quiet() {}
+    // Who is in this member's rounds (core/membership.h): the transport's own when it can lose a
+    // member, otherwise one in which nobody is ever lost. Owned by the transport.
+    virtual Membership& membership() { return Membership::never_lost(); }
 };
 
 }  // namespace tw

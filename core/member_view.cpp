@@ -14,7 +14,7 @@ MemberView::MemberView(Collective& base, std::vector<int> members) : base_(base)
     rank_ = static_cast<int>(it - members_.begin());
 }
 
-Result<std::vector<int>> MemberView::to_base(const std::vector<int>& group) const {
+Result<std::vector<int>> MemberView::base_ranks(const std::vector<int>& group) const {
     std::vector<int> out;
     out.reserve(group.size());
     for (int g : group) {
@@ -35,7 +35,7 @@ Result<std::vector<std::vector<uint8_t>>> MemberView::all_gather(const std::vect
 Result<std::vector<std::vector<uint8_t>>> MemberView::exchange(const std::vector<int>& group,
                                                                const std::vector<uint8_t>& mine, LinkClass link,
                                                                double sim_clock_s, std::vector<double>* clocks) {
-    auto b = to_base(group);
+    auto b = base_ranks(group);
     if (!b) return b.status();
     return base_.exchange(*b, mine, link, sim_clock_s, clocks);
 }
@@ -51,20 +51,15 @@ Result<std::vector<uint8_t>> MemberView::recv(int peer, double* sender_clock_s) 
 }
 
 Status MemberView::agree(const std::vector<int>& group, uint64_t state_hash) {
-    auto b = to_base(group);
+    auto b = base_ranks(group);
     if (!b) return b.status();
     return base_.agree(*b, state_hash);
 }
 
 Result<std::vector<uint64_t>> MemberView::gather_words(const std::vector<int>& group, uint64_t word) {
-    auto b = to_base(group);
+    auto b = base_ranks(group);
     if (!b) return b.status();
     return base_.gather_words(*b, word);
-}
-
-void MemberView::abandon(const std::vector<int>& peers) {
-    auto b = to_base(peers);
-    if (b) base_.abandon(*b);
 }
 
 Result<std::vector<std::vector<uint8_t>>> MemberView::hub_round(const std::vector<uint8_t>& mine, double sim_clock_s,
@@ -81,7 +76,7 @@ Result<std::vector<std::vector<uint8_t>>> MemberView::hub_round_among(const std:
                                                                       double sim_clock_s, std::vector<double>* clocks) {
     auto* hub = dynamic_cast<HubExchange*>(&base_);
     if (!hub) return Result<std::vector<std::vector<uint8_t>>>::error("hub: this transport reaches no hub relay");
-    auto b = to_base(members);
+    auto b = base_ranks(members);
     if (!b) return b.status();
     return hub->hub_round_among(*b, mine, sim_clock_s, clocks);
 }

@@ -28,6 +28,8 @@ public:
     int base_rank(int i) const { return members_[static_cast<size_t>(i)]; }
     const std::vector<int>& members() const { return members_; }
     bool everyone() const { return static_cast<int>(members_.size()) == base_.size(); }
+    // View ranks as ranks of the base, in their order; an error names a rank outside the view.
+    Result<std::vector<int>> base_ranks(const std::vector<int>& view_ranks) const;
 
     Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine, LinkClass link,
                                                          double sim_clock_s = 0,
@@ -43,16 +45,8 @@ public:
     const ByteCounters& counters() const override { return base_.counters(); }
     double real_exchange_s() const override { return base_.real_exchange_s(); }
     void add_real_exchange_s(double s) override { base_.add_real_exchange_s(s); }
-    // In the base's ranks, as the base reports them.
-    std::vector<int> lost_members() const override { return base_.lost_members(); }
-    void begin_epoch(uint64_t epoch) override { base_.begin_epoch(epoch); }
-    void abandon(const std::vector<int>& peers) override;  // view ranks
-    bool gave_up(int r) const override { return base_.gave_up(r); }  // a base rank
-    void tell_out(const std::vector<int>& peers) override { base_.tell_out(peers); }  // base ranks
-    bool counted_out() const override { return base_.counted_out(); }
-    void forgive(int r) override { base_.forgive(r); }     // a base rank
-    void declare_lost(int r) override { base_.declare_lost(r); }  // a base rank
-    bool heard_live(int r) override { return base_.heard_live(r); }  // a base rank
+    // The base's membership, in the base's ranks (base_ranks translates a view's).
+    Membership& membership() override { return base_.membership(); }
 
     Result<std::vector<std::vector<uint8_t>>> hub_round(const std::vector<uint8_t>& mine, double sim_clock_s,
                                                         std::vector<double>* clocks) override;
@@ -63,7 +57,6 @@ public:
     bool has_hub() const override;
 
 private:
-    Result<std::vector<int>> to_base(const std::vector<int>& group) const;
     Collective& base_;
     std::vector<int> members_;
     int rank_ = 0;

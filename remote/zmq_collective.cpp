@@ -31,8 +31,6 @@ constexpr uint64_t kRoundWindow = 1024;
 // Rounds a process awaiting admission keeps beyond the window (await_admission): its peers' next round
 // has a few (a gather, an agreement, the payloads), so this is room for a few attempts of it.
 constexpr size_t kAdmissionRounds = 64;
-// What a member said in its bye (the frame's aux).
-constexpr uint64_t kByeEnded = 0, kByeStopped = 1;
 // A wait's passes are at most ~100 ms apart; a gap ten times that is a pause of this process.
 constexpr std::chrono::milliseconds kOwnPause{1000};
 
@@ -71,15 +69,7 @@ struct ZmqCollective::Sockets {
         uint64_t epoch_base;  // the sender's attempt (begin_epoch), for discarding a failed attempt's messages
     };
     std::map<int, std::deque<Message>> p2p;  // point-to-point messages not yet received, per sender
-    std::vector<Clock::time_point> heard;    // per member: last frame of any kind
-    std::map<int, uint64_t> bye;             // members whose run ended → what they said
-    std::vector<Clock::time_point> bye_at;
-    std::set<int> lost;                      // members found lost (lost_members())
-    std::map<int, uint64_t> abandoned;       // members that gave up an attempt → its first round
-    bool counted_out = false;                // a peer's abandon named this member lost (tell_out)
-    std::map<int, uint64_t> ready;           // joiners that said they wait for a round's state → its step
     uint64_t taken = 0;                      // messages read off the socket (heard_live drains until none)
-    uint64_t fenced = 0;                     // membership words refused: from a member counted lost, or stale
 };
 
 // Sends a heartbeat frame to every peer each interval from its own thread and sockets.
@@ -166,8 +156,7 @@ Result<std::unique_ptr<ZmqCollective>> ZmqCollective::create(std::shared_ptr<zmq
                     make_push(*c->ctx_, c->opts_, c->endpoints_[static_cast<size_t>(r)],
                               c->opts_.public_key.empty() ? "" : c->opts_.member_keys[static_cast<size_t>(r)],
                               c->opts_.timeout_ms);
-        s.heard.assign(static_cast<size_t>(n), Clock::now());
-        s.bye_at.assign(static_cast<size_t>(n), Clock::now());
+        c->members_ = std::make_unique<MeshMembership>(n, rank, c->opts_.silence_timeout_s, Clock::now());
         if (c->opts_.heartbeat_s > 0 && n > 1) {
             c->hb_ = std::make_unique<Heartbeat>();
             c->hb_->push.resize(static_cast<size_t>(n));
@@ -207,7 +196,7 @@ ZmqCollective::~ZmqCollective() {
     fh.counted = false;
     fh.rank = static_cast<uint16_t>(rank_);
     fh.token = opts_.token;
-    fh.aux = abort_ && abort_() ? kByeStopped : kByeEnded;
+    fh.aux = abort_ && abort_() ? MeshMembership::kByeStopped : MeshMembership::kByeEnded;
     uint8_t h[wire::kFrameHeaderBytes];
     wire::encode_frame_header(fh, h);
     for (auto& p : s_->push) {
@@ -240,7 +229,7 @@ void ZmqCollective::own_pause_check(std::chrono::steady_clock::time_point& last_
     const auto now = Clock::now();
     if (now - last_pass > kOwnPause) {
         const auto gap = now - last_pass;
-        for (auto& h : s_->heard) h = std::min(now, h + gap);
+        members_->own_pause(gap, now);
         if (opts_.on_event) {
             char buf[64];
             std::snprintf(buf, sizeof buf, "%.1f", std::chrono::duration<double>(gap).count());
@@ -270,26 +259,24 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         if (backstop && since_s(wait_start) * 1000 > opts_.timeout_ms)
             return Status::error("collective: " + what + " timed out");
         for (int r : awaited()) {
-            const auto ri = static_cast<size_t>(r);
-            if (s.lost.count(r)) return Status::error("collective: " + member(r) + " is lost (" + what + ")");
-            if (auto a = s.abandoned.find(r); a != s.abandoned.end() && epoch_base_ > 0 && a->second == epoch_base_)
-                return Status::error("collective: " + member(r) + " gave up this round attempt (" + what + ")");
-            if (auto b = s.bye.find(r); b != s.bye.end()) {
-                // A member stopped on request: our own stop is on its way; otherwise it is gone.
-                if (b->second != kByeStopped || since_s(s.bye_at[ri]) > opts_.silence_timeout_s) {
-                    s.lost.insert(r);
+            double silent = 0;
+            switch (members_->check(r, wait_start, Clock::now(), &silent)) {
+                case MeshMembership::Out::kIn:
+                case MeshMembership::Out::kStopping:  // stopped on request: our own stop is on its way
+                    break;
+                case MeshMembership::Out::kLost:
+                    return Status::error("collective: " + member(r) + " is lost (" + what + ")");
+                case MeshMembership::Out::kGaveUp:
+                    return Status::error("collective: " + member(r) + " gave up this round attempt (" + what + ")");
+                case MeshMembership::Out::kLeft:
                     return Status::error("collective: " + member(r) + " left the run while " + what + " waited for it");
+                case MeshMembership::Out::kSilent: {
+                    char buf[32];
+                    std::snprintf(buf, sizeof buf, "%.1f", silent);
+                    if (opts_.on_event) opts_.on_event("member-lost", member(r) + " silent for " + buf + " s");
+                    return Status::error("collective: " + member(r) + " is lost: silent for " + buf +
+                                         " s (no heartbeat, no traffic) while " + what + " waited");
                 }
-                continue;
-            }
-            const double silent = std::min(since_s(s.heard[ri]), since_s(wait_start));
-            if (opts_.silence_timeout_s > 0 && silent > opts_.silence_timeout_s) {
-                char buf[32];
-                std::snprintf(buf, sizeof buf, "%.1f", silent);
-                if (opts_.on_event) opts_.on_event("member-lost", member(r) + " silent for " + buf + " s");
-                s.lost.insert(r);
-                return Status::error("collective: " + member(r) + " is lost: silent for " + buf +
-                                     " s (no heartbeat, no traffic) while " + what + " waited");
             }
         }
         if (s.pull_log) s.pull_log->poll();
@@ -320,31 +307,19 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
             return drop("claims rank " + std::to_string(from) + " but was sent with key " + key_tag(key));
     }
     const zmq::message_t& body = rest.front();
-    s.heard[static_cast<size_t>(from)] = Clock::now();
+    members_->heard(from, Clock::now());
     switch (fh->kind) {
         case wire::FrameKind::kHeartbeat:
             return Status::ok();
         case wire::FrameKind::kAbandon: {
             // Its attempt failed: whoever waits for it there fails too, and learns whom it found lost.
             if (!body.empty()) return drop("an abandon frame with a payload");
-            if (fh->round < admitted_from_) return Status::ok();  // from before this process was admitted
-            s.abandoned[from] = fh->round;
-            // Whom it names lost is taken only from a member this process still counts in, about
-            // the attempt this process is in or a later one: a member counted lost (it may have
-            // been paused past the timeout and judged its peers by its own stale clock) or an
-            // attempt already given up does not decide who is in a round.
-            const bool fenced = s.lost.count(from) || fh->round < epoch_base_;
-            for (int r = 0; r < size() && r < 64; ++r)
-                if (fh->aux >> r & 1) {
-                    if (r == rank_) s.counted_out = true;  // the peer counts this member out (tell_out)
-                    else if (!fenced) s.lost.insert(r);
-                }
-            if (fenced && (fh->aux & ~(uint64_t{1} << rank_))) ++s.fenced;
+            members_->on_abandon(from, fh->round, fh->aux);  // fenced there when it may not decide
             return Status::ok();
         }
         case wire::FrameKind::kCommit: {
             if (!body.empty()) return drop("a commit frame with a payload");
-            if (fh->round < epoch_base_ || fh->round + 1 < round_) return Status::ok();  // a round decided here already
+            if (fh->round < members_->epoch_base() || fh->round + 1 < round_) return Status::ok();  // a round decided here already
             if (fh->round > round_ + kRoundWindow)
                 return drop("from rank " + std::to_string(from) + ": a commit of round " + std::to_string(fh->round) +
                             ", too far ahead");
@@ -353,16 +328,13 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         }
         case wire::FrameKind::kReady:
             if (!body.empty()) return drop("a ready frame with a payload");
-            s.ready[from] = fh->aux;
-            // A process restarted after a real loss: its predecessor is gone, whatever it was doing.
-            if (fh->aux == kReadyLive) s.lost.insert(from);
+            members_->on_ready(from, fh->aux);
             return Status::ok();
         case wire::FrameKind::kBye:
-            s.bye[from] = fh->aux;
-            s.bye_at[static_cast<size_t>(from)] = Clock::now();
+            members_->on_bye(from, fh->aux, Clock::now());
             return Status::ok();
         case wire::FrameKind::kPointToPoint: {
-            if (fh->round < epoch_base_) return Status::ok();  // from an attempt given up: discarded, not counted
+            if (fh->round < members_->epoch_base()) return Status::ok();  // from an attempt given up: discarded, not counted
             if (fh->counted) {
                 counters_.recv_bytes[static_cast<int>(fh->link)] += body.size();
                 counters_.recv_msgs[static_cast<int>(fh->link)] += 1;
@@ -374,12 +346,12 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         case wire::FrameKind::kRound:
         case wire::FrameKind::kAgree: {
             const bool agree = fh->kind == wire::FrameKind::kAgree;
-            if (fh->round < epoch_base_) return Status::ok();  // an attempt given up: discarded quietly
+            if (fh->round < members_->epoch_base()) return Status::ok();  // an attempt given up: discarded quietly
             if (fh->round < gathered_)
                 return drop("from rank " + std::to_string(from) + ": round " + std::to_string(fh->round) +
                             " is over (a replayed or repeated frame)");
             // Awaiting admission, a restarted process keeps a few rounds from wherever its peers are.
-            const bool kept = awaiting_admission_ && s.early.size() < kAdmissionRounds;
+            const bool kept = members_->awaiting_admission() && s.early.size() < kAdmissionRounds;
             if (fh->round > round_ + kRoundWindow && !kept)
                 return drop("from rank " + std::to_string(from) + ": round " + std::to_string(fh->round) +
                             " is too far ahead");
@@ -612,13 +584,13 @@ void ZmqCollective::post_word(wire::FrameKind kind, uint64_t round, uint64_t aux
     uint8_t h[wire::kFrameHeaderBytes];
     wire::encode_frame_header(fh, h);
     for (int r : peers)
-        if (r != rank_ && r >= 0 && r < size() && (to_lost || !s_->lost.count(r))) post(r, h);
+        if (r != rank_ && r >= 0 && r < size() && (to_lost || !members_->is_lost(r))) post(r, h);
 }
 
 Result<bool> ZmqCollective::await_verdict(const std::vector<int>& group, uint64_t round, uint64_t state_hash) {
     auto& s = *s_;
     bool any_lost = false;
-    for (int r : group) any_lost = any_lost || (r != rank_ && s.lost.count(r) > 0);
+    for (int r : group) any_lost = any_lost || (r != rank_ && members_->is_lost(r));
     if (!any_lost || (abort_ && abort_())) return false;
     // This member's word first: peers in the same place wait for it as it waits for theirs.
     abandon(group);
@@ -632,7 +604,7 @@ Result<bool> ZmqCollective::await_verdict(const std::vector<int>& group, uint64_
         std::vector<int> out;
         const auto c = s.commits.find(round);
         for (int r : group) {
-            if (r == rank_ || s.lost.count(r) || s.bye.count(r) || gave_up(r)) continue;
+            if (r == rank_ || members_->is_lost(r) || members_->said_bye(r) || gave_up(r)) continue;
             if (c != s.commits.end() && c->second.count(r)) continue;
             out.push_back(r);
         }
@@ -688,7 +660,7 @@ Status ZmqCollective::send(int peer, const std::vector<uint8_t>& payload, LinkCl
         fh.link = link;
         fh.counted = count;
         fh.rank = static_cast<uint16_t>(rank_);
-        fh.round = epoch_base_;
+        fh.round = members_->epoch_base();
         fh.clock_s = sim_clock_s;
         fh.token = opts_.token;
         uint8_t header[wire::kFrameHeaderBytes];
@@ -745,7 +717,7 @@ Result<std::vector<uint8_t>> ZmqCollective::recv_any(const std::vector<int>& pee
                     if (sender_clock_s) *sender_clock_s = m.clock_s;
                     return std::move(m.payload);
                 }
-                if (!s_->lost.count(p)) alive.push_back(p);
+                if (!members_->is_lost(p)) alive.push_back(p);
             }
             if (alive.empty()) return R::error("collective: every peer awaited is lost or gone");
             Status st = pump_until("a message from any of " + std::to_string(alive.size()) + " peer(s)",
@@ -754,7 +726,7 @@ Result<std::vector<uint8_t>> ZmqCollective::recv_any(const std::vector<int>& pee
             if (abort_ && abort_()) return st;
             // A peer found lost or gone ends one pump; the others are still awaited.
             bool newly_lost = false;
-            for (int p : alive) newly_lost = newly_lost || s_->lost.count(p) > 0;
+            for (int p : alive) newly_lost = newly_lost || members_->is_lost(p);
             if (!newly_lost) return st;
         }
     } catch (const zmq::error_t& e) {
@@ -762,56 +734,39 @@ Result<std::vector<uint8_t>> ZmqCollective::recv_any(const std::vector<int>& pee
     }
 }
 
-std::vector<int> ZmqCollective::lost_members() const { return {s_->lost.begin(), s_->lost.end()}; }
+std::vector<int> ZmqCollective::lost_members() const { return members_->lost_members(); }
 
 void ZmqCollective::begin_epoch(uint64_t epoch) {
     auto& s = *s_;
-    epoch_base_ = epoch * kEpochRounds;
-    if (awaiting_admission_) {
-        // Admitted: whatever told this process out before is about its predecessor or its absence.
-        admitted_from_ = epoch_base_;
-        s.counted_out = false;
-    }
-    awaiting_admission_ = false;
-    round_ = epoch_base_;
-    gathered_ = epoch_base_;
-    const auto erase_before = [this](auto& m) { m.erase(m.begin(), m.lower_bound(epoch_base_)); };
+    const uint64_t base = epoch * kEpochRounds;
+    members_->begin_epoch(base);
+    round_ = base;
+    gathered_ = base;
+    const auto erase_before = [base](auto& m) { m.erase(m.begin(), m.lower_bound(base)); };
     erase_before(s.early);
     erase_before(s.early_clocks);
     erase_before(s.early_starts);
     erase_before(s.early_hashes);
     erase_before(s.commits);
     for (auto& [from, q] : s.p2p)
-        q.erase(std::remove_if(q.begin(), q.end(), [this](const Sockets::Message& m) { return m.epoch_base < epoch_base_; }),
+        q.erase(std::remove_if(q.begin(), q.end(), [base](const Sockets::Message& m) { return m.epoch_base < base; }),
                 q.end());
 }
 
 void ZmqCollective::abandon(const std::vector<int>& peers) {
-    uint64_t mask = 0;
-    for (int r : s_->lost)
-        if (r < 64) mask |= uint64_t{1} << r;
-    send_abandon(peers, mask, /*to_lost=*/false);
+    post_word(wire::FrameKind::kAbandon, members_->epoch_base(), members_->lost_mask(), peers, /*to_lost=*/false);
 }
 
-bool ZmqCollective::gave_up(int r) const {
-    auto a = s_->abandoned.find(r);
-    return a != s_->abandoned.end() && epoch_base_ > 0 && a->second == epoch_base_;
-}
+bool ZmqCollective::gave_up(int r) const { return members_->gave_up(r); }
 
 void ZmqCollective::tell_out(const std::vector<int>& peers) {
-    uint64_t mask = 0;
-    for (int r : s_->lost)
-        if (r < 64) mask |= uint64_t{1} << r;
+    uint64_t mask = members_->lost_mask();
     for (int r : peers)
         if (r >= 0 && r < 64 && r != rank_) mask |= uint64_t{1} << r;
-    send_abandon(peers, mask, /*to_lost=*/true);
+    post_word(wire::FrameKind::kAbandon, members_->epoch_base(), mask, peers, /*to_lost=*/true);
 }
 
-bool ZmqCollective::counted_out() const { return s_->counted_out; }
-
-void ZmqCollective::send_abandon(const std::vector<int>& peers, uint64_t mask, bool to_lost) {
-    post_word(wire::FrameKind::kAbandon, epoch_base_, mask, peers, to_lost);
-}
+bool ZmqCollective::counted_out() const { return members_->counted_out(); }
 
 void ZmqCollective::tell_ready(int peer, uint64_t step) {
     post_word(wire::FrameKind::kReady, 0, step, {peer}, /*to_lost=*/true);
@@ -825,7 +780,7 @@ Status ZmqCollective::wait_ready(int peer, uint64_t step) {
                              std::to_string(step);
     try {
         for (;;) {
-            if (auto it = s_->ready.find(peer); it != s_->ready.end() && it->second == step) return Status::ok();
+            if (members_->ready_step(peer) == step) return Status::ok();
             if (Status st = pump_until(what, [peer] { return std::vector<int>{peer}; }, wait_start, 100, /*backstop=*/false);
                 !st)
                 return st;
@@ -849,8 +804,7 @@ bool ZmqCollective::heard_live(int r) {
     } catch (const zmq::error_t&) {
         return false;
     }
-    auto it = s_->ready.find(r);
-    return it != s_->ready.end() && it->second == kReadyLive;
+    return members_->ready_step(r) == kReadyLive;
 }
 
 void ZmqCollective::go_quiet() {
@@ -862,15 +816,11 @@ void ZmqCollective::go_quiet() {
 }
 
 void ZmqCollective::declare_lost(int r) {
-    if (r >= 0 && r < size() && r != rank_) s_->lost.insert(r);
+    members_->declare_lost(r);
 }
 
 void ZmqCollective::forgive(int r) {
-    s_->lost.erase(r);
-    s_->bye.erase(r);
-    s_->abandoned.erase(r);
-    s_->ready.erase(r);
-    s_->heard[static_cast<size_t>(r)] = Clock::now();
+    members_->forgive(r, Clock::now());
 }
 
 Result<std::vector<std::vector<uint8_t>>> ZmqCollective::hub_round(const std::vector<uint8_t>& mine,

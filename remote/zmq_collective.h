@@ -32,7 +32,9 @@
 
 #include "core/collective.h"
 #include "core/hub_exchange.h"
+#include "core/membership.h"
 #include "core/network.h"
+#include "remote/mesh_membership.h"
 #include "remote/wire_frame.h"
 
 namespace zmq { class context_t; }
@@ -60,7 +62,7 @@ struct MeshOptions {
     std::string hub_key;  // with keys: the relay's public key (Z85)
 };
 
-class ZmqCollective : public Collective, public HubExchange {
+class ZmqCollective : public Collective, public Membership, public HubExchange {
 public:
     // endpoints[i] is member i's PULL endpoint; this member binds endpoints[rank]. For inproc://
     // all members must share `ctx`. Binds and connects here (heartbeats start at once).
@@ -103,6 +105,9 @@ public:
                                                               const std::vector<uint8_t>& mine, double sim_clock_s,
                                                               std::vector<double>* clocks) override;
     bool has_hub() const override { return !opts_.hub_endpoint.empty(); }
+    // The membership is this transport's own: its words travel as frames of the data plane, and
+    // its state (remote/mesh_membership.h) is fed by every frame a wait reads.
+    Membership& membership() override { return *this; }
     std::vector<int> lost_members() const override;
     void begin_epoch(uint64_t epoch) override;
     void abandon(const std::vector<int>& peers) override;
@@ -114,7 +119,7 @@ public:
     void tell_ready(int peer, uint64_t step) override;
     Status wait_ready(int peer, uint64_t step) override;
     bool heard_live(int r) override;
-    void await_admission() override { awaiting_admission_ = true; }
+    void await_admission() override { members_->await_admission(); }
     void go_quiet() override;
     // Rounds an attempt may use (the epoch's base is epoch × this): a gather, an agreement, the
     // deadline's clock exchange and the ring's opening fit with room to spare.
@@ -141,9 +146,6 @@ private:
     // a pause of this process (SIGSTOP, a VM stall), and the peers' silence is moved past it.
     void own_pause_check(std::chrono::steady_clock::time_point& last_pass);
     Status send_frame(int peer, const uint8_t* header, const std::vector<uint8_t>& payload);
-    // An abandon frame of the current attempt with `mask` (lost members) to each of `peers`, never
-    // blocking; `to_lost` = false skips peers counted lost here.
-    void send_abandon(const std::vector<int>& peers, uint64_t mask, bool to_lost);
     // One header-only frame to `peer`, never blocking (dropped when its queue is full).
     void post(int peer, const uint8_t* header);
     // A header-only frame of `kind` for `round` with `aux` to each of `peers` (this member and ranks
@@ -169,12 +171,7 @@ private:
     // Rounds below this one are complete here (every payload or hash taken): a frame for one of
     // them is a replay or a copy, dropped and counted.
     uint64_t gathered_ = 0;
-    uint64_t epoch_base_ = 0;  // the current attempt's first round (begin_epoch); 0 = none yet
-    bool awaiting_admission_ = false;  // await_admission() until the next begin_epoch
-    // A restarted process's first epoch after its admission: abandon frames of earlier epochs were
-    // sent to its predecessor or while it was out of the rounds (telling it out, naming its own
-    // replica's nodes lost), and are ignored. 0 for every other process.
-    uint64_t admitted_from_ = 0;
+    std::unique_ptr<MeshMembership> members_;  // who is in this member's rounds
     ByteCounters counters_;
     uint64_t header_bytes_ = 0;
     uint64_t dropped_ = 0;

@@ -202,7 +202,7 @@ Status PipelineWorker::apply_faults(int64_t step, double step_compute_s, WorkerC
                     // scheduled_kills.h) and, with a rejoin, starts a fresh one (run()'s rejoin_step).
                     // The data port closes first, so what the peers send from now on waits for the
                     // fresh process; the rows so far go before the report.
-                    mesh_->go_quiet();
+                    mesh_->membership().go_quiet();
                     if (sink_) {
                         sink_->metrics(std::exchange(rows_, {}));
                         sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "fault",

@@ -111,7 +111,7 @@ private:
     // gone, or told so by a peer).
     bool lost(int r) const { return rank_lost(rank_of(r)); }
     bool rank_lost(int k) const {
-        const auto l = mesh_->lost_members();
+        const auto l = mesh_->membership().lost_members();
         return std::find(l.begin(), l.end(), k) != l.end();
     }
     // ---- spares (cluster.spares, docs/faults.md "Spares"): places_ says who holds each replica ----
@@ -142,7 +142,7 @@ private:
     // first. `waiting` names the wait in errors.
     Result<std::optional<DonorMessage>> state_from_anyone(const std::string& waiting);
     // ---- restarted nodes (cluster.restart_lost, docs/faults.md "Restarted nodes") ----
-    // A fresh process after a real loss: tells every peer it is up (Collective::kReadyLive) and
+    // A fresh process after a real loss: tells every peer it is up (Membership::kReadyLive) and
     // waits for the state a donor sends once the members admit it after a round; `joined` = false
     // when every peer ended first (the run finished without it).
     Status rejoin_live(bool& joined);
@@ -183,7 +183,7 @@ private:
     // before it waits, so the next round's frames from its peers are not "too far ahead" for it.
     void enter_epoch(uint64_t e) {
         if (e <= epoch_) return;
-        mesh_->begin_epoch(e);
+        mesh_->membership().begin_epoch(e);
         epoch_ = e;
     }
     // To mesh rank `to`; `slot` ≥ 0 hands a spare that replica's place.
@@ -668,16 +668,16 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
         // among the others from the same state; any other error ends the run as before.
         if (ctl_ && ctl_->stop.load()) return st;
         std::vector<int> peers;
-        for (size_t i = 0; i < members.size(); ++i)
-            if (members[i] != me) peers.push_back(static_cast<int>(i));
-        all.abandon(peers);
+        for (int r : members)
+            if (r != me) peers.push_back(r);
+        mesh_->membership().abandon(places_.ranks_of(peers));
         std::vector<int> gone, rest, quit;
         for (int r : members) (lost(r) ? gone : rest).push_back(r);
         // A peer that gave the attempt up redoes it; so does this member, though it found nobody
         // lost: the peer counted in a member this one already knew lost (one heard the lost
         // member's last hash and took the previous round, the other took it from that peer).
         for (int r : rest)
-            if (r != me && mesh_->gave_up(places_.ranks_of({r}).front())) quit.push_back(r);
+            if (r != me && mesh_->membership().gave_up(places_.ranks_of({r}).front())) quit.push_back(r);
         if (gone.empty() && quit.empty()) return st;
         if (Status s = outer_->load_state(snapshot); !s) return R::error("rolling back the round: " + s.message());
         {
@@ -705,7 +705,7 @@ Status ReplicaWorker::send_state(int to, int slot, int64_t step, double clock_s)
     s.rounds = rounds_;
     s.clock_s = clock_s;
     s.members = members_;
-    s.lost = mesh_->lost_members();
+    s.lost = mesh_->membership().lost_members();
     s.slot = slot;
     s.holders = places_.holders();
     s.outer = donor_state(*outer_, trainer_->model()->parameters());
@@ -742,7 +742,7 @@ Status ReplicaWorker::catch_up(int64_t step, double end_s, const std::vector<int
         if (!lost(r)) to.push_back(r);
     // Restarted replicas admitted in this round: every member counts them in from the next round.
     const std::vector<int> admitted = std::exchange(admitted_, {});
-    for (int r : admitted) mesh_->forgive(rank_of(r));
+    for (int r : admitted) mesh_->membership().forgive(rank_of(r));
     to.insert(to.end(), admitted.begin(), admitted.end());
     if (to.empty() && spares.empty()) return Status::ok();
     if (std::find(late.begin(), late.end(), me) != late.end()) return receive_state(step, members_, /*joining=*/false);
@@ -752,7 +752,7 @@ Status ReplicaWorker::catch_up(int64_t step, double end_s, const std::vector<int
         // an admitted one has said so already.
         if (std::find(late.begin(), late.end(), r) == late.end() &&
             std::find(admitted.begin(), admitted.end(), r) == admitted.end())
-            if (Status st = mesh_->wait_ready(rank_of(r), static_cast<uint64_t>(step)); !st) {
+            if (Status st = mesh_->membership().wait_ready(rank_of(r), static_cast<uint64_t>(step)); !st) {
                 if (lost(r)) continue;  // gone again: nobody to send to
                 return Status::error(role_.name + ": waiting for replica " + std::to_string(r) + " to rejoin: " + st.message());
             }
@@ -791,7 +791,7 @@ Status ReplicaWorker::receive_state(int64_t step, const std::vector<int>& candid
         if (d == role_.replica) continue;
         if (joining) {
             enter_epoch(epoch_of(step, 0));
-            mesh_->tell_ready(rank_of(d), static_cast<uint64_t>(step));
+            mesh_->membership().tell_ready(rank_of(d), static_cast<uint64_t>(step));
         }
         for (;;) {
             int from = -1;
@@ -857,7 +857,7 @@ Status ReplicaWorker::admission(MemberView& all, const std::vector<int>& members
     // admitted when every member heard it, so all compute the same list (framing only, no bytes).
     uint64_t heard = 0;
     for (int r = 0; r < role_.replicas && r < 64; ++r)
-        if (std::find(members.begin(), members.end(), r) == members.end() && mesh_->heard_live(rank_of(r)))
+        if (std::find(members.begin(), members.end(), r) == members.end() && mesh_->membership().heard_live(rank_of(r)))
             heard |= uint64_t{1} << r;
     std::vector<int> everyone(members.size());
     for (size_t i = 0; i < members.size(); ++i) everyone[i] = static_cast<int>(i);
@@ -890,8 +890,8 @@ Status ReplicaWorker::rejoin_live(bool& joined) {
     std::vector<int> peers;
     for (int k = 0; k < mesh_->size(); ++k)
         if (k != mesh_->rank()) peers.push_back(k);
-    mesh_->await_admission();  // after its first epoch: until the state's round begins
-    for (int k : peers) mesh_->tell_ready(k, Collective::kReadyLive);
+    mesh_->membership().await_admission();  // after its first epoch: until the state's round begins
+    for (int k : peers) mesh_->membership().tell_ready(k, Membership::kReadyLive);
     event(EventLevel::kInfo, "start", role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
     for (;;) {
         auto got = state_from_anyone("waiting to rejoin");
@@ -957,7 +957,7 @@ Status ReplicaWorker::take_state(const RecoveryState& s, size_t bytes, int from)
     members_ = s.members;
     last_round_ = s.members;
     for (int k : s.lost)
-        if (k != mesh_->rank()) mesh_->declare_lost(k);
+        if (k != mesh_->rank()) mesh_->membership().declare_lost(k);
     recovery_recv_ += bytes;
     // The state crosses the donor's uplink and this replica's downlink after the round's end.
     const int me = role_.replica, d = slot_of(from) < 0 ? me : slot_of(from);
@@ -1141,7 +1141,7 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
                     // Every node of a replica of several nodes does so after the same step, outside
                     // any collective; the fresh processes meet in a fresh Gloo group (the leader's
                     // fresh store holds none of the old one's keys).
-                    if (mesh_) mesh_->go_quiet();
+                    if (mesh_) mesh_->membership().go_quiet();
                     event(EventLevel::kWarning, "fault", what + ": the node process is killed");
                     event(EventLevel::kInfo, kProcessKillEvent, std::to_string(faults_.index_of(*e)));
                     sink_->metrics(std::exchange(rows_, {}));

@@ -46,7 +46,7 @@ Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const
     std::vector<int> to_send = late;
     if (!schedule.empty())
         for (int r : schedule.rejoining(step)) to_send.push_back(r);
-    // Restarted replicas the round admitted have said they are up already (Collective::kReadyLive).
+    // Restarted replicas the round admitted have said they are up already (Membership::kReadyLive).
     const std::vector<int>& admitted = parts.rounds->admitted();
     to_send.insert(to_send.end(), admitted.begin(), admitted.end());
     std::sort(to_send.begin(), to_send.end());
@@ -59,7 +59,7 @@ Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const
             const int to = pipeline_mesh_rank(cfg, r, static_cast<int>(sl.stage));
             if (to != told && !said_up) {
                 // A restarted node says when it is up; the state is never sent to one that has died.
-                if (Status st = mesh.wait_ready(to, static_cast<uint64_t>(step)); !st) {
+                if (Status st = mesh.membership().wait_ready(to, static_cast<uint64_t>(step)); !st) {
                     if (parts.rounds->replica_lost(r)) break;
                     return Status::error("waiting for replica " + std::to_string(r) + "'s stage-" +
                                          std::to_string(sl.stage) + " node to rejoin: " + st.message());
@@ -72,7 +72,7 @@ Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const
             s.rounds = parts.rounds->rounds_done();
             s.clock_s = clock_s;
             s.members = parts.rounds->present();
-            s.lost = mesh.lost_members();
+            s.lost = mesh.membership().lost_members();
             s.outer = donor_state(*sl.algo, sl.params);
             s.outer.emplace_back("stage", torch::tensor({sl.stage}, torch::kInt64));
             if (parts.t_fixed.defined() && sl.stage == first_stage_of(cfg, r, sl.stage))
@@ -111,9 +111,9 @@ Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, in
         // from (the round at live_from or later), keeping the next round's frames however far
         // ahead; every peer but this replica's other fresh nodes hears that this node is up.
         parts.rounds->enter_rejoin_epoch(std::max(live_from - 1, parts.rounds->origin_step()));
-        mesh.await_admission();
+        mesh.membership().await_admission();
         for (int k = 0; k < mesh.size(); ++k)
-            if (!std::count(own.begin(), own.end(), k)) mesh.tell_ready(k, Collective::kReadyLive);
+            if (!std::count(own.begin(), own.end(), k)) mesh.membership().tell_ready(k, Membership::kReadyLive);
     } else {
         // The donors send in the epoch the holders train in after the round; entered now, no frame
         // of the next round is ever too far ahead for this node (Collective::begin_epoch).
@@ -124,7 +124,7 @@ Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, in
     for (auto& sl : parts.rounds->slices()) {
         const std::string where = "stage " + std::to_string(sl.stage) + "'s state from replica 0: ";
         const int from = pipeline_mesh_rank(cfg, 0, static_cast<int>(sl.stage));
-        if (from != told && !live) mesh.tell_ready(from, static_cast<uint64_t>(step));
+        if (from != told && !live) mesh.membership().tell_ready(from, static_cast<uint64_t>(step));
         told = from;
         RecoveryState s;
         uint64_t size = 0;
@@ -200,10 +200,10 @@ Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, in
         // Counted lost here while it waited (its own nodes' restart, stale words about them): the
         // donor's list is what holds now.
         for (int k = 0; k < mesh.size(); ++k)
-            if (k != mesh.rank() && !std::count(lost.begin(), lost.end(), k)) mesh.forgive(k);
+            if (k != mesh.rank() && !std::count(lost.begin(), lost.end(), k)) mesh.membership().forgive(k);
     }
     for (int k : lost)
-        if (k != mesh.rank()) mesh.declare_lost(k);
+        if (k != mesh.rank()) mesh.membership().declare_lost(k);
     parts.rounds->rejoin(step, members);
     out.step = step;
     return out;

@@ -66,7 +66,7 @@ Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const
 // round_link(net, replica, {0, replica}).
 // A process restarted after a real loss (cluster.restart_lost) passes step −1 and `live_from`, the
 // lowest step its peers had reported: it tells every peer but its own replica's other fresh nodes
-// that it is up (Collective::kReadyLive), awaits admission, and takes the first state of a round
+// that it is up (Membership::kReadyLive), awaits admission, and takes the first state of a round
 // at live_from or later (the hand-over's step); whatever it counted lost while it waited is
 // forgiven but what the donor counts lost.
 Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, int64_t step, Collective& mesh,

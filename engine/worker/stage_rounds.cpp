@@ -192,7 +192,7 @@ Result<StageRoundsReport> StageRounds::round(int64_t step, double start_s) {
 }
 
 bool StageRounds::replica_lost(int r) const {
-    const auto lost = mesh_.lost_members();
+    const auto lost = mesh_.membership().lost_members();
     for (int k : mesh_ranks_of(r))
         if (std::count(lost.begin(), lost.end(), k)) return true;
     return false;
@@ -236,7 +236,7 @@ Result<StageRoundsReport> StageRounds::survivor_round(int64_t step, double start
         for (auto& x : slices_)
             if (x.stage == s) sl = &x;
         if (!sl) {
-            mesh_.begin_epoch(stage_epoch(s, 0));
+            mesh_.membership().begin_epoch(stage_epoch(s, 0));
             if (Status st = sit_out_round(); !st) return st;
             if (Status st = mesh_.agree({mesh_.rank()}, 0); !st) return st;
             // A pipeline's later stage learns from its stage 0 who was late, before its own stage.
@@ -260,7 +260,7 @@ Result<StageRoundsReport> StageRounds::survivor_round(int64_t step, double start
             }
         }
     }
-    mesh_.begin_epoch(stage_epoch(cfg_.cluster.stages, 0));
+    mesh_.membership().begin_epoch(stage_epoch(cfg_.cluster.stages, 0));
     // Whoever this round lost is out for good (a real loss; a scheduled absence is the schedule's).
     for (int r : at_start)
         if (std::find(present_.begin(), present_.end(), r) == present_.end()) excluded_.push_back(r);
@@ -285,7 +285,7 @@ uint64_t StageRounds::heard_restarted() const {
     for (int r = 0; r < cfg_.outer.replicas && r < 64; ++r) {
         if (std::find(present_.begin(), present_.end(), r) != present_.end()) continue;
         bool all = true;  // every node of a pipeline restarts with it: each says it is up
-        for (int k : mesh_ranks_of(r)) all = all && mesh_.heard_live(k);
+        for (int k : mesh_ranks_of(r)) all = all && mesh_.membership().heard_live(k);
         if (all) heard |= uint64_t{1} << r;
     }
     return heard;
@@ -293,7 +293,7 @@ uint64_t StageRounds::heard_restarted() const {
 
 void StageRounds::take_in_admitted() {
     for (int r : admitted_) {
-        for (int k : mesh_ranks_of(r)) mesh_.forgive(k);
+        for (int k : mesh_ranks_of(r)) mesh_.membership().forgive(k);
         excluded_.erase(std::remove(excluded_.begin(), excluded_.end(), r), excluded_.end());
         if (std::find(present_.begin(), present_.end(), r) == present_.end()) present_.push_back(r);
     }
@@ -303,7 +303,7 @@ void StageRounds::take_in_admitted() {
 void StageRounds::enter_rejoin_epoch(int64_t step) {
     // Every synced round since the transports started counts one, H steps apart.
     rounds_done_ = step / cfg_.outer.inner_steps - origin_step_ / cfg_.outer.inner_steps;
-    mesh_.begin_epoch(stage_epoch(cfg_.cluster.stages, 0));
+    mesh_.membership().begin_epoch(stage_epoch(cfg_.cluster.stages, 0));
 }
 
 void StageRounds::rejoin(int64_t step, const std::vector<int>& members) {
@@ -319,17 +319,17 @@ void StageRounds::rejoin(int64_t step, const std::vector<int>& members) {
 }
 
 bool StageRounds::left_out() const {
-    return mesh_.counted_out() || replica_lost(replica_) ||
+    return mesh_.membership().counted_out() || replica_lost(replica_) ||
            std::find(present_.begin(), present_.end(), replica_) == present_.end();
 }
 
 std::string StageRounds::out_reason() const {
-    const auto lost = mesh_.lost_members();
+    const auto lost = mesh_.membership().lost_members();
     const std::vector<int> ranks = mesh_ranks_of(replica_);  // in stage order
     for (size_t s = 0; s < ranks.size(); ++s)
         if (std::count(lost.begin(), lost.end(), ranks[s]))
             return "its stage-" + std::to_string(s) + " node (mesh member " + std::to_string(ranks[s]) + ") was lost";
-    if (mesh_.counted_out()) return "a peer counts a node of it lost";
+    if (mesh_.membership().counted_out()) return "a peer counts a node of it lost";
     return "the holders of its stage left it out of their rounds";
 }
 
@@ -376,7 +376,7 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
                                  std::to_string(cfg_.cluster.min_replicas));
         if (attempt >= kAttempts)
             return Status::error(stage + ": the round was redone " + std::to_string(kAttempts) + " times; giving up");
-        mesh_.begin_epoch(stage_epoch(sl.stage, attempt));
+        mesh_.membership().begin_epoch(stage_epoch(sl.stage, attempt));
         std::vector<int> out_ranks;
         for (int r = 0; r < cfg_.outer.replicas; ++r)
             // A replica the schedule has down ends by itself at its step; told out now, a pipeline
@@ -384,7 +384,7 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
             if (std::find(present_.begin(), present_.end(), r) == present_.end() &&
                 !(schedule_ && !schedule_->in_round(r, step)) && !is_late(r))
                 out_ranks.push_back(pipeline_mesh_rank(cfg_, r, stage_rank));
-        if (!out_ranks.empty()) mesh_.tell_out(out_ranks);
+        if (!out_ranks.empty()) mesh_.membership().tell_out(out_ranks);
         // The attempt's members: the replicas present, less those already found late.
         const std::vector<int> attempt_members = late_known_ ? without(present_, late_) : present_;
         std::vector<int> ranks;
@@ -487,12 +487,13 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
         // wait for nothing of it).
         std::vector<int> peers;
         for (int i = 0; i < view.size(); ++i)
-            if (i != view.rank() && !(late_known_ && is_late(attempt_members[static_cast<size_t>(i)]))) peers.push_back(i);
-        view.abandon(peers);
+            if (i != view.rank() && !(late_known_ && is_late(attempt_members[static_cast<size_t>(i)])))
+                peers.push_back(view.base_rank(i));
+        mesh_.membership().abandon(peers);
         bool member_out = false, member_gave_up = false;
         for (size_t i = 0; i < attempt_members.size(); ++i) {
             member_out = member_out || replica_lost(attempt_members[i]);
-            member_gave_up = member_gave_up || (ranks[i] != mesh_.rank() && mesh_.gave_up(ranks[i]));
+            member_gave_up = member_gave_up || (ranks[i] != mesh_.rank() && mesh_.membership().gave_up(ranks[i]));
         }
         if (!views_differ && !member_out && !member_gave_up) return st;
         if (Status s = sl.algo->load_state(snapshot); !s) return Status::error(stage + ": rolling back the round: " + s.message());

@@ -22,7 +22,7 @@
 //
 // Restarted replicas (cluster.restart_lost, docs/faults.md "Restarted nodes"): a replica lost for
 // real whose nodes were all started afresh (a pipeline restarts as a whole) says so from each node
-// (Collective::kReadyLive). In every attempt of stage 0's round its holders gather one word each,
+// (Membership::kReadyLive). In every attempt of stage 0's round its holders gather one word each,
 // the mask of absent replicas whose every node they have heard; those in every mask are admitted,
 // and a pipeline's stage 0 passes the list on to its later stages with the late list. After the
 // round every node counts the admitted replicas in again (forgive) and present from the next round
