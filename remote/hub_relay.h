@@ -16,7 +16,7 @@
 // rank order) and their payloads except the downloader's own, in rank order, or (given up) why.
 //
 // Rounds. A member's round numbers only go up, not necessarily by one: they are its transport's
-// round numbers (Collective::begin_epoch), so an attempt redone after a loss is a new, larger
+// round numbers (Membership::begin_epoch), so an attempt redone after a loss is a new, larger
 // round. The relay answers a download of round n once every member the round's mask names has
 // uploaded n. Every member of a round names the same mask. A member that uploads a later round
 // without having downloaded its previous one gave that round up (its attempt was abandoned): the

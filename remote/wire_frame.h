@@ -11,7 +11,7 @@
 //   8  u16 rank          sender's mesh rank
 //   10 u8[6] reserved    0
 //   16 u64 round         the all-gather round (kRound, kAgree, kCommit); kPointToPoint: the first round of
-//                        the sender's round attempt (Collective::begin_epoch; 0 without); kAbandon:
+//                        the sender's round attempt (Membership::begin_epoch; 0 without); kAbandon:
 //                        the attempt given up; 0 otherwise
 //   24 f64 clock_s       sender's simulated clock, finite and ≥ 0
 //   32 u64 token         the run's mesh token, handed out at configure: a frame without it is not
@@ -45,7 +45,7 @@ enum class FrameKind : uint8_t {
     kAbandon = 5,       // the sender gave up the round attempt whose first round is `round`; aux = bit
                         // mask of the members it found lost (ranks < 64); empty payload
     kReady = 6,         // a joiner is up and waits for the state after the round at step aux
-                        // (Collective::tell_ready); empty payload, outside any round attempt
+                        // (Membership::tell_ready); empty payload, outside any round attempt
     kCommit = 7,        // the sender heard every member's hash of agreement round `round` and all
                         // matched: aux = that hash. A member that missed a lost member's hash
                         // holds the same state and takes the round too (zmq_collective.h agree)

@@ -116,7 +116,7 @@ Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, in
             if (!std::count(own.begin(), own.end(), k)) mesh.membership().tell_ready(k, Membership::kReadyLive);
     } else {
         // The donors send in the epoch the holders train in after the round; entered now, no frame
-        // of the next round is ever too far ahead for this node (Collective::begin_epoch).
+        // of the next round is ever too far ahead for this node (Membership::begin_epoch).
         parts.rounds->enter_rejoin_epoch(step);
     }
     std::vector<int> members, lost;

@@ -53,7 +53,7 @@ struct StageHandOver {
 // the replicas `schedule` has rejoin after that round, of the replicas `late` left out of it and
 // of the restarted replicas it admitted (StageRounds::admitted; lost ones left out) the state of
 // every slice this node holds, the messages leaving at `clock_s`. Waits for each scheduled
-// joiner's word that it is up (Collective::wait_ready); an admitted one has said so. Nothing to
+// joiner's word that it is up (Membership::wait_ready); an admitted one has said so. Nothing to
 // send: an empty hand-over.
 Result<StageHandOver> send_stage_states(const RunConfig& cfg, int replica, const FaultSchedule& schedule, int64_t step,
                                         const std::vector<int>& late, double clock_s, Collective& mesh,

@@ -337,7 +337,7 @@ std::string StageRounds::out_reason() const {
 //  1. the replicas present: those of the last attempt minus every replica a node of which counts
 //     lost here (a pipeline leaves as a whole);
 //  2. the nodes of the replicas out of the round that may not know it (alive, as far as this node
-//     knows) are told so (Collective::tell_out): they must not wait for a round that never comes;
+//     knows) are told so (Membership::tell_out): they must not wait for a round that never comes;
 //  3. the holders compare their sets of present replicas (stage_members.h) in a framing-only round;
 //  4. the algorithm's round among them, then the round agreement.
 // An attempt that fails is given up (the view is told at once) and redone from the state the round

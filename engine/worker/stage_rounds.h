@@ -15,7 +15,7 @@
 //
 // Survivors (docs/faults.md, core/layout.h pipeline_survives_loss): in a run that allows it, each
 // stage's round runs among the stage's holders of the replicas still present, as attempts numbered
-// with Collective::begin_epoch; the holders first compare the replicas they count present
+// with Membership::begin_epoch; the holders first compare the replicas they count present
 // (stage_members.h), and a round a loss interrupts is rolled back (the slice's algorithm state and
 // live weights) and redone among the survivors. A replica counts lost as soon as any of its nodes
 // is (a pipeline replica leaves as a whole); its other nodes are told they are out.
@@ -120,7 +120,7 @@ public:
     // Whether the data plane counts replica `r` lost: any of its nodes found silent or gone.
     bool replica_lost(int r) const;
     // Survivors: whether this node's replica is out of the rounds — a node of it counts lost here,
-    // a peer counted it out (Collective::tell_out), or the holders' sets of present replicas left it
+    // a peer counted it out (Membership::tell_out), or the holders' sets of present replicas left it
     // out. Its nodes then leave the run (the pipeline as a whole).
     bool left_out() const;
     // Why left_out() holds, for the `leave` event.
@@ -192,7 +192,7 @@ private:
     // After a round: the replicas it admitted count lost nowhere here and are present from the next.
     void take_in_admitted();
     bool is_late(int r) const { return std::find(late_.begin(), late_.end(), r) != late_.end(); }
-    // Transport epochs (Collective::begin_epoch): attempt `a` of stage s's round in synced round n,
+    // Transport epochs (Membership::begin_epoch): attempt `a` of stage s's round in synced round n,
     // then, after the S stages, the training that follows (its point-to-point activations).
     // Attempts per stage round: a loss, then holders that counted the replicas present apart, with
     // room for a second loss. (S + 2) · kAttempts epochs must fit the transport's window of early
