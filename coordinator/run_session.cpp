@@ -33,6 +33,8 @@
 #include "coordinator/lost_restarts.h"
 #include "coordinator/scheduled_kills.h"
 #include "coordinator/launch_limits.h"
+#include "coordinator/run_banner.h"
+#include "coordinator/final_model_assembly.h"
 #include "storage/run_folder.h"
 #include "storage/run_liveness.h"
 #include "storage/run_store.h"
@@ -56,7 +58,7 @@ RunConfig without_keys(RunConfig cfg) {
 
 // Brings up the nodes the layout asks for; returns their control endpoints.
 // Local nodes (threads, child processes) share the coordinator's data root; remote ones use their own.
-std::unique_ptr<LocalCluster> bring_up(const RunConfig& cfg, int n, std::shared_ptr<zmq::context_t> ctx,
+std::unique_ptr<LocalCluster> bring_up_nodes(const RunConfig& cfg, int n, std::shared_ptr<zmq::context_t> ctx,
                                        const EngineHooks& hooks, const std::string& data_root,
                                        std::vector<std::string>& endpoints) {
     if (cfg.cluster.mode == "remote") {
@@ -76,6 +78,14 @@ std::unique_ptr<LocalCluster> bring_up(const RunConfig& cfg, int n, std::shared_
     }
     endpoints = c->endpoints();
     return c;
+}
+
+// The run_nodes row's role: the run kind, or the algorithm the replicas run.
+std::string node_role_label(const RunConfig& cfg) {
+    if (cfg.hdee.enabled()) return "hdee";
+    if (cfg.skippipe.enabled()) return "skippipe";
+    if (algorithm_of(cfg) == Algorithm::kNone) return "trainer";
+    return to_string(algorithm_of(cfg));
 }
 
 }  // namespace
@@ -100,10 +110,55 @@ void Session::fail_unstarted(RunStore& store, const RunConfig& cfg, const std::s
     add_log(std::string("coordinator: run ") + to_string(status) + ": " + reason);
 }
 
+// What the phases of one session share: the run's config as this session adapts it, the store,
+// the nodes and their coordinator, the roles, the relay, what a resume goes on from, and the run's
+// parts that outlive the poll loop (the sink, the supervisors, the final model's assembly).
+struct Session::Live {
+    RunConfig cfg;
+    Clock::time_point t0 = Clock::now();
+    RunStore store;
+    std::string launch_toml;  // the config before this session adapts it (run --resume starts here)
+    int64_t need = 0;         // nodes the layout's roles take
+    int n = 0;                // nodes brought up (cluster.nodes, or need)
+    LaunchVerdict limits;
+    std::shared_ptr<zmq::context_t> ctx;
+    std::unique_ptr<LocalCluster> local;  // null for remote nodes
+    std::vector<std::string> endpoints;   // the nodes' control endpoints, node order
+    CoordinatorOptions copts;
+    std::unique_ptr<Coordinator> coord;
+    DataFingerprint fingerprint;
+    std::vector<NodeRole> roles;
+    std::unique_ptr<HubRelay> hub;  // outer.topology = "hub"
+    // A resume: the common step, or each node's own (HDEE experts, time-budgeted rounds).
+    int64_t resume_step = -1;
+    bool independent = false;
+    std::map<std::string, int64_t> node_steps;
+    std::unique_ptr<ScheduledKills> kills;
+    std::unique_ptr<LostRestarts> restarts;
+    std::unique_ptr<FinalModelAssembly> final_model;
+    std::unique_ptr<StoreSink> sink;
+    Status store_failure;  // the first store write that failed (a full disk, an I/O error)
+    bool stop_sent = false;
+
+    explicit Live(RunStore s) : store(std::move(s)) {}
+    void event(EventLevel level, const std::string& kind, const std::string& text, int64_t run_id) {
+        if (Status st = store.add_event(run_id, {since_s(t0), "coordinator", level, kind, text}); !st)
+            std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
+    }
+};
+
 void Session::body(RunConfig cfg) {
-    SessionResult& out = result_;
-    const auto t0 = Clock::now();
-    RunStore store = unwrap(RunStore::open(db_path_));
+    Live run(unwrap(RunStore::open(db_path_)));
+    run.cfg = std::move(cfg);
+    bring_up(run);
+    if (!prepare(run)) return;
+    open_run(run);
+    RunOutcome outcome = run_until_done(run);
+    wind_down(run, std::move(outcome));
+}
+
+void Session::bring_up(Live& run) {
+    RunConfig& cfg = run.cfg;
     // Paths as every node reads them: relative to its data root. What is stored and sent is this
     // form; this process opens the files through `here`, the same paths resolved under its root.
     check(relative_to_root(cfg, data_root_));
@@ -111,69 +166,68 @@ void Session::body(RunConfig cfg) {
         RunConfig here = cfg;
         check(confine_paths(here, data_root_));
     }
-    const std::string launch_toml = to_toml(cfg);  // before this session adapts it (run --resume starts here)
-    const int64_t need = nodes_needed(cfg);
-    const int n = static_cast<int>(cfg.cluster.nodes > 0 ? cfg.cluster.nodes : need);
+    run.launch_toml = to_toml(cfg);
+    run.need = nodes_needed(cfg);
+    run.n = static_cast<int>(cfg.cluster.nodes > 0 ? cfg.cluster.nodes : run.need);
     // Nodes on this machine share its cores: threads of one process and local child processes alike
     // get run.threads / n. Equal BLAS thread counts are also what makes the two modes compute the
     // same bits: OpenBLAS splits a GEMM by its thread count, and on AVX-512 cores the edge kernels
     // of the split add in another order (docs/determinism.md).
     if (cfg.cluster.mode == "threads" || cfg.cluster.mode == "local")
-        cfg.run.threads = std::max<int64_t>(1, cfg.run.threads / n);
+        cfg.run.threads = std::max<int64_t>(1, cfg.run.threads / run.n);
 
     // Launch limits (coordinator/launch_limits.h): a layout this machine cannot hold is refused here,
     // before the first node (thread or child process) exists, with the figures and the keys.
     set_phase("checking limits");
-    const LaunchVerdict limits = unwrap(launch_limits_here(cfg, n));
-    for (const std::string& w : limits.warnings) {
+    run.limits = unwrap(launch_limits_here(cfg, run.n));
+    for (const std::string& w : run.limits.warnings) {
         add_log("coordinator: launch: " + w);
         if (print_) std::fprintf(stderr, "thinwire: warning: %s\n", w.c_str());
     }
 
     set_phase("starting nodes");
-    auto ctx = std::make_shared<zmq::context_t>();
-    std::vector<std::string> endpoints;
-    std::unique_ptr<LocalCluster> local = bring_up(cfg, n, ctx, hooks_, data_root_, endpoints);
-    CoordinatorOptions copts;
-    copts.heartbeat_s = cfg.cluster.heartbeat_s;
-    copts.heartbeat_timeout_s = cfg.cluster.heartbeat_timeout_s;
+    run.ctx = std::make_shared<zmq::context_t>();
+    run.local = bring_up_nodes(cfg, run.n, run.ctx, hooks_, data_root_, run.endpoints);
+    run.copts.heartbeat_s = cfg.cluster.heartbeat_s;
+    run.copts.heartbeat_timeout_s = cfg.cluster.heartbeat_timeout_s;
     if (!cfg.cluster.coordinator_key.empty()) {
-        copts.keys = unwrap(read_secret_key(cfg.cluster.coordinator_key));
-        for (auto& k : cfg.cluster.node_keys) copts.node_keys.push_back(unwrap(public_key_from_text_or_file(k)));
+        run.copts.keys = unwrap(read_secret_key(cfg.cluster.coordinator_key));
+        for (auto& k : cfg.cluster.node_keys) run.copts.node_keys.push_back(unwrap(public_key_from_text_or_file(k)));
     }
-    auto coord = unwrap(Coordinator::connect(ctx, endpoints, copts));
+    run.coord = unwrap(Coordinator::connect(run.ctx, run.endpoints, run.copts));
+}
 
+bool Session::prepare(Live& run) {
+    RunConfig& cfg = run.cfg;
     set_phase("preparing data");
     // The nodes prepare (or find) the data themselves, node 0 first: thread and child-process
     // nodes then find it cached instead of racing to build it. Node 0's vocabulary is the run's,
     // and its fingerprint the reference every node's own data must match before any step.
-    auto prepared = coord->prepare(to_toml(without_keys(cfg)), static_cast<size_t>(need), kPrepareTimeoutMs,
-                                   [this] { return stop_req_.load(); });
+    auto prepared = run.coord->prepare(to_toml(without_keys(cfg)), static_cast<size_t>(run.need), kPrepareTimeoutMs,
+                                       [this] { return stop_req_.load(); });
     if (!prepared && stop_req_.load()) {  // Ctrl-C while the nodes prepared: interrupted, not failed
-        fail_unstarted(store, cfg, "stopped on request while the nodes prepared the data", since_s(t0),
+        fail_unstarted(run.store, cfg, "stopped on request while the nodes prepared the data", since_s(run.t0),
                        RunStatus::kInterrupted);
-        if (local) coord->shutdown();
-        return;
+        if (run.local) run.coord->shutdown();
+        return false;
     }
     if (!prepared || prepared->empty()) {
         // Data that cannot be prepared (a missing or empty shard, a binary corpus) fails the run
         // where a person looks for it: stored as failed with the node's reason, not only printed.
-        fail_unstarted(store, cfg, prepared ? "no node to prepare the data on" : prepared.message(), since_s(t0));
-        if (local) coord->shutdown();
-        return;
+        fail_unstarted(run.store, cfg, prepared ? "no node to prepare the data on" : prepared.message(), since_s(run.t0));
+        if (run.local) run.coord->shutdown();
+        return false;
     }
     const auto reports = std::move(*prepared);
-    if (print_)
-        for (auto& line : reports.front().log) std::printf("%s\n", line.c_str());
+    for (auto& line : reports.front().log) announce(line);
     if (cfg.model.vocab_size == 0) cfg.model.vocab_size = reports.front().vocab_size;
-    out.unigram = reports.front().unigram_loss;
-    const DataFingerprint fingerprint = unwrap(parse_data_fingerprint(reports.front().fingerprint));
-    std::vector<NodeRole> roles = unwrap(assign_roles(cfg, endpoints, free_tcp_port));
-    for (NodeRole& r : roles) r.data_fingerprint = to_wire(fingerprint);
+    result_.unigram = reports.front().unigram_loss;
+    run.fingerprint = unwrap(parse_data_fingerprint(reports.front().fingerprint));
+    run.roles = unwrap(assign_roles(cfg, run.endpoints, free_tcp_port));
+    for (NodeRole& r : run.roles) r.data_fingerprint = to_wire(run.fingerprint);
     // outer.topology = "hub": the relay runs here, in the coordinator, on cluster.hub_endpoint
     // (loopback on a free port when unset: thread and child-process nodes reach it). It admits only
     // requests with the run's token, and with keys only the members' keys, each for its own rank.
-    std::unique_ptr<HubRelay> hub;
     if (uses_hub(cfg)) {
         const uint64_t token = random_token();
         HubRelayOptions ho;
@@ -183,35 +237,41 @@ void Session::body(RunConfig cfg) {
         ho.token = token;
         ho.max_payload_bytes = largest_data_frame_bytes(cfg);
         ho.log = [](const std::string& line) { std::fprintf(stderr, "thinwire: %s\n", line.c_str()); };
-        if (!copts.keys.empty()) {
-            ho.keys = copts.keys;
+        if (!run.copts.keys.empty()) {
+            ho.keys = run.copts.keys;
             ho.member_keys.assign(static_cast<size_t>(ho.members), "");
-            for (size_t i = 0; i < roles.size(); ++i)
-                if (roles[i].mesh_rank >= 0 && roles[i].mesh_rank < ho.members)
-                    ho.member_keys[static_cast<size_t>(roles[i].mesh_rank)] = copts.node_keys.at(i);
+            for (size_t i = 0; i < run.roles.size(); ++i)
+                if (run.roles[i].mesh_rank >= 0 && run.roles[i].mesh_rank < ho.members)
+                    ho.member_keys[static_cast<size_t>(run.roles[i].mesh_rank)] = run.copts.node_keys.at(i);
         }
         const std::string listen = cfg.cluster.hub_endpoint.empty() ? "tcp://127.0.0.1:*" : cfg.cluster.hub_endpoint;
-        hub = unwrap(HubRelay::start(ctx, listen, std::move(ho)));
-        for (NodeRole& r : roles) {
+        run.hub = unwrap(HubRelay::start(run.ctx, listen, std::move(ho)));
+        for (NodeRole& r : run.roles) {
             r.mesh_token = token;
-            if (r.mesh_rank >= 0) r.hub_endpoint = cfg.cluster.hub_endpoint.empty() ? hub->endpoint() : cfg.cluster.hub_endpoint;
+            if (r.mesh_rank >= 0)
+                r.hub_endpoint = cfg.cluster.hub_endpoint.empty() ? run.hub->endpoint() : cfg.cluster.hub_endpoint;
         }
     }
+    return true;
+}
 
+void Session::open_run(Live& run) {
+    RunConfig& cfg = run.cfg;
+    SessionResult& out = result_;
+    RunStore& store = run.store;
+    auto& roles = run.roles;
     // A new run, or the one being resumed (checked before anything is changed in the store).
-    LaunchRecord launch{launch_toml, ""};
-    int64_t resume_step = -1;
+    LaunchRecord launch{run.launch_toml, ""};
     // HDEE experts exchange nothing and train step counts of their own: each resumes from its own
     // latest checkpoint (a node that wrote none starts over), not from one step common to all.
     // Time-budgeted rounds run a number of steps per round of each replica's own: the replicas
     // resume after a common round, each at its own step.
-    const bool independent = cfg.hdee.enabled();
-    std::map<std::string, int64_t> node_steps;
+    run.independent = cfg.hdee.enabled();
     if (resume_run_ > 0) {
         std::vector<std::string> names;
         for (auto& r : roles) names.push_back(r.name);
         ResumeRule rule;
-        rule.independent = independent;
+        rule.independent = run.independent;
         if (cfg.outer.round_time_s > 0) {
             const TimeBudget plan = unwrap(time_budget(cfg));
             for (auto& r : roles)
@@ -220,33 +280,34 @@ void Session::body(RunConfig cfg) {
         }
         for (auto& r : roles)
             if (r.kind == "spare") rule.spares.insert(r.name);
-        const bool own_steps = independent || !rule.round_steps.empty();
+        const bool own_steps = run.independent || !rule.round_steps.empty();
         const ResumePoint at = unwrap(resume_point(store, resume_run_, names, rule));
-        resume_step = at.step;
-        node_steps = at.node_steps;
+        run.resume_step = at.step;
+        run.node_steps = at.node_steps;
         launch.uid = at.uid;
         out.run_id = resume_run_;
         check(store.reopen_run(out.run_id));
         int64_t dropped = 0;
-        std::string where = "at step " + std::to_string(resume_step);
+        std::string where = "at step " + std::to_string(run.resume_step);
         if (own_steps) {
-            where = independent ? "each expert from its own latest checkpoint:" : "after a common round, each replica at its own step:";
+            where = run.independent ? "each expert from its own latest checkpoint:"
+                                    : "after a common round, each replica at its own step:";
             for (auto& r : roles) {
-                const auto it = node_steps.find(r.name);
-                const int64_t from = it == node_steps.end() ? -1 : it->second;  // -1: every row of it goes
+                const auto it = run.node_steps.find(r.name);
+                const int64_t from = it == run.node_steps.end() ? -1 : it->second;  // -1: every row of it goes
                 dropped += unwrap(store.delete_metrics_after(out.run_id, from, r.name));
                 where += " " + r.name + (from < 0 ? " anew" : " " + std::to_string(from));
             }
         } else {
-            dropped = unwrap(store.delete_metrics_after(out.run_id, resume_step));
+            dropped = unwrap(store.delete_metrics_after(out.run_id, run.resume_step));
             // A spare starts standing by again, as at the run's start: none of its rows stays.
             for (const std::string& n : rule.spares) dropped += unwrap(store.delete_metrics_after(out.run_id, -1, n));
         }
         check(store.set_config(out.run_id, to_toml(cfg), config_hash(cfg)));
-        check(store.add_event(out.run_id, {since_s(t0), "coordinator", EventLevel::kInfo, "resume",
+        check(store.add_event(out.run_id, {since_s(run.t0), "coordinator", EventLevel::kInfo, "resume",
                                            "resumed " + where + " (" + std::to_string(dropped) +
                                                " metric rows after it deleted)"}));
-        out.resumed_at = resume_step;
+        out.resumed_at = run.resume_step;
     } else {
         out.run_id = unwrap(store.create_run(cfg.run.name, "run", to_toml(cfg), config_hash(cfg), cfg.run.seed));
         check(store.set_run_group(out.run_id, group_, cfg.cluster.mode));
@@ -260,41 +321,30 @@ void Session::body(RunConfig cfg) {
     const std::string checkpoint_run = "run-" + std::to_string(out.run_id) + "-" + launch.uid;
     for (NodeRole& r : roles) {
         if (cfg.train.ckpt_every > 0 || resume_run_ > 0) r.checkpoint_run = checkpoint_run;
-        r.resume_step = resume_step;
-        if (!node_steps.empty() || independent) {
-            const auto it = node_steps.find(r.name);
-            r.resume_step = it == node_steps.end() ? -1 : it->second;
+        r.resume_step = run.resume_step;
+        if (!run.node_steps.empty() || run.independent) {
+            const auto it = run.node_steps.find(r.name);
+            r.resume_step = it == run.node_steps.end() ? -1 : it->second;
         }
         if (r.kind == "spare") r.resume_step = -1;  // stands by again (resume_plan.h ResumeRule)
     }
-    if (Status st = store.add_event(out.run_id,
-                          {since_s(t0), "coordinator", EventLevel::kInfo, "data", "data " + to_text(fingerprint)}); !st)
-        std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
+    run.event(EventLevel::kInfo, "data", "data " + to_text(run.fingerprint), out.run_id);
     // The launch estimate stays with the run (a later look at a crash compares it with the machine).
-    for (const std::string& w : limits.warnings)
-        if (Status st = store.add_event(out.run_id, {since_s(t0), "coordinator", EventLevel::kWarning, "launch", w}); !st)
-            std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
-    if (!limits.summary.empty())
-        if (Status st = store.add_event(out.run_id, {since_s(t0), "coordinator", EventLevel::kInfo, "launch",
-                                                     limits.summary + "; " + limits.detail});
-            !st)
-            std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
+    for (const std::string& w : run.limits.warnings) run.event(EventLevel::kWarning, "launch", w, out.run_id);
+    if (!run.limits.summary.empty())
+        run.event(EventLevel::kInfo, "launch", run.limits.summary + "; " + run.limits.detail, out.run_id);
     {
         std::lock_guard<std::mutex> lock(mu_);
         snap_.run_id = out.run_id;
     }
-    const bool one_node = algorithm_of(cfg) == Algorithm::kNone;
     for (size_t i = 0; i < roles.size(); ++i) {
         out.nodes.push_back(roles[i].name);
         if (resume_run_ > 0) continue;  // a resumed run's nodes are stored already
-        const NodeInfo& ni = coord->nodes()[i];
+        const NodeInfo& ni = run.coord->nodes()[i];
         RunNode rn;
         rn.node = roles[i].name;
         rn.endpoint = ni.endpoint;
-        rn.role = cfg.hdee.enabled()       ? "hdee"
-                  : cfg.skippipe.enabled() ? "skippipe"
-                  : one_node               ? "trainer"
-                                           : to_string(algorithm_of(cfg));
+        rn.role = node_role_label(cfg);
         rn.kind = roles[i].kind;
         rn.replica = roles[i].replica;
         rn.stage = roles[i].stage;
@@ -306,59 +356,44 @@ void Session::body(RunConfig cfg) {
         rn.blas = ni.blas;
         check(store.add_node(out.run_id, rn));
     }
-    if (print_ && cfg.hdee.enabled())
-        std::printf("run %lld \"%s\": hdee, %zu ensembles × %zu domains, one expert node each, on %s (%d nodes, %lld "
-                    "thread%s each), %lld steps per homogeneous expert\n",
-                    (long long)out.run_id, cfg.run.name.c_str(), kHdeeEnsembles, cfg.hdee.domains.size(),
-                    cfg.cluster.mode.c_str(), n, (long long)cfg.run.threads, cfg.run.threads == 1 ? "" : "s",
-                    (long long)cfg.train.steps);
-    else if (print_ && cfg.skippipe.enabled())
-        std::printf("run %lld \"%s\": skippipe, %lld stages × %lld replicas, paths of %lld stages, on %s (%d nodes, "
-                    "%lld thread%s each), %lld steps\n",
-                    (long long)out.run_id, cfg.run.name.c_str(), (long long)cfg.skippipe.stages,
-                    (long long)cfg.skippipe.replicas, (long long)cfg.skippipe.path_stages, cfg.cluster.mode.c_str(), n,
-                    (long long)cfg.run.threads, cfg.run.threads == 1 ? "" : "s", (long long)cfg.train.steps);
-    else if (print_) std::printf("run %lld \"%s\": %s, %lld replica%s × %lld node%s on %s (%d node%s, %lld thread%s each), %lld steps\n",
-                (long long)out.run_id, cfg.run.name.c_str(),
-                one_node ? "one node" : to_string(algorithm_of(cfg)), (long long)cfg.outer.replicas,
-                cfg.outer.replicas == 1 ? "" : "s", (long long)cfg.cluster.nodes_per_replica,
-                cfg.cluster.nodes_per_replica == 1 ? "" : "s", cfg.cluster.mode.c_str(), n, n == 1 ? "" : "s",
-                (long long)cfg.run.threads, cfg.run.threads == 1 ? "" : "s", (long long)cfg.train.steps);
+    RunBannerFacts facts;
+    facts.run_id = out.run_id;
+    facts.nodes = run.n;
+    facts.resumed = resume_run_ > 0;
+    facts.resume_step = run.resume_step;
+    facts.own_steps = run.independent || !run.node_steps.empty();
+    facts.independent = run.independent;
+    for (const NodeRole& r : roles) facts.node_steps.emplace_back(r.name, r.resume_step);
+    for (const std::string& line : run_banner(cfg, facts)) announce(line);
 
-    if (print_ && resume_run_ > 0 && (independent || !node_steps.empty())) {
-        std::printf("run %lld resumes: %s\n", (long long)out.run_id,
-                    independent ? "each expert from its own latest checkpoint"
-                                : "after the latest round every replica checkpointed, each at its own step");
-        for (auto& r : roles)
-            std::printf("  %-12s %s\n", r.name.c_str(),
-                        r.resume_step < 0 ? "starts over (no checkpoint)"
-                                          : ("at step " + std::to_string(r.resume_step)).c_str());
-    } else if (print_ && resume_step >= 0) {
-        std::printf("run %lld resumes at step %lld (%s)\n", (long long)out.run_id, (long long)resume_step,
-                    cfg.cluster.spares > 0 ? "every replica's latest common checkpoint before a spare took a place; "
-                                             "the spares stand by again"
-                                           : "every node's latest common checkpoint");
-    }
-    ScheduledKills kills(cfg, roles);
-    LostRestarts restarts(cfg, roles);
+    run.kills = std::make_unique<ScheduledKills>(cfg, roles);
+    run.restarts = std::make_unique<LostRestarts>(cfg, roles);
     // The final model: the nodes holding it send it after training (core/final_model.h).
-    FinalModelAssembly final_model(cfg.model);
+    run.final_model = std::make_unique<FinalModelAssembly>(cfg.model);
     for (const NodeRole& r : roles)
         if (r.kind == "expert" && r.expert_d_ff > 0) {
             ModelConfig m = cfg.model;
             m.d_ff = r.expert_d_ff;
-            final_model.expect(r.name, m);
+            run.final_model->expect(r.name, m);
         }
-    StoreSink sink(store, out.run_id, cfg.train.steps, cfg.train.log_every, out.nodes, print_,
-                   [this, &kills](const EventRecord& e) {
-                       add_log(e.node + ": " + e.kind + ": " + e.text);
-                       kills.on_event(e);
-                   });
-    sink.model = &final_model;
+    ScheduledKills* kills = run.kills.get();
+    run.sink = std::make_unique<StoreSink>(store, out.run_id, cfg.train.steps, cfg.train.log_every, out.nodes, print_,
+                                           [this, kills](const EventRecord& e) {
+                                               add_log(e.node + ": " + e.kind + ": " + e.text);
+                                               kills->on_event(e);
+                                           });
+    run.sink->model = run.final_model.get();
     // Settings that run but probably not as meant (core/config_warnings.h): stored, printed, listed.
-    for (const std::string& w : config_warnings(cfg)) sink.on_event({0, "coordinator", EventLevel::kWarning, "config", w});
+    for (const std::string& w : config_warnings(cfg))
+        run.sink->on_event({0, "coordinator", EventLevel::kWarning, "config", w});
+}
+
+RunOutcome Session::run_until_done(Live& run) {
+    const RunConfig& cfg = run.cfg;
+    const auto& roles = run.roles;
+    Coordinator& coord = *run.coord;
+    StoreSink& sink = *run.sink;
     set_phase("running");
-    std::optional<RunOutcome> outcome;
     {
         // Survivors go on (docs/faults.md): the replicas of an outer algorithm may be lost while
         // cluster.min_replicas of them remain — a replica of several nodes as a whole — and a spare
@@ -372,40 +407,38 @@ void Session::body(RunConfig cfg) {
         std::vector<int> unit(roles.size(), -1);
         for (size_t i = 0; i < roles.size() && elastic; ++i)
             unit[i] = roles[i].kind == "spare" ? static_cast<int>(cfg.outer.replicas + i) : roles[i].replica;
-        coord->set_loss_policy(std::move(unit), cfg.cluster.min_replicas, cfg.outer.replicas);
+        coord.set_loss_policy(std::move(unit), cfg.cluster.min_replicas, cfg.outer.replicas);
     }
-    if (Status st = coord->configure(roles, to_toml(without_keys(cfg))); !st) outcome = RunOutcome{RunStatus::kFailed, st.message()};
-    else if (Status st2 = coord->start(); !st2) outcome = RunOutcome{RunStatus::kFailed, st2.message()};
-    bool stop_sent = false;
+    std::optional<RunOutcome> outcome;
+    if (Status st = coord.configure(roles, to_toml(without_keys(cfg))); !st) outcome = RunOutcome{RunStatus::kFailed, st.message()};
+    else if (Status st2 = coord.start(); !st2) outcome = RunOutcome{RunStatus::kFailed, st2.message()};
     Clock::time_point stop_at, last_beat = Clock::now();
-    // The first store write that failed (a full disk, an I/O error): the run stops as a user's stop
-    // does (nodes end after their step, checkpointing where train.ckpt_every asks), rather than
-    // training on while every row it makes is held in memory and lost at the end.
-    Status store_failure;
+    const auto process_event = [&sink](const std::string& l) {
+        sink.on_event({0, "coordinator", EventLevel::kWarning, "process", l});
+    };
+    // A store write that fails stops the run as a user's stop does (nodes end after their step,
+    // checkpointing where train.ckpt_every asks), rather than training on while every row it makes
+    // is held in memory and lost at the end.
     while (!outcome) {
-        outcome = coord->poll(sink, 100);
-        if (hub)  // the relay follows the coordinator's membership: a node counted lost is fenced there
-            for (size_t i = 0; i < roles.size() && i < coord->nodes().size(); ++i)
-                if (roles[i].mesh_rank >= 0) hub->fence(roles[i].mesh_rank, coord->nodes()[i].lost);
-        if (store_failure.is_ok()) {
-            store_failure = sink.write_failure();
-            if (!store_failure.is_ok()) {
-                const std::string line = "the run store could not be written (" + store_failure.message() +
+        outcome = coord.poll(sink, 100);
+        if (run.hub)  // the relay follows the coordinator's membership: a node counted lost is fenced there
+            for (size_t i = 0; i < roles.size() && i < coord.nodes().size(); ++i)
+                if (roles[i].mesh_rank >= 0) run.hub->fence(roles[i].mesh_rank, coord.nodes()[i].lost);
+        if (run.store_failure.is_ok()) {
+            run.store_failure = sink.write_failure();
+            if (!run.store_failure.is_ok()) {
+                const std::string line = "the run store could not be written (" + run.store_failure.message() +
                                          "); stopping the run";
                 std::fprintf(stderr, "thinwire: %s\n", line.c_str());
                 add_log("coordinator: " + line);
             }
         }
-        if (!outcome && local && kills.active())
-            if (Status st = kills.carry_out(*local, *coord, [&](const std::string& l) {
-                    sink.on_event({0, "coordinator", EventLevel::kWarning, "process", l});
-                });
-                !st)
+        if (!outcome && run.local && run.kills->active())
+            if (Status st = run.kills->carry_out(*run.local, coord, process_event); !st)
                 outcome = RunOutcome{RunStatus::kFailed, "scheduled kill: " + st.message()};
-        if (!outcome && restarts.active())
-            if (Status st = restarts.carry_out(
-                    local.get(), *coord, [&sink](const std::string& node) { return sink.tokens(node); },
-                    [&](const std::string& l) { sink.on_event({0, "coordinator", EventLevel::kWarning, "process", l}); });
+        if (!outcome && run.restarts->active())
+            if (Status st = run.restarts->carry_out(
+                    run.local.get(), coord, [&sink](const std::string& node) { return sink.tokens(node); }, process_event);
                 !st)
                 outcome = RunOutcome{RunStatus::kFailed, "restarting a lost node: " + st.message()};
         if (since_s(last_beat) >= kCoordinatorHeartbeatS) {  // readers tell a live coordinator from a dead one
@@ -413,63 +446,72 @@ void Session::body(RunConfig cfg) {
             last_beat = Clock::now();
         }
         sink.redraw();
-        publish(coord->nodes());
+        publish(coord.nodes());
         if (pause_req_.exchange(false)) {
-            if (Status st = coord->pause(); st) set_phase("paused"), add_log("coordinator: paused");
+            if (Status st = coord.pause(); st) set_phase("paused"), add_log("coordinator: paused");
             else add_log("coordinator: pause failed: " + st.message());
         }
         if (resume_req_.exchange(false)) {
-            if (Status st = coord->resume(); st) set_phase("running"), add_log("coordinator: resumed");
+            if (Status st = coord.resume(); st) set_phase("running"), add_log("coordinator: resumed");
             else add_log("coordinator: resume failed: " + st.message());
         }
-        if ((stop_req_.load() || !store_failure.is_ok()) && !stop_sent) {
+        if ((stop_req_.load() || !run.store_failure.is_ok()) && !run.stop_sent) {
             set_phase("stopping");
-            if (store_failure.is_ok()) add_log("coordinator: stop requested");
-            (void)coord->stop();
-            stop_sent = true;
+            if (run.store_failure.is_ok()) add_log("coordinator: stop requested");
+            (void)coord.stop();
+            run.stop_sent = true;
             stop_at = Clock::now();
         }
-        if (stop_sent && !outcome && since_s(stop_at) > 60)
+        if (run.stop_sent && !outcome && since_s(stop_at) > 60)
             outcome = RunOutcome{RunStatus::kInterrupted, "interrupted; nodes did not stop within 60 s"};
     }
-    if (stop_sent && outcome->status == RunStatus::kFinished) outcome = RunOutcome{RunStatus::kInterrupted, "interrupted"};
-    if (outcome->status == RunStatus::kFailed) {
+    if (run.stop_sent && outcome->status == RunStatus::kFinished) outcome = RunOutcome{RunStatus::kInterrupted, "interrupted"};
+    return *outcome;
+}
+
+void Session::wind_down(Live& run, RunOutcome outcome) {
+    const RunConfig& cfg = run.cfg;
+    SessionResult& out = result_;
+    Coordinator& coord = *run.coord;
+    StoreSink& sink = *run.sink;
+    const auto& roles = run.roles;
+    if (outcome.status == RunStatus::kFailed) {
         // Let the surviving nodes end their part (and report what they have) before leaving.
-        (void)coord->stop();
+        (void)coord.stop();
         const auto until = Clock::now() + std::chrono::seconds(5);
         while (Clock::now() < until) {
-            (void)coord->poll(sink, 100);
+            (void)coord.poll(sink, 100);
             bool all = true;
             for (size_t i = 0; i < roles.size(); ++i)
-                all = all && (coord->nodes()[i].done || coord->nodes()[i].heartbeat_age_s > cfg.cluster.heartbeat_timeout_s);
+                all = all && (coord.nodes()[i].done || coord.nodes()[i].heartbeat_age_s > cfg.cluster.heartbeat_timeout_s);
             if (all) break;
         }
     }
-    if (cfg.hdee.enabled() && outcome->status == RunStatus::kFinished) {
+    if (cfg.hdee.enabled() && outcome.status == RunStatus::kFinished) {
         // Every expert has finished and sent its scores: the ensembles are plain arithmetic here.
         auto res = combine_hdee(cfg, sink.scores);
         if (!res) {
             outcome = RunOutcome{RunStatus::kFailed, res.message()};
         } else {
             std::vector<MetricRecord> rows;
-            for (auto& [name, v] : hdee_metrics(cfg, *res)) rows.push_back({kHdeeMetricNode, 0, -1, since_s(t0), 0, name, v});
+            for (auto& [name, v] : hdee_metrics(cfg, *res)) rows.push_back({kHdeeMetricNode, 0, -1, since_s(run.t0), 0, name, v});
             sink.on_metrics(rows);
             out.hdee_tables = hdee_tables(cfg, *res);
         }
     }
-    if (Status st = keep_final_model(cfg, roles, final_model, out); !st)
+    if (Status st = keep_final_model(cfg, roles, *run.final_model, out); !st)
         sink.on_event({0, "coordinator", EventLevel::kWarning, "model", "no final model kept: " + st.message()});
     else if (!out.model_dir.empty())
         sink.on_event({0, "coordinator", EventLevel::kInfo, "model", "final model kept in " + out.model_dir});
     // The last try for rows a failed write kept (into the writer's reserve). Whatever could not be
     // stored fails the run, with the count, so a run whose rows are missing never reads as finished.
-    if (Status f = sink.flush(); !f && store_failure.is_ok()) store_failure = f;
-    if (!store_failure.is_ok()) {
+    if (Status f = sink.flush(); !f && run.store_failure.is_ok()) run.store_failure = f;
+    if (!run.store_failure.is_ok()) {
         const size_t lost = sink.unstored();
-        std::string reason = "the run store could not be written: " + store_failure.message() + "; " +
+        std::string reason = "the run store could not be written: " + run.store_failure.message() + "; " +
                              (lost == 0 ? std::string("every metric row was stored in the end")
                                         : std::to_string(lost) + " metric rows not stored");
-        if (outcome->status == RunStatus::kFailed && !outcome->reason.empty()) reason += " (and: " + outcome->reason + ")";
+        if (outcome.status == RunStatus::kFailed && !outcome.reason.empty()) reason += " (and: " + outcome.reason + ")";
         outcome = RunOutcome{RunStatus::kFailed, reason};
         out.store_failed = true;
         if (lost > 0)
@@ -477,37 +519,32 @@ void Session::body(RunConfig cfg) {
                          (long long)out.run_id, lost);
     }
     // The result first: what the nodes reported holds whether or not the store takes the end.
-    for (size_t i = 0; i < roles.size(); ++i) out.summary[roles[i].name] = coord->nodes()[i].summary;
-    out.status = outcome->status;
-    out.reason = outcome->reason;
+    for (size_t i = 0; i < roles.size(); ++i) out.summary[roles[i].name] = coord.nodes()[i].summary;
+    out.status = outcome.status;
+    out.reason = outcome.reason;
     // The run's end before its last events: a store short of room may take one row more, and
     // this is the one that matters. If not even that, the run stays "running" until a reader sees
     // its heartbeat stop (storage/run_liveness.h) and the reason is only printed here.
-    if (Status st = store.finish_run(out.run_id, outcome->status, outcome->reason); !st)
+    if (Status st = run.store.finish_run(out.run_id, outcome.status, outcome.reason); !st)
         std::fprintf(stderr, "thinwire: run %lld could not be marked %s in the store (%s): %s\n", (long long)out.run_id,
-                     to_string(outcome->status), st.message().c_str(), outcome->reason.c_str());
+                     to_string(outcome.status), st.message().c_str(), outcome.reason.c_str());
     run_ended_ = true;  // tried: end_after_exception must not try again
     sink.finish();
-    if (Status st = store.add_event(out.run_id, {since_s(t0), "coordinator",
-                                       outcome->status == RunStatus::kFinished ? EventLevel::kInfo : EventLevel::kError,
-                                       to_string(outcome->status), outcome->reason}); !st)
-        std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
-    if (hub) {
+    run.event(outcome.status == RunStatus::kFinished ? EventLevel::kInfo : EventLevel::kError, to_string(outcome.status),
+              outcome.reason, out.run_id);
+    if (run.hub) {
         // The relay's own byte counts (uploads received, downloads sent), beside the nodes' counters.
-        const ByteCounters hb = hub->counters();
+        const ByteCounters hb = run.hub->counters();
         const int k = static_cast<int>(LinkClass::kOuterSync);
-        if (Status st = store.add_event(out.run_id, {since_s(t0), "coordinator", EventLevel::kInfo, "hub",
-                                                     "hub relay: received " + std::to_string(hb.recv_bytes[k]) +
-                                                         " B in " + std::to_string(hb.recv_msgs[k]) + " uploads, sent " +
-                                                         std::to_string(hb.sent_bytes[k]) + " B in " +
-                                                         std::to_string(hb.sent_msgs[k]) + " payloads, refused " +
-                                                         std::to_string(hub->refused())});
-            !st)
-            std::fprintf(stderr, "thinwire: event not stored: %s\n", st.message().c_str());
+        run.event(EventLevel::kInfo, "hub",
+                  "hub relay: received " + std::to_string(hb.recv_bytes[k]) + " B in " + std::to_string(hb.recv_msgs[k]) +
+                      " uploads, sent " + std::to_string(hb.sent_bytes[k]) + " B in " + std::to_string(hb.sent_msgs[k]) +
+                      " payloads, refused " + std::to_string(run.hub->refused()),
+                  out.run_id);
     }
-    publish(coord->nodes());
-    if (local) coord->shutdown();
-    out.wall_s = since_s(t0);
+    publish(coord.nodes());
+    if (run.local) coord.shutdown();
+    out.wall_s = since_s(run.t0);
     add_log(std::string("coordinator: run ") + to_string(out.status) + (out.reason.empty() ? "" : ": " + out.reason));
 }
 
@@ -552,14 +589,14 @@ Status Session::keep_final_model(const RunConfig& cfg, const std::vector<NodeRol
     const bool ok = std::fwrite(toml.data(), 1, toml.size(), f) == toml.size();
     if (std::fclose(f) != 0 || !ok) return Status::error("cannot write " + dir + "/" + kRunConfigFile);
     out.model_dir = dir;
-    if (print_) std::printf("final model (from %s) kept in %s\n", kept.c_str(), dir.c_str());
+    announce("final model (from " + kept + ") kept in " + dir);
     return Status::ok();
 }
 
 Session::Session(RunConfig cfg, std::string db_path, std::string group, EngineHooks hooks, std::string data_root,
-                 bool print_progress, int64_t resume_run)
+                 bool print_progress, int64_t resume_run, std::function<void(const std::string&)> announce)
     : db_path_(std::move(db_path)), group_(std::move(group)), data_root_(std::move(data_root)),
-      hooks_(std::move(hooks)), print_(print_progress), resume_run_(resume_run) {
+      hooks_(std::move(hooks)), print_(print_progress), announce_(std::move(announce)), resume_run_(resume_run) {
     thread_ = std::thread([this, cfg = std::move(cfg)] {
         try {
             body(cfg);
@@ -622,7 +659,10 @@ void Session::publish(const std::vector<NodeInfo>& nodes) {
 
 SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::string& group, EngineHooks hooks,
                           const std::string& data_root, const std::atomic<bool>& interrupt, int64_t resume_run) {
-    Session s(std::move(cfg), db_path, group, std::move(hooks), data_root, /*print_progress=*/true, resume_run);
+    // The run's banner, the data preparation's log and where the final model went: on stdout.
+    const auto print_line = [](const std::string& line) { std::printf("%s\n", line.c_str()); };
+    Session s(std::move(cfg), db_path, group, std::move(hooks), data_root, /*print_progress=*/true, resume_run,
+              print_line);
     while (!s.snapshot().done) {
         if (interrupt.load()) s.stop();
         std::this_thread::sleep_for(std::chrono::milliseconds(50));

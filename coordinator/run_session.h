@@ -76,8 +76,13 @@ public:
     // --resume`, coordinator/resume_plan.h): same id, every node loading its checkpoint of the
     // latest step all of them wrote, the metrics stored after that step deleted, status running
     // again. `cfg` is then the run's launch config (or what --force put in its place).
+    //
+    // `print_progress`: the store sink's progress lines and warnings on the terminal. `announce`
+    // receives the lines a person starting the run reads once — the run's banner (run_banner.h),
+    // the data preparation's log, where the final model was kept — on the session's thread; the
+    // CLI prints them, the workbench has them in its own panels. May be empty.
     Session(RunConfig cfg, std::string db_path, std::string group, EngineHooks hooks, std::string data_root,
-            bool print_progress, int64_t resume_run = 0);
+            bool print_progress, int64_t resume_run = 0, std::function<void(const std::string&)> announce = {});
     ~Session();  // stops the run and waits for it
 
     void pause() { pause_req_ = true; }
@@ -87,7 +92,27 @@ public:
     const SessionResult& wait();  // blocks until the session has ended
 
 private:
+    // The session's thread: its phases in turn, sharing one Live. A phase that cannot go on throws
+    // (end_after_exception ends the stored run) or, for prepare, ends the run itself and says so.
+    struct Live;
     void body(RunConfig cfg);
+    // Launch limits, the nodes (threads, child processes or the layout's remote endpoints) and the
+    // coordinator connected to them.
+    void bring_up(Live& run);
+    // The nodes prepare the data, node 0 first; the roles; the hub relay. False when the run ended
+    // here (stored as failed, or interrupted by a stop).
+    bool prepare(Live& run);
+    // The run in the store (new, or the one resumed), its nodes, checkpoints and launch events, the
+    // banner, the sink and the supervisors (scheduled kills, lost-node restarts).
+    void open_run(Live& run);
+    // Configure, start, and poll until the run ends: pause, resume and stop requests, the
+    // supervisors, a failing store stopping the run.
+    RunOutcome run_until_done(Live& run);
+    // Surviving nodes drained, HDEE's ensembles combined, the final model kept, the run's end stored.
+    void wind_down(Live& run, RunOutcome outcome);
+    void announce(const std::string& line) const {
+        if (announce_) announce_(line);
+    }
     // Writes the final model the nodes sent into the run's folder (storage/run_folder.h) with the
     // resolved config; sets out.model_dir. An error says why none was kept.
     Status keep_final_model(const RunConfig& cfg, const std::vector<NodeRole>& roles, const FinalModelAssembly& parts,
@@ -106,6 +131,7 @@ private:
     std::string db_path_, group_, data_root_;
     EngineHooks hooks_;
     bool print_;
+    std::function<void(const std::string&)> announce_;
     int64_t resume_run_ = 0;
     std::atomic<bool> pause_req_{false}, resume_req_{false}, stop_req_{false};
     mutable std::mutex mu_;
