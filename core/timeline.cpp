@@ -12,6 +12,7 @@
 #include "core/algorithm.h"
 #include "core/metric_names.h"
 #include "core/pipeline_program.h"
+#include "core/round_clock.h"
 #include "core/sim_clock.h"
 
 namespace tw {
@@ -126,9 +127,9 @@ Result<Timeline> retime_budgeted(const std::vector<TraceNode>& nodes, const Netw
             std::vector<int> members;
             for (size_t q = 0; q < N; ++q)
                 if (k < rounds[q].size()) members.push_back(nodes[q].replica);
-            const int64_t hops = hops_at(nodes[i].trace, step);
-            clocks[i].wait_for_round(outer_round_end_s(net, topology, nodes[i].replica, members, group,
-                                                       *find_at(nodes[i].trace.round_bytes, step), hops));
+            const RoundTiming timing{RoundKind::kOuter, LinkClass::kOuterSync, nodes[i].replica, members, group,
+                                     *find_at(nodes[i].trace.round_bytes, step), hops_at(nodes[i].trace, step)};
+            close_round(clocks[i], RoundKind::kOuter, round_end(net, topology, timing));
             t.clock_at[i][step] = clocks[i].now_s();
         }
     }
@@ -149,7 +150,6 @@ Result<Timeline> retime_replicas(const RunConfig& cfg, const std::vector<TraceNo
         return Result<Timeline>::error(std::string("runs whose replicas span several nodes under ") + to_string(algo) +
                                        " cannot be re-timed: the leader's broadcast of the weights to its replica is "
                                        "not stored");
-    const LinkSpec& link = link_of(net, round_link_class(cfg));
     const Topology topology = topology_of(cfg);
     const size_t N = nodes.size();
     Timeline t = empty_timeline(N);
@@ -176,14 +176,10 @@ Result<Timeline> retime_replicas(const RunConfig& cfg, const std::vector<TraceNo
             if (algo != Algorithm::kDdp)
                 for (int r = 0; r < cfg.outer.replicas; ++r)
                     if (in_mask(masks, 0, r)) members.push_back(r);
-            const int64_t hops = hops_at(n.trace, step);
-            const double end = round_link_class(cfg) == LinkClass::kOuterSync
-                                   ? outer_round_end_s(net, topology, n.replica, members, group, *bytes, hops)
-                                   : round_end_s(group, link, *bytes, hops);
+            const RoundKind kind = algo == Algorithm::kDdp ? RoundKind::kStepCollective : RoundKind::kOuter;
+            const RoundTiming timing{kind, round_link_class(cfg), n.replica, members, group, *bytes, hops_at(n.trace, step)};
             const int64_t* overlap = find_at(n.trace.round_overlap, step);
-            if (algo == Algorithm::kDdp) clocks[i].finish_round_at(end);
-            else if (overlap && *overlap > 0) clocks[i].defer(step + *overlap, end);
-            else clocks[i].wait_for_round(end);
+            close_round(clocks[i], kind, round_end(net, topology, timing), step, overlap ? *overlap : 0);
         }
         for (size_t i = 0; i < N; ++i)
             if (nodes[i].trace.compute_s.count(step)) t.clock_at[i][step] = clocks[i].now_s();
@@ -300,8 +296,9 @@ Status PipelineReplay::outer_rounds(int64_t step, std::vector<bool>& had_round) 
         std::vector<int> members;
         for (int r = 0; r < cfg_.outer.replicas; ++r)
             if (member[r]) members.push_back(r);
-        const int64_t hops = hops_at(tr, step);
-        clocks_[i].wait_for_round(round_end_s({latest}, round_link(net_, nodes_[i].replica, members, hops), *bytes, hops));
+        const RoundTiming timing{RoundKind::kStages, LinkClass::kOuterSync, nodes_[i].replica, members, {latest}, *bytes,
+                                 hops_at(tr, step)};
+        close_round(clocks_[i], RoundKind::kStages, round_end(net_, Topology::kMesh, timing));
     }
     return Status::ok();
 }

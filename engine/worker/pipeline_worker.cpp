@@ -20,6 +20,7 @@
 #include "core/pipeline_program.h"
 #include "core/pipeline_schedule.h"
 #include "core/routing.h"
+#include "core/round_clock.h"
 #include "core/sim_clock.h"
 #include "engine/worker/node_data.h"
 #include "engine/algo/outer.h"
@@ -501,8 +502,10 @@ Status PipelineWorker::outer_rounds(int64_t step) {
         sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "late",
                       late_event_text(step, rep->late, cfg_.outer.round_deadline_s)});
     // This node's uplink carries its payloads of every slice back to back after the slowest holder.
-    const LinkSpec link = round_link(net_, role_.replica, rep->members(cfg_.outer.replicas), rep->hops);
-    const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, link, rep->bytes, rep->hops));
+    const RoundTiming timing{RoundKind::kStages, LinkClass::kOuterSync, static_cast<int>(role_.replica),
+                             rep->members(cfg_.outer.replicas), {rep->latest_s}, rep->bytes, rep->hops};
+    const LinkSpec link = round_link(net_, role_.replica, timing.members, rep->hops);  // for the round's own cost
+    const double exposed = close_round(clock_, RoundKind::kStages, round_end(net_, topology_of(cfg_), timing));
     if (Status st = broadcast_frozen_embedding(step); !st) return st;
     for (auto& r : reparam_) r.to_coordinates();  // W = U·Z again (reparam implies AD1)
     if (t_fixed_.defined()) {

@@ -2,6 +2,8 @@
 #include "engine/worker/replica_worker.h"
 #include "engine/worker/replica_worker_impl.h"
 
+#include "core/round_clock.h"
+
 namespace tw {
 namespace replica_impl {
 
@@ -185,8 +187,6 @@ Status ReplicaWorker::ddp_round(int64_t step, double step_compute_s) {
     const uint64_t bytes =
         GradAllReduce::ring_allreduce_bytes(n_params_, 4, W, grads_->rank());
     const int64_t hops = 2 * (W - 1);
-    // Across replicas the ring runs over their access links (core/network.h round_link).
-    const LinkSpec link = grad_link_ == LinkClass::kOuterSync ? round_link(net_, role_.replica, {}, hops) : link_of(net_, grad_link_);
     std::vector<double> clocks{clock_.now_s()};
     if (mesh_) {
         auto all = mesh_->all_gather({}, grad_link_, clock_.now_s(), &clocks);
@@ -198,8 +198,10 @@ Status ReplicaWorker::ddp_round(int64_t step, double step_compute_s) {
         if (Status st = mesh_->agree(everyone, state_hash(trainer_->model()->parameters())); !st)
             return Status::error("ddp: step " + std::to_string(step) + ": " + st.message());
     }
-    const double end_s = round_end_s(clocks, link, bytes, hops);
-    const double exposed = clock_.finish_round_at(end_s);
+    // Across replicas the ring runs over their access links (core/round_clock.h).
+    const RoundTiming timing{RoundKind::kStepCollective, grad_link_, static_cast<int>(role_.replica), {}, clocks, bytes, hops};
+    const double end_s = round_end(net_, topology_of(cfg_), timing);
+    const double exposed = close_round(clock_, RoundKind::kStepCollective, end_s);
     record_round(step, bytes, hops, step_compute_s, end_s - *std::max_element(clocks.begin(), clocks.end()), exposed);
     return Status::ok();
 }
@@ -246,14 +248,16 @@ Status ReplicaWorker::outer_round(int64_t step) {
     if (!rep.synced) return Status::ok();
     ++outer_step_;
     double end_s = clock_.now_s();
-    // Over the members' access links (core/sim_clock.h outer_round_end_s). The round's own cost is
-    // its end were every member to arrive at once (for a mesh or a ring, round_comm_s to the bit).
+    // Over the members' access links (core/round_clock.h). The round's own cost is its end were
+    // every member to arrive at once (for a mesh or a ring, round_comm_s to the bit).
     const Topology topology = topology_of(cfg_);
-    const std::vector<double> at_once(std::max<size_t>(rep.clocks.size(), 1), 0.0);
-    const double comm_s = outer_round_end_s(net_, topology, role_.replica, rep.members, at_once, rep.bytes_sent, rep.hops);
+    RoundTiming timing{RoundKind::kOuter, LinkClass::kOuterSync, static_cast<int>(role_.replica), rep.members,
+                       std::vector<double>(std::max<size_t>(rep.clocks.size(), 1), 0.0), rep.bytes_sent, rep.hops};
+    const double comm_s = round_end(net_, topology, timing);
     if (outer_) {
         if (rep.clocks.empty()) rep.clocks.push_back(clock_.now_s());
-        end_s = outer_round_end_s(net_, topology, role_.replica, rep.members, rep.clocks, rep.bytes_sent, rep.hops);
+        timing.clocks = rep.clocks;
+        end_s = round_end(net_, topology, timing);
     }
     // A late leader (outer.round_deadline_s) takes the donor's state first, so its group then
     // takes that, not the weights its own round left it (docs/faults.md "Stragglers").
@@ -274,9 +278,7 @@ Status ReplicaWorker::outer_round(int64_t step) {
             record(step, metric::kRoundWeightsHash,
                    static_cast<double>(state_hash(trainer_->model()->parameters()) >> 12));
     }
-    double exposed = 0;
-    if (rep.overlap_steps > 0) clock_.defer(step + rep.overlap_steps, end_s);  // training goes on; the clock waits then
-    else exposed = clock_.wait_for_round(end_s);
+    const double exposed = close_round(clock_, RoundKind::kOuter, end_s, step, rep.overlap_steps);
     record_round(step, rep.bytes_sent, rep.hops, round_compute_s_, comm_s, exposed);
     if (rep.overlap_steps > 0) record(step, metric::kRoundOverlapSteps, static_cast<double>(rep.overlap_steps));
     if (rep.guard_clipped > 0) {
@@ -320,8 +322,10 @@ Status ReplicaWorker::stage_round(int64_t step) {
     }
     if (role_.replica == 0 && !rep->late.empty())
         event(EventLevel::kWarning, "late", late_event_text(step, rep->late, cfg_.outer.round_deadline_s));
-    const LinkSpec link = round_link(net_, role_.replica, rep->members(cfg_.outer.replicas), rep->hops);
-    const double exposed = clock_.wait_for_round(round_end_s({rep->latest_s}, link, rep->bytes, rep->hops));
+    const RoundTiming timing{RoundKind::kStages, LinkClass::kOuterSync, static_cast<int>(role_.replica),
+                             rep->members(cfg_.outer.replicas), {rep->latest_s}, rep->bytes, rep->hops};
+    const LinkSpec link = round_link(net_, role_.replica, timing.members, rep->hops);  // for the round's own cost
+    const double exposed = close_round(clock_, RoundKind::kStages, round_end(net_, topology_of(cfg_), timing));
     if (t_fixed_.defined()) {
         auto h = stage_rounds_->agree_t_fixed(t_fixed_);
         if (!h) return h.status();
