@@ -61,9 +61,6 @@ struct StreamingDiLoCoConfig {
 Result<std::vector<int>> assign_fragments(const std::vector<std::string>& names, int64_t fragments,
                                           FragmentOrder order);
 
-// The wire codec of a dense dtype name; an unknown name is an error.
-Result<std::unique_ptr<Codec>> make_wire_codec(const std::string& dtype);
-
 class StreamingDiLoCo : public OuterAlgorithm {
 public:
     // `params` (θ_r, contiguous fp32) become θ_global; `names` place them in fragments.

@@ -58,6 +58,9 @@ public:
 std::unique_ptr<Codec> make_dense_codec(bool bf16);
 std::unique_ptr<Codec> make_int8_codec();
 std::unique_ptr<Codec> make_fp4_codec();
+// The codec of an outer.dtype name (fp32, bf16, int8, fp4: core/wire_dtype.h); an unknown name is
+// an error naming the key (wire_codec.cpp).
+Result<std::unique_ptr<Codec>> make_wire_codec(const std::string& dtype);
 
 // ---------------------------------------------------------------------------------------------
 // SparseLoCo (docs/methods.md §3): chunked Top-k, then the 2-bit statistical quantiser.
