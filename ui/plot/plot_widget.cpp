@@ -1,6 +1,7 @@
 // The plot widget: layout, ticks, decimated lines, legend, tooltip, zoom and pan (plot_widget.h).
 #include "ui/plot/plot_widget.h"
 #include "ui/plot/curve_cache.h"
+#include "ui/plot/plot_axis.h"
 
 #include "ui/logic/legend_place.h"
 #include "ui/logic/plot_fit.h"
@@ -20,82 +21,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr float kRawAlpha = 0.25f;         // the raw curve's opacity when a smoothed one is drawn over it
 constexpr double kWheelZoom = 0.85;        // range factor per wheel notch
-
-// ---------------------------------------------------------------------------------------------
-// Axes: data units <-> axis space (log10 on a log axis) <-> pixels.
-// ---------------------------------------------------------------------------------------------
-
-struct Axis {
-    bool log = false;
-    double lo = 0, hi = 1;  // visible range, axis space
-    float p0 = 0, p1 = 1;   // pixels of lo and hi (p0 > p1 on the y axis: up is smaller)
-
-    double to_axis(double v) const { return log ? (v > 0 ? std::log10(v) : kNaN) : v; }
-    double to_data(double a) const { return log ? std::pow(10.0, a) : a; }
-    float px(double a) const {
-        // Clamped so far-off points stay finite floats; the clip rectangle hides them anyway.
-        const double p = p0 + (a - lo) * (double(p1) - p0) / (hi - lo);
-        return float(std::clamp(p, -1e6, 1e6));
-    }
-    double at(float p) const { return lo + (double(p) - p0) * (hi - lo) / (double(p1) - p0); }
-
-    void zoom(double center, double factor) {
-        const double new_lo = center - (center - lo) * factor, new_hi = center + (hi - center) * factor;
-        if (new_hi - new_lo > 1e-12 * std::max(1.0, std::abs(center))) lo = new_lo, hi = new_hi;
-        limit();
-    }
-    void pan_px(float d) {
-        const double da = double(d) * (hi - lo) / (double(p1) - p0);
-        lo -= da;
-        hi -= da;
-        limit();
-    }
-    // Zooming out stops where data units would overflow (10^±300 on a log axis, ±1e300 linear).
-    void limit() {
-        const double bound = log ? 300 : 1e300;
-        lo = std::max(lo, -bound);
-        hi = std::min(hi, bound);
-        if (!(lo < hi)) lo = -bound, hi = bound;
-    }
-};
-
-// Axis over view [lo, hi] (data units); falls back to the data's range, then to [0, 1] (1..10 on log).
-Axis make_axis(bool log, double lo, double hi, double fit_lo, double fit_hi) {
-    Axis a;
-    a.log = log;
-    a.lo = a.to_axis(lo);
-    a.hi = a.to_axis(hi);
-    if (std::isfinite(a.lo) && std::isfinite(a.hi) && a.lo < a.hi) return a;
-    if (std::isfinite(fit_lo) && std::isfinite(fit_hi) && fit_lo < fit_hi) {
-        a.lo = fit_lo;
-        a.hi = fit_hi;
-    } else {
-        a.lo = 0;
-        a.hi = 1;
-    }
-    return a;
-}
-
-std::vector<Tick> axis_ticks(const Axis& a, int target, AxisUnit unit) {
-    if (!a.log) return unit_linear_ticks(a.lo, a.hi, target, unit);
-    const double lo = a.to_data(a.lo), hi = a.to_data(a.hi);
-    std::vector<Tick> t = log_ticks(lo, hi, target);
-    int decades = 0;
-    for (const Tick& k : t) {
-        const double e = std::log10(k.value);
-        if (k.major && std::abs(e - std::round(e)) < 1e-9) ++decades;
-    }
-    label_log_ticks(t, unit);
-    if (decades < 2) {
-        // Less than a labelled decade in view (a loss between 2.1 and 9.7): log_ticks would label only
-        // the ends, so place nice linear values instead; their spacing shows the log scale.
-        t.clear();
-        for (Tick& k : unit_linear_ticks(lo, hi, target, unit))
-            if (k.value > 0) t.push_back(std::move(k));
-    }
-    for (Tick& k : t) k.value = std::log10(k.value);
-    return t;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Drawing helpers
