@@ -15,6 +15,7 @@
 #include "app/commands.h"
 #include "core/config_io.h"
 #include "engine/pipeline/activation_codec.h"
+#include "engine/pipeline/activation_codec_registry.h"
 #include "engine/pipeline/stage.h"
 #include "engine/pipeline/subspace.h"
 #include "engine/runtime/threads.h"
@@ -94,9 +95,14 @@ int run_pipeline_bench(const PipelineBenchArgs& a) {
         {"inproc", "inproc://tw-bench-pipe-"}, {"ipc", "ipc:///tmp/tw-bench-pipe-"}, {"tcp", "tcp://127.0.0.1:"}};
     for (auto& [name, base] : links)
         for (int64_t k : a.ranks) {
-            auto codec = k > 0 ? make_subspace_codec(subspace_basis(m.d_model, k, seed), WireDtype::kFp32, t_fixed,
-                                                     m.vocab_size)
-                               : make_dense_codec(m.d_model);
+            // The run's rule (activation_codec_registry.h): dense at rank 0, the subspace codec above.
+            BoundaryCodecSpec spec;
+            spec.d_model = m.d_model;
+            spec.vocab = m.vocab_size;
+            spec.rank = k;
+            spec.seed = seed;
+            spec.t_fixed = t_fixed;
+            auto codec = activation_codec(k > 0 ? "subspace" : "dense")->make(spec);
             std::vector<double> runs;
             for (int64_t r = 0; r < a.runs; ++r) {
                 // Members bind ep + "0" and ep + "1": tcp ports 471r0 and 471r1.

@@ -207,6 +207,10 @@ struct PipelineConfig {
     std::vector<int64_t> boundary_ranks; // per boundary (stages − 1 entries), instead of rank
     std::vector<int64_t> replica_ranks;  // per pipeline replica, instead of rank (0 = that replica sends dense)
     std::string coord_dtype = "fp32";    // fp32 | bf16 | int8: subspace coordinates on the wire
+    // The activation codec of compressed boundaries (rank k > 0), by its registered name
+    // (engine/pipeline/activation_codec_registry.h: "subspace", or one added there); boundaries of
+    // rank 0 send dense fp32 whatever this says.
+    std::string codec = "subspace";
     std::string constraint = "project";  // project (W ← U·Uᵀ·W after each step) | reparam (W = U·Z, Z trained;
                                          // pipeline stages only, implies AD1; AD5 full replicas project)
     double frozen_std = 1.0;             // std of the frozen embedding T_fixed (docs/methods.md §6: N(0, 1))

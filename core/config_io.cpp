@@ -171,6 +171,7 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"pipeline.boundary_ranks", &c.pipeline.boundary_ranks, 0, 65536},
         {"pipeline.replica_ranks", &c.pipeline.replica_ranks, 0, 65536},
         {"pipeline.coord_dtype", &c.pipeline.coord_dtype, -inf, inf, {"fp32", "bf16", "int8"}},
+        {"pipeline.codec", &c.pipeline.codec},
         {"pipeline.constraint", &c.pipeline.constraint, -inf, inf, {"project", "reparam"}},
         {"pipeline.frozen_std", &c.pipeline.frozen_std, 0, 100},
         {"pipeline.routing", &c.pipeline.routing, -inf, inf, {"fixed", "random"}},

@@ -61,6 +61,14 @@ void validate_pipeline(const RunConfig& c, std::vector<std::string>& p) {
         if (k > d) p.push_back(where + " " + std::to_string(k) + " exceeds model.d_model " + std::to_string(d));
     };
     check_rank(pl.rank, "pipeline.rank");
+    // A codec's name: which ones exist is the engine's registry's to say (a node refuses an unknown
+    // one naming those it has); here only its form.
+    const bool name_ok = !pl.codec.empty() && pl.codec.size() <= 32 &&
+                         std::all_of(pl.codec.begin(), pl.codec.end(),
+                                     [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_'; });
+    if (!name_ok)
+        p.push_back("pipeline.codec \"" + pl.codec.substr(0, 40) +
+                    "\" is not a codec name (1–32 characters of a–z, 0–9 and _)");
     for (size_t i = 0; i < pl.boundary_ranks.size(); ++i)
         check_rank(pl.boundary_ranks[i], "pipeline.boundary_ranks[" + std::to_string(i) + "]");
     for (size_t i = 0; i < pl.replica_ranks.size(); ++i)

@@ -9,6 +9,7 @@
 #include "core/pipeline_program.h"
 #include "engine/codec/codec.h"
 #include "engine/pipeline/activation_codec.h"
+#include "engine/pipeline/activation_codec_registry.h"
 #include "engine/pipeline/hetero.h"
 #include "engine/pipeline/subspace.h"
 
@@ -24,7 +25,10 @@ public:
         auto c = parse_coord_dtype(cfg.pipeline.coord_dtype);
         if (!c) return c.status();
         m.coord_ = *c;
-        m.dense_ = make_dense_codec(cfg.model.d_model);
+        auto compressed = boundary_codec(cfg, 1);  // the row of every boundary of rank k > 0
+        if (!compressed) return compressed.status();
+        m.compressed_ = *compressed;
+        m.dense_ = boundary_codec(cfg, 0).value();
         m.b_ = cfg.train.batch_size / cfg.pipeline.micro_batches;
         // AD2's table: under SparseLoCo stage 0 forwards tok_emb's part of every member's round
         // payload (engine/algo/sparseloco.cpp leading_tensor_payloads), else T_fixed in fp32.
@@ -43,13 +47,11 @@ public:
         switch (e.payload) {
             case StagePayload::kActivation: {  // the stage's output codec: boundary `stage`
                 const int64_t k = cfg_->boundary_rank(replica, stage);
-                return k == 0 ? dense_->forward_bytes(b_, T)
-                              : forward_wire_bytes(b_, T, cfg_->model.d_model, k, coord_, cfg_->model.vocab_size);
+                return (k == 0 ? dense_ : compressed_)->forward_bytes(spec(k), b_, T);
             }
             case StagePayload::kGradient: {  // the stage's input codec: boundary `stage` − 1
                 const int64_t k = cfg_->boundary_rank(replica, stage - 1);
-                return k == 0 ? dense_->backward_bytes(b_, T)
-                              : backward_wire_bytes(b_, T, cfg_->model.d_model, k, coord_);
+                return (k == 0 ? dense_ : compressed_)->backward_bytes(spec(k), b_, T);
             }
             case StagePayload::kGradNormSq:
                 return 8;  // one double (engine/worker/stage_executor.cpp)
@@ -63,8 +65,19 @@ public:
 private:
     MessageSizes() = default;
     const RunConfig* cfg_ = nullptr;
+    // A boundary of rank k as the codecs' byte functions take it (no tensors: bytes only).
+    BoundaryCodecSpec spec(int64_t k) const {
+        BoundaryCodecSpec b;
+        b.d_model = cfg_->model.d_model;
+        b.vocab = cfg_->model.vocab_size;
+        b.rank = k;
+        b.coord_dtype = coord_;
+        b.seed = static_cast<uint64_t>(cfg_->run.seed);
+        return b;
+    }
     WireDtype coord_{};
-    std::unique_ptr<ActivationCodec> dense_;
+    const ActivationCodecRow* dense_ = nullptr;       // rank-0 boundaries
+    const ActivationCodecRow* compressed_ = nullptr;  // pipeline.codec's, for rank k > 0
     int64_t b_ = 1;       // sequences per micro-batch
     uint64_t table_ = 0;  // one AD2 frozen-table message
 };

@@ -33,16 +33,20 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     val_ = std::make_unique<WindowLoader>(data_->val, select_spans(*data_, true, cfg_.data.genres), cfg_.model.seq_len,
                                           cfg_.train.batch_size, seed);
     configure_compute_threads(static_cast<int>(cfg_.run.threads));
-    // The codec of boundary b (between stage b and b + 1) of this replica; dense outside the pipeline.
-    auto codec = [&](int64_t b) {
+    // The codec of boundary b (between stage b and b + 1) of this replica (activation_codec_registry.h);
+    // dense outside the pipeline.
+    auto codec = [&](int64_t b) -> Result<std::unique_ptr<ActivationCodec>> {
         const int64_t k = b < 0 || b >= S() - 1 ? 0 : cfg_.boundary_rank(role_.replica, b);
-        if (k == 0) return make_dense_codec(cfg_.model.d_model);
-        return make_subspace_codec(subspace_basis(cfg_.model.d_model, k, seed),
-                                   parse_coord_dtype(cfg_.pipeline.coord_dtype).value(), t_fixed_,
-                                   cfg_.model.vocab_size);
+        auto row = boundary_codec(cfg_, k);
+        if (!row) return row.status();
+        return (*row)->make(boundary_spec(cfg_, k, t_fixed_));
     };
-    stage_ = std::make_unique<PipelineStage>(cfg_.model, seed, role_.stage, S(), codec(role_.stage - 1),
-                                             codec(role_.stage), t_fixed_);
+    auto in = codec(role_.stage - 1);
+    if (!in) return in.status();
+    auto out = codec(role_.stage);
+    if (!out) return out.status();
+    stage_ = std::make_unique<PipelineStage>(cfg_.model, seed, role_.stage, S(), std::move(in).value(),
+                                             std::move(out).value(), t_fixed_);
     // The schedule's op order is core/pipeline_program.h's stage_iteration (pipeline.schedule
     // was checked against its choices when the config was parsed).
     if (!parse_pipe_schedule(cfg_.pipeline.schedule)) return parse_pipe_schedule(cfg_.pipeline.schedule).status();

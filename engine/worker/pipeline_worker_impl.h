@@ -30,6 +30,7 @@
 #include "engine/data/dataset.h"
 #include "engine/data/loader.h"
 #include "engine/data/stream_check.h"
+#include "engine/pipeline/activation_codec_registry.h"
 #include "engine/pipeline/hetero.h"
 #include "engine/pipeline/reparam.h"
 #include "engine/pipeline/stage.h"
