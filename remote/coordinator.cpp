@@ -37,6 +37,10 @@ struct Coordinator::Impl {
     std::vector<std::vector<std::string>> retired;
     Clock::time_point last_heartbeat_sent = Clock::now();
     Clock::time_point last_poll = Clock::now();  // when poll() last read the streams
+    // When this coordinator's heartbeats last resumed after a gap of more than half the timeout
+    // (its own stall, or a run not started yet): a node that stopped for want of them soon after
+    // may have heard nothing because of it, not because of its link.
+    Clock::time_point own_gap_at{};
     int64_t next_id = 1;
     bool stopping = false;
     std::optional<size_t> first_failure;  // the node whose failed `done` arrived first in this run
@@ -414,7 +418,7 @@ Status Coordinator::configure_restarted(size_t i, const NodeRole& role_in) {
     s.rejoining[i] = {send_request(i, m), Clock::now()};
     NodeInfo& n = nodes_[i];
     n.state = "restarting";
-    n.done = n.lost = n.stopped = n.ok = false;
+    n.done = n.lost = n.stopped = n.ok = n.coordinator_lost = false;
     s.fenced_told.erase(i);
     s.fenced_rows.erase(i);
     n.error.clear();
@@ -591,8 +595,11 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
             n.stopped = m.body.value("stopped", false);
             // A refused scores frame's error stays when the node itself ends well.
             if (const std::string e = m.body.value("error", ""); !e.empty() || n.error.empty()) n.error = e;
+            n.coordinator_lost = m.body.value("coordinator_lost", false);
             n.state = !n.ok ? "failed" : (n.stopped ? "stopped" : "finished");
-            if (!n.ok && !s.first_failure) s.first_failure = it->second;
+            // A node that stopped itself for want of this coordinator's word: poll() decides whether
+            // that was a loss (its link) or this coordinator's own silence; its error is that stop's.
+            if (!n.ok && !s.first_failure && !n.coordinator_lost) s.first_failure = it->second;
             if (m.body.contains("summary") && m.body["summary"].is_object())
                 for (auto& [k, v] : m.body["summary"].items())
                     if (v.is_number()) n.summary[k] = v.get<double>();
@@ -628,6 +635,7 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
     take_rejoin_answers();
 
     if (since_s(s.last_heartbeat_sent) >= s.opts.heartbeat_s) {
+        if (since_s(s.last_heartbeat_sent) > s.opts.heartbeat_timeout_s / 2) s.own_gap_at = Clock::now();
         for (size_t i = 0; i < nodes_.size(); ++i) {
             if (!s.in_run[i] || nodes_[i].done || (i < s.rejoining.size() && s.rejoining[i].first != 0)) continue;
             Message hb;
@@ -650,10 +658,18 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
     for (size_t i = 0; i < nodes_.size(); ++i) {
         if (!s.in_run[i]) continue;
         NodeInfo& n = nodes_[i];
-        if (!n.done && n.heartbeat_age_s > s.opts.heartbeat_timeout_s && i < s.unit.size() && s.unit[i] >= 0 &&
-            !s.stopping) {
+        // A node that stopped itself, hearing nothing from this coordinator past the timeout, while
+        // this coordinator kept sending (no gap of its own within two timeouts): the link to it failed
+        // (one way, or both and back before its heartbeats were missed here). It left the run as a
+        // lost node does; its stop is not a stop request. After a gap of this coordinator's own the
+        // stop stays one (the run is interrupted: the nodes lost their coordinator).
+        const bool deaf = n.done && n.coordinator_lost && !n.lost && !s.stopping &&
+                          since_s(s.own_gap_at) > 2 * s.opts.heartbeat_timeout_s;
+        if (((!n.done && n.heartbeat_age_s > s.opts.heartbeat_timeout_s) || deaf) && i < s.unit.size() &&
+            s.unit[i] >= 0 && !s.stopping) {
             // A replica the run can go on without: its peers redo their round among themselves.
             n.done = n.lost = true;
+            n.stopped = false;
             n.state = "lost";
             s.losses.push_back(n.name + " at step " + std::to_string(n.step));
             char buf[64];
@@ -667,14 +683,27 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
             }
             int64_t live = static_cast<int64_t>(units.size() - dead.size());
             if (s.max_live > 0) live = std::min(live, s.max_live);
+            char limit[64];
+            std::snprintf(limit, sizeof limit, "%.1f", s.opts.heartbeat_timeout_s);
+            const std::string why = deaf ? std::string("stopped: it heard nothing from the coordinator for ") + limit +
+                                               " s while the coordinator ran"
+                                         : std::string("sent no heartbeat for ") + buf + " s";
             sink.on_event({0, n.name, EventLevel::kWarning, "node-lost",
-                           "node " + n.name + " (" + n.endpoint + ") sent no heartbeat for " + buf + " s (last at step " +
-                               std::to_string(n.step) + "); " + std::to_string(live) + " replica(s) go on"});
+                           "node " + n.name + " (" + n.endpoint + ") " + why + " (last at step " + std::to_string(n.step) +
+                               "); " + std::to_string(live) + " replica(s) go on"});
             if (live < s.min_live)
                 return RunOutcome{RunStatus::kFailed, "quorum lost: " + std::to_string(live) +
                                                           " replica(s) left, cluster.min_replicas is " +
                                                           std::to_string(s.min_live) + " (node " + n.name + " lost)"};
             continue;
+        }
+        if (deaf) {
+            char limit[64];
+            std::snprintf(limit, sizeof limit, "%.1f", s.opts.heartbeat_timeout_s);
+            return RunOutcome{RunStatus::kFailed, "node " + n.name + " (" + n.endpoint +
+                                                      ") stopped: it heard nothing from the coordinator for " + limit +
+                                                      " s while the coordinator ran (last at step " +
+                                                      std::to_string(n.step) + ")"};
         }
         if (!n.done && n.heartbeat_age_s > s.opts.heartbeat_timeout_s) {
             char buf[64];

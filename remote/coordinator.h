@@ -37,6 +37,7 @@ struct NodeInfo {
     double heartbeat_age_s = 0;    // seconds since its last heartbeat (updated by poll)
     bool done = false, ok = false, stopped = false;
     bool lost = false;             // silent past the timeout, and the run went on without it
+    bool coordinator_lost = false; // its `done` says it stopped itself, hearing nothing from this coordinator
     std::string error;             // why it failed, when it did
     WorkerSummary summary;         // final figures from its `done` message
 };

@@ -119,6 +119,10 @@ struct NodeServer::Impl {
     WorkerControl ctl;
     std::thread thread;
     std::atomic<bool> worker_done{false};
+    // The node stopped its run itself: it heard nothing from its coordinator past the timeout. Its
+    // end says so, so that a coordinator that did hear it (the link failed one way) counts it lost
+    // rather than take the stop for one it asked for.
+    std::atomic<bool> coordinator_lost{false};
     bool shutdown = false;
     double heartbeat_s = 0.5, heartbeat_timeout_s = 0;  // 0 = no coordinator watch before configure
     Clock::time_point last_heartbeat_sent = Clock::now(), coordinator_seen = Clock::now();
@@ -246,6 +250,7 @@ Message NodeServer::Impl::configure(const Message& req, const std::string& key) 
     ctl.paused = false;
     ctl.step = 0;
     worker_done = false;
+    coordinator_lost = false;
     sink = std::move(run_sink);
     owner_key = key;
     token = token_to_hex(random_token());
@@ -325,7 +330,7 @@ Message NodeServer::Impl::start() {
         Message done;
         done.kind = MsgKind::kDone;
         done.body = {{"name", role.name}, {"ok", res.is_ok()}, {"error", res.is_ok() ? "" : res.message()},
-                     {"stopped", ctl.stop.load()}};
+                     {"stopped", ctl.stop.load()}, {"coordinator_lost", coordinator_lost.load()}};
         done.body["summary"] = res.is_ok() ? nlohmann::json(*res) : nlohmann::json::object();
         sink->push(std::move(done));
         worker_done = true;
@@ -558,6 +563,7 @@ Status NodeServer::serve(const std::atomic<bool>* interrupt) {
         // A coordinator that went silent cannot stop us any more: stop training rather than run forever.
         if ((s.state == "running" || s.state == "paused") && s.heartbeat_timeout_s > 0 && !s.ctl.stop &&
             since_s(s.coordinator_seen) > s.heartbeat_timeout_s) {
+            s.coordinator_lost = true;
             s.ctl.stop = true;
             s.sink->event({0, s.role.name, EventLevel::kError, "coordinator-lost",
                            "no message from the coordinator for " + std::to_string(s.heartbeat_timeout_s) +

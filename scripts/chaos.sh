@@ -2,44 +2,58 @@
 # Chaos schedules against real runs: each schedule trains the micro model on three replicas as child
 # processes (one algorithm of DiLoCo, SparseLoCo over the mesh or the hub relay, NoLoCo, or
 # heterogeneous SparseLoCo: a full replica beside two rank-8 compressed pipeline replicas of two
-# stage nodes each), injects one seeded random fault for real — a node process paused past the
-# heartbeat timeout (SIGSTOP, then SIGCONT: a laptop lid, a VM stall), a slow node (short pauses
-# below the timeout), a node SIGKILLed, a node SIGKILLed with cluster.restart_lost, a node's network
-# link dropped past the timeout and then back (nftables: every TCP packet to or from its sockets is
-# dropped while the process runs on; what it queued arrives when the link returns), the coordinator
-# SIGKILLed once every node wrote a checkpoint (a resume needs one) and the run resumed, or the disk
-# under the run store filled up — and then checks the invariants on the store and the processes:
-#   * every round's members agree: all nodes that stored a round's state hash stored the same one
-#     (in a heterogeneous run: every holder of a stage stored the same hash of that stage, and
-#     T_fixed's), and all that stored its membership mask stored the same mask (one-node replicas:
-#     a node holding several stages stores a mask per stage, which may differ when a pipeline left
-#     between two stages' rounds);
+# stage nodes each, pipeline.routing "fixed"), injects one seeded random fault for real — a node
+# process paused past the heartbeat timeout (SIGSTOP, then SIGCONT: a laptop lid, a VM stall), a
+# slow node (short pauses below the timeout), a node SIGKILLed, a node SIGKILLed with
+# cluster.restart_lost, a node's network link dropped past the timeout and then back (nftables:
+# every TCP packet to or from its sockets is dropped while the process runs on; what it queued
+# arrives when the link returns), a flapping link (five drops of 0.3-1.5 s, 1 s apart), a one-way
+# link (the coordinator's messages to the node's control port dropped past the timeout: the node
+# stops for want of them, and the coordinator, which heard it all along, counts it lost), the
+# coordinator SIGKILLed once every node wrote a checkpoint (a resume needs one) and the run resumed,
+# or the disk under the run store filled up — and then checks the invariants on the store and the
+# processes:
+#   * every round's members agree: all nodes that stored a round's state hash stored the same one,
+#     and all that stored its membership mask stored the same mask (in a heterogeneous run, stage by
+#     stage: every holder of a stage stored the same hash of that stage and the same mask for it —
+#     the full replica stores one per stage, in stage order — and all stored the same T_fixed hash);
+#     after a loss the run survived, some round's mask must have been stored by two nodes or more;
 #   * the final status is what happened (finished after faults the run survives, exit code 0, naming
-#     the node it lost; interrupted after the coordinator's death, then finished by the resume;
-#     failed with exit 1 and the store's reason when its disk filled up);
+#     the node it lost — after a flapping link, if the coordinator counted any node lost, only the
+#     victim and named; a restarted node rejoined; interrupted after the coordinator's death, then
+#     finished by the resume; failed with exit 1 and the store's reason when its disk filled up);
 #   * no metric row is lost or stored twice: replica 0 (never a victim) stored every step's loss
 #     (after a full disk: every step up to the last it stored, with no gap), and no
-#     (node, step, metric) is stored more than once;
+#     (node, step, metric) is stored more than once (the full replica of a heterogeneous run: a
+#     mask per stage; a stage node's clock.* trace rows: one per compute segment and message);
 #   * no process is orphaned: none of the run's node processes outlives it.
+# Every fault applies to every algorithm. In a heterogeneous run the victim is any of the four stage
+# nodes: a lost stage node takes its whole pipeline replica out (its other node leaves cleanly) and
+# the status names the stage node; with cluster.restart_lost the pipeline's processes restart as a
+# whole and are admitted again.
 # Each schedule runs in a network namespace of its own where one can be made (as root): its nodes
-# talk over that namespace's loopback only, and a dropped link is a table there, never on the host.
+# talk over that namespace's loopback only, and a dropped link is a table there (input and output
+# hooks), never on the host; it is removed when the drop ends, and the namespace goes with the
+# run's processes, which the script kills on any exit.
 # Replica 0 (the node that evaluates) is never a victim.
 # Usage: scripts/chaos.sh N [--seed S] [--thinwire PATH] [--faults LIST] [--each] [--algos LIST]
 #                          [--keep DIR]
 #   N schedules (schedule i uses seed S + i; S defaults to 1). LIST is a comma-separated subset of
-#   pause,slow,kill,restart,coordinator,disk,link (disk mounts a tmpfs and link needs a network
-#   namespace and nft: as root; elsewhere a kill is injected instead, saying so). --each takes the
-#   faults of LIST in turn instead of at random (the algorithm, the victim and the timing stay
-#   random). --algos LIST draws from a subset of diloco,sparseloco,sparseloco-hub,noloco,hetero. --keep DIR copies each schedule's store and logs into
-#   DIR. CHAOS_RUN_LIMIT (s, default 240) bounds each run. Prints one line per schedule and a
-#   summary; exits 1 when any invariant was violated. Runs in a temporary data root; needs sqlite3.
+#   pause,slow,kill,restart,coordinator,disk,link,flap,oneway (disk mounts a tmpfs, link, flap and
+#   oneway need a network namespace and nft: as root; elsewhere a kill is injected instead of disk,
+#   link and oneway, a slow node instead of flap, saying so). --each takes the faults of LIST in
+#   turn instead of at random (the algorithm, the victim and the timing stay random). --algos LIST
+#   draws from a subset of diloco,sparseloco,sparseloco-hub,noloco,hetero. --keep DIR copies each
+#   schedule's store and logs into DIR. CHAOS_RUN_LIMIT (s, default 240) bounds each run. Prints
+#   one line per schedule and a summary (with the memberships compared); exits 1 when any
+#   invariant was violated. Runs in a temporary data root; needs sqlite3.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-}"
 [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] || { echo "usage: scripts/chaos.sh N [--seed S] [--thinwire PATH] [--faults LIST] [--each] [--algos LIST] [--keep DIR]" >&2; exit 2; }
 shift
 algos=(diloco sparseloco sparseloco-hub noloco hetero)
-seed=1 tw="$here/build/release/app/thinwire" fault_list="pause,slow,kill,restart,coordinator,disk,link" keep="" each=0
+seed=1 tw="$here/build/release/app/thinwire" fault_list="pause,slow,kill,restart,coordinator,disk,link,flap,oneway" keep="" each=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --seed) seed="$2"; shift 2 ;;
@@ -58,7 +72,7 @@ for a in "${algos[@]}"; do
   case "$a" in diloco|sparseloco|sparseloco-hub|noloco|hetero) ;; *) echo "chaos: unknown algorithm '$a'" >&2; exit 2 ;; esac
 done
 for f in "${faults[@]}"; do
-  case "$f" in pause|slow|kill|restart|coordinator|disk|link) ;; *) echo "chaos: unknown fault '$f'" >&2; exit 2 ;; esac
+  case "$f" in pause|slow|kill|restart|coordinator|disk|link|flap|oneway) ;; *) echo "chaos: unknown fault '$f'" >&2; exit 2 ;; esac
 done
 
 work="$(mktemp -d)"
@@ -72,12 +86,20 @@ in_netns() {
 }
 nft_ok=0
 [ "$netns" -eq 1 ] && command -v nft >/dev/null && command -v ss >/dev/null && command -v nsenter >/dev/null && nft_ok=1
+host_ns="$(readlink /proc/$$/ns/net)"
+drop_ns=""  # the namespace (a path to it) of a link drop in progress, for cleanup
 cleanup() {
+  # A drop's table goes first (it lives in the schedule's namespace, which dies with its processes
+  # anyway); then the coordinators (`--db $work/...`: their node processes die with them, but a
+  # coordinator under a killed `timeout` would run on) and whatever else the run started.
+  [ -z "$drop_ns" ] || nsenter --net="$drop_ns" nft delete table inet chaos 2>/dev/null || true
+  pkill -KILL -f -- "--db $work/" 2>/dev/null || true
   pkill -KILL -f -- "--data-root $work" 2>/dev/null || true; pkill -KILL -P $$ 2>/dev/null || true
   for m in "$work"/disk-*; do umount "$m" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM  # so that cleanup runs on a Ctrl-C or a kill too
 source "$here/tests/app/micro_corpus.sh"
 micro_corpus "$work/corpus"
 
@@ -126,55 +148,95 @@ wait_steps() {
   return 1
 }
 # The coordinator's node processes, in role order (replica-0, replica-1, replica-2; heterogeneous:
-# replica-0, replica-1.0, replica-1.1, replica-2.0, replica-2.1).
+# replica-0, replica-1.0, replica-1.1, replica-2.0, replica-2.1): the coordinator forks them in that
+# order, so their pids ascend (a pid wrap-around within one run's start-up aside).
 nodes_of() { pgrep -P "$1" -f -- "node --listen" | sort -n; }
-# The local TCP ports of process PID's sockets (listening and connected), seen in its namespace.
+# The local TCP ports of process PID's sockets (listening, connected, connecting), seen in network
+# namespace NS.
 ports_of() {
-  nsenter --net="/proc/$1/ns/net" ss -Htanp 2>/dev/null | grep -F "pid=$1," | awk '{print $4}' | sed 's/.*://' | sort -un
+  nsenter --net="$2" ss -Htanp 2>/dev/null | grep -F "pid=$1," | awk '{print $4}' | sed 's/.*://' | sort -un
 }
-# Drops every TCP packet to or from process PID's ports for D seconds, in its network namespace (a
-# table of its own, removed after), adding the ports of connections it opens meanwhile.
+# Drops every TCP packet to or from process PID's ports for D seconds (fractions too), in its
+# network namespace: a table of its own with the input and the output hook (on the loopback each
+# packet passes both; either alone would do, both keep the drop whole should the nodes ever talk
+# over another interface), removed after, adding the ports of connections the process opens
+# meanwhile (every 0.5 s at most). With a third argument PORT, only the packets to that port of
+# the process (one way: what its peers send there) are dropped. The namespace is held open by a
+# descriptor while the drop lasts, so the table is removed even when the process exits meanwhile (a
+# node told to stop) while the rest of the run goes on there. Refuses the script's own (the host's)
+# namespace.
 drop_link() {
-  local pid="$1" d="$2" ns="/proc/$1/ns/net" ports end
-  ports="$(ports_of "$pid" | paste -sd, -)"
-  [ -n "$ports" ] || return 1
-  nsenter --net="$ns" nft -f - <<NFT || return 1
+  local pid="$1" d="$2" only="${3:-}" ports end left nsfd rules="tcp dport @ports drop; tcp sport @ports drop;"
+  exec {nsfd}<"/proc/$pid/ns/net" || return 1
+  drop_ns="/proc/$$/fd/$nsfd"
+  if [ "$(readlink "$drop_ns")" = "$host_ns" ]; then
+    echo "chaos: node $pid runs in the host's network namespace; no table is added there" >&2
+    exec {nsfd}<&-; drop_ns=""; return 1
+  fi
+  ports="$(ports_of "$pid" "$drop_ns" | paste -sd, -)"
+  if [ -n "$only" ]; then
+    tr , "\n" <<<"$ports" | grep -qx -- "$only" || ports=""  # not its port (any more): nothing to drop
+    ports="${ports:+$only}" rules="tcp dport @ports drop;"
+  fi
+  if [ -z "$ports" ] || ! nsenter --net="$drop_ns" nft -f - <<NFT; then
 table inet chaos {
   set ports { type inet_service; elements = { $ports } }
-  chain out { type filter hook output priority 0; policy accept; tcp dport @ports drop; tcp sport @ports drop; }
+  chain in { type filter hook input priority 0; policy accept; $rules }
+  chain out { type filter hook output priority 0; policy accept; $rules }
 }
 NFT
-  end=$(awk -v s="$SECONDS" -v d="$d" 'BEGIN {print int(s + d + 0.999)}')
-  while [ "$SECONDS" -lt "$end" ] && kill -0 "$pid" 2>/dev/null; do
-    ports="$(ports_of "$pid" | paste -sd, -)"
-    [ -z "$ports" ] || nsenter --net="$ns" nft add element inet chaos ports "{ $ports }" 2>/dev/null || true
-    sleep 0.5
+    exec {nsfd}<&-; drop_ns=""; return 1
+  fi
+  end=$(awk -v t="$EPOCHREALTIME" -v d="$d" 'BEGIN {printf "%.3f", t + d}')
+  while kill -0 "$pid" 2>/dev/null; do
+    left=$(awk -v t="$EPOCHREALTIME" -v e="$end" 'BEGIN {l = e - t; if (l <= 0) exit 1; printf "%.3f", l < 0.5 ? l : 0.5}') || break
+    sleep "$left"
+    [ -z "$only" ] || continue
+    ports="$(ports_of "$pid" "$drop_ns" | paste -sd, -)"
+    [ -z "$ports" ] || nsenter --net="$drop_ns" nft add element inet chaos ports "{ $ports }" 2>/dev/null || true
   done
-  nsenter --net="$ns" nft delete table inet chaos 2>/dev/null || true
+  nsenter --net="$drop_ns" nft delete table inet chaos 2>/dev/null || true
+  exec {nsfd}<&-
+  drop_ns=""
 }
 
-violations=0 injected=0 rounds_checked=0
+violations=0 injected=0 rounds_checked=0 masks_compared=0
 violate() { echo "  VIOLATION: $*"; violations=$((violations + 1)); bad=1; }
 
 # The invariants on run ID of schedule NAME (expected final status WANT).
 check_run() {  # id, status wanted, text its reason must hold ("" = any)
   local id="$1" want="$2" reason="$3" split dup status n0 left hashes="name = 'round.state_hash'" per_stage=0
-  # A heterogeneous run's holders agree stage by stage (and on T_fixed); a node holding several
-  # stages stores one membership mask per stage, and a stage node's trace one clock.* row per
-  # compute segment and message of a step.
-  [ "$algo" != hetero ] || { hashes="(name LIKE 'round.stage%_hash' OR name = 'round.t_fixed_hash')"; per_stage=1; }
+  local stage_of="0" masks_per_node=1 pairs
+  # A heterogeneous run's holders agree stage by stage (and on T_fixed). A stage node (replica-R.S)
+  # stores one membership mask, its stage's; the full replica stores one per stage, in stage order
+  # (row order), which may differ from each other when a pipeline left between two stages' rounds:
+  # masks are compared stage by stage. A stage node's trace stores one clock.* row per compute
+  # segment and message of a step.
+  if [ "$algo" = hetero ]; then
+    hashes="(name LIKE 'round.stage%_hash' OR name = 'round.t_fixed_hash')" per_stage=1 masks_per_node=2
+    stage_of="CASE WHEN instr(node, '.') > 0 THEN CAST(substr(node, instr(node, '.') + 1) AS INTEGER)
+                   ELSE ROW_NUMBER() OVER (PARTITION BY node, step ORDER BY rowid) - 1 END"
+  fi
   split="$(q "SELECT step, name, COUNT(DISTINCT value) FROM metrics WHERE run_id = $id AND $hashes
               GROUP BY step, name HAVING COUNT(DISTINCT value) > 1 LIMIT 3")"
   [ -z "$split" ] || violate "members of a round hold different states (step|hash|distinct values): $split"
-  if [ "$per_stage" -eq 0 ]; then
-    split="$(q "SELECT step, COUNT(DISTINCT value) FROM metrics WHERE run_id = $id AND name = 'round.group_mask'
-                GROUP BY step HAVING COUNT(DISTINCT value) > 1 LIMIT 3")"
-    [ -z "$split" ] || violate "members of a round hold different memberships (step, distinct masks): $split"
-  fi
+  local masks="SELECT step, value, $stage_of AS stage FROM metrics WHERE run_id = $id AND name = 'round.group_mask'"
+  split="$(q "WITH m AS ($masks) SELECT step, stage, COUNT(DISTINCT value) FROM m
+              GROUP BY step, stage HAVING COUNT(DISTINCT value) > 1 LIMIT 3")"
+  [ -z "$split" ] || violate "members of a round hold different memberships (step|stage|distinct masks): $split"
+  # How many (round, stage) masks were compared between two nodes or more: none after a loss the
+  # run survived would mean the check looked at nothing.
+  pairs="$(q "WITH m AS ($masks) SELECT COUNT(*) FROM (SELECT 1 FROM m GROUP BY step, stage HAVING COUNT(*) > 1)")"
+  masks_compared=$((masks_compared + pairs))
+  case "$fault" in pause|kill|restart|link|oneway)
+    [ "$pairs" -gt 0 ] || violate "no round's membership mask was stored by two nodes after $victim_name was lost: nothing compared" ;;
+  esac
   rounds_checked=$((rounds_checked + $(q "SELECT COUNT(DISTINCT step) FROM metrics WHERE run_id = $id AND $hashes")))
   dup="$(q "SELECT node, step, name, COUNT(*) FROM metrics WHERE run_id = $id
-            AND NOT ($per_stage AND (name = 'round.group_mask' OR name LIKE 'clock.%'))
-            GROUP BY node, step, name HAVING COUNT(*) > 1 LIMIT 3")"
+            AND NOT ($per_stage AND name LIKE 'clock.%')
+            GROUP BY node, step, name
+            HAVING COUNT(*) > CASE WHEN name = 'round.group_mask' AND instr(node, '.') = 0 THEN $masks_per_node ELSE 1 END
+            LIMIT 3")"
   [ -z "$dup" ] || violate "metric rows stored twice (node|step|name|count): $dup"
   n0="$(loss_rows "$id")"
   if [ "$want" = failed ]; then  # stopped early: every step up to the last one stored, no gap
@@ -206,8 +268,11 @@ for i in $(seq 1 "$n"); do
   if [ "$algo" = hetero ]; then names=(replica-0 replica-1.0 replica-1.1 replica-2.0 replica-2.1); victim=$((1 + RANDOM % 4)); fi
   victim_name="${names[victim]}"
   db="$work/runs-$i.db"
-  if [ "$fault" = link ] && [ "$nft_ok" -eq 0 ]; then
-    echo "schedule $i: no link fault (no network namespace or no nft here); a kill instead"; fault=kill
+  if { [ "$fault" = link ] || [ "$fault" = oneway ]; } && [ "$nft_ok" -eq 0 ]; then
+    echo "schedule $i: no $fault fault (no network namespace or no nft here); a kill instead"; fault=kill
+  fi
+  if [ "$fault" = flap ] && [ "$nft_ok" -eq 0 ]; then  # the nearest disturbance below the timeout
+    echo "schedule $i: no flapping link (no network namespace or no nft here); a slow node instead"; fault=slow
   fi
   if [ "$fault" = disk ]; then  # the store on a small file system of its own
     mkdir -p "$work/disk-$i"
@@ -228,16 +293,24 @@ for i in $(seq 1 "$n"); do
   if [ "$fault" = coordinator ]; then  # a resume needs a checkpoint every node wrote (else it is refused)
     for _ in $(seq 1 1200); do
       [ "$(q "SELECT COUNT(*) FROM (SELECT step FROM metrics WHERE run_id = $id AND name = 'ckpt.bytes'
-                GROUP BY step HAVING COUNT(DISTINCT node) = 3)")" -gt 0 ] && break
+                GROUP BY step HAVING COUNT(DISTINCT node) >= ${#names[@]})")" -gt 0 ] && break
       kill -0 "$sub" 2>/dev/null || break
       sleep 0.1
     done
     at="$(loss_rows "$id")"
   fi
   coord="$(pgrep -P "$sub" -f "run chaos.toml" || echo "$sub")"
-  victim_pid="$(nodes_of "$coord" | sed -n "$((victim + 1))p")"
+  nodes="$(nodes_of "$coord")"
+  victim_pid="$(sed -n "$((victim + 1))p" <<<"$nodes")"
   want=finished rc_want=0
+  case "$fault" in coordinator|disk) ;; *)  # the victim is the (victim+1)-th node process in role order
+    if [ "$(grep -c . <<<"$nodes")" -ne "${#names[@]}" ]; then
+      violate "the coordinator runs $(grep -c . <<<"$nodes") node processes, the layout has ${#names[@]}: no victim to map; no fault injected"
+      fault=none what="no fault"
+    fi ;;
+  esac
   case "$fault" in
+    none) ;;
     pause)
       d="$((timeout_s + 2 + RANDOM % 5)).$((RANDOM % 10))"
       what="$victim_name paused ${d} s"
@@ -257,13 +330,26 @@ for i in $(seq 1 "$n"); do
       d="$((timeout_s + 2 + RANDOM % 5)).$((RANDOM % 10))"
       what="$victim_name's link dropped ${d} s"
       drop_link "$victim_pid" "$d" || what="$what (it had left already)" ;;
+    oneway)  # the coordinator's messages to the node's control port; the node still reaches everyone
+      d="$((timeout_s + 2 + RANDOM % 5)).$((RANDOM % 10))"
+      port="$(ps -o args= -p "$victim_pid" | sed -n 's/.*--listen tcp:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p')"
+      what="the coordinator's messages to $victim_name dropped ${d} s (one way)"
+      [ -n "$port" ] && drop_link "$victim_pid" "$d" "$port" || what="$what (it had left already)" ;;
+    flap)  # each drop below the timeout, but TCP's retransmission backoff can stretch one past it
+      drops=() gone=""
+      for _ in 1 2 3 4 5; do
+        r=$((3 + RANDOM % 13)); drops+=("$((r / 10)).$((r % 10))")  # 0.3-1.5 s
+        drop_link "$victim_pid" "${drops[-1]}" || { gone=" (it had left)"; break; }
+        sleep 1
+      done
+      what="$victim_name's link flapping (dropped $(IFS=/; echo "${drops[*]}") s, 1 s apart)$gone" ;;
     disk)  # the run writer keeps an 8 MiB reserve for ending a run: fill the disk past it
       what="the store's disk filled up"
       want=failed rc_want=1
       avail_k="$(df -k --output=avail "$work/disk-$i" | tail -1 | tr -d ' ')"
       head -c "$(( (avail_k - 4096) * 1024 ))" /dev/zero > "$work/disk-$i/filler" 2>/dev/null || true ;;
   esac
-  injected=$((injected + 1))
+  [ "$fault" = none ] || injected=$((injected + 1))
   set +e; wait "$sub" 2>/dev/null; rc=$?; set -e
   if [ "$fault" = coordinator ]; then
     for _ in $(seq 1 100); do [ -z "$(pgrep -f -- "--data-root $work")" ] && break; sleep 0.1; done
@@ -278,10 +364,21 @@ for i in $(seq 1 "$n"); do
   [ "$fault" != coordinator ] || log="$work/$name-resume.log"
   [ "$rc" -eq "$rc_want" ] || violate "exit code $rc, want $rc_want: $(tail -3 "$log")"
   survived=""  # a loss the run survived is named in its status
-  case "$fault" in pause|kill|restart|link) survived="survived the loss of $victim_name" ;;
+  case "$fault" in pause|kill|restart|link|oneway) survived="survived the loss of $victim_name" ;;
     disk) survived="the run store could not be written" ;; esac
   check_run "$id" "$want" "$survived"
+  # A restarted node takes its state from a live peer (its pipeline's nodes each their stage's).
+  if [ "$fault" = restart ] &&
+     [ "$(q "SELECT COUNT(*) FROM events WHERE run_id = $id AND kind = 'rejoin' AND node = '$victim_name'")" -eq 0 ]; then
+    violate "$victim_name was restarted and never rejoined (no rejoin event of it)"
+  fi
   lost="$(q "SELECT COUNT(*) FROM events WHERE run_id = $id AND kind = 'node-lost'")"
+  if [ "$fault" = flap ] && [ "$lost" -gt 0 ]; then  # a flap the coordinator counted as a loss: the victim's
+    others="$(q "SELECT group_concat(DISTINCT node) FROM events WHERE run_id = $id AND kind = 'node-lost' AND node <> '$victim_name'")"
+    [ -z "$others" ] || violate "a flapping link of $victim_name cost other nodes: $others counted lost"
+    grep -qF -- "survived the loss of $victim_name" <<<"$(q "SELECT reason FROM runs WHERE id = $id")" ||
+      violate "$victim_name was counted lost, and the status does not name it: $(q "SELECT reason FROM runs WHERE id = $id")"
+  fi
   [ -z "$keep" ] || cp "$db" "$work/$name"*.log "$keep/"
   if [ "$bad" -ne 0 ]; then  # what the run said, for the report
     q "SELECT '    event ' || node || ' ' || kind || ': ' || substr(text, 1, 160) FROM events WHERE run_id = $id AND level > 0 LIMIT 12"
@@ -291,5 +388,5 @@ for i in $(seq 1 "$n"); do
     "$what" "$at" "$(q "SELECT status FROM runs WHERE id = $id")" "$rc" "$lost" $((SECONDS - start)) "$([ $bad -eq 0 ] && echo "" || echo " — VIOLATED")"
   [ "$fault" != disk ] || umount "$work/disk-$i" 2>/dev/null || true
 done
-echo "chaos: $n schedules, $injected faults injected, $rounds_checked rounds checked, $violations invariant violations, $((SECONDS - total_start)) s"
+echo "chaos: $n schedules, $injected faults injected, $rounds_checked rounds checked ($masks_compared memberships compared), $violations invariant violations, $((SECONDS - total_start)) s"
 [ "$violations" -eq 0 ]

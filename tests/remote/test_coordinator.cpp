@@ -8,11 +8,13 @@
 #include <optional>
 #include <thread>
 #include <zmq.hpp>
+#include <zmq_addon.hpp>
 
 #include "core/config_io.h"
 #include "core/layout.h"
 #include "remote/cluster.h"
 #include "remote/coordinator.h"
+#include "remote/node_server.h"
 #include "remote/protocol.h"
 
 namespace tw {
@@ -153,6 +155,88 @@ TEST(Coordinator, TheFirstFailureToArriveIsTheReason) {
     EXPECT_EQ(o->reason, "replica-1: its data differ");
     EXPECT_TRUE(c.coord->nodes()[0].done) << "replica-0's failure did not arrive in the same poll";
     (void)c.coord->stop();
+}
+
+// A coordinator stalled past the heartbeat timeout (SIGSTOP, a VM stall): every node stops
+// itself for want of its word, and the run is interrupted (the nodes lost their coordinator) — the
+// coordinator counts none of them lost, since the silence was its own.
+TEST(Coordinator, ACoordinatorStalledPastTheTimeoutEndsTheRunInterruptedLosingNoNode) {
+    Cluster c(3, 100000);
+    c.coord->set_loss_policy({0, 1, 2}, 1);
+    ASSERT_TRUE(c.coord->start());
+    CollectSink sink;
+    for (int i = 0; i < 10; ++i) ASSERT_FALSE(c.coord->poll(sink, 20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2600));  // no poll: no heartbeat goes out
+    const RunOutcome o = c.wait(sink);
+    EXPECT_EQ(o.status, RunStatus::kInterrupted) << o.reason;
+    for (auto& n : c.coord->nodes()) {
+        EXPECT_FALSE(n.lost) << n.name;
+        EXPECT_TRUE(n.coordinator_lost) << n.name;
+    }
+    for (auto& e : sink.events) EXPECT_NE(e.kind, "node-lost") << e.text;
+}
+
+// A node's end says whether it stopped itself for want of its coordinator's word (the coordinator
+// tells a one-way link failure from a stop it asked for by it) or was stopped on request.
+TEST(NodeServer, ANodeThatHearsNothingFromItsCoordinatorStopsAndSaysSo) {
+    auto ctx = std::make_shared<zmq::context_t>();
+    NodeOptions o;
+    o.listen = "inproc://deaf-node";
+    o.ctx = ctx;
+    auto server = unwrap(NodeServer::bind(o, [](const RunConfig&, const NodeRole& r, const NodeSite&) {
+        return Result<std::unique_ptr<Worker>>(std::make_unique<CountingWorker>(r, 1000000));
+    }));
+    std::atomic<bool> stop{false};
+    std::thread serving([&] { (void)server->serve(&stop); });
+    zmq::socket_t dealer(*ctx, zmq::socket_type::dealer), sub(*ctx, zmq::socket_type::sub);
+    dealer.set(zmq::sockopt::rcvtimeo, 5000);
+    dealer.connect(o.listen);
+    sub.set(zmq::sockopt::subscribe, "");
+    sub.set(zmq::sockopt::rcvtimeo, 5000);
+    sub.connect(unwrap(derive_endpoints(o.listen)).metrics);
+    const auto ask = [&](MsgKind k, nlohmann::json body) {
+        Message m;
+        m.kind = k;
+        m.body = std::move(body);
+        auto frames = encode(m);
+        for (size_t i = 0; i < frames.size(); ++i)
+            dealer.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+        std::vector<zmq::message_t> reply;
+        EXPECT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(reply)));
+        return unwrap(decode(reply));
+    };
+    const auto done = [&]() -> nlohmann::json {  // the node's `done`, as its coordinator reads it
+        for (;;) {
+            std::vector<zmq::message_t> frames;
+            if (!zmq::recv_multipart(sub, std::back_inserter(frames))) return nullptr;
+            auto m = decode(frames);
+            if (m && m->kind == MsgKind::kDone) return m->body;
+        }
+    };
+    NodeRole role;
+    role.name = "replica-1";
+    const auto run = [&](double timeout_s) {
+        Message ok = ask(MsgKind::kConfigure, {{"config_toml", ""}, {"role", role_to_json(role)},
+                                               {"heartbeat_s", 0.05}, {"heartbeat_timeout_s", timeout_s}});
+        EXPECT_EQ(ok.kind, MsgKind::kOk) << ok.body.dump();
+        const std::string token = ok.body.value("token", "");
+        EXPECT_EQ(ask(MsgKind::kStart, {{"token", token}}).kind, MsgKind::kOk);
+        return token;
+    };
+    // Stopped on request, with its coordinator's word all along.
+    const std::string token = run(30);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(ask(MsgKind::kStop, {{"token", token}}).kind, MsgKind::kOk);
+    nlohmann::json d = done();
+    EXPECT_EQ(d.value("stopped", false), true) << d.dump();
+    EXPECT_EQ(d.value("coordinator_lost", true), false) << d.dump();
+    // Configured again and left without a word past its timeout: it stops itself and says why.
+    (void)run(0.3);
+    d = done();
+    EXPECT_EQ(d.value("stopped", false), true) << d.dump();
+    EXPECT_EQ(d.value("coordinator_lost", false), true) << d.dump();
+    stop = true;
+    serving.join();
 }
 
 TEST(Coordinator, ConnectNamesAnEndpointThatDoesNotAnswer) {
