@@ -1,25 +1,28 @@
 // Coordinator: request/reply over one DEALER per node, one SUB for every node's stream.
 #include "remote/coordinator.h"
 
-#include "core/platform_info.h"
-
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
 #include <set>
 #include <zmq.hpp>
-
-#include "remote/poll.h"
 #include <zmq_addon.hpp>
 
 #include "core/layout.h"
+#include "core/platform_info.h"
+#include "remote/poll.h"
 #include "remote/protocol.h"
 
 namespace tw {
 namespace {
 using Clock = std::chrono::steady_clock;
 double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+std::string one_decimal(double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f", x);
+    return buf;
+}
 }  // namespace
 
 struct Coordinator::Impl {
@@ -143,21 +146,6 @@ Result<std::vector<DataReport>> Coordinator::prepare(const std::string& config_t
     using R = Result<std::vector<DataReport>>;
     count = std::min(count, nodes_.size());
     std::vector<DataReport> out(count);
-    auto parse = [&](size_t i, const Message& m) -> Status {
-        const auto& b = m.body;
-        if (m.kind != MsgKind::kPrepared || !b.contains("vocab_size") || !b["vocab_size"].is_number_integer() ||
-            !b.contains("fingerprint") || !b["fingerprint"].is_string() || !b.contains("unigram_loss") ||
-            !b["unigram_loss"].is_number())
-            return Status::error("node " + nodes_[i].endpoint + " answered prepare without vocab_size, fingerprint "
-                                 "and unigram_loss");
-        out[i].vocab_size = b["vocab_size"].get<int64_t>();
-        out[i].fingerprint = b["fingerprint"].get<std::string>();
-        out[i].unigram_loss = b["unigram_loss"].get<double>();
-        if (b.contains("log") && b["log"].is_array())
-            for (auto& l : b["log"])
-                if (l.is_string()) out[i].log.push_back(l.get<std::string>());
-        return Status::ok();
-    };
     // Node 0 first: nodes that share its data root (threads, child processes) then find the data
     // cached instead of racing to build it. The others at once: remote nodes prepare in parallel.
     for (size_t first = 0, end = std::min<size_t>(count, 1); first < count; first = end, end = count) {
@@ -171,7 +159,9 @@ Result<std::vector<DataReport>> Coordinator::prepare(const std::string& config_t
         for (auto [i, id] : sent) {
             auto reply = await_reply(i, id, MsgKind::kPrepare, timeout_ms, abort);
             if (!reply) return R::error("preparing data: " + reply.message());
-            if (Status st = parse(i, *reply); !st) return R::error("preparing data: " + st.message());
+            auto report = data_report_from_message(*reply);
+            if (!report) return R::error("preparing data: node " + nodes_[i].endpoint + " " + report.message());
+            out[i] = std::move(*report);
         }
     }
     return out;
@@ -538,7 +528,7 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
         } else if (!s.fenced_told.count(it->second)) {
             s.fenced_told.insert(it->second);
             sink.on_event({0, name, EventLevel::kWarning, "lost-node-heard",
-                           "node " + name + " was counted lost but is heard again (a paused process?); it is told to stop"});
+                           "node " + name + " was counted lost but is heard again (it was paused, or its link came back); it is told to stop"});
             Message stop;
             stop.kind = MsgKind::kStop;
             stop.body["token"] = s.tokens[it->second];
@@ -665,54 +655,38 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
         // stop stays one (the run is interrupted: the nodes lost their coordinator).
         const bool deaf = n.done && n.coordinator_lost && !n.lost && !s.stopping &&
                           since_s(s.own_gap_at) > 2 * s.opts.heartbeat_timeout_s;
-        if (((!n.done && n.heartbeat_age_s > s.opts.heartbeat_timeout_s) || deaf) && i < s.unit.size() &&
-            s.unit[i] >= 0 && !s.stopping) {
-            // A replica the run can go on without: its peers redo their round among themselves.
-            n.done = n.lost = true;
-            n.stopped = false;
-            n.state = "lost";
-            s.losses.push_back(n.name + " at step " + std::to_string(n.step));
-            char buf[64];
-            std::snprintf(buf, sizeof buf, "%.1f", n.heartbeat_age_s);
-            // Live units: those none of whose nodes is lost (a replica's nodes leave together).
-            std::set<int> units, dead;
-            for (size_t j = 0; j < nodes_.size() && j < s.unit.size(); ++j) {
-                if (!s.in_run[j] || s.unit[j] < 0) continue;
-                units.insert(s.unit[j]);
-                if (nodes_[j].lost) dead.insert(s.unit[j]);
-            }
-            int64_t live = static_cast<int64_t>(units.size() - dead.size());
-            if (s.max_live > 0) live = std::min(live, s.max_live);
-            char limit[64];
-            std::snprintf(limit, sizeof limit, "%.1f", s.opts.heartbeat_timeout_s);
-            const std::string why = deaf ? std::string("stopped: it heard nothing from the coordinator for ") + limit +
-                                               " s while the coordinator ran"
-                                         : std::string("sent no heartbeat for ") + buf + " s";
-            sink.on_event({0, n.name, EventLevel::kWarning, "node-lost",
-                           "node " + n.name + " (" + n.endpoint + ") " + why + " (last at step " + std::to_string(n.step) +
-                               "); " + std::to_string(live) + " replica(s) go on"});
-            if (live < s.min_live)
-                return RunOutcome{RunStatus::kFailed, "quorum lost: " + std::to_string(live) +
-                                                          " replica(s) left, cluster.min_replicas is " +
-                                                          std::to_string(s.min_live) + " (node " + n.name + " lost)"};
+        const bool silent = !n.done && n.heartbeat_age_s > s.opts.heartbeat_timeout_s;
+        if (!deaf && !silent) {
+            all_done = all_done && n.done;
+            any_stopped = any_stopped || n.stopped;
             continue;
         }
-        if (deaf) {
-            char limit[64];
-            std::snprintf(limit, sizeof limit, "%.1f", s.opts.heartbeat_timeout_s);
-            return RunOutcome{RunStatus::kFailed, "node " + n.name + " (" + n.endpoint +
-                                                      ") stopped: it heard nothing from the coordinator for " + limit +
-                                                      " s while the coordinator ran (last at step " +
-                                                      std::to_string(n.step) + ")"};
+        const std::string why = "node " + n.name + " (" + n.endpoint + ") " +
+                                (deaf ? "stopped: it heard nothing from the coordinator for " +
+                                            one_decimal(s.opts.heartbeat_timeout_s) + " s while the coordinator ran"
+                                      : "sent no heartbeat for " + one_decimal(n.heartbeat_age_s) + " s") +
+                                " (last at step " + std::to_string(n.step) + ")";
+        // A node the run cannot go on without fails it.
+        if (i >= s.unit.size() || s.unit[i] < 0 || s.stopping) return RunOutcome{RunStatus::kFailed, why};
+        // A replica the run can go on without: its peers redo their round among themselves.
+        n.done = n.lost = true;
+        n.stopped = false;
+        n.state = "lost";
+        s.losses.push_back(n.name + " at step " + std::to_string(n.step));
+        // Live units: those none of whose nodes is lost (a replica's nodes leave together).
+        std::set<int> units, dead;
+        for (size_t j = 0; j < nodes_.size() && j < s.unit.size(); ++j) {
+            if (!s.in_run[j] || s.unit[j] < 0) continue;
+            units.insert(s.unit[j]);
+            if (nodes_[j].lost) dead.insert(s.unit[j]);
         }
-        if (!n.done && n.heartbeat_age_s > s.opts.heartbeat_timeout_s) {
-            char buf[64];
-            std::snprintf(buf, sizeof buf, "%.1f", n.heartbeat_age_s);
-            return RunOutcome{RunStatus::kFailed, "node " + n.name + " (" + n.endpoint + ") sent no heartbeat for " +
-                                                      buf + " s (last at step " + std::to_string(n.step) + ")"};
-        }
-        all_done = all_done && n.done;
-        any_stopped = any_stopped || n.stopped;
+        int64_t live = static_cast<int64_t>(units.size() - dead.size());
+        if (s.max_live > 0) live = std::min(live, s.max_live);
+        sink.on_event({0, n.name, EventLevel::kWarning, "node-lost", why + "; " + std::to_string(live) + " replica(s) go on"});
+        if (live < s.min_live)
+            return RunOutcome{RunStatus::kFailed, "quorum lost: " + std::to_string(live) +
+                                                      " replica(s) left, cluster.min_replicas is " +
+                                                      std::to_string(s.min_live) + " (node " + n.name + " lost)"};
     }
     if (!all_done) return std::nullopt;
     if (any_stopped || s.stopping) return RunOutcome{RunStatus::kInterrupted, "stopped on request"};

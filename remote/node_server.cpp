@@ -293,9 +293,7 @@ std::optional<Message> NodeServer::Impl::begin_prepare(const Message& req, const
         if (!r) {
             p->reply = make_error("prepare: " + r.message());
         } else {
-            p->reply.kind = MsgKind::kPrepared;
-            p->reply.body = {{"vocab_size", r->vocab_size}, {"fingerprint", r->fingerprint},
-                             {"unigram_loss", r->unigram_loss}, {"log", r->log}};
+            p->reply = prepared_message(*r);
         }
         p->done = true;
     });

@@ -545,4 +545,28 @@ Result<FinalModelPart> model_part_from_message(const Message& m) {
     return p;
 }
 
+Message prepared_message(const DataReport& r) {
+    Message m;
+    m.kind = MsgKind::kPrepared;
+    m.body = {{"vocab_size", r.vocab_size}, {"fingerprint", r.fingerprint}, {"unigram_loss", r.unigram_loss},
+              {"log", r.log}};
+    return m;
+}
+
+Result<DataReport> data_report_from_message(const Message& m) {
+    const auto& b = m.body;
+    if (m.kind != MsgKind::kPrepared || !b.contains("vocab_size") || !b["vocab_size"].is_number_integer() ||
+        !b.contains("fingerprint") || !b["fingerprint"].is_string() || !b.contains("unigram_loss") ||
+        !b["unigram_loss"].is_number())
+        return Status::error("answered prepare without vocab_size, fingerprint and unigram_loss");
+    DataReport out;
+    out.vocab_size = b["vocab_size"].get<int64_t>();
+    out.fingerprint = b["fingerprint"].get<std::string>();
+    out.unigram_loss = b["unigram_loss"].get<double>();
+    if (b.contains("log") && b["log"].is_array())
+        for (auto& l : b["log"])
+            if (l.is_string()) out.log.push_back(l.get<std::string>());
+    return out;
+}
+
 }  // namespace tw

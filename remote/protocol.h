@@ -117,6 +117,12 @@ Message model_message(const std::string& node, const FinalModelPart& p);
 // or a frame that is empty, longer than kFinalModelPartBytes or reaches past the total. Whether
 // the part belongs to the run's model is coordinator/final_model_assembly.h's check.
 Result<FinalModelPart> model_part_from_message(const Message& m);
+// The `prepared` answer to a prepare request (MsgKind::kPrepared): the data a node built.
+Message prepared_message(const DataReport& r);
+// Parses a `prepared` answer. Refused, with the reason: another kind, or vocab_size not an
+// integer, fingerprint not a string or unigram_loss not a number. Log lines that are not strings
+// are left out.
+Result<DataReport> data_report_from_message(const Message& m);
 // Rows are [integer step, integer outer_step, number wall_s, number sim_s, string name, number or
 // null value]; the error names the row and column.
 Result<std::vector<MetricRecord>> metrics_from_rows(const nlohmann::json& rows, const std::string& node);
