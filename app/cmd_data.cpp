@@ -14,6 +14,7 @@
 #include "core/token_budget.h"
 #include "engine/data/data_warnings.h"
 #include "engine/data/dataset.h"
+#include "core/run_kind.h"
 
 namespace tw::cli {
 namespace {
@@ -94,7 +95,7 @@ int run_prepare(const DataArgs& a) {
                       d.train->size() > 0 ? tokens / static_cast<double>(d.train->size()) : 0.0);
         if (!shown.insert(run.run.name + line).second) continue;
         std::printf("%s%s\n", line, plan.runs.size() > 1 ? ("  [" + run.run.name + "]").c_str() : "");
-        if (run.hdee.enabled()) print_expert_passes(run, d, per_genre);
+        if (is_run_kind(run, RunKind::kHdee)) print_expert_passes(run, d, per_genre);
     }
     std::set<std::string> warned;
     for (const auto& [name, run] : plan.runs)

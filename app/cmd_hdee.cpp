@@ -7,6 +7,7 @@
 
 #include "app/commands.h"
 #include "core/config_io.h"
+#include "core/run_kind.h"
 
 namespace tw::cli {
 namespace {
@@ -20,7 +21,7 @@ struct HdeeArgs {
 int run_hdee(const Globals& g, const HdeeArgs& a) {
     const RunPlan plan = unwrap(load_run_plan(a.file, a.sets));
     for (auto& [variant, cfg] : plan.runs)
-        if (!cfg.hdee.enabled())
+        if (!is_run_kind(cfg, RunKind::kHdee))
             throw Error(a.file + (variant.empty() ? "" : " (" + variant + ")") +
                         ": hdee.domains: `thinwire hdee` needs an [hdee] section with its domains "
                         "(`thinwire run` runs other layouts)");

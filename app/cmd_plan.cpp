@@ -12,6 +12,7 @@
 #include "core/config_io.h"
 #include "core/network.h"
 #include "engine/plan/planner.h"
+#include "core/run_kind.h"
 
 namespace tw::cli {
 namespace {
@@ -58,7 +59,7 @@ std::vector<PlannedRun> load_runs(const PlanArgs& a) {
     if (!flops) {  // every run refused under flops: named as not planned only if its kind is not modelled
         const RunPlan as_written = unwrap(load_run_plan(a.file, a.sets, select));
         for (auto& [name, cfg] : as_written.runs) {
-            const bool modelled = !cfg.skippipe.enabled() && !cfg.hdee.enabled();
+            const bool modelled = !*run_kind_of(cfg).not_planned;
             out.push_back({name, cfg, modelled ? flops.message() : "", ""});
         }
     } else {
@@ -70,7 +71,7 @@ std::vector<PlannedRun> load_runs(const PlanArgs& a) {
             PlannedRun r{name, {}, why, ""};
             if (as_written)
                 for (auto& [wname, wcfg] : as_written->runs)
-                    if ((wname == name || wname.rfind(name + " ", 0) == 0) && (wcfg.skippipe.enabled() || wcfg.hdee.enabled()))
+                    if ((wname == name || wname.rfind(name + " ", 0) == 0) && *run_kind_of(wcfg).not_planned)
                         r.cfg = wcfg, r.refused.clear();
             out.push_back(std::move(r));
         }
@@ -78,8 +79,7 @@ std::vector<PlannedRun> load_runs(const PlanArgs& a) {
     for (PlannedRun& r : out) {
         if (!r.refused.empty()) continue;
         if (r.cfg.model.vocab_size <= 0) r.cfg.model.vocab_size = r.cfg.data.vocab_size;  // the tokenizer's target size
-        if (r.cfg.skippipe.enabled()) r.skipped = "SkipPipe's schedule needs measured stage times";
-        if (r.cfg.hdee.enabled()) r.skipped = "HDEE experts train without communication";
+        r.skipped = run_kind_of(r.cfg).not_planned;
     }
     return out;
 }

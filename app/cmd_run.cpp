@@ -18,6 +18,7 @@
 #include "core/config_io.h"
 #include "core/data_root.h"
 #include "storage/run_store.h"
+#include "core/run_kind.h"
 
 namespace tw::cli {
 namespace {
@@ -40,7 +41,7 @@ void print_result(const SessionResult& r, const RunConfig& cfg) {
                 r.reason.empty() ? "" : ": ", r.reason.c_str());
     if (!r.nodes.empty()) {  // a run that failed preparing its data has no nodes to show
         print_nodes(r);
-        if (cfg.skippipe.enabled()) print_skippipe(r);
+        if (is_run_kind(cfg, RunKind::kSkipPipe)) print_skippipe(r);
         std::printf("  unigram baseline %.4f nats/token\n", r.unigram);
     }
     if (!r.hdee_tables.empty()) std::printf("%s", r.hdee_tables.c_str());

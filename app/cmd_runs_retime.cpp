@@ -1,5 +1,6 @@
 // `thinwire runs retime`; see cmd_runs_retime.h.
 #include "app/cmd_runs_retime.h"
+#include "core/run_kind.h"
 
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -15,7 +16,7 @@ namespace {
 
 // "sparseloco, 4 replicas" or "pipelines: 2 of 4 replicas × 2 stages, sparseloco".
 std::string run_kind(const RunConfig& c) {
-    if (c.skippipe.enabled())
+    if (is_run_kind(c, RunKind::kSkipPipe))
         return "SkipPipe, " + std::to_string(c.skippipe.stages) + " stages × " + std::to_string(c.skippipe.replicas) +
                " replicas";
     const std::string algo = to_string(algorithm_of(c));

@@ -7,6 +7,7 @@
 #include "app/commands.h"
 #include "core/config_io.h"
 #include "core/status.h"
+#include "core/run_kind.h"
 
 namespace tw::cli {
 namespace {
@@ -21,7 +22,7 @@ int run_skippipe(const Globals& g, const SkipArgs& a) {
     std::vector<std::string> sets = a.sets;
     const RunPlan plan = unwrap(load_run_plan(a.file, sets));
     for (auto& [variant, cfg] : plan.runs)
-        if (!cfg.skippipe.enabled())
+        if (!is_run_kind(cfg, RunKind::kSkipPipe))
             throw Error(a.file + (variant.empty() ? "" : " (" + variant + ")") +
                         ": not a SkipPipe layout: set skippipe.stages ≥ 2 in its [skippipe] section");
     if (a.full) {

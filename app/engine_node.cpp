@@ -13,10 +13,9 @@
 #include "engine/ensemble/hdee.h"
 #include "engine/model/llama.h"
 #include "engine/worker/guarded_worker.h"
-#include "engine/worker/pipeline_worker.h"
-#include "engine/worker/replica_worker.h"
 #include "core/model_size.h"
-#include "engine/worker/skippipe_worker.h"
+#include "core/run_kind.h"
+#include "engine/worker/run_kind_workers.h"
 #include "remote/kv_store.h"
 #include "remote/zmq_collective.h"
 
@@ -56,8 +55,6 @@ DataPreparer engine_data_preparer() {
 WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
     // Guarded: whatever the engine throws becomes the run's failure reason (engine/worker/guarded_worker.h).
     return guard_worker_factory([ctx](const RunConfig& cfg, const NodeRole& role, const NodeSite& site) -> Result<std::unique_ptr<Worker>> {
-        // An HDEE expert talks to nobody but the coordinator: no mesh, no gradient group.
-        if (role.kind == "expert") return make_expert_worker(cfg, role);
         const bool grad_group = role.grad_group.size > 1;
         if (!site.public_key.empty()) {
             if (role.mesh_rank >= 0 && role.mesh_keys.size() != role.mesh_endpoints.size())
@@ -120,14 +117,13 @@ WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
             mesh = std::move(*m);
         }
         ZmqCollective* raw = mesh.get();
-        auto set_abort = [raw](std::function<bool()> f) {
+        WorkerParts parts;
+        parts.mesh = std::move(mesh);
+        parts.set_abort = [raw](std::function<bool()> f) {
             if (raw) raw->set_abort(std::move(f));
         };
-        if (cfg.skippipe.enabled()) return make_skippipe_worker(cfg, role, std::move(mesh), set_abort);
-        // A pipeline's stage node runs the stage executor; a full replica runs the replica loop, with
-        // per-stage rounds when the run has pipeline replicas.
-        if (role.kind == "pipeline") return make_pipeline_worker(cfg, role, std::move(mesh), set_abort);
-        return make_replica_worker(cfg, role, std::move(mesh), set_abort, std::move(store));
+        parts.store = std::move(store);
+        return make_run_kind_worker(run_kind_of(cfg).id, cfg, role, std::move(parts));
     });
 }
 

@@ -8,7 +8,7 @@ namespace tw {
 namespace {
 
 // Full replicas' and pipeline replicas' nodes: spares, HDEE experts and SkipPipe stage nodes are not restarted.
-bool restartable(const NodeRole& r) { return r.kind == "full" || r.kind == "pipeline"; }
+bool restartable(const NodeRole& r) { return replica_node(r.kind); }
 
 }  // namespace
 

@@ -4,7 +4,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-#include "core/algorithm.h"
+#include "core/run_kind.h"
 #include "core/hdee_results.h"
 
 namespace tw {
@@ -32,23 +32,10 @@ std::vector<std::string> run_banner(const RunConfig& cfg, const RunBannerFacts& 
     const long long id = f.run_id, threads = cfg.run.threads, steps = cfg.train.steps;
     const char* mode = cfg.cluster.mode.c_str();
     const char* name = cfg.run.name.c_str();
-    if (cfg.hdee.enabled())
-        out.push_back(format("run %lld \"%s\": hdee, %zu ensembles × %zu domains, one expert node each, on %s (%d nodes, "
-                             "%lld thread%s each), %lld steps per homogeneous expert",
-                             id, name, kHdeeEnsembles, cfg.hdee.domains.size(), mode, f.nodes, threads, plural(threads),
-                             steps));
-    else if (cfg.skippipe.enabled())
-        out.push_back(format("run %lld \"%s\": skippipe, %lld stages × %lld replicas, paths of %lld stages, on %s (%d "
-                             "nodes, %lld thread%s each), %lld steps",
-                             id, name, (long long)cfg.skippipe.stages, (long long)cfg.skippipe.replicas,
-                             (long long)cfg.skippipe.path_stages, mode, f.nodes, threads, plural(threads), steps));
-    else
-        out.push_back(format("run %lld \"%s\": %s, %lld replica%s × %lld node%s on %s (%d node%s, %lld thread%s each), "
-                             "%lld steps",
-                             id, name, algorithm_of(cfg) == Algorithm::kNone ? "one node" : to_string(algorithm_of(cfg)),
-                             (long long)cfg.outer.replicas, plural(cfg.outer.replicas),
-                             (long long)cfg.cluster.nodes_per_replica, plural(cfg.cluster.nodes_per_replica), mode,
-                             f.nodes, plural(f.nodes), threads, plural(threads), steps));
+    const RunKindRow& kind = run_kind_of(cfg);
+    out.push_back(format("run %lld \"%s\": %s on %s (%d node%s, %lld thread%s each), %lld steps%s", id, name,
+                         kind.banner(cfg).c_str(), mode, f.nodes, plural(f.nodes), threads, plural(threads), steps,
+                         kind.steps_are));
     if (f.resumed && f.own_steps) {
         out.push_back(format("run %lld resumes: %s", id,
                              f.independent ? "each expert from its own latest checkpoint"

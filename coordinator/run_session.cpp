@@ -1,5 +1,6 @@
 // One coordinated run; see run_session.h.
 #include "coordinator/run_session.h"
+#include "core/run_kind.h"
 
 #include <unistd.h>
 
@@ -82,8 +83,7 @@ std::unique_ptr<LocalCluster> bring_up_nodes(const RunConfig& cfg, int n, std::s
 
 // The run_nodes row's role: the run kind, or the algorithm the replicas run.
 std::string node_role_label(const RunConfig& cfg) {
-    if (cfg.hdee.enabled()) return "hdee";
-    if (cfg.skippipe.enabled()) return "skippipe";
+    if (!is_run_kind(cfg, RunKind::kReplicas)) return run_kind_of(cfg).name;
     if (algorithm_of(cfg) == Algorithm::kNone) return "trainer";
     return to_string(algorithm_of(cfg));
 }
@@ -266,7 +266,7 @@ void Session::open_run(Live& run) {
     // latest checkpoint (a node that wrote none starts over), not from one step common to all.
     // Time-budgeted rounds run a number of steps per round of each replica's own: the replicas
     // resume after a common round, each at its own step.
-    run.independent = cfg.hdee.enabled();
+    run.independent = run_kind_of(cfg).resumes_each_node;
     if (resume_run_ > 0) {
         std::vector<std::string> names;
         for (auto& r : roles) names.push_back(r.name);
@@ -279,7 +279,7 @@ void Session::open_run(Live& run) {
                     rule.round_steps[r.name] = plan.inner_steps[static_cast<size_t>(r.replica)];
         }
         for (auto& r : roles)
-            if (r.kind == "spare") rule.spares.insert(r.name);
+            if (r.kind == NodeKind::kSpare) rule.spares.insert(r.name);
         const bool own_steps = run.independent || !rule.round_steps.empty();
         const ResumePoint at = unwrap(resume_point(store, resume_run_, names, rule));
         run.resume_step = at.step;
@@ -326,7 +326,7 @@ void Session::open_run(Live& run) {
             const auto it = run.node_steps.find(r.name);
             r.resume_step = it == run.node_steps.end() ? -1 : it->second;
         }
-        if (r.kind == "spare") r.resume_step = -1;  // stands by again (resume_plan.h ResumeRule)
+        if (r.kind == NodeKind::kSpare) r.resume_step = -1;  // stands by again (resume_plan.h ResumeRule)
     }
     run.event(EventLevel::kInfo, "data", "data " + to_text(run.fingerprint), out.run_id);
     // The launch estimate stays with the run (a later look at a crash compares it with the machine).
@@ -345,7 +345,7 @@ void Session::open_run(Live& run) {
         rn.node = roles[i].name;
         rn.endpoint = ni.endpoint;
         rn.role = node_role_label(cfg);
-        rn.kind = roles[i].kind;
+        rn.kind = to_string(roles[i].kind);
         rn.replica = roles[i].replica;
         rn.stage = roles[i].stage;
         rn.rank = roles[i].rank;
@@ -371,7 +371,7 @@ void Session::open_run(Live& run) {
     // The final model: the nodes holding it send it after training (core/final_model.h).
     run.final_model = std::make_unique<FinalModelAssembly>(cfg.model);
     for (const NodeRole& r : roles)
-        if (r.kind == "expert" && r.expert_d_ff > 0) {
+        if (r.kind == NodeKind::kExpert && r.expert_d_ff > 0) {
             ModelConfig m = cfg.model;
             m.d_ff = r.expert_d_ff;
             run.final_model->expect(r.name, m);
@@ -401,12 +401,10 @@ RunOutcome Session::run_until_done(Live& run) {
         // pipeline replicas whose rounds go on among survivors (core/layout.h
         // pipeline_survives_loss) counts each replica as one unit too: a pipeline leaves as a whole.
         // Every other node is vital.
-        const bool elastic = (algorithm_traits(cfg).outer_rounds && cfg.cluster.stages == 1 && !cfg.hdee.enabled() &&
-                              !cfg.skippipe.enabled()) ||
-                             pipeline_survives_loss(cfg);
+        const bool elastic = run_kind_of(cfg).survives_loss(cfg);
         std::vector<int> unit(roles.size(), -1);
         for (size_t i = 0; i < roles.size() && elastic; ++i)
-            unit[i] = roles[i].kind == "spare" ? static_cast<int>(cfg.outer.replicas + i) : roles[i].replica;
+            unit[i] = roles[i].kind == NodeKind::kSpare ? static_cast<int>(cfg.outer.replicas + i) : roles[i].replica;
         coord.set_loss_policy(std::move(unit), cfg.cluster.min_replicas, cfg.outer.replicas);
     }
     std::optional<RunOutcome> outcome;
@@ -487,7 +485,7 @@ void Session::wind_down(Live& run, RunOutcome outcome) {
             if (all) break;
         }
     }
-    if (cfg.hdee.enabled() && outcome.status == RunStatus::kFinished) {
+    if (is_run_kind(cfg, RunKind::kHdee) && outcome.status == RunStatus::kFinished) {
         // Every expert has finished and sent its scores: the ensembles are plain arithmetic here.
         auto res = combine_hdee(cfg, sink.scores);
         if (!res) {
@@ -557,7 +555,7 @@ Status Session::keep_final_model(const RunConfig& cfg, const std::vector<NodeRol
         if (parts.holds(r.name)) senders.push_back(r.name);
     if (senders.empty()) return Status::error("no node sent it (the run ended before its end of training)");
     std::string kept;
-    if (cfg.hdee.enabled()) {
+    if (is_run_kind(cfg, RunKind::kHdee)) {
         // Each expert is a model of its own: model-NODE.safetensors.
         for (const std::string& n : senders) {
             auto w = parts.write(dir, {n}, "model-" + n + ".safetensors");

@@ -27,7 +27,7 @@ void ScheduledKills::on_event(const EventRecord& e) {
     const FaultEvent& f = events[k];
     for (size_t i = 0; i < roles_.size(); ++i) {
         // A full replica's node, or a pipeline's stage node (every stage of it reports the kill).
-        if (roles_[i].name != e.node || (roles_[i].kind != "full" && roles_[i].kind != "pipeline")) continue;
+        if (roles_[i].name != e.node || !replica_node(roles_[i].kind)) continue;
         const size_t once = k * roles_.size() + i;  // every node of the replica reports it
         if (done_[once] || f.kind != FaultKind::kKill || f.replica != roles_[i].replica) return;
         done_[once] = true;

@@ -1,5 +1,6 @@
 // The compute model; see compute_model.h for the counting conventions.
 #include "core/compute_model.h"
+#include "core/run_kind.h"
 
 #include <algorithm>
 #include <cmath>
@@ -121,10 +122,10 @@ void validate_compute(const RunConfig& c, std::vector<std::string>& out) {
     if (hw && hw->peak_flops <= 0 && k.peak_flops <= 0)
         out.push_back("compute.peak_flops: compute.hardware \"" + k.hardware + "\" needs the node's peak FLOP/s");
     if (!k.node_speed.empty()) {
-        if (c.skippipe.enabled())
+        if (is_run_kind(c, RunKind::kSkipPipe))
             out.push_back("compute.node_speed: SkipPipe's scheduler takes one time per stage for every node; "
                           "leave it empty");
-        else if (c.hdee.enabled())
+        else if (is_run_kind(c, RunKind::kHdee))
             out.push_back("compute.node_speed: HDEE experts are not replicas; leave it empty");
         else if (static_cast<int64_t>(k.node_speed.size()) != c.outer.replicas)
             out.push_back("compute.node_speed has " + std::to_string(k.node_speed.size()) + " entries for " +
@@ -145,7 +146,7 @@ void validate_compute(const RunConfig& c, std::vector<std::string>& out) {
             break;
         }
     }
-    if (c.skippipe.enabled() && (!c.skippipe.block_s.empty() || !c.skippipe.head_s.empty()))
+    if (is_run_kind(c, RunKind::kSkipPipe) && (!c.skippipe.block_s.empty() || !c.skippipe.head_s.empty()))
         out.push_back("skippipe.block_s / skippipe.head_s pin the stage times; under compute.model = \"flops\" "
                       "the compute model gives them: leave them empty");
 }
@@ -191,7 +192,7 @@ void ComputeTime::fill(const RunConfig& cfg, int64_t replica, int64_t stage) {
         bwd_s_ = p.backward * tokens / rate_;
         optim_s_ = kAdamWPerParam * static_cast<double>(stage_parameters(m, stage, S)) / rate_;
     }
-    if (cfg.skippipe.enabled()) {
+    if (is_run_kind(cfg, RunKind::kSkipPipe)) {
         const double tokens = static_cast<double>(cfg.train.batch_size / cfg.skippipe.micro_batches * T);
         block_fwd_s_ = block_forward_flops(m) * tokens / rate_;
         block_bwd_s_ = 2.0 * block_forward_flops(m) * tokens / rate_;

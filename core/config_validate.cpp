@@ -9,6 +9,8 @@
 #include "core/compute_model.h"
 #include "core/fault_schedule.h"
 #include "core/hub_endpoint.h"
+#include "core/run_kind.h"
+#include "core/run_kind_parts.h"
 #include "core/skippipe.h"
 #include "core/time_budget.h"
 #include "core/token_budget.h"
@@ -23,8 +25,6 @@ std::string number_text(double v) {
 }
 
 }  // namespace
-
-namespace {
 
 // [pipeline] against the rest of the config; appends every problem.
 void validate_pipeline(const RunConfig& c, std::vector<std::string>& p) {
@@ -146,7 +146,6 @@ void validate_hdee(const RunConfig& c, std::vector<std::string>& p) {
                     std::to_string(c.model.seq_len) + " (0 = whole documents)");
 }
 
-}  // namespace
 
 Status validate_config(const RunConfig& c) {
     std::vector<std::string> p;
@@ -200,9 +199,9 @@ Status validate_config(const RunConfig& c) {
     if (c.cluster.stages > c.model.n_layer)
         p.push_back("cluster.stages " + std::to_string(c.cluster.stages) + " exceeds model.n_layer " +
                     std::to_string(c.model.n_layer) + " (a stage holds at least one block)");
-    validate_pipeline(c, p);
-    validate_skippipe(c, p);
-    validate_hdee(c, p);
+    // Each run kind's own section (a section set for another kind is a problem too).
+    for (const RunKindRow& kind : run_kind_table())
+        if (kind.check) kind.check(c, p);
     for (auto [key, list] : {std::pair{"network.replica_up_bps", &c.network.replica_up_bps},
                              std::pair{"network.replica_down_bps", &c.network.replica_down_bps},
                              std::pair{"network.replica_latency_s", &c.network.replica_latency_s}})

@@ -1,5 +1,6 @@
 // core/config_warnings.h.
 #include "core/config_warnings.h"
+#include "core/run_kind.h"
 
 #include "core/algorithm.h"
 
@@ -9,7 +10,7 @@ std::vector<std::string> config_warnings(const RunConfig& cfg) {
     std::vector<std::string> w;
     const auto algo = parse_algorithm(cfg.outer.algorithm);
     // Rounds every H inner steps (time-budgeted rounds and HDEE experts follow other rules).
-    if (!algo || !traits_of(*algo).outer_rounds || cfg.outer.round_time_s > 0 || cfg.hdee.enabled()) return w;
+    if (!algo || !traits_of(*algo).outer_rounds || cfg.outer.round_time_s > 0 || is_run_kind(cfg, RunKind::kHdee)) return w;
     const int64_t H = cfg.outer.inner_steps, steps = cfg.train.steps;
     if (H <= 0 || steps <= 0) return w;
     const std::string s = std::to_string(steps), h = std::to_string(H);

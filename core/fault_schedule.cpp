@@ -1,5 +1,6 @@
 // The fault schedule; see fault_schedule.h for what an event means.
 #include "core/fault_schedule.h"
+#include "core/run_kind.h"
 
 #include <algorithm>
 #include <cmath>
@@ -136,7 +137,7 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
         const std::string what = "cluster.spares " + std::to_string(c.cluster.spares) + ": ";
         if (!outer)
             p.push_back(what + "spares take the place of lost replicas of an outer algorithm, not of \"" + c.outer.algorithm + "\"");
-        else if (c.cluster.stages > 1 || c.cluster.nodes_per_replica > 1 || c.hdee.enabled() || c.skippipe.enabled())
+        else if (c.cluster.stages > 1 || c.cluster.nodes_per_replica > 1 || *run_kind_of(c).not_replaced)
             p.push_back(what + "spares stand in for replicas of one node only (no pipelines, Gloo groups, HDEE or SkipPipe)");
         if (c.outer.round_time_s > 0) p.push_back(what + "time-budgeted rounds (outer.round_time_s) take no spares");
         if (c.outer.replicas + c.cluster.spares > 64)
@@ -149,8 +150,8 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
                                "\"local\") or its operator does (\"remote\"); threads have no process to restart");
         if (!outer)
             p.push_back(what + "restarted nodes rejoin the rounds of an outer algorithm, not \"" + c.outer.algorithm + "\"");
-        else if (c.hdee.enabled() || c.skippipe.enabled())
-            p.push_back(what + "restarts full and pipeline replicas, not HDEE experts or SkipPipe stage nodes");
+        else if (const char* who = run_kind_of(c).not_replaced; *who)
+            p.push_back(what + "restarts full and pipeline replicas, not " + who);
         else if (c.cluster.stages > 1 && !pipeline_survives_loss(c))
             p.push_back(what + "this pipeline run cannot go on without a replica (pipeline.routing \"" + c.pipeline.routing +
                         "\"; docs/faults.md), so no replica is lost to restart");

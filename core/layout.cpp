@@ -5,6 +5,8 @@
 
 #include "core/algorithm.h"
 #include "core/hdee_plan.h"
+#include "core/run_kind_parts.h"
+#include "core/run_kind.h"
 
 namespace tw {
 
@@ -38,10 +40,9 @@ Result<NodeEndpoints> derive_endpoints(const std::string& control) {
     return Result<NodeEndpoints>::error("endpoint " + control + ": expected inproc://, ipc:// or tcp://");
 }
 
-int64_t nodes_needed(const RunConfig& cfg) {
-    if (cfg.skippipe.enabled()) return cfg.skippipe.stages * cfg.skippipe.replicas;
+int64_t nodes_needed(const RunConfig& cfg) { return run_kind_of(cfg).nodes_needed(cfg); }
 
-    if (cfg.hdee.enabled()) return static_cast<int64_t>(hdee_experts(cfg));
+int64_t replica_nodes_needed(const RunConfig& cfg) {
     const int64_t pipes = cfg.pipeline_replicas();
     return (cfg.outer.replicas - pipes) * cfg.cluster.nodes_per_replica + pipes * cfg.cluster.stages + cfg.cluster.spares;
 }
@@ -65,7 +66,7 @@ std::vector<NodeRole> pipeline_roles(const RunConfig& cfg, const std::vector<Nod
         for (int s = 0; s < (pipe ? S : 1); ++s) {
             NodeRole role;
             role.name = "replica-" + std::to_string(r) + (pipe ? "." + std::to_string(s) : "");
-            role.kind = pipe ? "pipeline" : "full";
+            role.kind = pipe ? NodeKind::kPipeline : NodeKind::kFull;
             role.replica = r;
             role.replicas = R;
             role.rank = s;
@@ -91,7 +92,7 @@ std::vector<NodeRole> skippipe_roles(const RunConfig& cfg, const std::vector<Nod
         for (int s = 0; s < S; ++s) {
             NodeRole role;
             role.name = "replica-" + std::to_string(n) + "." + std::to_string(s);
-            role.kind = "skippipe";
+            role.kind = NodeKind::kSkipPipe;
             role.replica = n;
             role.replicas = N;
             role.rank = s;
@@ -113,7 +114,7 @@ std::vector<NodeRole> expert_roles(const RunConfig& cfg, const std::vector<HdeeE
         for (size_t d = 0; d < D; ++d) {
             NodeRole role;
             role.name = hdee_expert_name(cfg, e, d);
-            role.kind = "expert";
+            role.kind = NodeKind::kExpert;
             role.replica = static_cast<int>(roles.size());
             role.replicas = static_cast<int>(plan.size() * D);
             role.expert_ensemble = static_cast<int>(e);
@@ -129,27 +130,13 @@ std::vector<NodeRole> expert_roles(const RunConfig& cfg, const std::vector<HdeeE
 
 Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vector<std::string>& control_endpoints,
                                            const std::function<int()>& free_port) {
+    const RunKindRow& kind = run_kind_of(cfg);
     std::vector<std::string> p;
-    const int64_t need = nodes_needed(cfg);
-    const int R = static_cast<int>(cfg.outer.replicas), n = static_cast<int>(cfg.cluster.nodes_per_replica);
-    if (cfg.skippipe.enabled() && static_cast<int64_t>(control_endpoints.size()) < need)
-        p.push_back("too few nodes: SkipPipe needs " + std::to_string(need) + " (skippipe.stages " +
-                    std::to_string(cfg.skippipe.stages) + " × skippipe.replicas " + std::to_string(cfg.skippipe.replicas) +
-                    "), the cluster has " + std::to_string(control_endpoints.size()));
-    if (!cfg.skippipe.enabled() && static_cast<int64_t>(control_endpoints.size()) < need)
-        p.push_back("too few nodes: the layout needs " + std::to_string(need) + " (" +
-                    (cfg.hdee.enabled()
-                         ? std::to_string(kHdeeEnsembles) + " ensembles × " + std::to_string(cfg.hdee.domains.size()) +
-                               " domains, one expert node each"
-                         : std::to_string(R) + " replicas × " + std::to_string(n) + " nodes × 1 stages") +
-                    (cfg.pipeline_replicas() > 0 ? ", " + std::to_string(cfg.pipeline_replicas()) +
-                                                       " of them pipelines of " + std::to_string(cfg.cluster.stages) +
-                                                       " stages"
-                                                 : std::string()) +
-                    (cfg.cluster.spares > 0 ? " + " + std::to_string(cfg.cluster.spares) + " spare(s)" : std::string()) +
-                    "), the cluster has " + std::to_string(control_endpoints.size()));
-    const auto algo = parse_algorithm(cfg.outer.algorithm);
-    if (!algo) p.push_back("outer.algorithm \"" + cfg.outer.algorithm + "\" is unknown");
+    const int64_t need = kind.nodes_needed(cfg);
+    if (static_cast<int64_t>(control_endpoints.size()) < need)
+        p.push_back("too few nodes: " + kind.too_few_nodes(cfg, need) + ", the cluster has " +
+                    std::to_string(control_endpoints.size()));
+    if (!parse_algorithm(cfg.outer.algorithm)) p.push_back("outer.algorithm \"" + cfg.outer.algorithm + "\" is unknown");
     std::vector<NodeEndpoints> eps;
     for (auto& c : control_endpoints) {
         auto e = derive_endpoints(c);
@@ -161,15 +148,51 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
         for (size_t i = 1; i < p.size(); ++i) msg += "\n  " + p[i];
         return Result<std::vector<NodeRole>>::error(msg);
     }
+    return kind.roles(cfg, eps, free_port);
+}
 
-    if (cfg.skippipe.enabled()) return skippipe_roles(cfg, eps);
-    if (cfg.hdee.enabled()) {
-        auto plan = plan_hdee(cfg);
-        if (!plan) return Result<std::vector<NodeRole>>::error("the layout does not fit the cluster: " + plan.message());
-        return expert_roles(cfg, *plan);
-    }
+namespace {
+// The pipelines and spares a "too few nodes" count includes, as ", P of them pipelines of S stages + K spare(s)".
+std::string pipelines_and_spares(const RunConfig& cfg) {
+    return (cfg.pipeline_replicas() > 0 ? ", " + std::to_string(cfg.pipeline_replicas()) + " of them pipelines of " +
+                                              std::to_string(cfg.cluster.stages) + " stages"
+                                        : std::string()) +
+           (cfg.cluster.spares > 0 ? " + " + std::to_string(cfg.cluster.spares) + " spare(s)" : std::string());
+}
+}  // namespace
+
+std::string replica_too_few_nodes(const RunConfig& cfg, int64_t need) {
+    return "the layout needs " + std::to_string(need) + " (" + std::to_string(cfg.outer.replicas) + " replicas × " +
+           std::to_string(cfg.cluster.nodes_per_replica) + " nodes × 1 stages" + pipelines_and_spares(cfg) + ")";
+}
+
+std::string skippipe_too_few_nodes(const RunConfig& cfg, int64_t need) {
+    return "SkipPipe needs " + std::to_string(need) + " (skippipe.stages " + std::to_string(cfg.skippipe.stages) +
+           " × skippipe.replicas " + std::to_string(cfg.skippipe.replicas) + ")";
+}
+
+std::string hdee_too_few_nodes(const RunConfig& cfg, int64_t need) {
+    return "the layout needs " + std::to_string(need) + " (" + std::to_string(kHdeeEnsembles) + " ensembles × " +
+           std::to_string(cfg.hdee.domains.size()) + " domains, one expert node each" + pipelines_and_spares(cfg) + ")";
+}
+
+Result<std::vector<NodeRole>> skippipe_run_roles(const RunConfig& cfg, const std::vector<NodeEndpoints>& eps,
+                                                 const std::function<int()>&) {
+    return skippipe_roles(cfg, eps);
+}
+
+Result<std::vector<NodeRole>> hdee_run_roles(const RunConfig& cfg, const std::vector<NodeEndpoints>&,
+                                             const std::function<int()>&) {
+    auto plan = plan_hdee(cfg);
+    if (!plan) return Result<std::vector<NodeRole>>::error("the layout does not fit the cluster: " + plan.message());
+    return expert_roles(cfg, *plan);
+}
+
+Result<std::vector<NodeRole>> replica_run_roles(const RunConfig& cfg, const std::vector<NodeEndpoints>& eps,
+                                                const std::function<int()>& free_port) {
     if (cfg.cluster.stages > 1) return pipeline_roles(cfg, eps);
-
+    const int R = static_cast<int>(cfg.outer.replicas), n = static_cast<int>(cfg.cluster.nodes_per_replica);
+    const auto algo = parse_algorithm(cfg.outer.algorithm);
     auto store_of = [&](int node) {
         GlooGroupSpec g;
         g.host = eps[node].store_host.empty() ? "127.0.0.1" : eps[node].store_host;
@@ -209,7 +232,7 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
         mesh.push_back(eps[static_cast<size_t>(R * n + k)].data);
         NodeRole& role = roles[static_cast<size_t>(R * n + k)];
         role.name = "spare-" + std::to_string(k);
-        role.kind = "spare";
+        role.kind = NodeKind::kSpare;
         role.replicas = R;
     }
     for (int i = 0; i < R * n + spares; ++i) {
@@ -252,8 +275,7 @@ bool run_has_compression(const RunConfig& cfg) {
 bool pipeline_survives_loss(const RunConfig& cfg) {
     return cfg.cluster.stages > 1 && cfg.cluster.stages <= kMaxSurvivorStages &&
            cfg.outer.replicas <= kMaxSurvivorReplicas && algorithm_traits(cfg).outer_rounds &&
-           cfg.pipeline.routing == "fixed" && !cfg.hdee.enabled() &&
-           !cfg.skippipe.enabled();
+           cfg.pipeline.routing == "fixed" && is_run_kind(cfg, RunKind::kReplicas);
 }
 
 }  // namespace tw

@@ -1,5 +1,6 @@
 // Memory a run's nodes take, from the config; see memory_estimate.h.
 #include "core/memory_estimate.h"
+#include "core/run_kind.h"
 
 #include <algorithm>
 #include <cmath>
@@ -117,7 +118,7 @@ NodeMemoryEstimate estimate_node_memory(const RunConfig& cfg) {
     // Stages per node's model: SkipPipe's, or a pipeline's when every replica is one (a full
     // replica beside pipelines holds the whole model and is the heaviest node).
     int64_t stages = 1;
-    if (cfg.skippipe.enabled()) stages = cfg.skippipe.stages;
+    if (is_run_kind(cfg, RunKind::kSkipPipe)) stages = cfg.skippipe.stages;
     else if (cfg.cluster.stages > 1 && cfg.pipeline_replicas() >= cfg.outer.replicas) stages = cfg.cluster.stages;
     stages = std::clamp<int64_t>(stages, 1, std::max<int64_t>(1, m.n_layer));
     const ModelConfig nm = node_model(m, stages);
@@ -131,7 +132,7 @@ NodeMemoryEstimate estimate_node_memory(const RunConfig& cfg) {
 
     const auto parsed = parse_algorithm(cfg.outer.algorithm);
     const Algorithm a = parsed ? *parsed : Algorithm::kNone;
-    const bool hdee_or_skippipe = cfg.hdee.enabled() || cfg.skippipe.enabled();
+    const bool hdee_or_skippipe = is_run_kind(cfg, RunKind::kHdee) || is_run_kind(cfg, RunKind::kSkipPipe);
     const Algorithm outer = hdee_or_skippipe ? Algorithm::kNone : a;
     e.outer_state_bytes = outer_copies(cfg, outer) * 4 * P;
     // A DDP rank (ddp itself, or a replica of several nodes) flattens its gradients into one bucket.
@@ -142,7 +143,7 @@ NodeMemoryEstimate estimate_node_memory(const RunConfig& cfg) {
     if (outer == Algorithm::kStreamingDiLoCo) unit = (P + cfg.outer.fragments - 1) / std::max<int64_t>(1, cfg.outer.fragments);
     Exchange x = exchange_of(cfg, outer, unit);
     // SkipPipe: a stage's holders average its gradients every step (N dense payloads).
-    if (cfg.skippipe.enabled()) x = {4.0 * static_cast<double>(P), std::max<int64_t>(1, cfg.skippipe.replicas)};
+    if (is_run_kind(cfg, RunKind::kSkipPipe)) x = {4.0 * static_cast<double>(P), std::max<int64_t>(1, cfg.skippipe.replicas)};
     e.exchange_bytes = static_cast<int64_t>(std::ceil(x.payload_bytes * static_cast<double>(x.held)));
     if (x.held > 0) e.exchange_bytes += 4 * unit;  // the decoded fp32 mean
 

@@ -6,10 +6,40 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tw {
+
+// What a node does in its run. Its name (to_string) is the role's "kind" on the wire and the
+// run_nodes row's kind in the store.
+enum class NodeKind : uint8_t {
+    kFull,      // a whole-model replica (or one node of a replica's gradient group)
+    kPipeline,  // one stage of a pipeline replica
+    kSkipPipe,  // one stage node of a SkipPipe run
+    kExpert,    // an HDEE expert
+    kSpare,     // stands by with replica 0's data until it takes a lost replica's place
+};
+inline const char* to_string(NodeKind k) {
+    switch (k) {
+        case NodeKind::kFull: return "full";
+        case NodeKind::kPipeline: return "pipeline";
+        case NodeKind::kSkipPipe: return "skippipe";
+        case NodeKind::kExpert: return "expert";
+        case NodeKind::kSpare: return "spare";
+    }
+    return "?";
+}
+// nullopt for a name no kind has.
+inline std::optional<NodeKind> parse_node_kind(std::string_view s) {
+    for (NodeKind k : {NodeKind::kFull, NodeKind::kPipeline, NodeKind::kSkipPipe, NodeKind::kExpert, NodeKind::kSpare})
+        if (s == to_string(k)) return k;
+    return std::nullopt;
+}
+// A replica's node that takes part in outer rounds and can be killed, lost and restarted.
+inline bool replica_node(NodeKind k) { return k == NodeKind::kFull || k == NodeKind::kPipeline; }
 
 // Where a Gloo process group meets: rank 0 hosts the c10d TCP store at host:port.
 struct GlooGroupSpec {
@@ -23,9 +53,7 @@ struct GlooGroupSpec {
 
 struct NodeRole {
     std::string name;          // "replica-0", or "replica-1.2" for rank 2 of replica 1; MetricRecord::node
-    std::string kind = "full";  // "full" replica, a "pipeline" replica's stage node, a "skippipe" stage node
-                                // or an HDEE "expert", or a "spare" standing by (cluster.spares:
-                                // replica 0's data until it takes a lost replica's place)
+    NodeKind kind = NodeKind::kFull;
     int replica = 0;           // 0 ≤ replica < replicas
     int replicas = 1;          // R
     int rank = 0;              // rank inside the replica (its DDP group); 0 is the replica's leader

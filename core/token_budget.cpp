@@ -1,4 +1,5 @@
 #include "core/token_budget.h"
+#include "core/run_kind.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,9 +33,9 @@ int64_t steps_for_budget(const RunConfig& cfg, double tokens_per_param) {
 
 Status apply_token_budget(RunConfig& cfg) {
     if (cfg.train.tokens_per_param <= 0) return Status::ok();
-    if (cfg.skippipe.enabled())
+    if (is_run_kind(cfg, RunKind::kSkipPipe))
         return Status::error("train.tokens_per_param: SkipPipe runs take their steps from train.steps (set it instead)");
-    if (cfg.hdee.enabled())
+    if (is_run_kind(cfg, RunKind::kHdee))
         return Status::error("train.tokens_per_param: HDEE experts take their steps from train.steps and the "
                              "ensemble's proportions (set train.steps instead)");
     cfg.train.steps = steps_for_budget(cfg, cfg.train.tokens_per_param);

@@ -140,7 +140,7 @@ Result<uint64_t> token_from_hex(const std::string& s) {
 
 nlohmann::json role_to_json(const NodeRole& r) {
     return {{"name", r.name},
-            {"kind", r.kind},
+            {"kind", to_string(r.kind)},
             {"replica", r.replica},
             {"replicas", r.replicas},
             {"rank", r.rank},
@@ -264,12 +264,14 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
     if (r.name.empty()) return R::error("role: \"name\" is empty");
     if (!std::all_of(r.name.begin(), r.name.end(), is_name_char))
         return R::error("role: \"name\" may hold only letters, digits, '.', '_' and '-'");
-    TW_ROLE_FIELD(r.kind, string_field(j, "kind", "kind", 16));
-    // The kinds assign_roles (core/layout.cpp) produces.
-    if (r.kind != "full" && r.kind != "pipeline" && r.kind != "skippipe" && r.kind != "expert" && r.kind != "spare")
+    std::string kind;
+    TW_ROLE_FIELD(kind, string_field(j, "kind", "kind", 16));
+    const auto parsed_kind = parse_node_kind(kind);
+    if (!parsed_kind)
         return R::error("role: \"kind\" must be \"full\", \"pipeline\", \"skippipe\", \"expert\" or \"spare\" (got \"" +
-                        r.kind + "\")");
-    if (r.kind == "expert") {
+                        kind + "\")");
+    r.kind = *parsed_kind;
+    if (r.kind == NodeKind::kExpert) {
         // An HDEE expert's place in the plan (absent for the other kinds, which ignore it).
         const auto x = j.find("expert");
         if (x == j.end() || !x->is_object()) return R::error("role: an expert needs an \"expert\" object");

@@ -1,5 +1,6 @@
 // Loading a run's traces; see run_traces.h.
 #include "storage/run_traces.h"
+#include "core/run_kind.h"
 
 #include <algorithm>
 #include <map>
@@ -33,7 +34,7 @@ Result<StoredRunTraces> load_run_traces(RunStore& store, int64_t id) {
     if (!stored_nodes) return stored_nodes.status();
     StoredRunTraces out;
     out.cfg = std::move(*cfg);
-    if (out.cfg.skippipe.enabled()) {
+    if (is_run_kind(out.cfg, RunKind::kSkipPipe)) {
         double* slot[] = {&out.skippipe_block.fwd_s, &out.skippipe_block.bwd_s, &out.skippipe_head.fwd_s,
                           &out.skippipe_head.bwd_s};
         const char* name[] = {metric::kSkipPipeBlockFwdS, metric::kSkipPipeBlockBwdS, metric::kSkipPipeHeadFwdS,
@@ -87,7 +88,7 @@ Result<Timeline> retime_stored(const StoredRunTraces& run, const std::string& pr
 }
 
 Result<Timeline> retime_loaded(const StoredRunTraces& run, const NetworkProfile& net) {
-    if (!run.cfg.skippipe.enabled()) return retime(run.cfg, run.nodes, net);
+    if (!is_run_kind(run.cfg, RunKind::kSkipPipe)) return retime(run.cfg, run.nodes, net);
     // Every node's clock is the schedules' after its last step: the same doubles, in the same order,
     // as the nodes computed them live.
     int64_t steps = 0;

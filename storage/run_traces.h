@@ -19,7 +19,7 @@ namespace tw {
 struct StoredRunTraces {
     RunConfig cfg;                 // parsed from the stored resolved config
     std::vector<TraceNode> nodes;  // by (replica, stage, rank)
-    // A SkipPipe run (cfg.skippipe.enabled()): the stage times every node scheduled with, as node
+    // A SkipPipe run (run kind skippipe, core/run_kind.h): the stage times every node scheduled with, as node
     // (0, 0) recorded them at step 0; its clock is its schedules' (core/skippipe.h skippipe_clocks).
     FwdBwd skippipe_block, skippipe_head;
 };

@@ -1,5 +1,6 @@
 // Data warnings; see data_warnings.h.
 #include "engine/data/data_warnings.h"
+#include "core/run_kind.h"
 
 #include <cstdio>
 
@@ -23,7 +24,7 @@ std::vector<std::string> data_warnings(const RunConfig& run, const PreparedData&
     }
     const double budget = static_cast<double>(run.train.steps) * static_cast<double>(tokens_per_step(run));
     // HDEE experts plan their own steps per domain (`thinwire data prepare` prints their passes).
-    if (!run.hdee.enabled() && train_tokens > 0 && budget / static_cast<double>(train_tokens) > kMaxEpochs) {
+    if (!is_run_kind(run, RunKind::kHdee) && train_tokens > 0 && budget / static_cast<double>(train_tokens) > kMaxEpochs) {
         std::snprintf(line, sizeof line,
                       "warning: the budget of %.3gM tokens (%lld steps) is %.1f epochs over the %lld training tokens, "
                       "more than %g: the model will mostly memorise the corpus (use more data or fewer steps)",

@@ -1,5 +1,6 @@
 // The planner; see planner.h.
 #include "engine/plan/planner.h"
+#include "core/run_kind.h"
 
 #include <algorithm>
 
@@ -15,8 +16,8 @@ namespace tw {
 namespace {
 
 Status refuse_unplannable(const RunConfig& cfg) {
-    if (cfg.skippipe.enabled()) return Status::error("plan: SkipPipe runs are not planned (their schedule needs measured stage times)");
-    if (cfg.hdee.enabled()) return Status::error("plan: HDEE runs are not planned (experts train without communication)");
+    if (const char* why = run_kind_of(cfg).not_planned; *why)
+        return Status::error(std::string("plan: ") + run_kind_of(cfg).name + " runs are not planned: " + why);
     if (cfg.cluster.nodes_per_replica > 1)
         return Status::error("plan: replicas of several nodes (cluster.nodes_per_replica " +
                              std::to_string(cfg.cluster.nodes_per_replica) + ") are not planned yet");

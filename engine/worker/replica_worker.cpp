@@ -111,8 +111,8 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     if (elastic()) {
         // Every replica holds its own place; spares (mesh ranks R..) stand by (docs/faults.md).
         places_ = ReplicaPlaces(role_.replicas, mesh_->size());
-        standby_ = role_.kind == "spare";
-    } else if (role_.kind == "spare") {
+        standby_ = role_.kind == NodeKind::kSpare;
+    } else if (role_.kind == NodeKind::kSpare) {
         return Status::error(role_.name + ": a spare needs a run whose replicas may be lost (docs/faults.md)");
     }
     if (!standby_)

@@ -89,7 +89,7 @@ TEST(SkipPipeNodes, ScheduleLossBytesAndClockOfThreeByTwoNodes) {
     auto roles = unwrap(assign_roles(cfg, control, [] { return 0; }));
     ASSERT_EQ(roles.size(), 6u);
     EXPECT_EQ(roles[4].name, "replica-1.1");
-    EXPECT_EQ(roles[4].kind, "skippipe");
+    EXPECT_EQ(roles[4].kind, NodeKind::kSkipPipe);
     std::mutex mu;
     std::vector<Op> ops;
     std::atomic<int64_t> seq{0};

@@ -361,7 +361,7 @@ TEST(HdeePlan, LayoutAssignsOneExpertNodePerEnsembleAndDomain) {
     EXPECT_EQ((*roles)[7].name, "hetero_steps.fiction");
     for (size_t i = 0; i < 9; ++i) {
         const NodeRole& r = (*roles)[i];
-        EXPECT_EQ(r.kind, "expert");
+        EXPECT_EQ(r.kind, NodeKind::kExpert);
         EXPECT_EQ(r.expert_ensemble, static_cast<int>(i / 3));
         EXPECT_EQ(r.expert_domain, static_cast<int>(i % 3));
         EXPECT_EQ(r.mesh_rank, -1);

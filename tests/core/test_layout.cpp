@@ -55,9 +55,9 @@ TEST(Layout, PipelineReplicasGetOneNodePerStageInOneMesh) {
     auto roles = assign_roles(c, tcp_nodes(5), [] { return 1; }).value();
     ASSERT_EQ(roles.size(), 5u);
     EXPECT_EQ(roles[0].name, "replica-0");
-    EXPECT_EQ(roles[0].kind, "full");
+    EXPECT_EQ(roles[0].kind, NodeKind::kFull);
     EXPECT_EQ(roles[4].name, "replica-2.1");
-    EXPECT_EQ(roles[4].kind, "pipeline");
+    EXPECT_EQ(roles[4].kind, NodeKind::kPipeline);
     EXPECT_EQ(roles[4].stage, 1);
     for (int i = 0; i < 5; ++i) {
         EXPECT_EQ(roles[i].mesh_rank, i);
@@ -129,12 +129,12 @@ TEST(Layout, SparesJoinTheMeshAfterTheReplicas) {
     auto roles = assign_roles(c, tcp_nodes(4), [] { return 1; }).value();
     ASSERT_EQ(roles.size(), 4u);
     EXPECT_EQ(roles[3].name, "spare-0");
-    EXPECT_EQ(roles[3].kind, "spare");
+    EXPECT_EQ(roles[3].kind, NodeKind::kSpare);
     EXPECT_EQ(roles[3].mesh_rank, 3);
     EXPECT_EQ(roles[0].mesh_endpoints.size(), 4u);
     EXPECT_EQ(roles[0].mesh_endpoints[3], "tcp://127.0.0.1:6032");
     EXPECT_EQ(roles[2].mesh_rank, 2);
-    EXPECT_EQ(roles[2].kind, "full");
+    EXPECT_EQ(roles[2].kind, NodeKind::kFull);
 }
 
 TEST(Layout, VariantsBecomeRunsWithTheirOverrides) {

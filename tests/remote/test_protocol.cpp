@@ -289,7 +289,7 @@ TEST(Protocol, RoleFromJsonNamesEveryBadField) {
 TEST(Protocol, ExpertRoleRoundTripAndRangeCheck) {
     NodeRole r;
     r.name = "hetero_steps.learned";
-    r.kind = "expert";
+    r.kind = NodeKind::kExpert;
     r.replica = 8;
     r.replicas = 9;
     r.expert_ensemble = 2;
@@ -298,7 +298,7 @@ TEST(Protocol, ExpertRoleRoundTripAndRangeCheck) {
     r.expert_steps = 156;
     auto back = role_from_json(role_to_json(r));
     ASSERT_TRUE(back) << back.message();
-    EXPECT_EQ(back->kind, "expert");
+    EXPECT_EQ(back->kind, NodeKind::kExpert);
     EXPECT_EQ(back->expert_ensemble, 2);
     EXPECT_EQ(back->expert_domain, 2);
     EXPECT_EQ(back->expert_d_ff, 352);

@@ -1,5 +1,6 @@
 // Re-timing a run's compute for other hardware; see hardware_retime.h.
 #include "ui/logic/hardware_retime.h"
+#include "core/run_kind.h"
 
 #include <cstdio>
 
@@ -92,12 +93,12 @@ Result<std::vector<TraceNode>> retime_compute(const RunConfig& cfg, const std::v
     if (cfg.outer.round_time_s > 0)
         return R::error("time-budgeted rounds (outer.round_time_s): how many inner steps fit a round follows the "
                         "compute rate, so other hardware would train differently; not re-timed");
-    if (cfg.skippipe.enabled())
+    if (is_run_kind(cfg, RunKind::kSkipPipe))
         return R::error("SkipPipe schedules its micro-batches' paths from the stage times, so other hardware "
                         "would train differently; not re-timed");
     if (Status s = check_hardware_what_if(cfg, hw); !s) return s;
     const bool flops = cfg.compute.model == "flops";
-    if (!flops && cfg.hdee.enabled())
+    if (!flops && is_run_kind(cfg, RunKind::kHdee))
         return R::error("HDEE recorded under compute.model \"measured\": each expert's width is its own config, "
                         "which the what-if does not rebuild; run it under \"flops\" to compare hardware");
     if (!flops && cfg.model.vocab_size <= 0)
