@@ -7,6 +7,7 @@
 
 #include "core/algorithm.h"
 #include "core/hdee_plan.h"
+#include "core/metric_names.h"
 #include "core/run_kind_parts.h"
 #include "core/skippipe.h"
 
@@ -55,6 +56,9 @@ RunKindRow skippipe_row() {
                " replicas, paths of " + std::to_string(c.skippipe.path_stages) + " stages,";
     };
     r.survives_loss = [](const RunConfig&) { return false; };
+    r.replay_metrics = {metric::kSkipPipeBlockFwdS, metric::kSkipPipeBlockBwdS, metric::kSkipPipeHeadFwdS,
+                        metric::kSkipPipeHeadBwdS};
+    r.replay = skippipe_replay;
     r.not_planned = "SkipPipe's schedule needs measured stage times";
     r.not_replaced = "SkipPipe stage nodes";
     return r;
@@ -114,6 +118,17 @@ RunKind register_run_kind(RunKindRow row) {
 }
 
 const std::vector<RunKindRow>& run_kind_table() { return table(); }
+
+Result<Timeline> replay_run(const RunConfig& cfg, const std::vector<TraceNode>& nodes, const std::vector<double>& metrics,
+                            const NetworkProfile& net) {
+    const RunKindRow& kind = run_kind_of(cfg);
+    if (!kind.replay) return retime(cfg, nodes, net);
+    if (metrics.size() != kind.replay_metrics.size())
+        return Status::error(std::string("the replay of a ") + kind.name + " run takes " +
+                             std::to_string(kind.replay_metrics.size()) + " stored metrics, not " +
+                             std::to_string(metrics.size()));
+    return kind.replay(cfg, nodes, metrics, net);
+}
 
 const RunKindRow& run_kind_of(const RunConfig& cfg) {
     const auto& rows = table();

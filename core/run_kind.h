@@ -20,7 +20,9 @@
 #include "core/config.h"
 #include "core/layout.h"
 #include "core/role.h"
+#include "core/network.h"
 #include "core/status.h"
+#include "core/timeline.h"
 
 namespace tw {
 
@@ -54,6 +56,12 @@ struct RunKindRow {
     bool resumes_each_node = false;
     // Whether the run goes on when one of its replicas is lost (survivors; docs/faults.md).
     bool (*survives_loss)(const RunConfig& cfg) = nullptr;
+    // The replay of a stored run (runs retime, the workbench's what-if) on `net`: besides the
+    // nodes' traces, the first stored value of each metric named in `replay_metrics`, in that
+    // order. nullptr = core/timeline.h retime, the replay of outer rounds.
+    std::vector<const char*> replay_metrics;
+    Result<Timeline> (*replay)(const RunConfig& cfg, const std::vector<TraceNode>& nodes,
+                               const std::vector<double>& metrics, const NetworkProfile& net) = nullptr;
     // Why `thinwire plan` does not model runs of this kind ("" = it does).
     const char* not_planned = "";
     // Why its nodes take no spares and are not restarted ("" = they are, as replicas).
@@ -70,6 +78,9 @@ RunKind next_run_kind_id();
 const std::vector<RunKindRow>& run_kind_table();
 // The row of the kind `cfg` asks for: the first row other than replicas that claims it, else replicas.
 const RunKindRow& run_kind_of(const RunConfig& cfg);
+// The row's replay, or core/timeline.h retime for a row without one.
+Result<Timeline> replay_run(const RunConfig& cfg, const std::vector<TraceNode>& nodes, const std::vector<double>& metrics,
+                            const NetworkProfile& net);
 inline bool is_run_kind(const RunConfig& cfg, RunKind k) { return run_kind_of(cfg).id == k; }
 
 }  // namespace tw

@@ -14,7 +14,9 @@
 #include "core/config.h"
 #include "core/layout.h"
 #include "core/role.h"
+#include "core/network.h"
 #include "core/status.h"
+#include "core/timeline.h"
 
 namespace tw {
 
@@ -35,6 +37,12 @@ Result<std::vector<NodeRole>> skippipe_run_roles(const RunConfig& cfg, const std
 
 // [hdee] against the rest of the config (core/config_validate.cpp).
 void validate_hdee(const RunConfig& c, std::vector<std::string>& problems);
+// A SkipPipe run's replay: every node's clock is its schedules' (core/skippipe.h skippipe_clocks)
+// on the block and head times it scheduled with, `metrics` = {block fwd, block bwd, head fwd, head
+// bwd} seconds as node (0, 0) recorded them at step 0 (core/skippipe_run.cpp).
+Result<Timeline> skippipe_replay(const RunConfig& cfg, const std::vector<TraceNode>& nodes,
+                                 const std::vector<double>& metrics, const NetworkProfile& net);
+
 // HDEE: one expert node per ensemble and domain (core/hdee_plan.h), no mesh.
 std::string hdee_too_few_nodes(const RunConfig& cfg, int64_t need);
 Result<std::vector<NodeRole>> hdee_run_roles(const RunConfig& cfg, const std::vector<NodeEndpoints>& eps,

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <numeric>
 #include <utility>
 
 #include "core/algorithm.h"
 #include "core/assert.h"
 #include "core/routing.h"
+#include "core/run_kind_parts.h"
 
 namespace tw {
 
@@ -178,6 +180,33 @@ Result<std::vector<double>> skippipe_clocks(const RunConfig& cfg, const NetworkP
         out.push_back(clock);
     }
     return out;
+}
+
+Result<Timeline> skippipe_replay(const RunConfig& cfg, const std::vector<TraceNode>& nodes,
+                                 const std::vector<double>& metrics, const NetworkProfile& net) {
+    // Every node's clock is the schedules' after its last step: the same doubles, in the same order,
+    // as the nodes computed them live.
+    int64_t steps = 0;
+    for (const TraceNode& n : nodes)
+        if (!n.trace.compute_s.empty()) steps = std::max(steps, n.trace.compute_s.rbegin()->first);
+    const FwdBwd block{metrics[0], metrics[1]}, head{metrics[2], metrics[3]};
+    auto clocks = skippipe_clocks(cfg, net, block, head, steps);
+    if (!clocks) return clocks.status();
+    Timeline t;
+    for (const TraceNode& n : nodes) {
+        double compute = 0;
+        std::map<int64_t, double> at;
+        for (const auto& [step, c] : n.trace.compute_s) {
+            compute += c;
+            if (step >= 1 && step <= steps) at[step] = (*clocks)[static_cast<size_t>(step - 1)];
+        }
+        const double end = at.empty() ? 0.0 : at.rbegin()->second;
+        t.sim_s.push_back(end);
+        t.compute_s.push_back(compute);
+        t.exposed_s.push_back(std::max(0.0, end - compute));
+        t.clock_at.push_back(std::move(at));
+    }
+    return t;
 }
 
 }  // namespace tw

@@ -34,17 +34,14 @@ Result<StoredRunTraces> load_run_traces(RunStore& store, int64_t id) {
     if (!stored_nodes) return stored_nodes.status();
     StoredRunTraces out;
     out.cfg = std::move(*cfg);
-    if (is_run_kind(out.cfg, RunKind::kSkipPipe)) {
-        double* slot[] = {&out.skippipe_block.fwd_s, &out.skippipe_block.bwd_s, &out.skippipe_head.fwd_s,
-                          &out.skippipe_head.bwd_s};
-        const char* name[] = {metric::kSkipPipeBlockFwdS, metric::kSkipPipeBlockBwdS, metric::kSkipPipeHeadFwdS,
-                              metric::kSkipPipeHeadBwdS};
-        for (int i = 0; i < 4; ++i) {
-            auto rows = store.metrics(id, name[i]);
-            if (!rows) return rows.status();
-            if (rows->empty()) return Status::error(what + " (SkipPipe) has no " + name[i] + " metric to re-time with");
-            *slot[i] = rows->front().value;
-        }
+    // What the run kind's replay reads besides the traces (core/run_kind.h replay_metrics).
+    const RunKindRow& kind = run_kind_of(out.cfg);
+    for (const char* name : kind.replay_metrics) {
+        auto rows = store.metrics(id, name);
+        if (!rows) return rows.status();
+        if (rows->empty())
+            return Status::error(what + " (" + kind.name + ") has no " + name + " metric to re-time with");
+        out.replay_metrics.push_back(rows->front().value);
     }
     if (stored_nodes->empty()) {
         if (traces.size() != 1)
@@ -88,29 +85,7 @@ Result<Timeline> retime_stored(const StoredRunTraces& run, const std::string& pr
 }
 
 Result<Timeline> retime_loaded(const StoredRunTraces& run, const NetworkProfile& net) {
-    if (!is_run_kind(run.cfg, RunKind::kSkipPipe)) return retime(run.cfg, run.nodes, net);
-    // Every node's clock is the schedules' after its last step: the same doubles, in the same order,
-    // as the nodes computed them live.
-    int64_t steps = 0;
-    for (const TraceNode& n : run.nodes)
-        if (!n.trace.compute_s.empty()) steps = std::max(steps, n.trace.compute_s.rbegin()->first);
-    auto clocks = skippipe_clocks(run.cfg, net, run.skippipe_block, run.skippipe_head, steps);
-    if (!clocks) return clocks.status();
-    Timeline t;
-    for (const TraceNode& n : run.nodes) {
-        double compute = 0;
-        std::map<int64_t, double> at;
-        for (const auto& [step, c] : n.trace.compute_s) {
-            compute += c;
-            if (step >= 1 && step <= steps) at[step] = (*clocks)[static_cast<size_t>(step - 1)];
-        }
-        const double end = at.empty() ? 0.0 : at.rbegin()->second;
-        t.sim_s.push_back(end);
-        t.compute_s.push_back(compute);
-        t.exposed_s.push_back(std::max(0.0, end - compute));
-        t.clock_at.push_back(std::move(at));
-    }
-    return t;
+    return replay_run(run.cfg, run.nodes, run.replay_metrics, net);
 }
 
 }  // namespace tw

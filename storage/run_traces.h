@@ -19,9 +19,9 @@ namespace tw {
 struct StoredRunTraces {
     RunConfig cfg;                 // parsed from the stored resolved config
     std::vector<TraceNode> nodes;  // by (replica, stage, rank)
-    // A SkipPipe run (run kind skippipe, core/run_kind.h): the stage times every node scheduled with, as node
-    // (0, 0) recorded them at step 0; its clock is its schedules' (core/skippipe.h skippipe_clocks).
-    FwdBwd skippipe_block, skippipe_head;
+    // The first stored value of each metric its run kind's replay reads (core/run_kind.h
+    // replay_metrics; SkipPipe: the stage times every node scheduled with), in that order.
+    std::vector<double> replay_metrics;
 };
 
 // Fails when the run is unknown, its config does not parse, or it recorded rounds before their
