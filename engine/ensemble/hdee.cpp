@@ -139,11 +139,9 @@ Status ExpertWorker::save_checkpoint(RunCheckpoints& ckpts, Trainer& trainer, co
     p.clock.now_s = sim_s_;
     p.clock.compute_s = compute_s;
     p.last_loss = last_loss, p.last_val = last_val;
-    auto w = ckpts.save(p, *trainer.model(), trainer.optimizer(), {}, config_hash(c));
-    if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
-    report_checkpoint(*w, step, role_.name, since_s(t0_),
-                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
-    return Status::ok();
+    return save_and_report_checkpoint(ckpts, p, *trainer.model(), trainer.optimizer(), {}, config_hash(c),
+                                      role_.name, since_s(t0_),
+                                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
 }
 
 Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {

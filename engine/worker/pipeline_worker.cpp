@@ -278,11 +278,9 @@ StageStateParts PipelineWorker::stage_parts() {
 
 Status PipelineWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
     NodeProgress p{step, outer_step_, clock_.state(), total_bytes(), last_loss_, last_val_, recovery_sent_, recovery_recv_};
-    auto w = run_ckpt_.save(p, *stage_->model(), optim_->adamw(), save_stage_state(stage_parts()), config_hash(cfg_));
-    if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
-    report_checkpoint(*w, step, role_.name, since_s(t0_),
-                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
-    return Status::ok();
+    return save_and_report_checkpoint(run_ckpt_, p, *stage_->model(), optim_->adamw(), save_stage_state(stage_parts()), config_hash(cfg_),
+                                      role_.name, since_s(t0_),
+                                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
 }
 
 Status PipelineWorker::resume_run_checkpoint(MetricSink& sink) {

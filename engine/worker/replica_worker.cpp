@@ -386,11 +386,9 @@ Status ReplicaWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
     const OuterState state = outer_          ? outer_->save_state()
                              : stage_rounds_ ? save_stage_state(stage_parts())
                                              : OuterState{};
-    auto w = run_ckpt_.save(p, *trainer_->model(), trainer_->optimizer(), state, config_hash(cfg_));
-    if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
-    report_checkpoint(*w, step, role_.name, since_s(t0_),
-                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
-    return Status::ok();
+    return save_and_report_checkpoint(run_ckpt_, p, *trainer_->model(), trainer_->optimizer(), state, config_hash(cfg_),
+                                      role_.name, since_s(t0_),
+                                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
 }
 
 Status ReplicaWorker::resume_run_checkpoint(MetricSink& sink) {

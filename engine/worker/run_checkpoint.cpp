@@ -157,13 +157,19 @@ void RunCheckpoints::prune() const {
     for (size_t i = kKeep; i < mine.size(); ++i) fs::remove(mine[i].second, ec);
 }
 
-void report_checkpoint(const RunCheckpoints::Written& w, int64_t step, const std::string& node, double at_s,
-                       const std::function<void(int64_t, const std::string&, double)>& record, MetricSink& sink) {
-    record(step, metric::kCkptBytes, static_cast<double>(w.bytes));
-    record(step, metric::kCkptWriteS, w.write_s);
+Status save_and_report_checkpoint(RunCheckpoints& ckpts, const NodeProgress& p, torch::nn::Module& model,
+                                  torch::optim::Optimizer& optim, const NamedTensors& outer_state,
+                                  const std::string& config_hash, const std::string& node, double at_s,
+                                  const std::function<void(int64_t, const std::string&, double)>& record,
+                                  MetricSink& sink) {
+    auto w = ckpts.save(p, model, optim, outer_state, config_hash);
+    if (!w) return Status::error(node + ": checkpoint: " + w.message());
+    record(p.step, metric::kCkptBytes, static_cast<double>(w->bytes));
+    record(p.step, metric::kCkptWriteS, w->write_s);
     sink.event({at_s, node, EventLevel::kInfo, "checkpoint",
-                "step " + std::to_string(step) + " -> " + w.path + " (" + std::to_string(w.bytes) + " B in " +
-                    std::to_string(w.write_s) + " s)"});
+                "step " + std::to_string(p.step) + " -> " + w->path + " (" + std::to_string(w->bytes) + " B in " +
+                    std::to_string(w->write_s) + " s)"});
+    return Status::ok();
 }
 
 }  // namespace tw

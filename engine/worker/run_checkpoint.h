@@ -103,11 +103,14 @@ private:
     int64_t next_due_ = 0, last_step_ = -1;
 };
 
-// What every worker reports of a checkpoint `w` it wrote at `step`: the ckpt.bytes and
-// ckpt.write_s rows through `record` (call it after the step's other rows: a ckpt.bytes row in
-// the store means the file and every earlier row exist), and a "checkpoint" event of node `node`
-// at `at_s` seconds naming the file.
-void report_checkpoint(const RunCheckpoints::Written& w, int64_t step, const std::string& node, double at_s,
-                       const std::function<void(int64_t, const std::string&, double)>& record, MetricSink& sink);
+// What every worker does to checkpoint: `ckpts.save`, then the report of what it wrote — the
+// ckpt.bytes and ckpt.write_s rows of step p.step through `record` (call it after the step's
+// other rows: a ckpt.bytes row in the store means the file and every earlier row exist) and a
+// "checkpoint" event of node `node` at `at_s` seconds naming the file. The error names the node.
+Status save_and_report_checkpoint(RunCheckpoints& ckpts, const NodeProgress& p, torch::nn::Module& model,
+                                  torch::optim::Optimizer& optim, const NamedTensors& outer_state,
+                                  const std::string& config_hash, const std::string& node, double at_s,
+                                  const std::function<void(int64_t, const std::string&, double)>& record,
+                                  MetricSink& sink);
 
 }  // namespace tw

@@ -501,11 +501,9 @@ Status SkipPipeWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
     p.bytes = total_bytes();
     p.last_loss = last_loss_, p.last_val = last_val_;
     SkipPipeNodeState state{busy_s_, iter_sum_s_, skip_iter_sum_s_, block_, head_, last_paths_};
-    auto w = run_ckpt_.save(p, *model_, *optim_, save_skippipe_state(state), config_hash(cfg_));
-    if (!w) return Status::error(role_.name + ": checkpoint: " + w.message());
-    report_checkpoint(*w, step, role_.name, since_s(t0_),
-                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
-    return Status::ok();
+    return save_and_report_checkpoint(run_ckpt_, p, *model_, *optim_, save_skippipe_state(state), config_hash(cfg_),
+                                      role_.name, since_s(t0_),
+                                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
 }
 
 Status SkipPipeWorker::resume_run_checkpoint(MetricSink& sink) {

@@ -22,6 +22,7 @@
 #include "remote/coordinator.h"
 #include "remote/curve.h"
 #include "remote/node_server.h"
+#include "tests/app/micro_corpus.h"
 
 namespace tw {
 namespace {
@@ -37,17 +38,6 @@ struct Sink : CoordinatorSink {
     }
     void on_event(const EventRecord& e) override { events.push_back(e.node + ": " + e.text); }
 };
-
-// The micro corpus of tests/app/micro_corpus.sh.
-void write_corpus(const fs::path& dir) {
-    fs::create_directories(dir);
-    for (int i = 10; i <= 39; ++i) {
-        std::ofstream f(dir / ("doc" + std::to_string(i) + ".txt"));
-        for (int j = 1; j <= 40; ++j)
-            f << "Document " << i << " line " << j << ": the quick brown fox " << (i * j % 7)
-              << " jumps over the lazy dog while it rains " << (j % 5) << " times.\n";
-    }
-}
 
 // A port P with P..P+3 free (the node's control, metrics, data and store ports).
 int free_base_port() {
@@ -73,7 +63,7 @@ TEST(EngineNode, GradientGroupsWithCurveKeysRunAgainOnTheSameNodes) {
     if (!curve_available()) GTEST_SKIP() << "libzmq without CURVE";
     const fs::path root = fs::temp_directory_path() / ("tw-engine-node-" + std::to_string(::getpid()));
     fs::remove_all(root);
-    write_corpus(root / "corpus");
+    write_micro_corpus(root / "corpus");
 
     const CurveKeyPair coord_keys = unwrap(curve_keypair_new());
     std::vector<CurveKeyPair> node_keys;

@@ -23,22 +23,12 @@
 #include "engine/train/trainer.h"
 #include "engine/worker/skippipe_worker.h"
 #include "remote/zmq_collective.h"
+#include "tests/app/micro_corpus.h"
 
 namespace tw {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The micro corpus of tests/app/micro_corpus.sh.
-void write_corpus(const fs::path& dir) {
-    fs::create_directories(dir);
-    for (int i = 10; i <= 39; ++i) {
-        std::ofstream f(dir / ("doc" + std::to_string(i) + ".txt"));
-        for (int j = 1; j <= 40; ++j)
-            f << "Document " << i << " line " << j << ": the quick brown fox " << (i * j % 7)
-              << " jumps over the lazy dog while it rains " << (j % 5) << " times.\n";
-    }
-}
 
 struct Collect : MetricSink {
     std::mutex mu;
@@ -68,7 +58,7 @@ struct Op {
 TEST(SkipPipeNodes, ScheduleLossBytesAndClockOfThreeByTwoNodes) {
     const fs::path root = fs::temp_directory_path() / ("tw-skippipe-nodes-" + std::to_string(::getpid()));
     fs::remove_all(root);
-    write_corpus(root / "corpus");
+    write_micro_corpus(root / "corpus");
     const std::string toml = "[data]\ncorpus = \"" + (root / "corpus").string() + "\"\ncache_dir = \"" +
                              (root / "cache").string() + "\"\nvocab_size = 200\n"
                              "[model]\nd_model = 32\nn_layer = 3\nn_head = 2\nseq_len = 16\n"

@@ -22,6 +22,7 @@
 #include "engine/plan/planner.h"
 #include "engine/worker/replica_worker.h"
 #include "engine/worker/run_kind_workers.h"
+#include "tests/app/micro_corpus.h"
 
 namespace tw {
 namespace {
@@ -64,17 +65,6 @@ const RunKind kTwins = register_twins();
 
 // ---- the test ----
 
-// The micro corpus of tests/app/micro_corpus.sh.
-void write_corpus(const fs::path& dir) {
-    fs::create_directories(dir);
-    for (int i = 10; i <= 39; ++i) {
-        std::ofstream f(dir / ("doc" + std::to_string(i) + ".txt"));
-        for (int j = 1; j <= 40; ++j)
-            f << "Document " << i << " line " << j << ": the quick brown fox " << (i * j % 7)
-              << " jumps over the lazy dog while it rains " << (j % 5) << " times.\n";
-    }
-}
-
 struct Collect : MetricSink {
     std::mutex mu;
     std::map<std::string, std::vector<double>> loss;  // node → train.loss by step
@@ -102,7 +92,7 @@ std::map<std::string, std::vector<double>> run_nodes(const RunConfig& cfg, const
 TEST(ToyRunKind, TwinsRegisteredFromTheirOwnFileRunAsTheOneNodeKindDoes) {
     const fs::path root = fs::temp_directory_path() / ("tw-toy-run-kind-" + std::to_string(::getpid()));
     fs::remove_all(root);
-    write_corpus(root / "corpus");
+    write_micro_corpus(root / "corpus");
     const std::string toml = "[data]\ncorpus = \"" + (root / "corpus").string() + "\"\ncache_dir = \"" +
                              (root / "cache").string() + "\"\nvocab_size = 200\n"
                              "[model]\nd_model = 32\nn_layer = 2\nn_head = 2\nseq_len = 16\n"

@@ -16,6 +16,7 @@
 #include "remote/coordinator.h"
 #include "remote/node_server.h"
 #include "remote/protocol.h"
+#include "tests/remote/node_request.h"
 
 namespace tw {
 namespace {
@@ -194,17 +195,7 @@ TEST(NodeServer, ANodeThatHearsNothingFromItsCoordinatorStopsAndSaysSo) {
     sub.set(zmq::sockopt::subscribe, "");
     sub.set(zmq::sockopt::rcvtimeo, 5000);
     sub.connect(unwrap(derive_endpoints(o.listen)).metrics);
-    const auto ask = [&](MsgKind k, nlohmann::json body) {
-        Message m;
-        m.kind = k;
-        m.body = std::move(body);
-        auto frames = encode(m);
-        for (size_t i = 0; i < frames.size(); ++i)
-            dealer.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-        std::vector<zmq::message_t> reply;
-        EXPECT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(reply)));
-        return unwrap(decode(reply));
-    };
+    const auto ask = [&](MsgKind k, nlohmann::json body) { return unwrap(request_node(dealer, k, std::move(body))); };
     const auto done = [&]() -> nlohmann::json {  // the node's `done`, as its coordinator reads it
         for (;;) {
             std::vector<zmq::message_t> frames;

@@ -15,6 +15,7 @@
 
 #include "remote/node_server.h"
 #include "remote/protocol.h"
+#include "tests/remote/node_request.h"
 
 namespace tw {
 namespace {
@@ -601,16 +602,7 @@ TEST(NodeDataRoot, PathsOutsideTheRootAreRefusedAndTheNodeKeepsServing) {
     dealer.set(zmq::sockopt::rcvtimeo, 5000);
     dealer.connect(o.listen);
     auto ask = [&](MsgKind k, nlohmann::json body) {
-        Message m;
-        m.kind = k;
-        m.body = std::move(body);
-        auto frames = encode(m);
-        for (size_t i = 0; i < frames.size(); ++i)
-            dealer.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-        std::vector<zmq::message_t> reply;
-        EXPECT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(reply)));
-        auto back = decode(reply);
-        EXPECT_TRUE(back) << back.message();
+        auto back = request_node(dealer, k, std::move(body));
         nlohmann::json j = back->body;
         j["kind"] = to_string(back->kind);
         return j;
