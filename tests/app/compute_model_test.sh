@@ -6,15 +6,8 @@
 # rate; a replica at node_speed 0.5 computes exactly twice as long; re-timing reproduces the clocks;
 # bad [compute] values are refused naming the key. Micro model on a small text folder.
 # Usage: compute_model_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
+source "$(dirname "$0")/harness.sh"
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 source "$(dirname "$0")/flops_micro.sh"
 flops_micro_layout 10

@@ -3,37 +3,11 @@
 # real `thinwire node` child processes over TCP loopback, exact byte counts for DDP and DiLoCo,
 # re-timing, layout errors, a node killed mid-run, and Ctrl-C. Micro model on a small text folder.
 # Usage: run_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do [ -f "$f" ] && tail -5 "$f" >&2; done; exit 1; }
-db="$work/runs.db"
+source "$(dirname "$0")/harness.sh"
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
-cat > "$work/micro.toml" <<TOML
-[data]
-corpus = "$work/corpus"
-cache_dir = "$work/cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-[train]
-batch_size = 4
-warmup_steps = 2
-eval_every = 10
-steps = 20
-[outer]
-replicas = 2
-inner_steps = 10
-[network]
-profile = "home-20m"
-TOML
+{ micro_tables "" "data.corpus=\"$work/corpus\"" "data.cache_dir=\"$work/cache\""
+  printf '[outer]\nreplicas = 2\ninner_steps = 10\n[network]\nprofile = "home-20m"\n'; } > "$work/micro.toml"
 P=33184  # parameters of this micro model
 run() { "$tw" --db "$db" run "$work/micro.toml" --data-root "$work" "$@"; }  # paths are under $work
 sent_of() { awk -v n="$1" '$1 == n && NF == 10 {print $5}' <<<"$2"; }  # the final table's row
@@ -210,20 +184,6 @@ err="$(run --set outer.algorithm=diloco --set outer.topology=hub 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] && grep -q "outer.topology \"hub\" does not apply to diloco: a hub relays whole payloads" <<<"$err" \
   || fail "a hub for dense payloads not refused by name: $err"
 set -e
-
-# Wait until run NAME has at least N train.loss rows stored.
-wait_rows() {
-  for _ in $(seq 1 300); do
-    local id n
-    id="$("$tw" --db "$db" runs list 2>/dev/null | awk -v n="$1" '$2 == n {print $1}')"
-    if [ -n "$id" ]; then
-      n="$("$tw" --db "$db" runs show "$id" 2>/dev/null | awk '$1 == "train.loss" {print $2}')"
-      [ -n "$n" ] && [ "$n" -ge "$2" ] && { echo "$id"; return 0; }
-    fi
-    sleep 0.1
-  done
-  return 1
-}
 
 # A node killed mid-run with a quorum of both replicas (cluster.min_replicas = 2; with fewer the
 # survivor would go on, tests/app/faults_test.sh): the run is marked failed with the reason within

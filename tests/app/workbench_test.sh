@@ -6,18 +6,11 @@
 # red (214,39,40), which the run without faults does not have there. The PNG is read by an
 # independent decoder (png_colour.py). Seven runs of three replicas plot as seven lines with seven
 # legend rows, and History sorts them by final loss. Every experiment file opens in the layout editor. Usage: workbench_test.sh PATH_TO_THINWIRE PATH_TO_WORKBENCH
-set -euo pipefail
-tw="$1"
-wb="$2"
 here="$(dirname "$0")"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$here/harness.sh"
+wb="$2"
 command -v xvfb-run >/dev/null || fail "xvfb-run is missing (Debian package xvfb; scripts/setup.sh installs it)"
-py=/usr/bin/python3
 
-source "$here/micro_corpus.sh"
 micro_corpus "$work/corpus"
 "$tw" --db "$work/runs.db" run /dev/null --data-root "$work" --set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" \
   --set data.vocab_size=200 --set model.d_model=32 --set model.n_layer=2 --set model.n_head=2 \
