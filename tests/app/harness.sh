@@ -113,6 +113,8 @@ wait_rows() {
 # run_cases [CASE...]: runs the script's functions case_CASE named, or every case_ function in the
 # order the script defines them when none is named; sets ran_cases to the list. tests/CMakeLists.txt
 # registers one test per `case_NAME() {` line (tw_case_tests), so a case is a function of its own.
+# A case's last command must succeed when its checks pass: not `CHECK && fail ...`, whose status
+# is then 1 and would end the script under set -e.
 run_cases() {
   local c all
   all="$(sed -n 's/^case_\([a-z0-9_]*\)() {.*/\1/p' "$0")"
