@@ -112,7 +112,7 @@ layout() {
     noloco) topo='group_size = 2' ;;
     hetero) algo=sparseloco stages='stages = 2' pipeline=$'[pipeline]\nreplicas = 2\nmicro_batches = 2\nrank = 8' ;;
   esac
-  { micro_tables "tie_embeddings = false" | sed "s/^steps = 20\$/steps = $steps\nckpt_every = 50/; s/^eval_every = 10\$/eval_every = 0/"
+  { micro_tables "tie_embeddings = false" train.steps="$steps" train.ckpt_every=50 train.eval_every=0
     cat <<TOML
 [outer]
 algorithm = "$algo"

@@ -3,7 +3,9 @@
 #   scripts/fuzz.sh [SECONDS]        (default 60 seconds per target)
 # 1. builds tests/fuzz/fuzz_control.cpp and fuzz_frame.cpp with clang, -fsanitize=fuzzer,address,
 #    undefined (UB is fatal), -O1 -g, into build/fuzz/ (its own small Ninja build: only the sources
-#    the targets need, no LibTorch; rebuilt only when a source or header changed),
+#    the targets need, no LibTorch; rebuilt only when a source or header changed; FUZZ_OUT names
+#    another folder for it all, as the suite's fuzz.smoke does: its build tree's fuzz/, so that two
+#    build trees' suites never share one),
 # 2. copies each seed corpus (tests/fuzz/corpus/<target>/) to build/fuzz/corpus-<target>/, so the
 #    committed seeds never change, and runs each target there for SECONDS,
 # 3. prints per target: executions, exec/s, run length, corpus size before → after,
@@ -16,7 +18,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SECONDS_PER_TARGET=${1:-60}
 [[ "$SECONDS_PER_TARGET" =~ ^[1-9][0-9]*$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2; }
-OUT=build/fuzz
+OUT=${FUZZ_OUT:-build/fuzz}
 
 missing() {
   echo "fuzz.sh: $1" >&2

@@ -6,14 +6,7 @@
 # trace, and the run store holds the run as failed with that reason, never "running". Thread nodes
 # and child-process nodes both. A good shard pair finishes, so the layout itself is not the problem.
 # Usage: bad_inputs_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$(realpath "$1")"
-work="$(realpath "$(mktemp -d)")"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
-py=/usr/bin/python3
+source "$(dirname "$0")/harness.sh"
 
 # shard FILE N [ID]: an llm.c shard of N tokens (ids cycling below 150, or all ID when given).
 shard() {
@@ -38,24 +31,8 @@ printf 'A plain line of text.\n' > "$work/texts/a.txt"
 printf '\x89PNG\r\n\x1a\n\0\0\0\rIHDR' > "$work/texts/b.png"
 
 # seq_len 32: a window needs 33 tokens, a batch of 4 needs 129.
-cat > "$work/micro.toml" <<TOML
-[data]
-train_shard = "$work/good.bin"
-val_shard = "$work/good.bin"
-cache_dir = "$work/cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-vocab_size = 200
-[train]
-batch_size = 4
-warmup_steps = 1
-eval_every = 2
-steps = 2
-TOML
+micro_tables "vocab_size = 200" data.corpus= "data.train_shard=\"$work/good.bin\"" "data.val_shard=\"$work/good.bin\"" \
+  "data.cache_dir=\"$work/cache\"" train.warmup_steps=1 train.eval_every=2 train.steps=2 > "$work/micro.toml"
 
 # The store as the checks read it (the CLI's `runs list` takes a second to start; sqlite does not):
 # "FAILED RUNNING LAST-ID LAST-STATUS" and the last run's reason.

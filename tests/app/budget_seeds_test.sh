@@ -6,15 +6,7 @@
 #  * `runs compare --group` and `report --group` give each point's mean ± sample standard deviation over
 #    its seeds, checked against the same figures computed from the store by Python's statistics module.
 # Usage: budget_seeds_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
-py=/usr/bin/python3
-source "$(dirname "$0")/micro_corpus.sh"
+source "$(dirname "$0")/harness.sh"
 micro_corpus "$work/corpus"
 { micro_tables; cat <<'TOML'; } > "$work/seeds.toml"
 [run]

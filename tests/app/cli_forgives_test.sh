@@ -17,16 +17,8 @@
 #  * runs work from any directory: the default data root is $XDG_CACHE_HOME/thinwire, and the stored
 #    config does not depend on where that is.
 # Usage: cli_forgives_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
-py=/usr/bin/python3
+source "$(dirname "$0")/harness.sh"
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 source "$(dirname "$0")/flops_micro.sh"
 flops_micro_layout 5

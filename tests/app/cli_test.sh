@@ -3,14 +3,7 @@
 # one-node run through the coordinator), checks the run store, checkpoints and resume, and checks
 # that config errors name the key and exit non-zero.
 # Usage: cli_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-source "$(dirname "$0")/micro_corpus.sh"
+source "$(dirname "$0")/harness.sh"
 micro_corpus "$work/corpus"
 
 common=(--data-root "$work" --set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" --set data.vocab_size=200

@@ -5,16 +5,11 @@
 # replica beside a full one, SkipPipe); a step's train.compute_s is the hand-counted FLOPs over the
 # rate; a replica at node_speed 0.5 computes exactly twice as long; re-timing reproduces the clocks;
 # bad [compute] values are refused naming the key. Micro model on a small text folder.
-# Usage: compute_model_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
+# Usage: compute_model_test.sh PATH_TO_THINWIRE [CASE...] (diloco, half_speed, pipeline, skippipe,
+# refusals; all of them when none is named)
+source "$(dirname "$0")/harness.sh"
+shift
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 source "$(dirname "$0")/flops_micro.sh"
 flops_micro_layout 10
@@ -32,6 +27,7 @@ same_clocks() {  # run names a and b
   [ "$a" = "$b" ] || fail "$1 and $2 differ in simulated time: $(diff <(echo "$a") <(echo "$b") | head -20)"
 }
 
+case_diloco() {
 # DiLoCo, 2 replicas: twice on threads, twice on child processes; all four alike.
 for name in diloco-t1 diloco-t2; do
   out="$(run --set run.name=$name)"
@@ -63,7 +59,9 @@ grep -q "finished" <<<"$show" || fail "diloco-t1 not finished: $show"
 rt="$("$tw" --db "$db" runs retime "$(id_of diloco-t1)" --network home-20m --rounds)"
 awk 'NF == 4 && $1 ~ /^replica-/ && $4 !~ /%/ {n++; if ($3 != $4) bad = 1} END {exit (bad || n < 4)}' <<<"$rt" \
   || fail "retime of a flops run differs from its recorded clocks: $rt"
+}
 
+case_half_speed() {
 # Replica 1 at half speed: each of its steps takes exactly twice replica 0's, so does the total.
 out="$(run --set run.name=half --set 'compute.node_speed=[1.0, 0.5]')"
 grep -q "finished" <<<"$out" || fail "half-speed run did not finish: $out"
@@ -74,7 +72,9 @@ csv half | awk -F, '$7 == "train.compute_s" {v[$2 "," $3] = $8; t[$2] += $8}
 # The fast replica waits for the slow one at every round.
 csv half | awk -F, '$7 == "round.exposed_comm_s" && $2 == "replica-0" && $8 > 0 {n++} END {exit n < 2}' \
   || fail "the fast replica did not wait for the slow one"
+}
 
+case_pipeline() {
 # A compressed pipeline replica (2 stages, rank 8) beside a full one, SparseLoCo per stage: every
 # forward, backward and optimizer step of a stage node is modelled; twice alike, on threads and processes.
 pipe=(--set cluster.stages=2 --set pipeline.replicas=1 --set pipeline.micro_batches=2 --set pipeline.rank=8
@@ -90,7 +90,9 @@ same_clocks pipe-t pipe-p
 rt="$("$tw" --db "$db" runs retime "$(id_of pipe-t)" --network home-20m --rounds)"
 awk 'NF == 4 && $1 ~ /^replica-/ && $4 !~ /%/ {n++; if ($3 != $4) bad = 1} END {exit (bad || n < 6)}' <<<"$rt" \
   || fail "retime of a flops pipeline run differs from its recorded clocks: $rt"
+}
 
+case_skippipe() {
 # SkipPipe: the scheduler's stage times come from the model; twice alike.
 skip=(--set outer.algorithm=none --set outer.replicas=1 --set skippipe.stages=2 --set skippipe.replicas=2
       --set skippipe.micro_batches=2 --set train.steps=6 --set train.eval_every=3 --set train.eval_batches=2)
@@ -105,7 +107,9 @@ awk '$1 ~ /^replica-/ && $2 == "final" {n++; if ($3 != $4) bad = 1} END {exit (b
 # One block forward per micro-batch of 2 × 32 tokens: 64 · 30,720 FLOPs at 1e9 FLOP/s.
 csv skip-1 | awk -F, '$7 == "skippipe.block_fwd_s" {n++; if (($8 - 64 * 30720 / 1e9)^2 > 1e-24) bad = 1} END {exit (bad || n < 1)}' \
   || fail "SkipPipe's block time is not the model's: $(csv skip-1 | grep skippipe.block)"
+}
 
+case_refusals() {
 # Bad values are refused before anything runs, naming the key.
 set +e
 err="$(run --set 'compute.node_speed=[1.0]' 2>&1)"; rc=$?
@@ -116,4 +120,7 @@ err="$(run --set compute.model=measured 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] && grep -q "compute.peak_flops applies only with compute.model = \"flops\"" <<<"$err" \
   || fail "flops-only keys under measured not refused ($rc): $err"
 set -e
-echo "compute_model_test: ok"
+}
+
+run_cases "$@"
+echo "compute_model_test: ok (${ran_cases[*]})"

@@ -5,18 +5,8 @@
 # processes with the losses of the same layout on threads; meanwhile a plaintext client, an
 # unknown key and a plaintext subscriber get nothing, and the node logs the unknown key.
 # Usage: curve_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-py=/usr/bin/python3  # Debian's, with python3-zmq (the python3 first on PATH may be another build)
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -5 "$f" >&2; }; done; exit 1; }
-db="$work/runs.db"
+source "$(dirname "$0")/harness.sh"
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 # Each node reads only its own data root: give each the corpus there.
 for i in 0 1; do mkdir -p "$work/n$i"; cp -r "$work/corpus" "$work/n$i/corpus"; done
@@ -26,9 +16,7 @@ for who in coord node0 node1; do "$tw" keys new "$work/keys/$who" > /dev/null; d
 "$tw" keys new "$work/keys/node0" > "$work/again.log" 2>&1 && fail "keys new overwrote an existing key"
 grep -q "refusing to overwrite" "$work/again.log" || fail "keys new did not say why it refused: $(cat "$work/again.log")"
 
-source "$(dirname "$0")/ports.sh"
-P0="$(pick_base)"; P1="$(pick_base)"
-[ "$P0" != "$P1" ] || P1=$((P0 + 10))
+pick_ports P0; pick_ports P1
 
 # Without keys a non-loopback bind is refused with the reason, exit 1.
 set +e; "$tw" node --listen "tcp://0.0.0.0:$P0" > "$work/nokeys.log" 2>&1; rc=$?; set -e
@@ -55,21 +43,8 @@ set +e; "$tw" node --listen "tcp://localhost:$P1" > "$work/name.log" 2>&1; rc=$?
 grep -q "use tcp://127.0.0.1:PORT" "$work/name.log" || fail "no reason for the host name: $(cat "$work/name.log")"
 
 layout() {  # $1 = cluster table
+  micro_tables
   cat <<TOML
-[data]
-corpus = "corpus"
-cache_dir = "cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-[train]
-batch_size = 4
-warmup_steps = 2
-eval_every = 10
-steps = 20
 [outer]
 replicas = 2
 inner_steps = 10

@@ -5,44 +5,19 @@
 # removed, so it prepares the data again): the run fails before any step, exit 1, naming
 # replica-1 and what differs, and no train.loss is stored for it.
 # Usage: data_fingerprint_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$(realpath "$1")"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -5 "$f" >&2; }; done; exit 1; }
-db="$work/runs.db"
+source "$(dirname "$0")/harness.sh"
 sql() { sqlite3 "$db" "$1"; }
 
-source "$(dirname "$0")/micro_corpus.sh"
 # The coordinator's root and each node's hold their own copy of the same corpus.
 for r in coord n0 n1; do micro_corpus "$work/$r/corpus"; done
 
-source "$(dirname "$0")/ports.sh"
-P0="$(pick_base)"; P1="$(pick_base)"
-[ "$P0" != "$P1" ] || P1=$((P0 + 10))
+pick_ports P0; pick_ports P1
 start_loopback_node "$P0" "$work/n0" "$work/node0.log"
 start_loopback_node "$P1" "$work/n1" "$work/node1.log"
 
-cat > "$work/coord/micro.toml" <<TOML
-[run]
-threads = 1
-[data]
-corpus = "corpus"
-cache_dir = "cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-[train]
-batch_size = 4
-warmup_steps = 2
-eval_every = 5
-steps = 10
+{ printf '[run]\nthreads = 1\n'
+  micro_tables "" train.eval_every=5 train.steps=10
+  cat <<TOML
 [outer]
 replicas = 2
 inner_steps = 5
@@ -51,6 +26,7 @@ algorithm = "diloco"
 mode = "remote"
 endpoints = ["tcp://127.0.0.1:$P0", "tcp://127.0.0.1:$P1"]
 TOML
+} > "$work/coord/micro.toml"
 run() { (cd "$work" && "$tw" --db "$db" run "$work/coord/micro.toml" --data-root "$work/coord" "$@"); }
 
 # Same corpus everywhere: the run finishes; the coordinator and both nodes stored the same hashes.

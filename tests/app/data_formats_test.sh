@@ -5,13 +5,7 @@
 # than 20 tokens per piece, a budget of more than 4 epochs). A JSONL line without the field and a
 # Parquet file are errors that name the file (and the line, or how to convert), exit 1.
 # Usage: data_formats_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$(realpath "$1")"
-work="$(realpath "$(mktemp -d)")"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
+source "$(dirname "$0")/harness.sh"
 
 # 300 one-line documents of varied sentences, no blank line; the same documents as JSONL under "body".
 for i in $(seq 1 300); do
@@ -19,10 +13,8 @@ for i in $(seq 1 300); do
 done > "$work/lines.txt"
 awk '{ printf "{\"id\": %d, \"body\": \"%s\"}\n", NR, $0 }' "$work/lines.txt" > "$work/docs.jsonl"
 
-micro() {  # micro CORPUS [more [data] lines]: the micro model, 6 steps of batch 4
-  printf '[data]\ncorpus = "%s"\ncache_dir = "cache"\nvocab_size = 200\n%s\n' "$1" "${2:-}"
-  printf '[model]\nd_model = 32\nn_layer = 2\nn_head = 2\nseq_len = 32\n'
-  printf '[train]\nbatch_size = 4\nwarmup_steps = 2\neval_every = 3\nsteps = 6\n'
+micro() {  # micro CORPUS [DATA.KEY=VALUE]: the micro model, 6 steps of batch 4
+  micro_tables "" "data.corpus=\"$1\"" ${2:+"$2"} train.eval_every=3 train.steps=6
 }
 run() { "$tw" --db "$db" run "$@" --data-root "$work" 2>&1; }
 
@@ -32,7 +24,7 @@ grep -q "read as one document per line (data.format \"auto\": its 300 lines hold
   || fail "the run did not say how it read lines.txt: $out"
 grep -q "finished" <<<"$out" || fail "the one-per-line run did not finish: $out"
 
-micro docs.jsonl 'text_field = "body"' > "$work/jsonl.toml"
+micro docs.jsonl 'data.text_field="body"' > "$work/jsonl.toml"
 out="$(run "$work/jsonl.toml")" || fail "the JSONL run failed: $out"
 grep -q "read as JSON Lines (data.format \"auto\": its name ends in .jsonl), 300 documents" <<<"$out" \
   || fail "the run did not say how it read docs.jsonl: $out"
@@ -62,7 +54,7 @@ grep -q "warning: the budget of 0.00512M tokens (40 steps) is [0-9.]* epochs" <<
 
 # A JSONL line without the field: exit 1, the file and the line named.
 { head -5 "$work/docs.jsonl"; echo '{"id": 6, "text": "no body here"}'; tail -n +6 "$work/docs.jsonl"; } > "$work/bad.jsonl"
-micro bad.jsonl 'text_field = "body"' > "$work/bad.toml"
+micro bad.jsonl 'data.text_field="body"' > "$work/bad.toml"
 set +e; out="$(run "$work/bad.toml")"; rc=$?; set -e
 [ "$rc" = 1 ] || fail "a JSONL line without the field: exit $rc, expected 1: $out"
 grep -q "data.corpus $work/bad.jsonl:6: no \"body\" field (data.text_field; its fields: id, text)" <<<"$out" \

@@ -7,16 +7,9 @@
 # with relative paths (the run finishes; the node's files are its owner's only), and refuses a
 # layout path outside its own data root before any node starts.
 # Usage: data_root_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$(realpath "$1")"
-work="$(mktemp -d)"
-node_pid=""
-trap '[ -n "$node_pid" ] && kill -KILL "$node_pid" 2>/dev/null; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$work/node.log" ] && tail -5 "$work/node.log" >&2; exit 1; }
-py=/usr/bin/python3  # Debian's, which has python3-zmq; not whichever python3 is first on PATH
+source "$(dirname "$0")/harness.sh"
 "$py" -c "import zmq" || fail "$py cannot import zmq (Debian package python3-zmq)"
 
-source "$(dirname "$0")/micro_corpus.sh"
 D="$work/node-root"          # the node's data root
 C="$work/coord-root"         # the coordinator's
 mkdir -p "$D" "$C" "$work/outside"
@@ -25,24 +18,11 @@ micro_corpus "$C/corpus"
 echo "secret: not for training" > "$work/outside/secret"
 ln -s "$work/outside" "$D/out"  # a link inside the root that leads out of it
 
-port="$("$py" - <<'PY'
-import random, socket
-for _ in range(200):
-    p = random.randint(20000, 60000)
-    socks = []
-    try:
-        for i in range(4):
-            s = socket.socket(); s.bind(("127.0.0.1", p + i)); socks.append(s)
-        print(p); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-PY
-)"
+pick_ports port
 ep="tcp://127.0.0.1:$port"
 "$tw" node --listen "$ep" --data-root "$D" > "$work/node.log" 2>&1 &
 node_pid=$!
+pids+=("$node_pid")
 for _ in $(seq 1 100); do grep -q "data root" "$work/node.log" 2>/dev/null && break; sleep 0.1; done
 grep -q "data root $(realpath "$D")" "$work/node.log" || fail "the node does not report its data root"
 
@@ -106,42 +86,13 @@ outside_after="$(cd "$work" && find . -path ./node-root -prune -o -path ./coord-
 
 # The same client and a layout inside the root: configure is accepted (the check above is not
 # just a client that cannot configure at all).
-out="$(attack "[data]
-corpus = \"corpus\"
-cache_dir = \"cache\"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-[train]
-steps = 0" configure-only)"
+out="$(attack "$(micro_tables "" train.batch_size= train.warmup_steps= train.eval_every= train.steps=0)" configure-only)"
 grep -q "^ok" <<<"$out" || fail "a configure inside the root was refused: $out"
 
 # `thinwire run` drives the node remotely: paths relative to each side's root.
-cat > "$C/remote.toml" <<TOML
-[run]
-name = "remote-rooted"
-threads = 1
-[data]
-corpus = "$C/corpus"
-cache_dir = "cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-[train]
-batch_size = 4
-warmup_steps = 2
-eval_every = 10
-steps = 10
-[cluster]
-mode = "remote"
-endpoints = ["$ep"]
-TOML
+{ printf '[run]\nname = "remote-rooted"\nthreads = 1\n'
+  micro_tables "" "data.corpus=\"$C/corpus\"" train.steps=10
+  printf '[cluster]\nmode = "remote"\nendpoints = ["%s"]\n' "$ep"; } > "$C/remote.toml"
 out="$(cd "$work" && "$tw" --db "$work/runs.db" run "$C/remote.toml" --data-root "$C" 2>&1)" \
   || fail "the remote run through the node failed: $out"
 grep -q "finished" <<<"$out" || fail "the remote run did not finish: $out"

@@ -4,22 +4,11 @@
 # interface (0.0.0.0 / [::]), and three runs back to back on the same node processes all finish with
 # the same losses as the same layout on threads. Micro model on a small text folder.
 # Usage: ddp_store_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -5 "$f" >&2; }; done; exit 1; }
-db="$work/runs.db"
+source "$(dirname "$0")/harness.sh"
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 
-source "$(dirname "$0")/ports.sh"
-P0="$(pick_base)"; P1="$(pick_base)"
-[ "$P0" != "$P1" ] || P1=$((P0 + 10))
+pick_ports P0; pick_ports P1
 start_loopback_node "$P0" "$work" "$work/node0.log"
 start_loopback_node "$P1" "$work" "$work/node1.log"
 

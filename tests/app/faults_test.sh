@@ -37,18 +37,13 @@
 #    With cluster.restart_lost the compressed pipeline's processes are restarted, admitted at a
 #    round boundary, and after their first round back hold replica 0's stage weights and T_fixed.
 # Micro model, DiLoCo on home-20m under the flops clock (flops_micro.sh).
-# Usage: faults_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
+# Usage: faults_test.sh PATH_TO_THINWIRE [CASE...]: the cases below by name (case_NAME); every case,
+# in this file's order, when none is named (each in a test of its own in the suite, cli.faults.NAME).
+source "$(dirname "$0")/harness.sh"
+shift
 # Names each case as it starts, with the seconds so far: a run that hangs shows where in ctest's output.
 section() { echo "[$SECONDS s] $*"; }
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 source "$(dirname "$0")/flops_micro.sh"
 flops_micro_layout 10
@@ -77,6 +72,66 @@ three_ways() {  # prefix, what, settings...
   run "$@" --set run.name="$prefix-local" --set cluster.mode=local > /dev/null || fail "$what in child processes failed"
 }
 
+# Run RUN's losses, membership masks and state hashes as "node step metric value", sorted.
+pick() { csv "$1" | awk -F, '$7 == "train.loss" || $7 == "val.loss" || $7 == "round.group_mask" || $7 == "round.state_hash" {print $2, $3, $7, $8}' | sort; }
+# A run of NAME in child processes with STEPS steps and the extra arguments; once it has stored 20
+# steps, SIGKILLs its NTH node process (nodes start in role order, so pids ascend with it); the run
+# must still exit 0. Prints the run id.
+kill_mid_run() {
+  local name="$1" nth="$2" steps="$3"; shift 3
+  (cd "$work" && timeout -k 10 "$run_limit" "$tw" --db "$db" run micro.toml "${three[@]}" "$@" --set cluster.mode=local --set train.steps="$steps" \
+     --set run.name="$name" > "$work/$name.log" 2>&1) &
+  local sub=$! id coord victim rc
+  id="$(wait_rows "$name" 20)" || fail "$name never stored metrics: $(cat "$work/$name.log")"
+  coord="$(pgrep -P "$sub" -f "run micro.toml" || echo "$sub")"  # the timeout, then the coordinator
+  coord="$(pgrep -P "$coord" -f "run micro.toml" || echo "$coord")"
+  victim="$(pgrep -P "$coord" | sort -n | sed -n "${nth}p")"
+  [ -n "$victim" ] || fail "$name: no node process $nth to kill"
+  kill -KILL "$victim"
+  set +e; wait "$sub"; rc=$?; set -e
+  [ "$rc" -eq 0 ] || fail "$name exited $rc: $(tail -20 "$work/$name.log")"
+  echo "$id"
+}
+# A full replica and two 2-stage pipeline replicas; the same with compressed boundaries under SparseLoCo.
+pipes=(--set cluster.stages=2 --set pipeline.replicas=2 --set pipeline.micro_batches=2)
+hetero=("${pipes[@]}" --set outer.algorithm=sparseloco --set pipeline.rank=8)
+# The simulated clock of NODE's train.loss row at STEP in the csv rows C (c, node, step).
+sim() { awk -F, -v n="$2" -v s="$3" '$2 == n && $3 == s && $7 == "train.loss" {print $6}' <<<"$1"; }
+# $1 name, $2 the run's node count, $3 the nodes the schedule kills, $4 the metrics compared (regex),
+# then the run's settings (with "kill 2 at 215 rejoin 225" and checkpoints every 40 steps): the
+# reference on threads, then child processes whose coordinator is SIGKILLed after the first
+# checkpoint every node holds, resumed.
+resume_then_restart() {
+  local name="$1" nodes="$2" killed="$3" re="$4"; shift 4
+  run "${three[@]}" "$@" --set run.name="$name-ref" > /dev/null || fail "$name: the reference run failed"
+  (cd "$work" && exec "$tw" --db "$db" run micro.toml "${three[@]}" "$@" --set cluster.mode=local \
+     --set run.name="$name" > "$work/$name.log" 2>&1) &
+  local sub=$! id at out show n a
+  id="$(wait_rows "$name" 1)" || fail "$name never stored metrics: $(cat "$work/$name.log")"
+  ckpt_all() {  # the latest step every node checkpointed ("" while none)
+    /usr/bin/python3 -c "import sqlite3,sys
+r = sqlite3.connect(sys.argv[1]).execute('SELECT step FROM metrics WHERE run_id = ? AND name = \"ckpt.bytes\" GROUP BY step HAVING COUNT(DISTINCT node) = ? ORDER BY step DESC', (int(sys.argv[2]), int(sys.argv[3]))).fetchone()
+print(r[0] if r else '')" "$db" "$id" "$nodes"
+  }
+  for _ in $(seq 1 600); do [ -n "$(ckpt_all)" ] && break; sleep 0.05; done
+  kill -KILL "$sub"; wait "$sub" 2>/dev/null || true
+  at="$(ckpt_all)"
+  [ -n "$at" ] && [ "$at" -lt 210 ] || fail "$name: the coordinator was killed after step ${at:-?}, not before the kill at 215"
+  out="$(cd "$work" && "$tw" --db "$db" run --resume "$id" 2>&1)" || fail "$name: the resume failed: $out"
+  show="$("$tw" --db "$db" runs show "$id")"
+  for n in $killed; do
+    grep -q "killed $n's process and started a fresh one, rejoining after the round at step 230" <<<"$show" ||
+      fail "$name: $n's process was not killed and restarted after the resume at $at: $show"
+  done
+  a="$(figures "$name-ref" "$re" 1)"
+  [ "$(wc -l <<<"$a")" -gt 500 ] || fail "$name: too few rows"
+  [ "$a" = "$(figures "$name" "$re" 1)" ] ||
+    fail "$name differs from the uninterrupted run: $(diff <(echo "$a") <(figures "$name" "$re" 1) | head -5)"
+}
+# The resumed runs' steps, checkpoints and schedule.
+ks=(--set train.steps=300 --set run.threads=1 --set train.ckpt_every=40 --set 'faults.events=["kill 2 at 215 rejoin 225"]')
+
+case_rejoin() {
 section "a scheduled kill and rejoin (threads)"
 # --- a scheduled kill and rejoin (threads) -------------------------------------------------------
 out="$(run "${three[@]}" --set train.steps=40 --set run.name=rejoin --set 'faults.events=["kill 2 at 15 rejoin 25"]')" ||
@@ -99,7 +154,9 @@ sent="$(value "$c" replica-0 40 bytes.outer.recovery.sent)"; recv="$(value "$c" 
 show="$("$tw" --db "$db" runs show "$(id_of rejoin)")"
 grep -q "kill 2 at 15 rejoin 25: the worker stops" <<<"$show" || fail "no fault event: $show"
 grep -q "took the state after the round at step 30 from replica 0" <<<"$show" || fail "no rejoin event: $show"
+}
 
+case_rejoin_processes() {
 section "the same scheduled kill in child processes: the process is killed for "
 # --- the same scheduled kill in child processes: the process is killed for real and a fresh one
 # rejoins; one compute thread per node on both sides, so the losses are the threads run's to the bit.
@@ -111,11 +168,12 @@ show="$("$tw" --db "$db" runs show "$(id_of rejoin-processes)")"
 grep -q "killed replica-2's process and started a fresh one, rejoining after the round at step 30" <<<"$show" ||
   fail "the process was not killed and restarted: $show"
 grep -q "a fresh process rejoins after the round at step 30" <<<"$show" || fail "no fresh process: $show"
-pick() { csv "$1" | awk -F, '$7 == "train.loss" || $7 == "val.loss" || $7 == "round.group_mask" || $7 == "round.state_hash" {print $2, $3, $7, $8}' | sort; }
 a="$(pick rejoin-threads)"; b="$(pick rejoin-processes)"
 [ "$a" = "$b" ] || fail "a kill in child processes differs from one on threads: $(diff <(echo "$a") <(echo "$b") | head -5)"
 [ "$(grep -c "^replica-2 .* train.loss" <<<"$b")" -eq 25 ] || fail "the restarted replica-2 did not train 25 steps in all"
+}
 
+case_spare() {
 section "a spare takes the place of a replica killed for good (threads)"
 # --- a spare takes the place of a replica killed for good (threads) -------------------------------
 out="$(run "${three[@]}" --set cluster.spares=1 --set train.steps=40 --set run.name=spare --set 'faults.events=["kill 2 at 15"]')" ||
@@ -136,14 +194,18 @@ grep -q "spare-0 takes replica 2's place with the state after the round at step 
 # A spare never needed stands by to the end and the run finishes.
 out="$(run "${three[@]}" --set cluster.spares=1 --set train.steps=20 --set run.name=idle-spare)" || fail "idle spare run failed: $out"
 grep -q "spare-0 was not needed" <<<"$("$tw" --db "$db" runs show "$(id_of idle-spare)")" || fail "no idle-spare event"
+}
 
+case_quorum() {
 section "the quorum"
 # --- the quorum ----------------------------------------------------------------------------------
 set +e; out="$(run "${three[@]}" --set train.steps=40 --set run.name=quorum --set cluster.min_replicas=3 --set 'faults.events=["kill 1 at 12"]')"; rc=$?; set -e
 [ "$rc" -ne 0 ] || fail "a run below its quorum finished: $out"
 grep -q "quorum lost: 2 replica(s) left" <<<"$out" || fail "the quorum failure is not named: $out"
 [ "$("$tw" --db "$db" runs list | awk '$2 == "quorum" {print $3}')" = "failed" ] || fail "quorum run not marked failed"
+}
 
+case_churn() {
 section "seeded churn, twice: identical losses"
 # --- seeded churn, twice: identical losses ---------------------------------------------------------
 churn=(--set outer.replicas=4 --set train.steps=60 --set faults.churn.mtbf_steps=15 --set faults.churn.down_steps=10
@@ -154,7 +216,9 @@ a="$(csv churn-a | awk -F, '$7 == "train.loss" || $7 == "val.loss" || $7 == "rou
 b="$(csv churn-b | awk -F, '$7 == "train.loss" || $7 == "val.loss" || $7 == "round.group_mask" {print $2, $3, $7, $8}' | sort)"
 [ "$a" = "$b" ] || fail "the churn runs differ: $(diff <(echo "$a") <(echo "$b") | head -5)"
 grep -q "round.group_mask" <<<"$a" || fail "the churn took no replica away"
+}
 
+case_deadline() {
 section "a straggler past the deadline"
 # --- a straggler past the deadline -----------------------------------------------------------------
 # Replica 1's steps 11..20 take 3× 0.029374272 s: it reaches the round at 20 0.58748544 s after the others.
@@ -172,42 +236,11 @@ awk -v l="$(value "$c" replica-1 20 round.late_s)" 'BEGIN {d = l - 0.58748544; e
 [ "$(value "$c" replica-0 30 round.group_mask)" = "5" ] || fail "round at 30: replica 1 still behind should be left out"
 [ -n "$(value "$c" replica-1 20 bytes.outer.recovery.recv)" ] || fail "the late replica did not take the round's state"
 grep -q "were left out" <<<"$("$tw" --db "$db" runs show "$(id_of late)")" || fail "no late event"
+}
 
+case_sigkill() {
 section "a replica process killed for real"
 # --- a replica process killed for real -------------------------------------------------------------
-wait_rows() {  # run name, train.loss rows → run id
-  for _ in $(seq 1 600); do
-    local id n
-    id="$(id_of "$1" 2>/dev/null || true)"
-    if [ -n "$id" ]; then
-      local show
-      show="$("$tw" --db "$db" runs show "$id" 2>/dev/null || true)"
-      grep -q "^  status   failed" <<<"$show" && return 1  # e.g. it could not start: no use waiting
-      n="$(awk '$1 == "train.loss" {print $2}' <<<"$show")"
-      [ -n "$n" ] && [ "$n" -ge "$2" ] && { echo "$id"; return 0; }
-    fi
-    sleep 0.1
-  done
-  return 1
-}
-# A run of NAME in child processes with STEPS steps and the extra arguments; once it has stored 20
-# steps, SIGKILLs its NTH node process (nodes start in role order, so pids ascend with it); the run
-# must still exit 0. Prints the run id.
-kill_mid_run() {
-  local name="$1" nth="$2" steps="$3"; shift 3
-  (cd "$work" && timeout -k 10 "$run_limit" "$tw" --db "$db" run micro.toml "${three[@]}" "$@" --set cluster.mode=local --set train.steps="$steps" \
-     --set run.name="$name" > "$work/$name.log" 2>&1) &
-  local sub=$! id coord victim rc
-  id="$(wait_rows "$name" 20)" || fail "$name never stored metrics: $(cat "$work/$name.log")"
-  coord="$(pgrep -P "$sub" -f "run micro.toml" || echo "$sub")"  # the timeout, then the coordinator
-  coord="$(pgrep -P "$coord" -f "run micro.toml" || echo "$coord")"
-  victim="$(pgrep -P "$coord" | sort -n | sed -n "${nth}p")"
-  [ -n "$victim" ] || fail "$name: no node process $nth to kill"
-  kill -KILL "$victim"
-  set +e; wait "$sub"; rc=$?; set -e
-  [ "$rc" -eq 0 ] || fail "$name exited $rc: $(tail -20 "$work/$name.log")"
-  echo "$id"
-}
 id="$(kill_mid_run sigkill 3 1500)"  # replica-2
 show="$("$tw" --db "$db" runs show "$id")"
 grep -q "finished" <<<"$show" || fail "the run with a killed replica is not finished: $show"
@@ -219,7 +252,9 @@ n2="$(awk -F, '$2 == "replica-0" && $7 == "round.members" && $8 == 2' <<<"$c" | 
 [ "$n2" -ge 1 ] || fail "no round counted two members after the kill"
 awk -F, '$2 == "replica-0" && $7 == "round.group_mask" && $8 != 3 {bad = 1} END {exit bad}' <<<"$c" ||
   fail "a round after the kill is not among replicas 0 and 1"
+}
 
+case_sigkill_spare() {
 section "a replica process killed for real, and a spare process taking its plac"
 # --- a replica process killed for real, and a spare process taking its place -----------------------
 # (Enough steps that the kill lands mid-run even when the store lags behind a loaded machine.)
@@ -234,7 +269,9 @@ h0="$(value "$c" replica-0 "$first" round.state_hash)"; hs="$(value "$c" spare-0
 [ "$h0" = "$hs" ] || fail "after its first round (step $first) the spare's global weights differ: $h0 / $hs"
 [ -z "$(value "$c" replica-0 1200 round.group_mask)" ] || fail "the last round is not among three places"
 [ "$(rows "$c" spare-0 train.loss)" -ge 10 ] || fail "the spare trained $(rows "$c" spare-0 train.loss) steps"
+}
 
+case_restart_lost() {
 section "a replica process killed for real and restarted by its coordinator (cl"
 # --- a replica process killed for real and restarted by its coordinator (cluster.restart_lost) -----
 # The fresh process says it is up; the members admit it after the first round all of them heard it
@@ -270,7 +307,9 @@ per="$(value "$c" replica-0 1 train.tokens)"
 w_last="$(awk -F, -v s="$last" '$2 == "replica-1" && $3 == s && $7 == "train.loss" {print $5}' <<<"$c")"
 w_next="$(awk -F, -v s=$((k + 1)) '$2 == "replica-1" && $3 == s && $7 == "train.loss" {print $5}' <<<"$c")"
 awk -v a="$w_last" -v b="$w_next" 'BEGIN {exit !(b > a)}' || fail "the fresh process's wall time $w_next is not after the killed one's $w_last"
+}
 
+case_restart_hub() {
 # The same over the hub relay with SparseLoCo (the fresh process's error feedback starts at zero):
 # after its first round the restarted replica holds the others' global weights.
 section "the same over the hub with SparseLoCo"
@@ -282,7 +321,9 @@ c="$("$tw" --db "$db" runs export "$id" --format csv)"
 h0="$(value "$c" replica-0 $((k + 10)) round.state_hash)"
 [ -n "$h0" ] && [ "$h0" = "$(value "$c" replica-1 $((k + 10)) round.state_hash)" ] ||
   fail "over the hub, after its first round the restarted replica-1's global weights differ from replica-0's '$h0'"
+}
 
+case_restart_group() {
 # A node of a two-node replica SIGKILLed with cluster.restart_lost: the replica leaves as a whole,
 # both its processes are restarted, its leader is admitted, and after its first round both its
 # nodes hold replica 0's weights.
@@ -302,7 +343,9 @@ for n in replica-0.1 replica-2.0 replica-2.1; do
 done
 [ "$(awk -F, '$2 == "replica-2.1" && $7 == "train.loss" && $3 > '"$k"'' <<<"$c" | wc -l)" -eq $((1200 - k)) ] ||
   fail "the fresh replica-2.1 did not train every step after $k"
+}
 
+case_group_leave() {
 section "a node of a two-node replica killed for real: the replica leaves as a "
 # --- a node of a two-node replica killed for real: the replica leaves as a whole -------------------
 # (Enough steps that the kill lands mid-run even when the store lags behind a loaded machine.)
@@ -315,9 +358,11 @@ c="$("$tw" --db "$db" runs export "$id" --format csv)"
 [ "$(rows "$c" replica-1.1 train.loss)" -eq 1200 ] || fail "replica-1.1 did not finish its steps"
 awk -F, '$2 == "replica-0.0" && $7 == "round.group_mask" && $8 == 3 {n++} END {exit !(n >= 1)}' <<<"$c" ||
   fail "no round among replicas 0 and 1 after replica 2 left"
+}
+
+case_pipe_leave() {
 section "a stage node of a pipeline replica killed for real: the pipeline leave"
 # --- a stage node of a pipeline replica killed for real: the pipeline leaves as a whole -------------
-pipes=(--set cluster.stages=2 --set pipeline.replicas=2 --set pipeline.micro_batches=2)
 id="$(kill_mid_run pipe-leave 5 1000 "${pipes[@]}")"  # replica-2.1 (replica-0, 1.0, 1.1, 2.0, 2.1)
 show="$("$tw" --db "$db" runs show "$id")"
 grep -q "finished" <<<"$show" || fail "the run with a lost stage node is not finished: $show"
@@ -339,6 +384,9 @@ h0="$(value "$c" replica-0 1000 round.stage0_hash)"; h1="$(value "$c" replica-1.
 [ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 0 after the last round: replica-0 $h0, replica-1.0 $h1"
 h0="$(value "$c" replica-0 1000 round.stage1_hash)"; h1="$(value "$c" replica-1.1 1000 round.stage1_hash)"
 [ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 1 after the last round: replica-0 $h0, replica-1.1 $h1"
+}
+
+case_group_schedule() {
 section "a fault schedule for replicas of two nodes (Gloo groups): every node o"
 # --- a fault schedule for replicas of two nodes (Gloo groups): every node of the replica follows it;
 # a killed replica's nodes are rebuilt, the leader takes a live peer's state and its other node the
@@ -371,7 +419,9 @@ for n in replica-2.0 replica-2.1; do
   grep -q "killed $n's process and started a fresh one, rejoining after the round at step 30" <<<"$show" ||
     fail "$n's process was not killed and restarted: $show"
 done
+}
 
+case_group_deadline() {
 section "a straggling two-node replica past the deadline: replica 1 (4x slow fr"
 # --- a straggling two-node replica past the deadline: replica 1 (4x slow from step 10 to 20) is left
 # out of the rounds at 20 and 30; its leader takes the donor's state before its group's broadcast,
@@ -391,7 +441,9 @@ for s in 20 30; do
   done
 done
 same_everywhere group-late '^(train[.]loss|val[.]loss|round[.](state|weights)_hash|round[.]late_s|round[.]group_mask)$' 0 150
+}
 
+case_pipe_schedule() {
 section "a fault schedule in a run with pipeline replicas (a full replica, two "
 # --- a fault schedule in a run with pipeline replicas (a full replica, two 2-stage pipelines): a slow
 # and a paused pipeline, and one killed for good at 25. Every holder drops it from the round at 30 by
@@ -413,7 +465,6 @@ for s in 30 40; do
     fail "stage 1 after the round at $s differs between replica-0 and replica-1.1"
 done
 # The round at 30 pays the 2 s heartbeat timeout: replica 0's clock from step 30 to 31 exceeds it.
-sim() { awk -F, -v n="$2" -v s="$3" '$2 == n && $3 == s && $7 == "train.loss" {print $6}' <<<"$1"; }
 awk -v a="$(sim "$c" replica-0 30)" -v b="$(sim "$c" replica-0 31)" 'BEGIN {exit !(b - a > 2)}' ||
   fail "the round at 30 did not pay the heartbeat timeout: clock $(sim "$c" replica-0 30) → $(sim "$c" replica-0 31)"
 show="$("$tw" --db "$db" runs show "$(id_of pipe-sched-a)")"
@@ -424,7 +475,9 @@ show="$("$tw" --db "$db" runs show "$(id_of pipe-sched-local)")"
 for n in replica-2.0 replica-2.1; do
   grep -q "killed $n's process (kill 2 at 25)" <<<"$show" || fail "$n's process was not killed for good: $show"
 done
+}
 
+case_pipe_rejoin() {
 section "a pipeline replica killed by the schedule rejoins (heterogeneous Spars"
 # --- a pipeline replica killed by the schedule rejoins (heterogeneous SparseLoCo, rank 8): replica
 # 0 hands each of its stage nodes that stage's state after the round at 30; after its first round
@@ -459,7 +512,9 @@ for n in replica-2.0 replica-2.1; do
     fail "$n's process was not killed and restarted: $show"
   grep -q "$n .*start .*a fresh process rejoins after the round at step 30" <<<"$show" || fail "$n: no fresh process rejoined: $show"
 done
+}
 
+case_pipe_mixed() {
 section "a full replica killed and back, and pipelines cut off, in a run with p"
 # --- a full replica killed and back, and pipelines cut off, in a run with pipeline replicas
 # (heterogeneous SparseLoCo; replicas 0 and 1 full, 2 and 3 rank-8 pipelines): the full replica
@@ -498,7 +553,9 @@ grep -q "replica-3.0 .*disconnect 3 at 12 rejoin 28: cut off; the pipeline train
 same_everywhere pipe-mixed '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash|bytes[.]outer[.]recovery[.].*)$' 1 200
 grep -q "killed replica-1's process and started a fresh one, rejoining after the round at step 30" <<<"$("$tw" --db "$db" runs show "$(id_of pipe-mixed-local)")" ||
   fail "the full replica's process was not killed and restarted"
+}
 
+case_pipe_churn() {
 section "seeded churn in a heterogeneous run (every replica but 0), twice on th"
 # --- seeded churn in a heterogeneous run (every replica but 0), twice on threads and once in child
 # processes, where every kill SIGKILLs and restarts the pipeline's processes: identical losses ------
@@ -517,7 +574,9 @@ run "${pc[@]}" --set run.name=pipe-churn-local --set cluster.mode=local > /dev/n
   fail "pipeline churn in child processes differs from threads"
 [ "$("$tw" --db "$db" runs show "$(id_of pipe-churn-local)" | grep -c "process and started a fresh one")" -ge 8 ] ||
   fail "pipeline churn in child processes: too few processes restarted"
+}
 
+case_pipe_deadline() {
 section "a straggling pipeline past outer.round_deadline_s (heterogeneous Spars"
 # --- a straggling pipeline past outer.round_deadline_s (heterogeneous SparseLoCo, rank 8): replica 2
 # runs 4x slow from step 12, arrives more than 0.9 simulated s after the first at every round from
@@ -550,13 +609,14 @@ recv=$(( $(value "$c" replica-2.0 50 bytes.outer.recovery.recv) + $(value "$c" r
 grep -q "replica-0 .*late .*round at step 20: replica(s) 2 arrived more than 0.9 simulated s after the first" <<<"$("$tw" --db "$db" runs show "$(id_of pipe-late-a)")" ||
   fail "pipeline deadline: no late event"
 same_everywhere pipe-late '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]late_s|bytes[.]outer[.]recovery[.].*)$' 1 150
+}
 
+case_hetero_leave() {
 section "a stage-0 node of a compressed pipeline killed for real (heterogeneous"
 # --- a stage-0 node of a compressed pipeline killed for real (heterogeneous SparseLoCo, rank 8,
 # AD1/AD2/AD6): the pipeline leaves as a whole, the others redo their stage rounds among replicas
 # 0 and 1, and T_fixed stays alike on every node left (stage 0's holders compare it in their round,
 # the other pipeline's stage 1 with its stage 0 after replaying the round among two members) --------
-hetero=("${pipes[@]}" --set outer.algorithm=sparseloco --set pipeline.rank=8)
 id="$(kill_mid_run hetero-leave 4 1000 "${hetero[@]}")"  # replica-2.0 (replica-0, 1.0, 1.1, 2.0, 2.1)
 show="$("$tw" --db "$db" runs show "$id")"
 grep -q "finished" <<<"$show" || fail "the compressed run with a lost stage node is not finished: $show"
@@ -574,7 +634,9 @@ t0="$(value "$c" replica-0 1000 round.t_fixed_hash)"
   fail "T_fixed after the last round differs: replica-0 $t0, replica-1.0 $(value "$c" replica-1.0 1000 round.t_fixed_hash), replica-1.1 $(value "$c" replica-1.1 1000 round.t_fixed_hash)"
 h0="$(value "$c" replica-0 1000 round.stage1_hash)"; h1="$(value "$c" replica-1.1 1000 round.stage1_hash)"
 [ -n "$h0" ] && [ "$h0" = "$h1" ] || fail "stage 1 after the last round: replica-0 $h0, replica-1.1 $h1"
+}
 
+case_hetero_restart() {
 section "a compressed pipeline's stage node SIGKILLed and the pipeline restarted as a whole"
 # --- the same kill with cluster.restart_lost: both of the pipeline's processes are started afresh,
 # stage 0's holders admit it at a round boundary once they have heard both nodes are up, each stage
@@ -607,46 +669,22 @@ done
 sent="$(value "$c" replica-0 1000 bytes.outer.recovery.sent)"
 recv=$(( $(value "$c" replica-2.0 1000 bytes.outer.recovery.recv) + $(value "$c" replica-2.1 1000 bytes.outer.recovery.recv) ))
 [ -n "$sent" ] && [ "$sent" -eq "$recv" ] || fail "pipeline restart recovery bytes: replica-0 sent '$sent', the fresh nodes received $recv"
+}
 
-section "a resumed run whose replica is then killed by the schedule in child pr"
+case_resume_pipe() {
+section "a resumed run whose pipeline is then killed by the schedule in child processes"
 # --- a resumed run whose replica is then killed by the schedule in child processes: the fresh
 # processes are configured to rejoin a live run (not to load a checkpoint), a pipeline's number their
 # stage rounds from the step the run resumed at (rejoin_origin_step), and the run ends with the
 # figures of an uninterrupted run on threads. -----------------------------------------------------
-# $1 name, $2 the run's node count, $3 the nodes the schedule kills, $4 the metrics compared (regex),
-# then the run's settings (with "kill 2 at 215 rejoin 225" and checkpoints every 40 steps): the
-# reference on threads, then child processes whose coordinator is SIGKILLed after the first
-# checkpoint every node holds, resumed.
-resume_then_restart() {
-  local name="$1" nodes="$2" killed="$3" re="$4"; shift 4
-  run "${three[@]}" "$@" --set run.name="$name-ref" > /dev/null || fail "$name: the reference run failed"
-  (cd "$work" && exec "$tw" --db "$db" run micro.toml "${three[@]}" "$@" --set cluster.mode=local \
-     --set run.name="$name" > "$work/$name.log" 2>&1) &
-  local sub=$! id at out show n a
-  id="$(wait_rows "$name" 1)" || fail "$name never stored metrics: $(cat "$work/$name.log")"
-  ckpt_all() {  # the latest step every node checkpointed ("" while none)
-    /usr/bin/python3 -c "import sqlite3,sys
-r = sqlite3.connect(sys.argv[1]).execute('SELECT step FROM metrics WHERE run_id = ? AND name = \"ckpt.bytes\" GROUP BY step HAVING COUNT(DISTINCT node) = ? ORDER BY step DESC', (int(sys.argv[2]), int(sys.argv[3]))).fetchone()
-print(r[0] if r else '')" "$db" "$id" "$nodes"
-  }
-  for _ in $(seq 1 600); do [ -n "$(ckpt_all)" ] && break; sleep 0.05; done
-  kill -KILL "$sub"; wait "$sub" 2>/dev/null || true
-  at="$(ckpt_all)"
-  [ -n "$at" ] && [ "$at" -lt 210 ] || fail "$name: the coordinator was killed after step ${at:-?}, not before the kill at 215"
-  out="$(cd "$work" && "$tw" --db "$db" run --resume "$id" 2>&1)" || fail "$name: the resume failed: $out"
-  show="$("$tw" --db "$db" runs show "$id")"
-  for n in $killed; do
-    grep -q "killed $n's process and started a fresh one, rejoining after the round at step 230" <<<"$show" ||
-      fail "$name: $n's process was not killed and restarted after the resume at $at: $show"
-  done
-  a="$(figures "$name-ref" "$re" 1)"
-  [ "$(wc -l <<<"$a")" -gt 500 ] || fail "$name: too few rows"
-  [ "$a" = "$(figures "$name" "$re" 1)" ] ||
-    fail "$name differs from the uninterrupted run: $(diff <(echo "$a") <(figures "$name" "$re" 1) | head -5)"
-}
-ks=(--set train.steps=300 --set run.threads=1 --set train.ckpt_every=40 --set 'faults.events=["kill 2 at 215 rejoin 225"]')
 resume_then_restart pipe-resume 5 "replica-2.0 replica-2.1" '^(train[.]loss|val[.]loss|round[.]stage.*|round[.]t_fixed_hash)$' \
   "${pipes[@]}" --set outer.algorithm=sparseloco --set pipeline.rank=8 "${ks[@]}"
-resume_then_restart one-resume 3 replica-2 '^(train[.]loss|val[.]loss|round[.]state_hash|bytes[.]outer[.]recovery[.].*)$' "${ks[@]}"
+}
 
-echo "faults_test: ok"
+case_resume_replica() {
+section "a resumed run whose one-node replica is then killed by the schedule in child processes"
+resume_then_restart one-resume 3 replica-2 '^(train[.]loss|val[.]loss|round[.]state_hash|bytes[.]outer[.]recovery[.].*)$' "${ks[@]}"
+}
+
+run_cases "$@"
+echo "faults_test: ok (${ran_cases[*]})"

@@ -8,35 +8,13 @@
 # uninterrupted run; the alias
 # refuses a layout without [hdee]. Micro model on a micro corpus in the Brown layout.
 # Usage: hdee_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'pkill -KILL -P $$ 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
+source "$(dirname "$0")/harness.sh"
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_brown "$work/cache"
 layout() {  # $1: domains, $2: their genres
+  micro_tables "" 'data.corpus="brown"' data.val_fraction=0.25 model.seq_len=16 train.steps=12 train.eval_every=0 \
+    train.eval_batches=2 train.log_every=4
   cat <<TOML
-[data]
-corpus = "brown"
-cache_dir = "cache"
-vocab_size = 200
-val_fraction = 0.25
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 16
-[train]
-steps = 12
-batch_size = 4
-warmup_steps = 2
-eval_every = 0
-eval_batches = 2
-log_every = 4
 [hdee]
 domains = $1
 domain_genres = $2

@@ -9,15 +9,8 @@
 # relay, whose members are the replicas and the spares. SparseLoCo (the hub relays sparse payloads
 # only; DiLoCo all-reduces) on the micro model under the flops clock (flops_micro.sh).
 # Usage: hub_faults_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
+source "$(dirname "$0")/harness.sh"
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 source "$(dirname "$0")/flops_micro.sh"
 flops_micro_layout 10
@@ -72,18 +65,6 @@ grep -q "spare-0 takes replica 2's place" <<<"$show" || fail "hub spare: no spar
 grep -q "hub relay: .* refused 0" <<<"$show" || fail "hub spare: the relay refused requests: $show"
 
 # --- a replica process killed for real --------------------------------------------------------------
-wait_rows() {  # run name, train.loss rows → run id
-  for _ in $(seq 1 600); do
-    local id n
-    id="$(id_of "$1" 2>/dev/null || true)"
-    if [ -n "$id" ]; then
-      n="$("$tw" --db "$db" runs show "$id" 2>/dev/null | awk '$1 == "train.loss" {print $2}')"
-      [ -n "$n" ] && [ "$n" -ge "$2" ] && { echo "$id"; return 0; }
-    fi
-    sleep 0.1
-  done
-  return 1
-}
 (cd "$work" && "$tw" --db "$db" run micro.toml "${hub[@]}" --set cluster.mode=local --set train.steps=3000 \
    --set run.name=hub-sigkill > "$work/sigkill.log" 2>&1) &
 sub=$!

@@ -5,19 +5,10 @@
 # against it still starts and finishes, and idle connections are closed once the 5-second handshake
 # deadline passes (ZeroMQ's default is 30 s). Prints how long the run took.
 # Usage: idle_flood_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"
-pids=()
-trap 'for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-py=/usr/bin/python3
-source "$(dirname "$0")/micro_corpus.sh"
-source "$(dirname "$0")/ports.sh"
+source "$(dirname "$0")/harness.sh"
 micro_corpus "$work/corpus"
 [ "$(ulimit -Hn)" -gt 2048 ] || { echo "SKIP: the hard descriptor limit ($(ulimit -Hn)) leaves no room above 1,024"; exit 77; }
-P="$(pick_base)"
+pick_ports P
 # The node as a user's shell starts it: soft limit 1,024.
 (ulimit -Sn 1024; exec "$tw" node --listen "tcp://127.0.0.1:$P" --data-root "$work") > "$work/node.log" 2>&1 &
 pids+=($!)
@@ -59,8 +50,8 @@ pids+=($!)
 for _ in $(seq 1 100); do grep -q "^open 1100" "$work/flood.log" && break; sleep 0.1; done
 grep -q "^open 1100" "$work/flood.log" || fail "the flood did not open its connections: $(cat "$work/flood.log")"
 sleep 1
-{ micro_tables; printf '[outer]\nalgorithm = "none"\nreplicas = 1\n[cluster]\nmode = "remote"\nendpoints = ["tcp://127.0.0.1:%s"]\n' "$P"; } \
-  | sed 's/^steps = 20$/steps = 4/' > "$work/one.toml"
+{ micro_tables "" train.steps=4
+  printf '[outer]\nalgorithm = "none"\nreplicas = 1\n[cluster]\nmode = "remote"\nendpoints = ["tcp://127.0.0.1:%s"]\n' "$P"; } > "$work/one.toml"
 start=$SECONDS
 out="$(cd "$work" && timeout 60 "$tw" --db "$work/runs.db" run one.toml --set run.name=flooded 2>&1)" ||
   fail "a run against the flooded node did not finish: $out"

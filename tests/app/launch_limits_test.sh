@@ -5,15 +5,8 @@
 # refused naming the key and its value; a small run of child processes still runs and stores its
 # launch estimate.
 # Usage: launch_limits_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$(realpath "$1")"
+source "$(dirname "$0")/harness.sh"
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
-work="$(realpath "$(mktemp -d)")"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
-py=/usr/bin/python3
 runs_stored() { "$py" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from runs").fetchone()[0])' "$db"; }
 
 # 1. The quickstart with 1,024 child processes. Under strace when this machine lets us trace: the
@@ -46,7 +39,6 @@ if [ ${#tracer[@]} -gt 0 ]; then
 fi
 
 # A micro layout on a small text folder (tests/app/micro_corpus.sh).
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 { micro_tables; printf '[outer]\nalgorithm = "diloco"\nreplicas = 2\ninner_steps = 5\n[cluster]\nmode = "local"\n'; } > "$work/micro.toml"
 run() { (cd "$work" && "$tw" --db "$db" run micro.toml --set train.steps=10 "$@"); }

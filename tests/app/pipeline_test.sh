@@ -6,31 +6,11 @@
 # per grid point, and bad pipeline layouts are refused with the key named.
 # Threads and `thinwire node` child processes alike. Micro model on a small text folder.
 # Usage: pipeline_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
+source "$(dirname "$0")/harness.sh"
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
-cat > "$work/micro.toml" <<TOML
-[data]
-corpus = "$work/corpus"
-cache_dir = "$work/cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-tie_embeddings = false
-[train]
-batch_size = 4
-warmup_steps = 2
-steps = 20
+{ micro_tables "tie_embeddings = false" "data.corpus=\"$work/corpus\"" "data.cache_dir=\"$work/cache\"" train.eval_every=
+  cat <<TOML
 [outer]
 algorithm = "sparseloco"
 replicas = 2
@@ -43,6 +23,7 @@ stages = 2
 replicas = 1
 micro_batches = 2
 TOML
+} > "$work/micro.toml"
 # Paths are under $work. A run that fails prints what it said on stderr too, so a test stopped by
 # `set -e` inside a $(...) still shows why.
 run() {

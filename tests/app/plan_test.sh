@@ -7,15 +7,8 @@
 # start-up weights check, 8 bytes to each other replica per stage the node holds (a full replica
 # of a pipeline run holds every stage). Micro model on a small text folder.
 # Usage: plan_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
+source "$(dirname "$0")/harness.sh"
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 # Data paths are relative to the data root, $work (runs pass --data-root; plans read no data).
 { micro_tables; cat <<TOML; } > "$work/micro.toml"

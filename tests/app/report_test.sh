@@ -6,36 +6,14 @@
 # orange; an unknown id and an empty group fail naming them; an existing report.md is refused
 # unless --force. Usage: report_test.sh PATH_TO_THINWIRE png|nopng
 # ("nopng": a build without ImGui, where the report says the plots need it).
-set -euo pipefail
-tw="$1"
-plots="${2:-png}"
 here="$(dirname "$0")"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-py=/usr/bin/python3
-db="$work/runs.db"
+source "$here/harness.sh"
+plots="${2:-png}"
 
-source "$here/micro_corpus.sh"
 micro_corpus "$work/corpus"
-cat > "$work/micro.toml" <<TOML
-[run]
-name = "rep"
-[data]
-corpus = "$work/corpus"
-cache_dir = "$work/cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-[train]
-batch_size = 4
-warmup_steps = 2
-eval_every = 5
-steps = 20
+{ printf '[run]\nname = "rep"\n'
+  micro_tables "" "data.corpus=\"$work/corpus\"" "data.cache_dir=\"$work/cache\"" train.eval_every=5
+  cat <<TOML
 [outer]
 replicas = 2
 inner_steps = 5
@@ -45,6 +23,7 @@ profile = "home-20m"
 ddp = ["outer.algorithm=ddp"]
 diloco = ["outer.algorithm=diloco"]
 TOML
+} > "$work/micro.toml"
 "$tw" --db "$db" run "$work/micro.toml" --data-root "$work" >/dev/null || fail "the two runs did not finish"
 list="$("$tw" --db "$db" runs list)"
 ddp="$(awk '$2 ~ /ddp/ {print $1}' <<<"$list")"

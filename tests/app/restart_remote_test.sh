@@ -11,33 +11,28 @@
 #  * a full replica and two 2-stage pipelines of heterogeneous SparseLoCo (rank 8), replica 2's
 #    stage-0 node killed: its stage-1 node is configured again, and after its first round back each
 #    stage node holds replica 0's stage weights and T_fixed.
-# Usage: restart_remote_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -5 "$f" >&2; }; done; exit 1; }
-db="$work/runs.db"
+# Usage: restart_remote_test.sh PATH_TO_THINWIRE [CASE...] (replica, group, pipeline; all three in
+# that order when none is named, each layout on the node processes the ones before it ran on)
+source "$(dirname "$0")/harness.sh"
+shift
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
-source "$(dirname "$0")/ports.sh"
 ports=()
-for i in 0 1 2 3 4 5; do
-  for _ in $(seq 1 20); do
-    p="$(pick_base)"
-    [[ " ${ports[*]} " == *" $p "* ]] || break
+# Starts node processes until there are N (node i listens on ports[i]).
+nodes() {
+  local p
+  while [ ${#ports[@]} -lt "$1" ]; do
+    pick_ports p
+    ports+=("$p")
+    start_loopback_node "$p" "$work" "$work/node$((${#ports[@]} - 1)).log"
   done
-  ports+=("$p")
-  start_loopback_node "$p" "$work" "$work/node$i.log"
-done
+}
 
-# Writes the layout for the first N nodes with extra TOML lines (stdin) under [outer]'s settings.
+# Writes the layout for the first N nodes (started here if they are not yet) with extra TOML lines
+# (stdin) under [outer]'s settings.
 layout() {  # nodes
   local eps="" i
+  nodes "$1"
   for ((i = 0; i < $1; i++)); do eps+="${eps:+, }\"tcp://127.0.0.1:${ports[$i]}\""; done
   { micro_tables "tie_embeddings = false"; cat <<TOML  # untied: the pipeline layout needs it
 [outer]
@@ -82,6 +77,7 @@ rejoined_at() { grep -o "took \(stage 0's \)\?\(the \)\?state after the round at
 value() { awk -F, -v n="$2" -v s="$3" -v m="$4" '$2 == n && $3 == s && $7 == m {print $8}' <<<"$1"; }
 
 # --- three one-node replicas ------------------------------------------------------------------------
+case_replica() {
 layout 3
 remote_restart remote-restart 1500 replica-1 1
 show="$("$tw" --db "$db" runs show "$id")"
@@ -98,8 +94,11 @@ for n in replica-1 replica-2; do
 done
 [ -z "$(value "$c" replica-0 $((k + 10)) round.group_mask)" ] || fail "the round after the rejoin is not among all three replicas"
 [ "$(value "$c" replica-0 1500 round.members)" = "" ] || fail "the last round does not count every replica"
+echo "restart_remote_test: replica ok (rejoined after the round at step $k)"
+}
 
 # --- three two-node replicas: replica-2.1 killed, replica-2.0 left with it ---------------------------
+case_group() {
 layout 6
 remote_restart remote-group 1200 replica-2.1 5 --set cluster.nodes_per_replica=2
 show="$("$tw" --db "$db" runs show "$id")"
@@ -116,8 +115,11 @@ for n in replica-1.1 replica-2.0 replica-2.1; do
   [ -n "$h0" ] && [ "$h0" = "$(value "$c" $n $((kg + 10)) round.weights_hash)" ] ||
     fail "group: after its first round (step $((kg + 10))) $n holds '$(value "$c" $n $((kg + 10)) round.weights_hash)', replica-0.0 '$h0'"
 done
+echo "restart_remote_test: group ok (rejoined after the round at step $kg)"
+}
 
 # --- a full replica and two compressed pipelines: replica-2.0 killed, replica-2.1 left with it ------
+case_pipeline() {
 layout 5
 remote_restart remote-pipe 1000 replica-2.1 3 --set cluster.stages=2 --set pipeline.replicas=2 \
   --set pipeline.micro_batches=2 --set outer.algorithm=sparseloco --set pipeline.rank=8
@@ -138,4 +140,8 @@ for sn in 0:replica-2.0 1:replica-2.1; do
 done
 t0="$(value "$c" replica-0 $((kp + 10)) round.t_fixed_hash)"
 [ -n "$t0" ] && [ "$t0" = "$(value "$c" replica-2.1 $((kp + 10)) round.t_fixed_hash)" ] || fail "pipeline: T_fixed differs after $((kp + 10))"
-echo "restart_remote_test: ok (rejoined after the rounds at steps $k, $kg, $kp)"
+echo "restart_remote_test: pipeline ok (rejoined after the round at step $kp)"
+}
+
+run_cases "$@"
+echo "restart_remote_test: ok (${ran_cases[*]})"

@@ -17,23 +17,14 @@
 # with a spare (spares): replica 2 killed for good at 85, the spare takes its place at 90 and writes
 # checkpoints; the resume goes back to the latest step every replica wrote before that (80), the
 # spare stands by again, and the kill and the takeover replay to the uninterrupted rows.
-# Usage: resume_test.sh PATH_TO_THINWIRE [CASE...] (an algorithm, or pipe, pipe3, hetero_sparseloco,
-# hetero_diloco, reparam_diloco, skippipe, faults, spares)
-set -euo pipefail
-tw="$1"
+# Usage: resume_test.sh PATH_TO_THINWIRE [CASE...]: a kill and resume of an algorithm (ddp, diloco,
+# sparseloco, streaming_diloco, noloco, demo, none) or of pipe, pipe3, hetero_sparseloco,
+# hetero_diloco, reparam_diloco, skippipe, faults, spares; stage_files (another stage's and a
+# truncated stage file), sigterm_pipe, sigterm (with the refusals of a changed key and of a finished
+# run), force, no_checkpoint. Every case in that order when none is named.
+source "$(dirname "$0")/harness.sh"
 shift
-algos=("$@")
-[ ${#algos[@]} -gt 0 ] || algos=(ddp diloco sparseloco streaming_diloco noloco demo none pipe pipe3 hetero_sparseloco hetero_diloco
-                                reparam_diloco skippipe faults spares)
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-py=/usr/bin/python3
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 # The micro model under the flops clock (simulated times are a function of the layout), run.threads
 # = 1 per node; long enough to be killed mid-run, checkpoints every 40 steps.
@@ -57,7 +48,7 @@ layout() {  # case → $work/micro.toml
     skippipe) algo=none replicas=1 steps=300 layers=3  # SkipPipe places its own 3 × 2 nodes
       more=$'[skippipe]\nstages = 3\nreplicas = 2\nmicro_batches = 2\npath_stages = 2\nmax_swaps = 1\neval_paths = [[0, 2]]' ;;
   esac
-  { micro_tables "tie_embeddings = false" | sed "s/^steps = 20\$/steps = $steps\nckpt_every = 40/; s/^n_layer = 2\$/n_layer = $layers/"; cat <<TOML; } > "$work/micro.toml"
+  { micro_tables "tie_embeddings = false" train.steps="$steps" train.ckpt_every=40 model.n_layer="$layers"; cat <<TOML; } > "$work/micro.toml"
 [outer]
 algorithm = "$algo"
 replicas = $replicas
@@ -112,7 +103,9 @@ except sqlite3.Error: print(0)" "$1" "$2"
 }
 status_of() { tw_run "$1" runs list | awk -v id="$2" '$1 == id {print $3}'; }
 
-for algo in "${algos[@]}"; do
+# A run of layout ALGO SIGKILLed once every node has a checkpoint, resumed to the uninterrupted rows.
+kill_and_resume() {
+  local algo="$1"
   layout "$algo"
   ref="$work/ref-$algo.db" db="$work/kill-$algo.db"
   # The uninterrupted reference (it also prepares the data, so the killed run starts training at once).
@@ -149,10 +142,26 @@ $(diff <(counts "$ref" 1) <(counts "$db" 1) | head -60)"
   [ -n "$want" ] && [ "$want" = "$got" ] ||
     fail "$algo: resumed (from step $at of $last) differs from uninterrupted: $(diff <(echo "$want") <(echo "$got") | head -60)"
   echo "ok: $algo killed at step $last, resumed from $at, $(wc -l <<<"$got") rows equal to the uninterrupted run"
-done
+}
+case_ddp() { kill_and_resume ddp; }
+case_diloco() { kill_and_resume diloco; }
+case_sparseloco() { kill_and_resume sparseloco; }
+case_streaming_diloco() { kill_and_resume streaming_diloco; }
+case_noloco() { kill_and_resume noloco; }
+case_demo() { kill_and_resume demo; }
+case_none() { kill_and_resume none; }
+case_pipe() { kill_and_resume pipe; }
+case_pipe3() { kill_and_resume pipe3; }
+case_hetero_sparseloco() { kill_and_resume hetero_sparseloco; }
+case_hetero_diloco() { kill_and_resume hetero_diloco; }
+case_reparam_diloco() { kill_and_resume reparam_diloco; }
+case_skippipe() { kill_and_resume skippipe; }
+case_faults() { kill_and_resume faults; }
+case_spares() { kill_and_resume spares; }
 
 # A stage node's file is untrusted: another stage's or a truncated one fails the resume with a named
 # error and nothing stored is lost; the files put back, the same run resumes to the uninterrupted rows.
+case_stage_files() {
 layout pipe
 ref="$work/ref-pipe.db" db="$work/swap.db"
 [ -f "$ref" ] || tw_run "$ref" run micro.toml >"$work/ref.log" 2>&1 || fail "swap: the reference run failed"
@@ -183,9 +192,14 @@ out="$(tw_run "$db" run --resume 1 2>&1)" || fail "swap: the files put back, res
 grep -q "run 1 resumes at step $at" <<<"$out" && grep -q "run 1 finished" <<<"$out" || fail "swap: $out"
 [ "$(rows "$ref" 1)" = "$(rows "$db" 1)" ] || fail "swap: resumed after the refusals, the rows differ from the uninterrupted run"
 echo "ok: another stage's and a truncated stage file refused by name; put back, run resumed from $at equal to uninterrupted"
+}
 
 # SIGTERM of a pipeline run: interrupted; the stage nodes between steps checkpoint where they stopped,
 # one waiting for its peer does not, and the run resumes from the latest step both wrote.
+case_sigterm_pipe() {
+layout pipe
+ref="$work/ref-pipe.db"
+[ -f "$ref" ] || tw_run "$ref" run micro.toml >"$work/ref.log" 2>&1 || fail "pipeline SIGTERM: the reference run failed"
 db="$work/term-pipe.db"
 (cd "$work" && exec "$tw" --db "$db" run micro.toml >"$work/term-pipe.log" 2>&1) &
 pid=$!
@@ -204,8 +218,10 @@ out="$(tw_run "$db" run --resume 1 2>&1)" || fail "pipeline SIGTERM: resume fail
 grep -q "run 1 resumes at step $at" <<<"$out" && grep -q "run 1 finished" <<<"$out" || fail "pipeline SIGTERM: $out"
 [ "$(rows "$ref" 1)" = "$(rows "$db" 1)" ] || fail "pipeline SIGTERM: resumed from $at, the rows differ from the uninterrupted run"
 echo "ok: a pipeline run stopped by SIGTERM resumed from $at equal to uninterrupted"
+}
 
 # SIGTERM: a clean stop, stored interrupted, a checkpoint where it stopped, which resume continues from.
+case_sigterm() {
 layout none
 db="$work/term.db"
 (cd "$work" && exec "$tw" --db "$db" run micro.toml >"$work/term.log" 2>&1) &
@@ -234,8 +250,10 @@ out="$(tw_run "$db" run --resume 1 micro.toml 2>&1)" && grep -q "run 1 resumes a
   grep -q "run 1 finished" <<<"$out" || fail "resume with the same file failed: $out"
 out="$(tw_run "$db" run --resume 1 2>&1)" && fail "a finished run was resumed"
 grep -q "finished; there is nothing to resume" <<<"$out" || fail "resuming a finished run: $out"
+}
 
 # With --force a changed key is accepted, said and stored.
+case_force() {
 layout ddp
 db="$work/force.db"
 (cd "$work" && exec "$tw" --db "$db" run micro.toml >"$work/force.log" 2>&1) &
@@ -251,8 +269,11 @@ out="$(tw_run "$db" run --resume 1 --set train.lr=0.002 --force 2>&1)" || fail "
 grep -q "train.lr: " <<<"$out" && grep -q "run 1 finished" <<<"$out" || fail "--force: $out"
 out="$(tw_run "$db" runs show 1)"
 grep -q "^lr = 0.002" <<<"$(sed -n '/^\[train\]/,/^\[outer\]/p' <<<"$out")" || fail "--force did not store the new train.lr: $out"
+}
 
 # No checkpoints (ckpt_every = 0): nothing to resume from, said so.
+case_no_checkpoint() {
+layout ddp
 db="$work/none.db"
 (cd "$work" && exec "$tw" --db "$db" run micro.toml --set train.ckpt_every=0 >"$work/none.log" 2>&1) &
 pid=$!
@@ -265,4 +286,7 @@ kill -TERM "$pid"
 wait "$pid" || true
 out="$(tw_run "$db" run --resume 1 --set train.ckpt_every=0 2>&1)" && fail "a run without checkpoints was resumed"
 grep -q "no checkpoint that every node wrote" <<<"$out" || fail "resume without checkpoints: $out"
-echo "resume_test: all passed"
+}
+
+run_cases "$@"
+echo "resume_test: all passed (${ran_cases[*]})"

@@ -2,42 +2,27 @@
 # Integration test of the distributed runtime through the CLI: `thinwire run` on threads and on
 # real `thinwire node` child processes over TCP loopback, exact byte counts for DDP and DiLoCo,
 # re-timing, layout errors, a node killed mid-run, and Ctrl-C. Micro model on a small text folder.
-# Usage: run_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do [ -f "$f" ] && tail -5 "$f" >&2; done; exit 1; }
-db="$work/runs.db"
+# Usage: run_test.sh PATH_TO_THINWIRE [CASE...] (threads, processes, ring3, hub, layout_errors,
+# node_killed, ctrl_c; all of them when none is named)
+source "$(dirname "$0")/harness.sh"
+shift
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
-cat > "$work/micro.toml" <<TOML
-[data]
-corpus = "$work/corpus"
-cache_dir = "$work/cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 2
-n_head = 2
-seq_len = 32
-[train]
-batch_size = 4
-warmup_steps = 2
-eval_every = 10
-steps = 20
-[outer]
-replicas = 2
-inner_steps = 10
-[network]
-profile = "home-20m"
-TOML
+{ micro_tables "" "data.corpus=\"$work/corpus\"" "data.cache_dir=\"$work/cache\""
+  printf '[outer]\nreplicas = 2\ninner_steps = 10\n[network]\nprofile = "home-20m"\n'; } > "$work/micro.toml"
 P=33184  # parameters of this micro model
 run() { "$tw" --db "$db" run "$work/micro.toml" --data-root "$work" "$@"; }  # paths are under $work
 sent_of() { awk -v n="$1" '$1 == n && NF == 10 {print $5}' <<<"$2"; }  # the final table's row
+# Re-timing on the recorded network reproduces every node's recorded clock after every round and at
+# the end bit for bit (printed with %.17g, which round-trips a double); faster is shorter.
+exact_retime() {  # run id, least number of clocks compared
+  local rt
+  rt="$("$tw" --db "$db" runs retime "$1" --network home-20m --rounds)"
+  awk -v min="$2" 'NF == 4 && $1 ~ /^replica-/ && $4 !~ /%/ {n++; if ($3 != $4) bad = 1} END {exit (bad || n < min)}' <<<"$rt" \
+    || fail "run $1: retime on the same network differs from the recorded clocks: $rt"
+}
 
+case_threads() {
 # DDP, 2 replicas as threads: a ring all-reduce sends 2·(R−1)/R·P·4 = P·4 bytes per step per
 # replica, 20 steps, plus the 8-byte start-up weights checksum.
 out="$(run --set outer.algorithm=ddp --set run.name=ddp-threads)"
@@ -85,14 +70,6 @@ id="$("$tw" --db "$db" runs list | awk '$2 == "diloco-links-ring" {print $1}')"
 "$tw" --db "$db" runs export "$id" --format csv > "$work/l.csv"
 awk -F, '$7 == "round.comm_s" {n++; if (($8 - 0.3123904)^2 > 1e-18) bad = 1} END {exit (bad || n != 4)}' "$work/l.csv" \
   || fail "access links over the ring: round.comm_s: $(grep round.comm_s "$work/l.csv")"
-# Re-timing on the recorded network reproduces every node's recorded clock after every round and at
-# the end bit for bit (printed with %.17g, which round-trips a double); faster is shorter.
-exact_retime() {  # run id, least number of clocks compared
-  local rt
-  rt="$("$tw" --db "$db" runs retime "$1" --network home-20m --rounds)"
-  awk -v min="$2" 'NF == 4 && $1 ~ /^replica-/ && $4 !~ /%/ {n++; if ($3 != $4) bad = 1} END {exit (bad || n < min)}' <<<"$rt" \
-    || fail "run $1: retime on the same network differs from the recorded clocks: $rt"
-}
 for name in diloco-threads diloco-ring ddp-threads; do
   id="$("$tw" --db "$db" runs list | awk -v n="$name" '$2 == n {print $1}')"
   exact_retime "$id" 4
@@ -121,9 +98,13 @@ for name in streaming noloco noloco-ring diloco-links diloco-links-ring; do
   grep -q "finished" <<<"$show" || fail "$name did not finish"
   exact_retime "$id" 4
 done
+}
 
+case_processes() {
 # Two real `thinwire node` processes over TCP loopback: the run finishes, its metrics are stored,
 # and the losses equal the same layout on threads (same seed, same data parts).
+[ -n "$("$tw" --db "$db" runs list 2>/dev/null | awk '$2 == "ddp-threads" {print $1}')" ] ||  # the threads run compared with (case_threads)
+  run --set outer.algorithm=ddp --set run.name=ddp-threads > /dev/null
 out="$(run --set outer.algorithm=ddp --set cluster.mode=local --set run.name=ddp-local)"
 grep -q "finished" <<<"$out" || fail "ddp on local processes did not finish: $out"
 id="$("$tw" --db "$db" runs list | awk '$2 == "ddp-local" {print $1}')"
@@ -134,7 +115,9 @@ cmp_out="$("$tw" --db "$db" runs compare "$("$tw" --db "$db" runs list | awk '$2
 a="$(awk '$1 == "last" && $2 == "val" {print $4, $5}' <<<"$cmp_out")"
 [ -n "$a" ] || fail "runs compare printed no last val loss: $cmp_out"
 awk '{exit !(NF == 2 && $1 == $2)}' <<<"$a" || fail "local processes and threads give different losses: $cmp_out"
+}
 
+case_ring3() {
 # A ring of 3 replicas (chunks of 11062, 11061, 11061 values) on threads and on child processes:
 # the same losses, value for value, and the ring's bytes per replica: position 0 sends every chunk
 # twice but chunks 1 and 2 once, (2·P − 2·11061)·4, the others (2·P − 11062 − 11061)·4, plus the
@@ -152,7 +135,9 @@ done
 [ "$(wc -l < "$work/ring3-threads.txt")" -ge 60 ] || fail "ring of 3: too few values stored"
 cmp -s "$work/ring3-threads.txt" "$work/ring3-local.txt" || fail "ring of 3: threads and processes differ: $(diff "$work/ring3-threads.txt" "$work/ring3-local.txt" | head -5)"
 exact_retime "$("$tw" --db "$db" runs list | awk '$2 == "ring3-local" {print $1}')" 6
+}
 
+case_hub() {
 # The hub (outer.topology = "hub", docs/topologies.md): SparseLoCo over 3 replicas uploads each round's
 # payload once to the coordinator's relay and downloads the 2 others'. Per replica: sent = 2 rounds ×
 # p + the 16-byte start-up checksum (over the mesh), received = 2 × 2p + 16, where p is the payload the
@@ -194,7 +179,9 @@ for run_name in sparse-hub sparse-hub-local; do
   cmp -s "$work/sparse-mesh-loss.txt" "$work/$run_name-loss.txt" \
     || fail "$run_name: losses differ from the mesh's: $(diff "$work/sparse-mesh-loss.txt" "$work/$run_name-loss.txt" | head -5)"
 done
+}
 
+case_layout_errors() {
 # Layout errors name the problem and exit 1.
 set +e
 err="$(run --set outer.algorithm=ddp --set cluster.mode=local --set cluster.nodes=1 2>&1)"; rc=$?
@@ -210,21 +197,9 @@ err="$(run --set outer.algorithm=diloco --set outer.topology=hub 2>&1)"; rc=$?
 [ "$rc" -eq 1 ] && grep -q "outer.topology \"hub\" does not apply to diloco: a hub relays whole payloads" <<<"$err" \
   || fail "a hub for dense payloads not refused by name: $err"
 set -e
-
-# Wait until run NAME has at least N train.loss rows stored.
-wait_rows() {
-  for _ in $(seq 1 300); do
-    local id n
-    id="$("$tw" --db "$db" runs list 2>/dev/null | awk -v n="$1" '$2 == n {print $1}')"
-    if [ -n "$id" ]; then
-      n="$("$tw" --db "$db" runs show "$id" 2>/dev/null | awk '$1 == "train.loss" {print $2}')"
-      [ -n "$n" ] && [ "$n" -ge "$2" ] && { echo "$id"; return 0; }
-    fi
-    sleep 0.1
-  done
-  return 1
 }
 
+case_node_killed() {
 # A node killed mid-run with a quorum of both replicas (cluster.min_replicas = 2; with fewer the
 # survivor would go on, tests/app/faults_test.sh): the run is marked failed with the reason within
 # the heartbeat timeout, and every metric stored before the kill is still there.
@@ -250,7 +225,9 @@ grep -Eq "sent no heartbeat for|is lost: silent for" <<<"$show" ||
 after="$(awk '$1 == "train.loss" {print $2}' <<<"$show")"
 [ "$after" -ge "$before" ] || fail "metrics stored before the kill were lost ($before → $after)"
 [ -z "$(pgrep -P "$coord" || true)" ] || fail "node processes outlived the coordinator"
+}
 
+case_ctrl_c() {
 # Ctrl-C: the coordinator stops the nodes, marks the run interrupted, and no child survives.
 "$tw" --db "$db" run "$work/micro.toml" --data-root "$work" --set outer.algorithm=ddp --set cluster.mode=local --set train.steps=1000000 --set run.name=ctrl-c \
     > "$work/ctrlc.log" 2>&1 &
@@ -263,4 +240,8 @@ set +e; wait "$coord"; rc=$?; set -e
 show="$("$tw" --db "$db" runs show "$id")"
 grep -q "interrupted" <<<"$show" || fail "run not marked interrupted"
 for k in $kids; do kill -0 "$k" 2>/dev/null && fail "node process $k outlived the interrupted run"; done
-echo "run_test: ok"
+echo "ok: Ctrl-C left the run interrupted and no node process"
+}
+
+run_cases "$@"
+echo "run_test: ok (${ran_cases[*]})"

@@ -4,14 +4,8 @@
 # while it evaluates, exits 130 within a few seconds (seen: 0.3–0.7 s) and is stored interrupted
 # "stopped on request", not failed.
 # Usage: signals_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"
-trap 'pkill -KILL -P $$ 2>/dev/null || true; pkill -KILL -f -- "--data-root $work" 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
-source "$(dirname "$0")/micro_corpus.sh"
+source "$(dirname "$0")/harness.sh"
+at_exit 'stop_children; pkill -KILL -f -- "--data-root $work" 2>/dev/null'
 micro_corpus "$work/corpus"
 { micro_tables; printf '[outer]\nalgorithm = "ddp"\nreplicas = 2\n'; } > "$work/micro.toml"
 

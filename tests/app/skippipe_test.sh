@@ -5,34 +5,12 @@
 # recorded network reproduces every node's recorded clock, the `skippipe` alias runs the same path,
 # and a bad [skippipe] key is refused with the key named. Micro model on a small text folder.
 # Usage: skippipe_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'pkill -KILL -P $$ 2>/dev/null || true; rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
+source "$(dirname "$0")/harness.sh"
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
-cat > "$work/skip.toml" <<TOML
-[run]
-name = "skippipe"
-[data]
-corpus = "corpus"
-cache_dir = "cache"
-vocab_size = 200
-[model]
-d_model = 32
-n_layer = 3
-n_head = 2
-seq_len = 32
-[train]
-batch_size = 4
-warmup_steps = 2
-steps = 8
-eval_every = 4
-eval_batches = 2
+{ printf '[run]\nname = "skippipe"\n'
+  micro_tables "" model.n_layer=3 train.steps=8 train.eval_every=4 train.eval_batches=2
+  cat <<TOML
 [network]
 profile = "home-20m"
 [skippipe]
@@ -44,6 +22,7 @@ max_swaps = 1
 block_s = [1e-3, 2e-3]
 head_s = [2e-3, 3e-3]
 TOML
+} > "$work/skip.toml"
 run() {
   local o rc=0
   o="$(cd "$work" && "$tw" --db "$db" "$@" 2>&1)" || rc=$?

@@ -6,15 +6,10 @@
 # stored, countable with sqlite3 (each node's losses with no gap); no `map::at`; the variant left
 # out is named. Needs root to mount the tmpfs: exits 77 (skipped) with the reason when refused.
 # Usage: store_full_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$(realpath "$1")"
-work="$(realpath "$(mktemp -d)")"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
+source "$(dirname "$0")/harness.sh"
 full="$work/full"
 mkdir -p "$full"
-cleanup() { pkill -KILL -P $$ 2>/dev/null || true; umount "$full" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+at_exit 'stop_children; umount "$full" 2>/dev/null'
 if ! err="$(mount -t tmpfs -o size=16m tmpfs "$full" 2>&1)"; then
   echo "SKIP: cannot mount a 16 MiB tmpfs for the full disk ($err)"
   exit 77
@@ -24,9 +19,8 @@ db="$full/runs.db"
 avail_k="$(df -k --output=avail "$full" | tail -1 | tr -d ' ')"
 head -c "$(( (avail_k - 8192 - 1536) * 1024 ))" /dev/zero > "$full/filler"
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
-{ micro_tables | sed 's/^steps = 20$/steps = 100000\nlog_every = 1000/'; cat <<TOML; } > "$work/micro.toml"
+{ micro_tables "" train.steps=100000 train.log_every=1000; cat <<TOML; } > "$work/micro.toml"
 [run]
 name = "full"
 [outer]

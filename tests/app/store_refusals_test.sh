@@ -8,15 +8,7 @@
 #  * a store with 4 KiB of random bytes written into its middle (integrity_check fails) is refused
 #    naming quick_check's first problem, before anything is written to it.
 # Usage: store_refusals_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$(realpath "$1")"
-work="$(realpath "$(mktemp -d)")"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-py=/usr/bin/python3
-db="$work/runs.db"
-source "$(dirname "$0")/micro_corpus.sh"
+source "$(dirname "$0")/harness.sh"
 micro_corpus "$work/corpus"
 micro_tables > "$work/micro.toml"
 (cd "$work" && "$tw" --db "$db" train micro.toml --set train.steps=10 > /dev/null) || fail "the micro run failed"

@@ -4,15 +4,8 @@
 # a variant whose config is refused (an unknown key) is reported, the others still run and
 # finish, and the exit status is non-zero after a table naming the refused variant and why.
 # Usage: variants_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-db="$work/runs.db"
+source "$(dirname "$0")/harness.sh"
 
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 { micro_tables; cat <<'TOML'; } > "$work/v.toml"
 [run]

@@ -3,14 +3,8 @@
 # exit, before any window opens (no display needed): a missing --db (never created empty), a run
 # id the store does not have, a misspelt --tab, a file that is no run store.
 # Usage: workbench_refusals_test.sh PATH_TO_THINWIRE PATH_TO_WORKBENCH
-set -euo pipefail
-tw="$1"
+source "$(dirname "$0")/harness.sh"
 wb="$2"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-source "$(dirname "$0")/micro_corpus.sh"
 micro_corpus "$work/corpus"
 { micro_tables; printf '[run]\nname = "one"\n'; } > "$work/one.toml"
 "$tw" --db "$work/runs.db" run "$work/one.toml" --data-root "$work" --set train.steps=2 >/dev/null

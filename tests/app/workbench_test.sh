@@ -5,29 +5,33 @@
 # (docs/faults.md): with the mouse on the kill's step its marker and hover text show in the fault
 # red (214,39,40), which the run without faults does not have there. The PNG is read by an
 # independent decoder (png_colour.py). Seven runs of three replicas plot as seven lines with seven
-# legend rows, and History sorts them by final loss. Every experiment file opens in the layout editor. Usage: workbench_test.sh PATH_TO_THINWIRE PATH_TO_WORKBENCH
-set -euo pipefail
-tw="$1"
-wb="$2"
+# legend rows, and History sorts them by final loss. Every experiment file opens in the layout editor.
+# Usage: workbench_test.sh PATH_TO_THINWIRE PATH_TO_WORKBENCH [CASE...] (curve, faults, seven,
+# editor; all of them when none is named)
 here="$(dirname "$0")"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$here/harness.sh"
+wb="$2"
+shift 2
 command -v xvfb-run >/dev/null || fail "xvfb-run is missing (Debian package xvfb; scripts/setup.sh installs it)"
-py=/usr/bin/python3
 
-source "$here/micro_corpus.sh"
 micro_corpus "$work/corpus"
-"$tw" --db "$work/runs.db" run /dev/null --data-root "$work" --set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" \
-  --set data.vocab_size=200 --set model.d_model=32 --set model.n_layer=2 --set model.n_head=2 \
-  --set model.seq_len=32 --set train.batch_size=4 --set train.warmup_steps=2 --set train.steps=40 \
-  --set train.eval_every=10 --set outer.algorithm=ddp --set outer.replicas=2 >/dev/null
+# Run 1 (DDP, 2 replicas), which the screenshots of the curve, the faults and the editor open; made once.
+first_run() {
+  [ -z "${first_run_done:-}" ] || return 0
+  "$tw" --db "$work/runs.db" run /dev/null --data-root "$work" --set data.corpus="$work/corpus" --set data.cache_dir="$work/cache" \
+    --set data.vocab_size=200 --set model.d_model=32 --set model.n_layer=2 --set model.n_head=2 \
+    --set model.seq_len=32 --set train.batch_size=4 --set train.warmup_steps=2 --set train.steps=40 \
+    --set train.eval_every=10 --set outer.algorithm=ddp --set outer.replicas=2 >/dev/null
+  first_run_done=1
+}
 
 shot() {  # shot OUT.png [--open 1]: prints "x0 y0 x1 y1" of the plot area (1.5 s lets the background run cache load on a busy machine)
   xvfb-run -a -s "-screen 0 1280x800x24" "$wb" --db "$work/runs.db" --screenshot "$1" --frames 5 --wait-s 1.5 \
     --width 1280 --height 800 "${@:2}" | awk '$1 == "screenshot" {print $5, $6, $7, $8}'
 }
+
+case_curve() {
+first_run
 rect="$(shot "$work/with.png" --open 1)"
 [ -n "$rect" ] || fail "no screenshot line"
 [ -s "$work/with.png" ] || fail "no PNG written"
@@ -36,6 +40,11 @@ blue="$($py "$here/png_colour.py" "$work/with.png" $rect 31 119 180)"
 rect0="$(shot "$work/without.png")"
 blue0="$($py "$here/png_colour.py" "$work/without.png" $rect0 31 119 180)"
 [ "$blue0" -lt 10 ] || fail "without the run the plot area still has $blue0 pixels of its colour"
+echo "$blue curve pixels with the run, $blue0 without"
+}
+
+case_faults() {
+first_run
 # Run 2: DiLoCo on 3 replicas, replica 1 killed after step 15 and back after the round at 30. On the
 # step axis steps 1..40 span 39 steps and auto-fit pads 3% of that on each side (ui/logic/plot_fit.h):
 # the axis runs from 1 - 1.17 to 40 + 1.17, so step 15 is at the fraction (14 + 1.17) / 41.34 = 0.367.
@@ -50,6 +59,10 @@ red="$($py "$here/png_colour.py" "$work/faults.png" $rect2 214 39 40)"
 rect1="$(shot "$work/nofaults.png" --open 1 --hover 0.367,0.5)"
 red1="$($py "$here/png_colour.py" "$work/nofaults.png" $rect1 214 39 40)"
 [ "$red1" -lt 10 ] || fail "the run without faults has $red1 pixels of the fault red"
+echo "$red fault-marker pixels, $red1 without faults"
+}
+
+case_seven() {
 # Seven runs compared: one legend row per run (not one per replica), each run's line in
 # its palette colour, and History sorted by final validation loss in the order the store gives.
 db7="$work/seven.db"
@@ -74,7 +87,10 @@ out="$(xvfb-run -a -s "-screen 0 1280x800x24" "$wb" --db "$db7" --screenshot "$w
 order="$(awk '$1 == "history" {$1 = $2 = ""; print}' <<<"$out" | xargs)"
 want="$("$tw" --db "$db7" runs list | awk '$1 ~ /^[0-9]+$/ {print $7, $1}' | sort -g | awk '{print $2}' | xargs)"
 [ -n "$order" ] && [ "$order" = "$want" ] || fail "History sorted by val loss shows '$order', the store's order is '$want'"
+}
 
+case_editor() {
+first_run
 # Every experiment file opens in the layout editor (variants, sweeps, reports, SkipPipe, HDEE):
 # the workbench refuses to start on a layout it cannot load, naming the file and the key.
 n=0
@@ -84,4 +100,8 @@ for f in "$here"/../../experiments/*.toml; do
   n=$((n + 1))
 done
 [ "$n" -ge 10 ] || fail "only $n experiment files found"
-echo "workbench_test: ok ($n experiment files open in the editor; $blue curve pixels with the run, $blue0 without; $red fault-marker pixels, $red1 without faults)"
+echo "$n experiment files open in the editor"
+}
+
+run_cases "$@"
+echo "workbench_test: ok (${ran_cases[*]})"

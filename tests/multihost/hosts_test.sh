@@ -16,20 +16,13 @@
 # last digit, and every round stores its measured exchange time (round.real_comm_s).
 # Skips (exit 77) where network namespaces cannot be made.
 # Usage: hosts_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$(realpath "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/../app/harness.sh"
 source "$here/netns.sh"
 netns_require
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-cleanup() { netns_cleanup; rm -rf "$work"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$work"/*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -5 "$f" >&2; }; done; exit 1; }
-db="$work/runs.db"
+at_exit netns_cleanup
 PORT=7000
 
-source "$here/../app/micro_corpus.sh"
 micro_corpus "$work/corpus"
 netns_hosts 5
 "$tw" keys new "$work/keys/coord" > /dev/null

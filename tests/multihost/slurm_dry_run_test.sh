@@ -4,13 +4,8 @@
 # thinwire run with the options after --) and starts nothing; bad arguments are clear errors, and
 # outside a job without --dry-run the script refuses to run. Needs no root and no Slurm.
 # Usage: slurm_dry_run_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$1"
+source "$(dirname "$0")/../app/harness.sh"
 script="$(cd "$(dirname "$0")/../../scripts/launch" && pwd)/slurm_nodes.sbatch"
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 cd "$work"
 printf '[train]\nsteps = 20\n[cluster]\nmode = "threads"\n[variants]\na = ["train.steps=10"]\n' > exp.toml
 

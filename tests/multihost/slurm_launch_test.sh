@@ -6,9 +6,8 @@
 # the batch step; the run ends with the final rows (steps, losses, bytes) of the same layout on
 # threads, the nodes and their key folders are gone afterwards, and a run that fails fails the job.
 # Usage: slurm_launch_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$(realpath "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/../app/harness.sh"
 script="$(realpath "$here/../../scripts/launch/slurm_nodes.sbatch")"
 source "$here/netns.sh"
 netns_require
@@ -16,18 +15,10 @@ for c in munged slurmctld slurmd sbatch sinfo unshare; do
   command -v "$c" > /dev/null || { echo "SKIP: no $c (Debian's slurmctld, slurmd, slurm-client and munge)" >&2; exit 77; }
 done
 
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 chmod 755 "$work"  # munged wants its socket's folders searchable by all
-cleanup() { set +e; netns_cleanup; wait 2> /dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*.log "$work"/job-*.out "$work"/shared/thinwire-job-*/nodes/*.log; do
-    [ -f "$f" ] && { echo "== $f" >&2; tail -8 "$f" >&2; }
-  done
-  exit 1
-}
+at_exit netns_cleanup
+log_globs=("*.log" "job-*.out" "shared/thinwire-job-*/nodes/*.log")
+log_lines=8
 t0=$SECONDS
 netns_hosts 3
 
@@ -86,7 +77,6 @@ done
 [ "$(on_host 0 sinfo -h -o '%t %D' 2> /dev/null)" = "idle 2" ] || fail "Slurm did not get two idle nodes: $(on_host 0 sinfo 2>&1)"
 
 # ---- the run: the layout on threads has the mode the job replaces ------------------------------
-source "$here/../app/micro_corpus.sh"
 micro_corpus "$work/shared/data/corpus"
 mkdir -p "$work/tdata" && cp -r "$work/shared/data/corpus" "$work/tdata/corpus"
 { micro_tables; cat <<TOML

@@ -6,34 +6,23 @@
 # ends with the final rows (steps, losses, bytes) of the same layout on threads. A start that fails
 # half-way stops the node it had started; `stop` ends the nodes, and they are gone.
 # Usage: ssh_launch_test.sh PATH_TO_THINWIRE
-set -euo pipefail
-tw="$(realpath "$1")"
 here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/../app/harness.sh"
 launch="$here/../../scripts/launch/ssh_nodes.sh"
 source "$here/netns.sh"
 netns_require
 [ -x /usr/sbin/sshd ] || { echo "SKIP: no /usr/sbin/sshd (Debian's openssh-server)" >&2; exit 77; }
 command -v ssh > /dev/null && command -v ssh-keygen > /dev/null || { echo "SKIP: no ssh client" >&2; exit 77; }
 
-work="$(mktemp -d)"
-export THINWIRE_DATA_ROOT="$work"  # the default data root: never the user's own cache
 sshd_pids=()
-made_run_sshd=0
 cleanup() {
-  set +e
   if [ -f "$work/nodes.state" ]; then on_host 0 "$launch" stop --state "$work/nodes.state" > /dev/null 2>&1; fi
   for p in "${sshd_pids[@]}"; do kill "$p" 2> /dev/null; done
   wait 2> /dev/null
   netns_cleanup
-  [ "$made_run_sshd" = 0 ] || rmdir /run/sshd 2> /dev/null
-  rm -rf "$work"
 }
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$work"/*.log "$work"/node-*/thinwire-node-*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -5 "$f" >&2; }; done
-  exit 1
-}
+at_exit cleanup
+log_globs=("*.log" "node-*/thinwire-node-*.log")
 t0=$SECONDS
 
 netns_hosts 3
@@ -43,7 +32,9 @@ H1="$(host_ip 1)" H2="$(host_ip 2)"
 mkdir -p "$work/ssh"
 ssh-keygen -q -t ed25519 -N '' -C tw-test-client -f "$work/ssh/client"
 cp "$work/ssh/client.pub" "$work/ssh/authorized_keys"
-[ -d /run/sshd ] || { mkdir -m 755 /run/sshd; made_run_sshd=1; }  # sshd's privilege-separation dir
+# sshd's privilege-separation dir. It stays: every sshd on this machine uses it (another test's
+# running at the same time, the system's own), and Debian's openssh-server makes it at boot too.
+mkdir -p -m 755 /run/sshd
 for i in 1 2; do
   ssh-keygen -q -t ed25519 -N '' -f "$work/ssh/host$i"
   cat > "$work/ssh/sshd$i.conf" <<CONF
@@ -74,7 +65,6 @@ on_host 0 $SSH "root@$H1" hostname -I | grep -qw "$H1" \
   || fail "ssh to host 1 does not land in host 1's namespace"
 
 # ---- keys and data: the coordinator's pair on host 0; each node's data root has the corpus ----
-source "$here/../app/micro_corpus.sh"
 micro_corpus "$work/coord/corpus"
 for h in "$H1" "$H2"; do mkdir -p "$work/node-$h"; cp -r "$work/coord/corpus" "$work/node-$h/corpus"; done
 "$tw" keys new "$work/keys/coord" > /dev/null
