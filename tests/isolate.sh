@@ -6,6 +6,8 @@
 # it opens and the sockets it sees are its own, so entries that run at the same time (and test
 # suites of other checkouts on this machine) can never take each other's ports or see each other's
 # listeners. tests/CMakeLists.txt passes --netns where `unshare --net` works at configure time.
+# TW_TEST_NICE, when set, is the niceness the entry runs at (a negative one where this user may
+# raise priority, as root; elsewhere the entry runs at its own).
 # Usage: isolate.sh [--netns] COMMAND [ARG...]
 set -u
 netns=0
@@ -13,6 +15,7 @@ if [ "${1:-}" = --netns ]; then netns=1; shift; fi
 [ $# -gt 0 ] || { echo "usage: isolate.sh [--netns] COMMAND [ARG...]" >&2; exit 2; }
 dir="$(mktemp -d "${TMPDIR:-/tmp}/tw-test.XXXXXX")" || exit 1
 export TMPDIR="$dir" TEST_TMPDIR="$dir"
+if [ -n "${TW_TEST_NICE:-}" ]; then renice -n "$TW_TEST_NICE" -p $$ > /dev/null 2>&1 || true; fi
 if [ "$netns" -eq 1 ]; then
   unshare --net -- /bin/sh -c 'ip link set lo up && exec "$@"' isolate "$@"
 else
