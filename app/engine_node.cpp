@@ -10,7 +10,6 @@
 #include "engine/data/data_warnings.h"
 #include "engine/data/dataset.h"
 #include "engine/data/stream_check.h"
-#include "engine/ensemble/hdee.h"
 #include "engine/model/llama.h"
 #include "engine/worker/guarded_worker.h"
 #include "core/model_size.h"

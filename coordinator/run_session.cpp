@@ -83,7 +83,7 @@ std::unique_ptr<LocalCluster> bring_up_nodes(const RunConfig& cfg, int n, std::s
 
 // The run_nodes row's role: the run kind, or the algorithm the replicas run.
 std::string node_role_label(const RunConfig& cfg) {
-    if (!is_run_kind(cfg, RunKind::kReplicas)) return run_kind_of(cfg).name;
+    if (const RunKindRow& kind = run_kind_of(cfg); kind.id != RunKind::kReplicas) return kind.name;
     if (algorithm_of(cfg) == Algorithm::kNone) return "trainer";
     return to_string(algorithm_of(cfg));
 }

@@ -81,10 +81,13 @@ std::vector<NodeRole> pipeline_roles(const RunConfig& cfg, const std::vector<Nod
     return roles;
 }
 
+}  // namespace
+
 // Roles of a SkipPipe run (docs/methods.md §8): S·N nodes, node (s, n) at index n·S + s holds stage s for
 // replica n; all of them are one data-plane mesh (micro-batches hop to any replica's next stage, and
 // the N holders of a stage average its gradients every step).
-std::vector<NodeRole> skippipe_roles(const RunConfig& cfg, const std::vector<NodeEndpoints>& eps) {
+Result<std::vector<NodeRole>> skippipe_run_roles(const RunConfig& cfg, const std::vector<NodeEndpoints>& eps,
+                                                 const std::function<int()>&) {
     const int S = static_cast<int>(cfg.skippipe.stages), N = static_cast<int>(cfg.skippipe.replicas);
     std::vector<NodeRole> roles;
     std::vector<std::string> mesh;
@@ -105,6 +108,8 @@ std::vector<NodeRole> skippipe_roles(const RunConfig& cfg, const std::vector<Nod
     for (auto& role : roles) role.mesh_endpoints = mesh;
     return roles;
 }
+
+namespace {
 
 // Roles of an HDEE layout: one expert node per (ensemble, domain), no mesh, no group.
 std::vector<NodeRole> expert_roles(const RunConfig& cfg, const std::vector<HdeeEnsemble>& plan) {
@@ -174,11 +179,6 @@ std::string skippipe_too_few_nodes(const RunConfig& cfg, int64_t need) {
 std::string hdee_too_few_nodes(const RunConfig& cfg, int64_t need) {
     return "the layout needs " + std::to_string(need) + " (" + std::to_string(kHdeeEnsembles) + " ensembles × " +
            std::to_string(cfg.hdee.domains.size()) + " domains, one expert node each" + pipelines_and_spares(cfg) + ")";
-}
-
-Result<std::vector<NodeRole>> skippipe_run_roles(const RunConfig& cfg, const std::vector<NodeEndpoints>& eps,
-                                                 const std::function<int()>&) {
-    return skippipe_roles(cfg, eps);
 }
 
 Result<std::vector<NodeRole>> hdee_run_roles(const RunConfig& cfg, const std::vector<NodeEndpoints>&,

@@ -456,12 +456,7 @@ protected:
         dealer_.close();
     }
     nlohmann::json ask_raw(std::vector<zmq::message_t> frames) {
-        for (size_t i = 0; i < frames.size(); ++i)
-            dealer_.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-        std::vector<zmq::message_t> reply;
-        EXPECT_TRUE(zmq::recv_multipart(dealer_, std::back_inserter(reply)));
-        auto m = decode(reply);
-        EXPECT_TRUE(m) << m.message();
+        auto m = request_frames(dealer_, std::move(frames));
         nlohmann::json j = m->body;
         j["kind"] = to_string(m->kind);
         return j;
