@@ -148,7 +148,7 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
                                                  : std::string()) +
                     (cfg.cluster.spares > 0 ? " + " + std::to_string(cfg.cluster.spares) + " spare(s)" : std::string()) +
                     "), the cluster has " + std::to_string(control_endpoints.size()));
-    const auto algo = parse_algorithm(cfg.outer.algorithm);
+    const auto algo = named_algorithm(cfg);
     if (!algo) p.push_back("outer.algorithm \"" + cfg.outer.algorithm + "\" is unknown");
     std::vector<NodeEndpoints> eps;
     for (auto& c : control_endpoints) {
