@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/algorithm_id.h"
+
 namespace tw {
 
 // [model] — LLaMA-style decoder, docs/methods.md §0. `preset` fills the shape; explicit keys override it.
@@ -84,6 +86,11 @@ struct TrainConfig {
 // (threads, local processes or other machines, see [cluster]); they talk over ZeroMQ links.
 struct OuterConfig {
     std::string algorithm = "none";  // a name of core/algorithm.h's table: none (one node), ddp, diloco, …
+    // The row `algorithm` names, set with it when a config is parsed (parse_config, through
+    // core/algorithm.h resolve_algorithm), so algorithm_of reads it instead of looking the name up. A
+    // config built or changed in code may leave it behind its name: algorithm_of sees the mismatch
+    // and looks the name up then. Not a key: the TOML holds the name only.
+    Algorithm algorithm_id = Algorithm::kNone;
     int64_t replicas = 1;            // R; each reads a disjoint part of the training stream
     int64_t inner_steps = 50;        // H: inner steps per outer round
     double lr = 0.7;                 // η, outer learning rate

@@ -396,7 +396,7 @@ Result<RunConfig> parse_config(const std::string& text, const std::string& sourc
     }
     if (problems.empty()) {
         resolve_skippipe_defaults(cfg.skippipe);
-        resolve_topology(cfg);  // after the overrides: the default depends on the algorithm
+        resolve_algorithm(cfg);  // after the overrides: the id, and the topology's default for it
         // A fixed tokenizer fixes the vocabulary (before the token budget, which counts the embedding).
         if (cfg.data.tokenizer == "gpt2" && cfg.model.vocab_size == 0) cfg.model.vocab_size = kGpt2VocabSize;
         if (Status s = apply_token_budget(cfg); !s) return Result<RunConfig>::error(source + ": " + s.message());

@@ -33,7 +33,7 @@ void validate_pipeline(const RunConfig& c, std::vector<std::string>& p) {
     if (S <= 1) return;
     if (pl.replicas > R)
         p.push_back("pipeline.replicas " + std::to_string(pl.replicas) + " exceeds outer.replicas " + std::to_string(R));
-    const auto algo = parse_algorithm(c.outer.algorithm);
+    const auto algo = named_algorithm(c);
     if (algo && !traits_of(*algo).pipelines)
         p.push_back("cluster.stages " + std::to_string(S) + ": pipeline replicas sync by stage with " +
                     algorithm_names_where([](const AlgorithmTraits& t) { return t.pipelines && t.outer_rounds; }) +
@@ -132,7 +132,7 @@ void validate_hdee(const RunConfig& c, std::vector<std::string>& p) {
         if (v->size() > 1 && v->size() != D)
             p.push_back(std::string(key) + " has " + std::to_string(v->size()) + " entries for " + std::to_string(D) +
                         " domains (give one for all or one per domain)");
-    if (parse_algorithm(c.outer.algorithm) != Algorithm::kNone)
+    if (named_algorithm(c) != Algorithm::kNone)
         p.push_back("outer.algorithm \"" + c.outer.algorithm + "\": HDEE experts train alone (\"none\")");
     if (c.cluster.stages > 1 || c.cluster.nodes_per_replica > 1)
         p.push_back("cluster.stages / cluster.nodes_per_replica: an HDEE expert is one node");
@@ -171,7 +171,7 @@ Status validate_config(const RunConfig& c) {
     if (c.train.resume && c.train.ckpt_path.empty()) p.push_back("train.resume needs train.ckpt_path");
     // What an algorithm supports is its traits' answer (core/algorithm.h); its own settings are
     // checked by its row's check function.
-    const auto algo = parse_algorithm(c.outer.algorithm);
+    const auto algo = named_algorithm(c);
     if (!algo) p.push_back("outer.algorithm \"" + c.outer.algorithm + "\" is unknown (expected one of: " + algorithm_names() + ")");
     const bool single = algo == Algorithm::kNone;
     // train.ckpt_path is one node's file (`thinwire train`, train.resume); every run kind

@@ -8,7 +8,7 @@ namespace tw {
 
 std::vector<std::string> config_warnings(const RunConfig& cfg) {
     std::vector<std::string> w;
-    const auto algo = parse_algorithm(cfg.outer.algorithm);
+    const auto algo = named_algorithm(cfg);
     // Rounds every H inner steps (time-budgeted rounds and HDEE experts follow other rules).
     if (!algo || !traits_of(*algo).outer_rounds || cfg.outer.round_time_s > 0 || is_run_kind(cfg, RunKind::kHdee)) return w;
     const int64_t H = cfg.outer.inner_steps, steps = cfg.train.steps;

@@ -111,16 +111,9 @@ std::string FaultEvent::text() const {
     return t;
 }
 
-int64_t round_period(const RunConfig& cfg) {
-    const Algorithm a = algorithm_of(cfg);
-    if (a == Algorithm::kStreamingDiLoCo && cfg.outer.fragments > 0)
-        return std::max<int64_t>(1, cfg.outer.inner_steps / cfg.outer.fragments);
-    return std::max<int64_t>(1, cfg.outer.inner_steps);
-}
-
 void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
     const bool faults = c.faults.enabled();
-    const auto algo = parse_algorithm(c.outer.algorithm);
+    const auto algo = named_algorithm(c);
     const bool outer = algo && traits_of(*algo).outer_rounds;
     if (c.cluster.min_replicas > c.outer.replicas)
         p.push_back("cluster.min_replicas " + std::to_string(c.cluster.min_replicas) + " exceeds outer.replicas " +

@@ -8,9 +8,10 @@
 //   "pause R at S until T"        R stalls after step S for T − S steps' worth of its own compute time
 //   "slow R at S until T x K"     R's steps S+1..T take K times their time
 // "rejoin T" may be left out (R stays away). A replica that is down takes part in no round after
-// step S; it rejoins at the first round boundary at or after T (a multiple of round_period), after
-// that round, receiving the state from a live peer (docs/faults.md "Rejoin"). So membership is a
-// function of the round, the same on every node, and scheduled runs stay deterministic.
+// step S; it rejoins at the first round boundary at or after T (a multiple of round_period, the
+// algorithm's round schedule in core/algorithm.h), after that round, receiving the state from a
+// live peer (docs/faults.md "Rejoin"). So membership is a function of the round, the same on every
+// node, and scheduled runs stay deterministic.
 //
 // Churn (faults.churn.*): for each replica in turn, failures at exponential gaps of mean
 // mtbf_steps (at least one step), each a kill that rejoins down_steps later, drawn from a
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/algorithm.h"  // round_period: the algorithm's round schedule
 #include "core/config.h"
 #include "core/status.h"
 
@@ -49,9 +51,6 @@ struct FaultEvent {
     std::string stall_text(double stall_s) const;
     std::string slow_text() const;
 };
-
-// Steps between two rounds at which membership may change: H, or H/F for Streaming DiLoCo.
-int64_t round_period(const RunConfig& cfg);
 
 class FaultSchedule {
 public:

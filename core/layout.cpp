@@ -141,7 +141,8 @@ Result<std::vector<NodeRole>> assign_roles(const RunConfig& cfg, const std::vect
     if (static_cast<int64_t>(control_endpoints.size()) < need)
         p.push_back("too few nodes: " + kind.too_few_nodes(cfg, need) + ", the cluster has " +
                     std::to_string(control_endpoints.size()));
-    if (!parse_algorithm(cfg.outer.algorithm)) p.push_back("outer.algorithm \"" + cfg.outer.algorithm + "\" is unknown");
+    const auto algo = named_algorithm(cfg);
+    if (!algo) p.push_back("outer.algorithm \"" + cfg.outer.algorithm + "\" is unknown");
     std::vector<NodeEndpoints> eps;
     for (auto& c : control_endpoints) {
         auto e = derive_endpoints(c);
@@ -192,7 +193,7 @@ Result<std::vector<NodeRole>> replica_run_roles(const RunConfig& cfg, const std:
                                                 const std::function<int()>& free_port) {
     if (cfg.cluster.stages > 1) return pipeline_roles(cfg, eps);
     const int R = static_cast<int>(cfg.outer.replicas), n = static_cast<int>(cfg.cluster.nodes_per_replica);
-    const auto algo = parse_algorithm(cfg.outer.algorithm);
+    const auto algo = named_algorithm(cfg);
     auto store_of = [&](int node) {
         GlooGroupSpec g;
         g.host = eps[node].store_host.empty() ? "127.0.0.1" : eps[node].store_host;

@@ -36,14 +36,6 @@ const double kActivationScale = 1.1;
 
 namespace {
 
-// Bytes one value takes on the wire for a dense outer dtype.
-double dense_bytes_per_value(const std::string& dtype) {
-    if (dtype == "bf16") return 2;
-    if (dtype == "int8") return 1;
-    if (dtype == "fp4") return 0.5;
-    return 4;
-}
-
 // The model one node holds: the whole model, or for S stages one stage of ⌈L/S⌉ blocks with the
 // embedding or the head (counted as one V·d matrix: tied).
 ModelConfig node_model(const ModelConfig& m, int64_t stages) {
@@ -52,62 +44,6 @@ ModelConfig node_model(const ModelConfig& m, int64_t stages) {
     s.n_layer = (m.n_layer + stages - 1) / stages;
     s.tie_embeddings = true;
     return s;
-}
-
-// Encoded bytes of one member's payload of `p` values, and how many a node holds during a round.
-struct Exchange {
-    double payload_bytes = 0;
-    int64_t held = 0;
-};
-
-Exchange exchange_of(const RunConfig& cfg, Algorithm a, int64_t p) {
-    const OuterConfig& o = cfg.outer;
-    const int64_t R = std::max<int64_t>(1, o.replicas + cfg.cluster.spares);
-    const bool ring = a != Algorithm::kNone && a != Algorithm::kDdp && topology_of(cfg) == Topology::kRing;
-    Exchange e;
-    switch (a) {
-        case Algorithm::kNone:
-        case Algorithm::kDdp:
-            return e;
-        case Algorithm::kDiLoCo:
-        case Algorithm::kStreamingDiLoCo:
-            e.payload_bytes = static_cast<double>(p) * dense_bytes_per_value(o.dtype);
-            break;
-        case Algorithm::kSparseLoCo: {
-            // k kept per c² values, 12-bit position + 2-bit code each (docs/methods.md §3).
-            const double density = static_cast<double>(o.topk_k) / static_cast<double>(o.topk_chunk * o.topk_chunk);
-            e.payload_bytes = static_cast<double>(p) * density * 14.0 / 8.0;
-            break;
-        }
-        case Algorithm::kDeMo: {
-            const double density = static_cast<double>(o.demo_topk) / static_cast<double>(o.demo_chunk * o.demo_chunk);
-            e.payload_bytes = static_cast<double>(p) * density * (1.5 + (o.demo_values == "sign" ? 0.125 : 4.0));
-            break;
-        }
-        case Algorithm::kNoLoCo:
-            e.payload_bytes = 8.0 * static_cast<double>(p);  // [φ | θ − φ], fp32
-            e.held = ring ? 2 : std::min(R, 2 * o.group_size - 1);
-            return e;
-    }
-    e.held = ring ? 2 : R;
-    return e;
-}
-
-// fp32 copies of the synced parameters an outer algorithm keeps besides the live weights.
-int64_t outer_copies(const RunConfig& cfg, Algorithm a) {
-    switch (a) {
-        case Algorithm::kNone:
-        case Algorithm::kDdp:
-            return 0;
-        case Algorithm::kSparseLoCo:
-            return cfg.pipeline_replicas() > 0 && cfg.pipeline.has("ad6") ? 3 : 2;
-        case Algorithm::kDiLoCo:
-        case Algorithm::kStreamingDiLoCo:
-        case Algorithm::kNoLoCo:
-        case Algorithm::kDeMo:
-            return 2;
-    }
-    return 2;
 }
 
 }  // namespace
@@ -130,22 +66,24 @@ NodeMemoryEstimate estimate_node_memory(const RunConfig& cfg) {
     e.gradient_bytes = 4 * P;
     e.optimizer_bytes = 8 * P;
 
-    const auto parsed = parse_algorithm(cfg.outer.algorithm);
-    const Algorithm a = parsed ? *parsed : Algorithm::kNone;
-    const bool hdee_or_skippipe = is_run_kind(cfg, RunKind::kHdee) || is_run_kind(cfg, RunKind::kSkipPipe);
-    const Algorithm outer = hdee_or_skippipe ? Algorithm::kNone : a;
-    e.outer_state_bytes = outer_copies(cfg, outer) * 4 * P;
+    // The exchange of the run's algorithm (its row's memory model); HDEE experts and SkipPipe
+    // nodes run no outer algorithm, and neither does a config naming an unknown one.
+    const auto named = named_algorithm(cfg);
+    const bool outer = named && !is_run_kind(cfg, RunKind::kHdee) && !is_run_kind(cfg, RunKind::kSkipPipe);
+    const ExchangeMemory x = traits_of(outer ? *named : Algorithm::kNone).memory(cfg, P);
+    e.outer_state_bytes = x.copies * 4 * P;
     // A DDP rank (ddp itself, or a replica of several nodes) flattens its gradients into one bucket.
-    if (outer == Algorithm::kDdp || cfg.cluster.nodes_per_replica > 1) e.outer_state_bytes += 4 * P;
+    if (x.bucket || cfg.cluster.nodes_per_replica > 1) e.outer_state_bytes += 4 * P;
 
-    // What one round syncs: the node's parameters, or one Streaming DiLoCo fragment of them.
-    int64_t unit = P;
-    if (outer == Algorithm::kStreamingDiLoCo) unit = (P + cfg.outer.fragments - 1) / std::max<int64_t>(1, cfg.outer.fragments);
-    Exchange x = exchange_of(cfg, outer, unit);
+    // What one round syncs (the node's parameters, or one Streaming DiLoCo fragment of them), one
+    // member's payload of it and the payloads held at once.
+    const int64_t unit = x.unit;
+    double payload_bytes = x.payload_bytes;
+    int64_t held = x.held;
     // SkipPipe: a stage's holders average its gradients every step (N dense payloads).
-    if (is_run_kind(cfg, RunKind::kSkipPipe)) x = {4.0 * static_cast<double>(P), std::max<int64_t>(1, cfg.skippipe.replicas)};
-    e.exchange_bytes = static_cast<int64_t>(std::ceil(x.payload_bytes * static_cast<double>(x.held)));
-    if (x.held > 0) e.exchange_bytes += 4 * unit;  // the decoded fp32 mean
+    if (is_run_kind(cfg, RunKind::kSkipPipe)) payload_bytes = 4.0 * static_cast<double>(P), held = std::max<int64_t>(1, cfg.skippipe.replicas);
+    e.exchange_bytes = static_cast<int64_t>(std::ceil(payload_bytes * static_cast<double>(held)));
+    if (held > 0) e.exchange_bytes += 4 * unit;  // the decoded fp32 mean
 
     // Saved for backward, per token: a block's inputs and outputs (≈ 13·d + 3·f, counted from
     // engine/model/llama.cpp's forward) and its attention probabilities (H·T); the head's final

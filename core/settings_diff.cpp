@@ -28,18 +28,7 @@ bool applies(const std::optional<Algorithm>& algo, const std::string& key) {
 
 }  // namespace
 
-const std::vector<std::string>& defining_keys(Algorithm a) {
-    static const std::map<Algorithm, std::vector<std::string>> table = {
-        {Algorithm::kNone, {}},
-        {Algorithm::kDdp, {}},
-        {Algorithm::kDiLoCo, {"outer.inner_steps", "outer.lr", "outer.momentum", "outer.dtype"}},
-        {Algorithm::kSparseLoCo, {"outer.inner_steps", "outer.lr", "outer.topk_k", "outer.topk_chunk"}},
-        {Algorithm::kStreamingDiLoCo, {"outer.inner_steps", "outer.lr", "outer.dtype", "outer.fragments", "outer.overlap_steps"}},
-        {Algorithm::kNoLoCo, {"outer.inner_steps", "outer.lr", "outer.group_size"}},
-        {Algorithm::kDeMo, {"outer.inner_steps", "outer.lr", "outer.demo_topk", "outer.demo_chunk"}},
-    };
-    return table.at(a);
-}
+const std::vector<std::string>& defining_keys(Algorithm a) { return traits_of(a).defining_keys; }
 
 std::map<std::string, std::string> stored_key_values(const std::string& resolved_toml) {
     auto cfg = parse_config(resolved_toml, "stored config");

@@ -10,9 +10,10 @@
 
 namespace tw {
 
-// The keys that define a method's outer algorithm, shown for every run of it whether or not they
-// differ (e.g. Streaming DiLoCo's fragments and wire dtype: FP4 or not; SparseLoCo's top-k; NoLoCo's
-// group size). Empty for none and DDP, which have no outer algorithm of their own.
+// The keys that define a method's outer algorithm (its row's defining_keys, core/algorithm.h),
+// shown for every run of it whether or not they differ (e.g. Streaming DiLoCo's fragments and wire
+// dtype: FP4 or not; SparseLoCo's top-k; NoLoCo's group size). Empty for none and DDP, which have
+// no outer algorithm of their own.
 const std::vector<std::string>& defining_keys(Algorithm a);
 
 // A stored config's dotted key → value text, as this build's TOML writer writes it (floats in their

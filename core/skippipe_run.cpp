@@ -81,7 +81,7 @@ void validate_skippipe(const RunConfig& c, std::vector<std::string>& out) {
                           "]: a path starts at stage 0 and visits distinct stages below skippipe.stages " +
                           std::to_string(S));
     }
-    if (parse_algorithm(c.outer.algorithm) != Algorithm::kNone || c.outer.replicas != 1)
+    if (named_algorithm(c) != Algorithm::kNone || c.outer.replicas != 1)
         out.push_back("skippipe.stages " + std::to_string(S) +
                       ": a SkipPipe run syncs its stages itself; outer.algorithm must be \"none\" and outer.replicas 1 "
                       "(skippipe.replicas is N)");

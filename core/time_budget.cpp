@@ -16,7 +16,7 @@ void validate_time_budget(const RunConfig& c, std::vector<std::string>& out) {
     if (c.compute.model != "flops")
         out.push_back("outer.round_time_s needs compute.model = \"flops\" (under \"measured\" the steps that fit a round "
                       "would follow this machine's load)");
-    const auto algo = parse_algorithm(c.outer.algorithm);
+    const auto algo = named_algorithm(c);
     if (algo != Algorithm::kDiLoCo && algo != Algorithm::kSparseLoCo)
         out.push_back("outer.round_time_s: time-budgeted rounds run diloco and sparseloco, not outer.algorithm \"" +
                       c.outer.algorithm + "\"");

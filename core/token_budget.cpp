@@ -16,7 +16,7 @@ int64_t budget_parameters(const RunConfig& cfg) {
 }
 
 int64_t tokens_per_step(const RunConfig& cfg) {
-    const auto algo = parse_algorithm(cfg.outer.algorithm);
+    const auto algo = named_algorithm(cfg);
     const int64_t replicas = (algo && *algo == Algorithm::kNone) ? 1 : std::max<int64_t>(cfg.outer.replicas, 1);
     return std::max<int64_t>(cfg.train.batch_size, 1) * std::max<int64_t>(cfg.model.seq_len, 1) * replicas;
 }

@@ -199,4 +199,26 @@ uint64_t GradAllReduce::ring_allreduce_bytes(int64_t numel, int elem_bytes, int 
     return ring_sent_bytes_dense(numel, static_cast<uint64_t>(elem_bytes), size, rank);
 }
 
+namespace {
+
+class DdpRounds : public RoundCostModel {
+public:
+    explicit DdpRounds(int replicas) : R_(replicas) {}
+    RoundCost at(int64_t, int r, const std::vector<TensorShape>& tensors) const override {
+        RoundCost cost;
+        if (R_ > 1)
+            cost.synced = true, cost.bytes = ring_sent_bytes_dense(sum_numel(tensors), 4, R_, r), cost.hops = ring_hops(R_);
+        return cost;
+    }
+
+private:
+    int R_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RoundCostModel>> plan_ddp_rounds(const RunConfig& cfg) {
+    return std::unique_ptr<RoundCostModel>(std::make_unique<DdpRounds>(static_cast<int>(cfg.outer.replicas)));
+}
+
 }  // namespace tw

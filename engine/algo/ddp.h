@@ -32,6 +32,7 @@
 #include "core/collective.h"
 #include "core/kv_store.h"
 #include "core/status.h"
+#include "engine/plan/round_cost.h"
 
 namespace tw {
 
@@ -95,5 +96,9 @@ private:
     ByteCounters counters_;
     double last_comm_s_ = 0;
 };
+
+// DDP's planned rounds (engine/plan/round_cost.h; its row in engine/algo/registry.cpp): every
+// step, a ring all-reduce of the fp32 gradients among the replicas (none for one replica).
+Result<std::unique_ptr<RoundCostModel>> plan_ddp_rounds(const RunConfig& cfg);
 
 }  // namespace tw

@@ -26,6 +26,7 @@
 #include "core/algorithm.h"
 #include "engine/algo/outer.h"
 #include "engine/codec/dct_topk.h"
+#include "engine/plan/round_cost.h"
 
 namespace tw {
 
@@ -82,8 +83,10 @@ private:
     int guard_clipped_ = 0;
 };
 
-// Its registry row (registry.cpp): the config's problems for DeMo, and its construction.
+// Its registry row (registry.cpp): the config's problems for DeMo, its construction, and its
+// planned rounds (engine/plan/round_cost.h): its coefficients all-gathered every H steps.
 void demo_problems(const OuterBuild& b, std::vector<std::string>& problems);
 Result<std::unique_ptr<OuterAlgorithm>> make_demo(OuterBuild b);
+Result<std::unique_ptr<RoundCostModel>> plan_demo_rounds(const RunConfig& cfg);
 
 }  // namespace tw

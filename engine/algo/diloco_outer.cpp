@@ -6,6 +6,7 @@
 #include "core/wire_dtype.h"
 #include "engine/algo/diloco.h"
 #include "engine/algo/streaming_diloco.h"
+#include "engine/codec/codec.h"
 
 #include <torch/torch.h>
 
@@ -130,6 +131,35 @@ Result<std::unique_ptr<OuterAlgorithm>> make_diloco(OuterBuild b) {
     auto s = StreamingDiLoCo::create(std::move(b.params), b.names, sc, b.replica, b.replicas);
     if (!s) return s.status();
     return std::unique_ptr<OuterAlgorithm>(std::make_unique<CodecDiLoCoOuter>(std::move(s).value(), o.inner_steps));
+}
+
+namespace {
+
+class DiLoCoRounds : public RoundCostModel {
+public:
+    DiLoCoRounds(const RunConfig& cfg, std::unique_ptr<Codec> dense)
+        : cfg_(cfg), dense_(std::move(dense)), period_(round_period(cfg)), everyone_(every_replica(cfg)) {}
+    RoundCost at(int64_t step, int r, const std::vector<TensorShape>& tensors) const override {
+        if (step % period_ != 0) return {};
+        // fp32/bf16 run DiLoCo's own path (one segment); int8/fp4 a one-fragment Streaming DiLoCo.
+        const bool own = cfg_.outer.dtype == "fp32" || cfg_.outer.dtype == "bf16";
+        return dense_exchange_cost(cfg_, *dense_, tensors, own ? std::vector<int64_t>{sum_numel(tensors)} : numels(tensors),
+                                   everyone_, r);
+    }
+
+private:
+    RunConfig cfg_;
+    std::unique_ptr<Codec> dense_;  // outer.dtype
+    int64_t period_;
+    std::vector<int> everyone_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RoundCostModel>> plan_diloco_rounds(const RunConfig& cfg) {
+    auto d = make_wire_codec(cfg.outer.dtype);
+    if (!d) return d.status();
+    return std::unique_ptr<RoundCostModel>(std::make_unique<DiLoCoRounds>(cfg, std::move(*d)));
 }
 
 }  // namespace tw

@@ -211,4 +211,37 @@ Result<std::unique_ptr<OuterAlgorithm>> make_noloco(OuterBuild b) {
     NoLoCoConfig nc{o.inner_steps, o.lr, o.momentum, o.group_size, o.guard_ratio, topology_of(b.cfg)};
     return std::unique_ptr<OuterAlgorithm>(std::make_unique<NoLoCo>(std::move(b.params), nc, b.replica, b.replicas));
 }
+namespace {
+
+class NoLoCoRounds : public RoundCostModel {
+public:
+    explicit NoLoCoRounds(const RunConfig& cfg) : cfg_(cfg), fp32_(make_dense_codec(false)), period_(round_period(cfg)) {}
+    RoundCost at(int64_t step, int r, const std::vector<TensorShape>& tensors) const override {
+        if (step % period_ != 0) return {};
+        // φ and θ − φ, 2·P fp32 values, to each other member of the group (or around its ring).
+        const int64_t P = sum_numel(tensors);
+        const std::vector<TensorShape> payload{{"phi", {P}}, {"delta", {P}}};
+        RoundCost cost;
+        for (auto& g : noloco_groups(step, static_cast<int>(cfg_.outer.replicas), cfg_.outer.group_size)) {
+            if (std::find(g.begin(), g.end(), r) == g.end()) continue;
+            cost = dense_exchange_cost(cfg_, *fp32_, payload, {2 * P}, g, r);
+            for (int m : g)
+                if (m < 64) cost.group |= uint64_t{1} << m;
+        }
+        cost.synced = true;
+        return cost;
+    }
+
+private:
+    RunConfig cfg_;
+    std::unique_ptr<Codec> fp32_;  // φ and θ − φ
+    int64_t period_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RoundCostModel>> plan_noloco_rounds(const RunConfig& cfg) {
+    return std::unique_ptr<RoundCostModel>(std::make_unique<NoLoCoRounds>(cfg));
+}
+
 }  // namespace tw

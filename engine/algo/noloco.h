@@ -30,6 +30,7 @@
 
 #include "core/algorithm.h"
 #include "engine/algo/outer.h"
+#include "engine/plan/round_cost.h"
 
 namespace tw {
 
@@ -87,8 +88,10 @@ private:
     torch::Tensor last_mean_;
 };
 
-// Its registry row (registry.cpp): the config's problems for NoLoCo, and its construction.
+// Its registry row (registry.cpp): the config's problems for NoLoCo, its construction, and its
+// planned rounds (engine/plan/round_cost.h): φ and θ − φ to its group every H steps.
 void noloco_problems(const OuterBuild& b, std::vector<std::string>& problems);
 Result<std::unique_ptr<OuterAlgorithm>> make_noloco(OuterBuild b);
+Result<std::unique_ptr<RoundCostModel>> plan_noloco_rounds(const RunConfig& cfg);
 
 }  // namespace tw

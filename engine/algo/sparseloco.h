@@ -26,6 +26,7 @@
 #include "core/algorithm.h"
 #include "engine/algo/outer.h"
 #include "engine/codec/codec.h"
+#include "engine/plan/round_cost.h"
 
 namespace tw {
 
@@ -118,8 +119,10 @@ private:
     std::vector<float> guard_override_;  // replay_round: the members' factors as the round applied them
 };
 
-// Its registry row (registry.cpp): the config's problems for SparseLoCo, and its construction.
+// Its registry row (registry.cpp): the config's problems for SparseLoCo, its construction, and its
+// planned rounds (engine/plan/round_cost.h): its payload all-gathered every H steps.
 void sparseloco_problems(const OuterBuild& b, std::vector<std::string>& problems);
 Result<std::unique_ptr<OuterAlgorithm>> make_sparseloco(OuterBuild b);
+Result<std::unique_ptr<RoundCostModel>> plan_sparseloco_rounds(const RunConfig& cfg);
 
 }  // namespace tw

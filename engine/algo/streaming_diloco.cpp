@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/assert.h"
 #include "core/wire_dtype.h"
 #include "engine/algo/aggregation_guard.h"
 #include "engine/algo/ring_allreduce.h"
@@ -337,4 +338,48 @@ Result<std::unique_ptr<OuterAlgorithm>> make_streaming_diloco(OuterBuild b) {
     if (!s) return s.status();
     return std::unique_ptr<OuterAlgorithm>(std::move(s).value());
 }
+namespace {
+
+class StreamingDiLoCoRounds : public RoundCostModel {
+public:
+    StreamingDiLoCoRounds(const RunConfig& cfg, std::unique_ptr<Codec> dense, std::vector<int> fragment_of)
+        : cfg_(cfg),
+          dense_(std::move(dense)),
+          fragment_of_(std::move(fragment_of)),
+          period_(round_period(cfg)),
+          everyone_(every_replica(cfg)) {}
+    RoundCost at(int64_t step, int r, const std::vector<TensorShape>& tensors) const override {
+        if (step % period_ != 0) return {};
+        TW_ASSERT(tensors.size() == fragment_of_.size());  // the whole model's (round_cost.h)
+        const int f = static_cast<int>((step / period_ - 1) % cfg_.outer.fragments);
+        std::vector<TensorShape> part;
+        for (size_t i = 0; i < tensors.size(); ++i)
+            if (fragment_of_[i] == f) part.push_back(tensors[i]);
+        RoundCost cost = dense_exchange_cost(cfg_, *dense_, part, numels(part), everyone_, r);
+        cost.overlap = cfg_.outer.overlap_steps;
+        return cost;
+    }
+
+private:
+    RunConfig cfg_;
+    std::unique_ptr<Codec> dense_;   // outer.dtype
+    std::vector<int> fragment_of_;   // fragment of each whole-model tensor
+    int64_t period_;                 // H/F: one fragment's exchange
+    std::vector<int> everyone_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RoundCostModel>> plan_streaming_diloco_rounds(const RunConfig& cfg) {
+    const OuterConfig& o = cfg.outer;
+    auto d = make_wire_codec(o.dtype);
+    if (!d) return d.status();
+    std::vector<std::string> names;
+    for (auto& t : model_tensors(cfg.model)) names.push_back(t.name);
+    auto f = assign_fragments(names, o.fragments,
+                              o.fragment_order == "strided" ? FragmentOrder::kStrided : FragmentOrder::kSequential);
+    if (!f) return f.status();
+    return std::unique_ptr<RoundCostModel>(std::make_unique<StreamingDiLoCoRounds>(cfg, std::move(*d), std::move(*f)));
+}
+
 }  // namespace tw

@@ -33,6 +33,7 @@
 #include "core/algorithm.h"
 #include "engine/algo/outer.h"
 #include "engine/codec/codec.h"
+#include "engine/plan/round_cost.h"
 
 namespace tw {
 
@@ -110,8 +111,11 @@ private:
     std::deque<Pending> pending_;
 };
 
-// Its registry row (registry.cpp): the config's problems for Streaming DiLoCo, and its construction.
+// Its registry row (registry.cpp): the config's problems for Streaming DiLoCo, its construction,
+// and its planned rounds (engine/plan/round_cost.h): one fragment's dense exchange every H/F steps,
+// over the whole model's tensors only (the fragments are the whole model's).
 void streaming_diloco_problems(const OuterBuild& b, std::vector<std::string>& problems);
 Result<std::unique_ptr<OuterAlgorithm>> make_streaming_diloco(OuterBuild b);
+Result<std::unique_ptr<RoundCostModel>> plan_streaming_diloco_rounds(const RunConfig& cfg);
 
 }  // namespace tw

@@ -23,6 +23,41 @@ TEST(AlgorithmRegistry, TableIsInEnumOrderAndNamesRoundTrip) {
     EXPECT_EQ(algorithm_names_where([](const AlgorithmTraits& a) { return a.multi_node_replicas; }), "ddp or diloco");
 }
 
+// Every row is complete (a schedule and a memory model), and a parsed config holds the id of the
+// row its name names; a name changed in code after parsing is read by its name.
+TEST(AlgorithmRegistry, RowsAreCompleteAndTheNameIsParsedOnce) {
+    for (auto& t : algorithm_table()) {
+        EXPECT_NE(t.round_period, nullptr) << t.name;
+        EXPECT_NE(t.memory, nullptr) << t.name;
+        EXPECT_FALSE(t.topologies.empty()) << t.name;
+        for (auto& k : t.defining_keys) EXPECT_NE(config_field(k), nullptr) << t.name << ": " << k;
+    }
+    EXPECT_EQ(RunConfig{}.outer.algorithm_id, Algorithm::kNone);  // the default name's
+    for (auto& t : algorithm_table()) {
+        const std::string name = t.name;
+        auto r = parse_config("[outer]\nalgorithm = \"" + name + "\"\nreplicas = " + (name == "none" ? "1" : "2") +
+                                  "\ninner_steps = 30\nfragments = 3\n",
+                              "t.toml");
+        ASSERT_TRUE(r) << name << ": " << r.message();
+        EXPECT_EQ(r->outer.algorithm_id, t.id) << name;
+        EXPECT_EQ(algorithm_of(*r), t.id) << name;
+        // The schedule: H, or H/F for Streaming DiLoCo's fragments.
+        EXPECT_EQ(round_period(*r), t.id == Algorithm::kStreamingDiLoCo ? 10 : 30) << name;
+    }
+    RunConfig c = parse_config("[outer]\nalgorithm = \"diloco\"\nreplicas = 2\n", "t.toml").value();
+    c.outer.algorithm = "noloco";
+    EXPECT_EQ(c.outer.algorithm_id, Algorithm::kDiLoCo);  // left behind by the change
+    EXPECT_EQ(algorithm_of(c), Algorithm::kNoLoCo);
+    EXPECT_EQ(named_algorithm(c), Algorithm::kNoLoCo);
+    c.outer.algorithm = "gossip";
+    EXPECT_FALSE(named_algorithm(c));
+    resolve_algorithm(c);
+    EXPECT_EQ(c.outer.algorithm_id, Algorithm::kDiLoCo);  // an unknown name leaves it
+    c.outer.algorithm = "demo";
+    resolve_algorithm(c);
+    EXPECT_EQ(c.outer.algorithm_id, Algorithm::kDeMo);
+}
+
 TEST(AlgorithmRegistry, ValidationAsksTheTraits) {
     auto has = [](const Result<RunConfig>& r, const std::string& part) {
         return !r && r.message().find(part) != std::string::npos;

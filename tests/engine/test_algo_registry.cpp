@@ -24,6 +24,9 @@ TEST(OuterRegistry, HasOneRowPerAlgorithmInEnumOrder) {
         EXPECT_EQ(rows[i].id, algorithm_table()[i].id) << i;
         // What the engine builds is exactly what the traits say syncs in outer rounds.
         EXPECT_EQ(rows[i].make != nullptr, algorithm_table()[i].outer_rounds) << algorithm_table()[i].name;
+        // Every built-in row has its planned round cost.
+        EXPECT_NE(rows[i].plan_rounds, nullptr) << algorithm_table()[i].name;
+        EXPECT_EQ(outer_registration(rows[i].id), &rows[i]);
     }
 }
 

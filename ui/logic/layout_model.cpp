@@ -241,7 +241,7 @@ Status LayoutModel::save_file(const std::string& path) const {
 
 std::vector<const FieldInfo*> algorithm_fields(const RunConfig& cfg) {
     std::vector<const FieldInfo*> out;
-    const auto algo = parse_algorithm(cfg.outer.algorithm);
+    const auto algo = named_algorithm(cfg);
     if (!algo) return out;
     for (auto& f : config_fields())
         if (std::find(f.algorithms.begin(), f.algorithms.end(), *algo) != f.algorithms.end()) out.push_back(&f);

@@ -455,8 +455,8 @@ void LayoutPanel::draw(ViewState& v) {
     const std::string algorithm_before = c.outer.algorithm;
     choice_field(model, "outer algorithm", "outer.algorithm", c.outer.algorithm, config_field("outer.algorithm")->choices);
     // outer.topology was resolved for the previous algorithm: take the new one's default instead
-    // (a sparse method refuses the dense methods' ring).
-    if (c.outer.algorithm != algorithm_before) c.outer.topology.clear(), resolve_topology(c);
+    // (a sparse method refuses the dense methods' ring), and the new one's id.
+    if (c.outer.algorithm != algorithm_before) c.outer.topology.clear(), resolve_algorithm(c);
     // Each algorithm's knobs come from the field table (which keys it reads, their labels, types and
     // choices), so a new algorithm's settings appear here without code of its own.
     for (const FieldInfo* f : algorithm_fields(c)) draw_field(model, *f, c);
