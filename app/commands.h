@@ -32,6 +32,7 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
                const std::string& data_root = "", const std::vector<std::string>& variants = {});
 Command add_sweep(CLI::App& app, const Globals& g);
 Command add_node(CLI::App& app, const Globals& g);
+Command add_relay(CLI::App& app, const Globals& g);     // app/cmd_relay.cpp
 Command add_keys(CLI::App& app, const Globals& g);      // app/cmd_keys.cpp
 Command add_skippipe(CLI::App& app, const Globals& g);  // app/cmd_skippipe.cpp
 Command add_hdee(CLI::App& app, const Globals& g);      // app/cmd_hdee.cpp

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     app.add_option("--db", g.db_path, "SQLite run store (read-only commands never create it)")->capture_default_str();
     const tw::cli::Command commands[] = {tw::cli::add_train(app, g), tw::cli::add_data(app, g),
                                          tw::cli::add_runs(app, g), tw::cli::add_bench(app, g),
-                                         tw::cli::add_run(app, g), tw::cli::add_sweep(app, g), tw::cli::add_node(app, g), tw::cli::add_keys(app, g),
+                                         tw::cli::add_run(app, g), tw::cli::add_sweep(app, g), tw::cli::add_node(app, g), tw::cli::add_relay(app, g), tw::cli::add_keys(app, g),
                                          tw::cli::add_skippipe(app, g),
                                          tw::cli::add_report(app, g), tw::cli::add_plan(app, g),
                                          tw::cli::add_hdee(app, g), tw::cli::add_export(app, g),

@@ -15,6 +15,7 @@
 #include <zmq.hpp>
 
 #include "core/hdee_results.h"
+#include "core/joined_nodes.h"
 #include "coordinator/store_sink.h"
 #include "core/config_warnings.h"
 #include "core/algorithm.h"
@@ -34,6 +35,7 @@
 #include "coordinator/lost_restarts.h"
 #include "coordinator/scheduled_kills.h"
 #include "coordinator/launch_limits.h"
+#include "coordinator/relay_joins.h"
 #include "coordinator/run_banner.h"
 #include "coordinator/final_model_assembly.h"
 #include "storage/run_folder.h"
@@ -54,6 +56,13 @@ constexpr int kPrepareTimeoutMs = 30 * 60 * 1000;
 RunConfig without_keys(RunConfig cfg) {
     cfg.cluster.coordinator_key.clear();
     cfg.cluster.node_keys.clear();
+    // Nor where this coordinator found the nodes named by key: only that they were.
+    cfg.cluster.relay.clear();
+    cfg.cluster.relay_key.clear();
+    cfg.cluster.relay_listen.clear();
+    cfg.cluster.relay_public_host.clear();
+    for (std::string& e : cfg.cluster.endpoints)
+        if (joined_key_text(e)) e = "joined";
     return cfg;
 }
 
@@ -129,6 +138,7 @@ struct Session::Live {
     DataFingerprint fingerprint;
     std::vector<NodeRole> roles;
     std::unique_ptr<HubRelay> hub;  // outer.topology = "hub"
+    RelayJoins joins;               // nodes named by key, found at a relay
     // A resume: the common step, or each node's own (HDEE experts, time-budgeted rounds).
     int64_t resume_step = -1;
     bool independent = false;
@@ -192,7 +202,18 @@ void Session::bring_up(Live& run) {
     run.copts.heartbeat_timeout_s = cfg.cluster.heartbeat_timeout_s;
     if (!cfg.cluster.coordinator_key.empty()) {
         run.copts.keys = unwrap(read_secret_key(cfg.cluster.coordinator_key));
-        for (auto& k : cfg.cluster.node_keys) run.copts.node_keys.push_back(unwrap(public_key_from_text_or_file(k)));
+        for (size_t i = 0; i < cfg.cluster.node_keys.size(); ++i) {
+            const std::string& k = cfg.cluster.node_keys[i];
+            // A node named by key ("key:K") may leave its entry empty: RelayJoins fills it.
+            run.copts.node_keys.push_back(k.empty() ? k : unwrap(public_key_from_text_or_file(k)));
+        }
+        run.joins = unwrap(RelayJoins::resolve(
+            cfg, run.copts.keys, run.endpoints, run.copts.node_keys,
+            [this](const std::string& line) {
+                add_log(line);
+                if (print_) std::fprintf(stderr, "thinwire: %s\n", line.c_str());
+            },
+            [this] { return stop_req_.load(); }));
     }
     run.coord = unwrap(Coordinator::connect(run.ctx, run.endpoints, run.copts));
 }
@@ -539,6 +560,12 @@ void Session::wind_down(Live& run, RunOutcome outcome) {
                       " uploads, sent " + std::to_string(hb.sent_bytes[k]) + " B in " + std::to_string(hb.sent_msgs[k]) +
                       " payloads, refused " + std::to_string(run.hub->refused()),
                   out.run_id);
+    }
+    if (!run.joins.empty()) {
+        // What the relay carried for each node named by key, beside the nodes' own counters.
+        std::vector<std::string> names;
+        for (const NodeRole& r : roles) names.push_back(r.name);
+        for (const std::string& line : run.joins.report(names)) run.event(EventLevel::kInfo, "relay", line, out.run_id);
     }
     publish(coord.nodes());
     if (run.local) coord.shutdown();

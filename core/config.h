@@ -171,6 +171,17 @@ struct ClusterConfig {
     // endpoints, and this coordinator's secret key file (`thinwire keys new DIR`); empty = no keys.
     std::vector<std::string> node_keys;
     std::string coordinator_key;
+    // Nodes nobody can dial (behind NAT or a firewall) join a relay (`thinwire node --join`,
+    // remote/relay.h) and are named in endpoints by key: "key:K" (K the Z85 text or a public.key
+    // file; its node_keys entry may then be ""). The coordinator asks the relay `relay`
+    // (tcp://HOST:PORT, public key `relay_key`) where each is and waits up to join_timeout_s for
+    // all of them. relay_listen: this coordinator hosts the relay itself on tcp://ADDRESS:PORT
+    // (then `relay` may stay "": nodes join ADDRESS, dialers use relay_public_host or ADDRESS).
+    std::string relay;
+    std::string relay_key;
+    std::string relay_listen;
+    std::string relay_public_host;
+    double join_timeout_s = 120;
     int64_t nodes = 0;                   // threads/local: nodes to bring up; 0 = as many as the layout needs
     int64_t nodes_per_replica = 1;       // a full replica of n > 1 nodes all-reduces gradients (Gloo) every step
     int64_t stages = 1;                  // stages of a pipeline replica ([pipeline]); 1 = full replicas only

@@ -151,6 +151,11 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"cluster.endpoints", &c.cluster.endpoints},
         {"cluster.node_keys", &c.cluster.node_keys},
         {"cluster.coordinator_key", &c.cluster.coordinator_key},
+        {"cluster.relay", &c.cluster.relay, -inf, inf, {}, "relay the joined nodes are found at"},
+        {"cluster.relay_key", &c.cluster.relay_key, -inf, inf, {}, "the relay's public key"},
+        {"cluster.relay_listen", &c.cluster.relay_listen, -inf, inf, {}, "relay this coordinator hosts"},
+        {"cluster.relay_public_host", &c.cluster.relay_public_host, -inf, inf, {}, "address dialers use for relayed nodes"},
+        {"cluster.join_timeout_s", &c.cluster.join_timeout_s, 1, 86400, {}, "wait for joined nodes (s)"},
         {"cluster.nodes", &c.cluster.nodes, 0, 4096},
         {"cluster.nodes_per_replica", &c.cluster.nodes_per_replica, 1, 1024},
         {"cluster.stages", &c.cluster.stages, 1, 1024},
@@ -493,6 +498,14 @@ void write_section(std::ostream& os, const toml::table& t) {
 
 }  // namespace
 
+namespace {
+template <class T>
+bool is_empty_text(T* p) {
+    if constexpr (std::is_same_v<T, std::string>) return p->empty();
+    else return false;
+}
+}  // namespace
+
 std::string to_toml(const RunConfig& cfg_in) {
     RunConfig cfg = cfg_in;
     // A config built in code may leave outer.topology empty: written as the value it resolves to, so
@@ -507,6 +520,9 @@ std::string to_toml(const RunConfig& cfg_in) {
         if (f.key == "cluster.max_local_processes" && cfg.cluster.max_local_processes == ClusterConfig{}.max_local_processes)
             continue;
         if (f.key == "cluster.memory_check" && cfg.cluster.memory_check == ClusterConfig{}.memory_check) continue;
+        // Where joined nodes are found decides who takes part, not what is computed: written only when set.
+        if (f.key.rfind("cluster.relay", 0) == 0 && std::visit([](auto* p) { return is_empty_text(p); }, f.ptr)) continue;
+        if (f.key == "cluster.join_timeout_s" && cfg.cluster.join_timeout_s == ClusterConfig{}.join_timeout_s) continue;
         if (f.key == "train.tokens_per_param" && cfg.train.tokens_per_param <= 0) continue;
         if (f.key == "run.seeds" && cfg.run.seeds.empty()) continue;
         auto dot = f.key.find('.');

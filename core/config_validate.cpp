@@ -9,6 +9,7 @@
 #include "core/compute_model.h"
 #include "core/fault_schedule.h"
 #include "core/hub_endpoint.h"
+#include "core/joined_nodes.h"
 #include "core/run_kind.h"
 #include "core/run_kind_parts.h"
 #include "core/skippipe.h"
@@ -214,6 +215,7 @@ Status validate_config(const RunConfig& c) {
         p.push_back("cluster.heartbeat_timeout_s must exceed twice cluster.heartbeat_s");
     if (c.cluster.mode == "remote" && c.cluster.endpoints.empty())
         p.push_back("cluster.endpoints: a remote cluster needs the endpoints of its nodes");
+    validate_joined_nodes(c, p);
     if (!c.cluster.node_keys.empty() && c.cluster.node_keys.size() != c.cluster.endpoints.size())
         p.push_back("cluster.node_keys: " + std::to_string(c.cluster.node_keys.size()) + " keys for " +
                     std::to_string(c.cluster.endpoints.size()) + " endpoints (one public key per node)");

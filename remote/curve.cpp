@@ -118,8 +118,9 @@ Result<CurveKeyPair> read_secret_key(const std::string& path) {
 Result<std::string> read_public_key(const std::string& path) { return read_key_text(path); }
 
 Result<std::string> public_key_from_text_or_file(const std::string& text_or_path) {
-    if (is_z85_key(text_or_path)) return text_or_path;
+    // A readable file first: a path of exactly 40 characters is also made of Z85's alphabet.
     if (::access(text_or_path.c_str(), R_OK) == 0) return read_public_key(text_or_path);
+    if (is_z85_key(text_or_path)) return text_or_path;
     return Result<std::string>::error("\"" + text_or_path +
                                       "\" is neither a 40-character Z85 public key nor a readable key file");
 }

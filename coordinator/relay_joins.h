@@ -1,0 +1,41 @@
+// A run's nodes named by key (cluster.endpoints "key:K", core/joined_nodes.h): the relay this
+// coordinator hosts (cluster.relay_listen) or asks (cluster.relay), the wait until every such node
+// has joined it, and at the run's end what the relay carried for each of them.
+//
+// Ownership: RelayJoins owns the hosted relay (if any) and the directory connection; one thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "remote/curve.h"
+#include "remote/relay.h"
+#include "remote/relay_directory.h"
+
+namespace tw {
+
+class RelayJoins {
+public:
+    // Nothing to do (an empty RelayJoins) when no endpoint names a node by key. Else hosts or asks the
+    // relay and waits (cluster.join_timeout_s, a progress line through `log`) until every named node
+    // has joined; then endpoints[i] is the relay's endpoint for node i and node_keys[i] its key.
+    // `keys` are the coordinator's own. The error names the nodes that never joined.
+    static Result<RelayJoins> resolve(const RunConfig& cfg, const CurveKeyPair& keys, std::vector<std::string>& endpoints,
+                                      std::vector<std::string>& node_keys, const std::function<void(const std::string&)>& log,
+                                      const std::function<bool()>& stopped);
+    bool empty() const { return joined_.empty(); }
+    // One line per joined node: what the relay carried for it, per class and way; `names[i]` is node
+    // i's role name. Lines for nodes the relay could not report say why.
+    std::vector<std::string> report(const std::vector<std::string>& names);
+
+private:
+    std::unique_ptr<Relay> hosted_;
+    std::unique_ptr<RelayDirectory> dir_;
+    std::vector<std::pair<size_t, std::string>> joined_;  // node index, key
+};
+
+}  // namespace tw
