@@ -39,15 +39,17 @@
 #include "engine/worker/recovery.h"
 #include "engine/worker/replica_places.h"
 #include "engine/worker/replica_worker.h"
+#include "engine/worker/node_summary.h"
 #include "engine/worker/run_checkpoint.h"
+#include "engine/worker/scheduled_faults.h"
 #include "engine/worker/stage_recovery.h"
 #include "engine/worker/stage_rounds.h"
 #include "engine/worker/stage_state.h"
+#include "engine/worker/worker_recorder.h"
 
 namespace tw::replica_impl {
 
-using Clock = std::chrono::steady_clock;
-inline double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using Clock = WorkerClock;
 // "0, 2, 3": replicas for events and errors.
 inline std::string replica_list(std::vector<int> rs) {
     std::sort(rs.begin(), rs.end());
@@ -110,8 +112,15 @@ private:
     // leader gone and redo their round without it).
     void leave(const Status& why) {
         leaving_ = true;
-        event(EventLevel::kWarning, "leave", "replica " + std::to_string(role_.replica) +
+        rec_.warn("leave", "replica " + std::to_string(role_.replica) +
                                                  " leaves the run as a whole: its gradient group failed (" + why.message() + ")");
+    }
+    // Every mesh rank but this node's: whoever may send a node that is in no round its state.
+    std::vector<int> mesh_peers() const {
+        std::vector<int> out;
+        for (int k = 0; k < mesh_->size(); ++k)
+            if (k != mesh_->rank()) out.push_back(k);
+        return out;
     }
     // Whether the data plane counts replica `r` lost (the node holding its place found silent or
     // gone, or told so by a peer).
@@ -197,16 +206,9 @@ private:
     // The scheduled faults that start after step `step` (a kill returns with `left` set when the
     // replica does not come back).
     Status apply_faults(int64_t step, double step_compute_s, bool& left);
-    void event(EventLevel level, const std::string& kind, const std::string& text) {
-        if (sink_) sink_->event({since_s(t0_), role_.name, level, kind, text});
-    }
     // A full replica of a run with pipeline replicas: S per-stage rounds (stage_rounds.h).
     Status stage_round(int64_t step);
     bool in_pipeline_run() const { return cfg_.cluster.stages > 1; }
-    void record(int64_t step, const std::string& name, double v) {
-        rows_.push_back({role_.name, step, outer_step_, since_s(t0_), clock_.now_s(), name, v});
-    }
-    void record_bytes(int64_t step);
     // train.ckpt_path (one-node runs): a checkpoint when due, or `final`; an event names it.
     Status checkpoint(bool final, MetricSink& sink);
     // Run-scoped checkpoints (train.ckpt_every, run_checkpoint.h): the one of step `step`, its
@@ -241,9 +243,9 @@ private:
     std::unique_ptr<StageRounds> stage_rounds_;  // instead of outer_ in a run with pipeline replicas
     torch::Tensor t_fixed_;                      // [V, d] when that run compresses anything
     LinkClass grad_link_ = LinkClass::kIntraReplica;
-    // The run's start: a restarted process counts wall time from it as its peers do (NodeRole::rejoin_age_ms).
-    Clock::time_point t0_ = Clock::now() - std::chrono::milliseconds(role_.rejoin_age_ms(unix_now_ms()));
-    std::vector<MetricRecord> rows_;
+    // Rows and events, wall time from the run's start: a restarted process counts it as its peers
+    // do (NodeRole::rejoin_age_ms). Rows carry the simulated clock and the outer step (run()).
+    WorkerRecorder rec_{role_.name, Clock::now() - std::chrono::milliseconds(role_.rejoin_age_ms(unix_now_ms()))};
     SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
     ComputeTime compute_;  // measured or modelled seconds of a step (core/compute_model.h)
     double round_compute_s_ = 0;
@@ -267,8 +269,8 @@ private:
     uint64_t epoch_ = 0;            // the transport's attempt number last begun (enter_epoch)
     int64_t down_until_ = -1;       // disconnected: away through the round at this step; −1 = present
     uint64_t recovery_sent_ = 0, recovery_recv_ = 0;
+    RecoveryBytes recovery() const { return {recovery_sent_, recovery_recv_}; }
     int64_t tokens_done_ = 0;       // tokens this replica trained on
-    MetricSink* sink_ = nullptr;
     WorkerControl* ctl_ = nullptr;
     RunCheckpoints run_ckpt_;
     ByteCounters bytes_before_;  // a resumed node's counters at its checkpoint (total_bytes adds them)
