@@ -491,7 +491,8 @@ void Session::wind_down(Live& run, RunOutcome outcome) {
             outcome = RunOutcome{RunStatus::kFailed, end.message()};
         } else {
             std::vector<MetricRecord> rows;
-            for (auto& [name, v] : end->metrics) rows.push_back({end->metrics_node, 0, -1, since_s(run.t0), 0, name, v});
+            for (auto& [name, v] : end->metrics)
+                rows.push_back({end->metrics_node, 0, -1, since_s(run.t0), 0, name, v});
             sink.on_metrics(rows);
             out.end_tables = end->tables;
         }

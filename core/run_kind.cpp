@@ -149,8 +149,7 @@ std::string not_replaced_kinds() {
     for (const RunKindRow& r : table())
         if (*r.not_replaced) who.push_back(r.not_replaced);
     std::string out;
-    for (size_t i = 0; i < who.size(); ++i)
-        out += (i == 0 ? "" : i + 1 == who.size() ? " or " : ", ") + who[i];
+    for (size_t i = 0; i < who.size(); ++i) out += (i == 0 ? "" : i + 1 == who.size() ? " or " : ", ") + who[i];
     return out;
 }
 

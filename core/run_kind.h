@@ -33,9 +33,9 @@ struct ExpertScores;  // core/hdee_mixture.h
 
 // What a kind computes once every node of a finished run has reported (RunKindRow::finish).
 struct RunKindFinish {
-    std::string metrics_node;                               // the node name its rows are stored under
-    std::vector<std::pair<std::string, double>> metrics;    // stored at step 0, name → value
-    std::string tables;                                     // printed after the run ("" = nothing)
+    std::string metrics_node;                             // the node name its rows are stored under
+    std::vector<std::pair<std::string, double>> metrics;  // stored at step 0, name → value
+    std::string tables;                                   // printed after the run ("" = nothing)
 };
 
 // Built-in kinds keep these values; a kind registered from its own file gets the next free one.

@@ -17,6 +17,7 @@
 #include "core/metric_names.h"
 #include "engine/worker/node_data.h"
 #include "engine/worker/node_summary.h"
+#include "engine/worker/node_worker.h"
 #include "engine/worker/run_checkpoint.h"
 #include "engine/worker/worker_recorder.h"
 #include "engine/data/dataset.h"
@@ -60,9 +61,10 @@ HdeeDomainSplit split_domain(const PreparedData& data, const std::vector<std::st
 
 namespace {
 
-class ExpertWorker : public Worker {
+// An expert talks to nobody but the coordinator: no mesh, no abort hook.
+class ExpertWorker : public NodeWorker {
 public:
-    ExpertWorker(RunConfig cfg, NodeRole role) : cfg_(std::move(cfg)), role_(std::move(role)) {}
+    ExpertWorker(RunConfig cfg, NodeRole role) : NodeWorker(std::move(cfg), std::move(role), nullptr, {}) {}
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
 
 private:
@@ -74,9 +76,6 @@ private:
     Status save_checkpoint(RunCheckpoints& ckpts, Trainer& trainer, const RunConfig& c, int64_t step,
                            double compute_s, double last_loss, double last_val, MetricSink& sink);
 
-    RunConfig cfg_;
-    NodeRole role_;
-    WorkerRecorder rec_{role_.name, WorkerClock::now()};  // rows carry sim_s_ and no outer step (run())
     double sim_s_ = 0;
 };
 
@@ -113,16 +112,15 @@ Result<bool> ExpertWorker::score(Trainer& trainer, const PreparedData& data, Wor
         }
         sc.sets.push_back(shape);
         rec_.record(trainer.step_index(), kHdeeEvalNllPrefix + h.domains[d],
-               nll / static_cast<double>(std::max<int64_t>(shape.eval_windows * T, 1)));
+                    nll / static_cast<double>(std::max<int64_t>(shape.eval_windows * T, 1)));
         if (d == own) {
             sc.unigram = split.unigram;
             for (auto& [off, len] : select_spans(data, false, genres)) sc.train_tokens += len;
         }
     }
     rec_.flush();
-    rec_.info("scores",
-                std::to_string(sc.logp.size()) + " token log-probabilities of " + std::to_string(h.domains.size()) +
-                    " domains sent to the coordinator");
+    rec_.info("scores", std::to_string(sc.logp.size()) + " token log-probabilities of " +
+                            std::to_string(h.domains.size()) + " domains sent to the coordinator");
     sink.scores(std::move(sc));
     return true;
 }
@@ -134,9 +132,8 @@ Status ExpertWorker::save_checkpoint(RunCheckpoints& ckpts, Trainer& trainer, co
     p.clock.now_s = sim_s_;
     p.clock.compute_s = compute_s;
     p.last_loss = last_loss, p.last_val = last_val;
-    return save_and_report_checkpoint(ckpts, p, *trainer.model(), trainer.optimizer(), {}, config_hash(c),
-                                      role_.name, rec_.wall_s(),
-                                      rec_.recorder(), sink);
+    return save_and_report_checkpoint(ckpts, p, *trainer.model(), trainer.optimizer(), {}, config_hash(c), role_.name,
+                                      rec_.wall_s(), rec_.recorder(), sink);
 }
 
 Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
@@ -167,11 +164,10 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
                                  c.train.batch_size, seed));
     std::string genres;
     for (auto& g : c.data.genres) genres += (genres.empty() ? "" : " ") + g;
-    rec_.info("start",
-                "expert of ensemble " + std::string(kHdeeEnsembleNames[role_.expert_ensemble]) + " for domain " +
-                    h.domains[static_cast<size_t>(role_.expert_domain)] + " (genres " + genres + "): d_ff " +
-                    std::to_string(c.model.ff_width()) + ", " + std::to_string(count_parameters(c.model)) +
-                    " parameters, " + std::to_string(c.train.steps) + " steps");
+    rec_.info("start", "expert of ensemble " + std::string(kHdeeEnsembleNames[role_.expert_ensemble]) + " for domain " +
+                           h.domains[static_cast<size_t>(role_.expert_domain)] + " (genres " + genres + "): d_ff " +
+                           std::to_string(c.model.ff_width()) + ", " + std::to_string(count_parameters(c.model)) +
+                           " parameters, " + std::to_string(c.train.steps) + " steps");
 
     const int64_t steps = c.train.steps, tokens_per_step = c.train.batch_size * c.model.seq_len;
     auto compute_time = ComputeTime::create(c, 0);  // this expert's own width counts
@@ -192,8 +188,7 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
         trainer.set_step_index(p.step);
         sim_s_ = p.clock.now_s, compute_s = p.clock.compute_s;
         last_loss = p.last_loss, last_val = p.last_val;
-        rec_.info("resume",
-                    "resumed from " + loaded->path + " at step " + std::to_string(p.step));
+        rec_.info("resume", "resumed from " + loaded->path + " at step " + std::to_string(p.step));
     }
     bool stopped = false;
     Status failure;
@@ -232,7 +227,7 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
     }
     if (!failure.is_ok()) return failure;
     // A stop between steps leaves a consistent state: checkpoint it, so a resume loses nothing.
-    if (stopped && ckpts.enabled() && trainer.step_index() > 0 && !ckpts.holds(trainer.step_index()))
+    if (stopped && ckpts.due_on_stop(trainer.step_index()))
         if (Status st = save_checkpoint(ckpts, trainer, c, trainer.step_index(), compute_s, last_loss, last_val, sink); !st)
             return st;
     if (!stopped) {
@@ -241,10 +236,9 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
         stopped = !*scored;
     }
     rec_.flush_pending();
-    if (stopped)
-        rec_.stopped_at(trainer.step_index());
+    if (stopped) rec_.stopped_at(trainer.step_index());
     if (trainer.step_index() > 0) {  // the expert's model, a model of its own
-        send_final_model(sink, role_.name, final_model_tensors(*trainer.model()), data->tokenizer_files);
+        send_final_model(sink, role_.name, *trainer.model(), data);
     }
     NodeSummary out;  // no communication: the clock is the compute, and no bytes
     out.steps = trainer.step_index();

@@ -17,18 +17,18 @@
 namespace tw {
 
 struct NodeSummary {
-    int64_t steps = 0;                 // inner steps this node ran (a resumed node's from the start)
-    std::optional<double> train_loss;  // the last step's (NaN: none yet)
-    std::optional<double> val_loss;    // the last evaluation's (NaN: none)
-    std::optional<int64_t> val_step;   // the step of val_loss (−1: none)
-    double sim_s = 0;                  // the simulated clock at the end
-    double compute_s = 0;              // compute seconds in all
-    std::optional<double> exposed_comm_s;   // simulated waiting in all
-    std::optional<double> utilisation;      // the worker's own rule (see its summarise)
-    std::optional<double> sync_utilisation; // sync_utilisation(clock) where the worker reports it
-    double wall_s = 0;                      // since the run's start
-    std::optional<ByteCounters> bytes;      // cumulative data-plane bytes (byte_metrics, idle links too)
-    RecoveryBytes recovery;                 // bytes.outer.recovery.*, only when non-zero
+    int64_t steps = 0;                       // inner steps this node ran (a resumed node's from the start)
+    std::optional<double> train_loss;        // the last step's (NaN: none yet)
+    std::optional<double> val_loss;          // the last evaluation's (NaN: none)
+    std::optional<int64_t> val_step;         // the step of val_loss (−1: none)
+    double sim_s = 0;                        // the simulated clock at the end
+    double compute_s = 0;                    // compute seconds in all
+    std::optional<double> exposed_comm_s;    // simulated waiting in all
+    std::optional<double> utilisation;       // the worker's own rule (see its summarise)
+    std::optional<double> sync_utilisation;  // sync_utilisation(clock) where the worker reports it
+    double wall_s = 0;                       // since the run's start
+    std::optional<ByteCounters> bytes;       // cumulative data-plane bytes (byte_metrics, idle links too)
+    RecoveryBytes recovery;                  // bytes.outer.recovery.*, only when non-zero
 };
 
 WorkerSummary to_worker_summary(const NodeSummary& s);

@@ -24,9 +24,11 @@ Status PipelineWorker::apply_faults(int64_t step, double step_compute_s, WorkerC
                         : "; a fresh one takes replica 0's state after the round at step " + std::to_string(back);
     };
     r.kill_text = [](int64_t back) {
-        return back < 0 ? std::string(": the stage node stops; its pipeline leaves the run for good")
-                        : ": the stage node's weights, optimizer and outer state are gone; its pipeline takes replica 0's "
-                          "state after the round at step " + std::to_string(back);
+        return back < 0
+                   ? std::string(": the stage node stops; its pipeline leaves the run for good")
+                   : ": the stage node's weights, optimizer and outer state are gone; its pipeline takes replica 0's "
+                     "state after the round at step " +
+                         std::to_string(back);
     };
     r.restart = [this, &ctl](int64_t back) { return rejoin(back, ctl); };
     const FaultSite at{faults_, role_.replica, clock_, rec_, mesh_.get(), cfg_.cluster.mode == "local", ctl.stop};
@@ -64,23 +66,21 @@ Status PipelineWorker::rejoin_fresh(WorkerControl& ctl) {
     if (Status st = take_stage_states(back); !st) return st;
     step_ = back;
     ctl.step = back;
-    rec_.info("start",
-                      role_.name + ": a fresh process rejoins after the round at step " + std::to_string(back));
+    rec_.info("start", role_.name + ": a fresh process rejoins after the round at step " + std::to_string(back));
     return Status::ok();
 }
 
 Status PipelineWorker::rejoin_live(WorkerControl& ctl, bool& joined) {
     joined = false;
     rec_.info("start",
-                      role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
+              role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
     joining_live_ = true;
     Status st = take_stage_states(-1, role_.rejoin_live_from);
     joining_live_ = false;
     if (!st) {
         if (ctl.stop.load()) return st;
         // Replica 0's node, which alone sends the state, has left or ended: nothing to join.
-        rec_.warn("rejoin",
-                          role_.name + " did not rejoin: " + st.message());
+        rec_.warn("rejoin", role_.name + " did not rejoin: " + st.message());
         return Status::ok();
     }
     tokens_done_ = role_.rejoin_tokens;

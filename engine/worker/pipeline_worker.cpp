@@ -62,9 +62,8 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     // A resumed node's transport starts afresh at its checkpoint's step; a rejoining process's
     // peers' transports started at the run's start or resume.
     rounds_->start_at(fresh ? role_.rejoin_origin_step : step_);
-    rec_.info("start",
-                role_.name + " starts: stage " + std::to_string(role_.stage) + " of " + std::to_string(S()) + ", " +
-                    std::to_string(slice().params.size()) + " tensors");
+    rec_.info("start", role_.name + " starts: stage " + std::to_string(role_.stage) + " of " + std::to_string(S()) +
+                           ", " + std::to_string(slice().params.size()) + " tensors");
     return Status::ok();
 }
 
@@ -269,9 +268,8 @@ StageStateParts PipelineWorker::stage_parts() {
 
 Status PipelineWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
     NodeProgress p{step, outer_step_, clock_.state(), total_bytes(), last_loss_, last_val_, recovery_sent_, recovery_recv_};
-    return save_and_report_checkpoint(run_ckpt_, p, *stage_->model(), optim_->adamw(), save_stage_state(stage_parts()), config_hash(cfg_),
-                                      role_.name, rec_.wall_s(),
-                                      rec_.recorder(), sink);
+    return save_and_report_checkpoint(run_ckpt_, p, *stage_->model(), optim_->adamw(), save_stage_state(stage_parts()),
+                                      config_hash(cfg_), role_.name, rec_.wall_s(), rec_.recorder(), sink);
 }
 
 Status PipelineWorker::resume_run_checkpoint(MetricSink& sink) {
@@ -288,8 +286,7 @@ Status PipelineWorker::resume_run_checkpoint(MetricSink& sink) {
     bytes_before_ = p.bytes;
     last_loss_ = p.last_loss, last_val_ = p.last_val;
     recovery_sent_ = p.recovery_sent, recovery_recv_ = p.recovery_recv;
-    rec_.info("resume",
-                "resumed from " + loaded->path + " at step " + std::to_string(p.step));
+    rec_.info("resume", "resumed from " + loaded->path + " at step " + std::to_string(p.step));
     return Status::ok();
 }
 
@@ -396,19 +393,15 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
             break;  // the pipeline's every node ends after this step; the rounds go on without it
         }
     }
-    // A clean stop between steps leaves a consistent state: checkpoint it.
-    if (stopped && failure.is_ok() && run_ckpt_.enabled() && !run_ckpt_.holds(step_) && step_ > 0)
-        if (Status st = save_run_checkpoint(step_, sink); !st) failure = st;
-    rec_.flush_pending();
-    if (!failure.is_ok() && !ctl.stop.load()) return failure;
-    if (stopped || ctl.stop.load())
-        rec_.stopped_at(step_);
+    if (Status st = end_training_loop(failure, stopped, step_, ctl, run_ckpt_,
+                                      [&](int64_t step) { return save_run_checkpoint(step, sink); });
+        !st)
+        return st;
     // The run's model from the evaluating pipeline: each stage its slice, global weights swapped in.
     if (evaluator && !gone && step_ > 0) {
         GlobalWeightsSwap swap;
         rounds_->swap_in_global(swap);
-        send_final_model(sink, role_.name, final_model_tensors(*stage_->model()),
-                         data_ ? data_->tokenizer_files : std::vector<std::string>{});
+        send_final_model(sink, role_.name, *stage_->model(), data_.get());
     }
     return summarise();
 }

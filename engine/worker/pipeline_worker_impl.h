@@ -41,6 +41,7 @@
 #include "engine/worker/node_data.h"
 #include "engine/worker/pipeline_worker.h"
 #include "engine/worker/node_summary.h"
+#include "engine/worker/node_worker.h"
 #include "engine/worker/run_checkpoint.h"
 #include "engine/worker/scheduled_faults.h"
 #include "engine/worker/stage_executor.h"
@@ -51,18 +52,16 @@
 
 namespace tw::pipeline_impl {
 
-
 inline std::vector<uint8_t> tensor_bytes(const torch::Tensor& t) {
     auto c = t.detach().contiguous();
     const auto* p = static_cast<const uint8_t*>(c.data_ptr());
     return std::vector<uint8_t>(p, p + c.numel() * c.element_size());
 }
 
-class PipelineWorker : public Worker {
+class PipelineWorker : public NodeWorker {
 public:
-    PipelineWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh,
-                   std::function<void(std::function<bool()>)> set_abort)
-        : cfg_(std::move(cfg)), role_(std::move(role)), mesh_(std::move(mesh)), set_abort_(std::move(set_abort)) {}
+    PipelineWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh, AbortSetter set_abort)
+        : NodeWorker(std::move(cfg), std::move(role), std::move(mesh), std::move(set_abort)) {}
 
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
 
@@ -104,18 +103,13 @@ private:
     // transport's bye) tells its mesh peers at once. Any other failure is the run's.
     bool leave_if_lost(const Status& why) {
         if (!out_of_rounds()) return false;
-        rec_.warn("leave", "replica " + std::to_string(role_.replica) + " leaves the run as a whole: " +
-                               rounds_->out_reason() + " (" + why.message() + ")");
+        rec_.warn("leave", "replica " + std::to_string(role_.replica) +
+                               " leaves the run as a whole: " + rounds_->out_reason() + " (" + why.message() + ")");
         return true;
     }
     // A restarted process is out of the rounds until it is admitted (it counts its own replica lost
     // meanwhile); its waits end on the stop alone.
     bool out_of_rounds() const { return !joining_live_ && rounds_ && rounds_->survives_loss() && rounds_->left_out(); }
-
-    RunConfig cfg_;
-    NodeRole role_;
-    std::unique_ptr<Collective> mesh_;
-    std::function<void(std::function<bool()>)> set_abort_;
 
     NetworkProfile net_;
     std::shared_ptr<PreparedData> data_;
@@ -131,9 +125,6 @@ private:
     // `reparam` (docs/methods.md §6): the constrained writers held as U·Z, Z stepped by the inner optimizer.
     std::vector<ReparamWriter> reparam_;
     std::unique_ptr<StageExecutor> exec_;  // the schedule's iteration (GPipe / 1F1B)
-    // Rows and events, wall time from the run's start: a restarted process counts it as its peers
-    // do (NodeRole::rejoin_age_ms). Rows carry the simulated clock and the outer step (run()).
-    WorkerRecorder rec_{role_.name, WorkerClock::now() - std::chrono::milliseconds(role_.rejoin_age_ms(unix_now_ms()))};
     SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
     ComputeTime compute_;  // measured or modelled seconds of each segment (core/compute_model.h)
     double round_compute_s_ = 0;

@@ -14,7 +14,9 @@ Status ReplicaWorker::apply_faults(int64_t step, double step_compute_s, bool& le
     r.away = [this](int64_t back) {
         if (!group_follower()) down_until_ = back < 0 ? cfg_.train.steps + 1 : back;
     };
-    r.kill_text = [](int64_t) { return std::string(": the worker stops; its weights, optimizer and outer state are gone"); };
+    r.kill_text = [](int64_t) {
+        return std::string(": the worker stops; its weights, optimizer and outer state are gone");
+    };
     r.restart = [this](int64_t back) -> Status {
         if (stage_rounds_) return rejoin_stages(back);
         outer_.reset();

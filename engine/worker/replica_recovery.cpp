@@ -69,7 +69,8 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
                 rep = std::move(*r);
                 auto h = agree_on_round(*outer_, view);
                 if (!h) st = h.status();
-                else rec_.record(step, metric::kRoundStateHash, static_cast<double>(*h >> 12));
+                else
+                    rec_.record(step, metric::kRoundStateHash, static_cast<double>(*h >> 12));
                 // The report's members are view ranks (NoLoCo's group) or none (all of the view);
                 // replicas, ascending, from here on.
                 if (!rep.members.empty()) {
@@ -92,8 +93,8 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
         }
         if (st) {
             if (!members_.empty() && members_ != members && me == members.front()) {
-                rec_.info("members",
-                      "the round at step " + std::to_string(step) + " runs among replicas " + replica_list(members));
+                rec_.info("members", "the round at step " + std::to_string(step) + " runs among replicas " +
+                                         replica_list(members));
             }
             members_ = on_time;
             admitted_ = admit;
@@ -105,8 +106,8 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
             if (!late.empty()) {
                 if (me == on_time.front())
                     rec_.warn("late", "round at step " + std::to_string(step) + ": replica(s) " + replica_list(late) +
-                                                          " arrived more than " + num(cfg_.outer.round_deadline_s) +
-                                                          " simulated s after the first and were left out");
+                                          " arrived more than " + num(cfg_.outer.round_deadline_s) +
+                                          " simulated s after the first and were left out");
             }
             return rep;
         }
@@ -131,14 +132,14 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
             for (size_t i = 0; i < params.size(); ++i) params[i].copy_(live_before[i]);
         }
         if (gone.empty()) {
-            rec_.info("member-lost",
-                  "round at step " + std::to_string(step) + ": replica " + replica_list(quit) + " gave the attempt up (" +
-                      st.message() + "); the round is redone among replicas " + replica_list(rest));
+            rec_.info("member-lost", "round at step " + std::to_string(step) + ": replica " + replica_list(quit) +
+                                         " gave the attempt up (" + st.message() +
+                                         "); the round is redone among replicas " + replica_list(rest));
             continue;
         }
-        rec_.warn("member-lost",
-              "round at step " + std::to_string(step) + ": replica " + replica_list(gone) + " lost (" + st.message() +
-                  "); the round is redone among replicas " + replica_list(rest));
+        rec_.warn("member-lost", "round at step " + std::to_string(step) + ": replica " + replica_list(gone) +
+                                     " lost (" + st.message() + "); the round is redone among replicas " +
+                                     replica_list(rest));
         members = rest;
         last_round_ = members;
         clock_.wait_until(clock_.now_s() + cfg_.cluster.heartbeat_timeout_s);  // the wait that found it lost
@@ -162,8 +163,8 @@ Status ReplicaWorker::send_state(int to, int slot, int64_t step, double clock_s)
     const std::string whom = slot >= 0 ? "the spare at mesh rank " + std::to_string(to) + ", which takes replica " +
                                              std::to_string(slot) + "'s place"
                                        : "replica " + std::to_string(slot_of(to));
-    rec_.info("recovery", "sent the state after the round at step " + std::to_string(step) + " to " + whom +
-                                             ": " + std::to_string(bytes.size()) + " B");
+    rec_.info("recovery", "sent the state after the round at step " + std::to_string(step) + " to " + whom + ": " +
+                              std::to_string(bytes.size()) + " B");
     return Status::ok();
 }
 
@@ -256,7 +257,8 @@ Status ReplicaWorker::receive_state(int64_t step, const std::vector<int>& candid
     return Status::error(role_.name + ": no live replica sent the state after the round at step " + std::to_string(step));
 }
 
-Result<std::optional<ReplicaWorker::DonorMessage>> ReplicaWorker::state_from_anyone(const std::string& waiting) {
+Result<std::optional<ReplicaWorker::DonorMessage>> ReplicaWorker::state_from_anyone(
+    const std::string& waiting, const std::pair<std::string, std::string>& gone) {
     using R = Result<std::optional<DonorMessage>>;
     const std::vector<int> peers = mesh_peers();
     for (;;) {
@@ -267,6 +269,7 @@ Result<std::optional<ReplicaWorker::DonorMessage>> ReplicaWorker::state_from_any
             bool all_gone = true;
             for (int k : peers) all_gone = all_gone && rank_lost(k);
             if (!all_gone) return R::error(role_.name + ": " + waiting + ": " + m.message());
+            rec_.info(gone.first, gone.second);
             return std::optional<DonorMessage>();
         }
         if (!is_recovery_message(*m)) continue;  // a frame of a round (or sent to a predecessor)
@@ -280,12 +283,9 @@ Status ReplicaWorker::stand_by(bool& needed) {
     needed = false;
     rec_.info("standby", role_.name + " stands by to take the place of a replica lost for good");
     // Nothing but a donor's state is sent to a spare (it is in no round), so any peer may send it.
-    auto got = state_from_anyone("standing by");
-    if (!got) return got.status();
-    if (!*got) {
-        rec_.info("standby", role_.name + " was not needed: every other node has left the run");
-        return Status::ok();
-    }
+    auto got = state_from_anyone("standing by",
+                                 {"standby", role_.name + " was not needed: every other node has left the run"});
+    if (!got || !*got) return got.status();
     const DonorMessage& d = **got;
     if (d.state.slot < 0)
         return Status::error(role_.name + ": mesh rank " + std::to_string(d.from) + " sent a spare state without a place to take");
@@ -334,14 +334,12 @@ Status ReplicaWorker::rejoin_live(bool& joined) {
     const std::vector<int> peers = mesh_peers();
     mesh_->membership().await_admission();  // after its first epoch: until the state's round begins
     for (int k : peers) mesh_->membership().tell_ready(k, Membership::kReadyLive);
-    rec_.info("start", role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
+    rec_.info("start",
+              role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
     for (;;) {
-        auto got = state_from_anyone("waiting to rejoin");
-        if (!got) return got.status();
-        if (!*got) {
-            rec_.info("rejoin", role_.name + " did not rejoin: every other node had left the run");
-            return Status::ok();
-        }
+        auto got = state_from_anyone("waiting to rejoin",
+                                     {"rejoin", role_.name + " did not rejoin: every other node had left the run"});
+        if (!got || !*got) return got.status();
         const DonorMessage& d = **got;
         if (d.state.slot >= 0)
             return Status::error(role_.name + ": mesh rank " + std::to_string(d.from) + " offered a spare's place to a restarted replica");
@@ -355,7 +353,8 @@ Status ReplicaWorker::rejoin_live(bool& joined) {
 
 Status ReplicaWorker::rejoin_stages_live(bool& joined) {
     joined = false;
-    rec_.info("start", role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
+    rec_.info("start",
+              role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
     if (Status st = take_stage_states(-1, role_.rejoin_live_from); !st) {
         if (ctl_ && ctl_->stop.load()) return st;
         // Replica 0's node, which alone sends the state, has left or ended: nothing to join.
@@ -407,8 +406,10 @@ Status ReplicaWorker::take_state(const RecoveryState& s, size_t bytes, int from)
     clock_.wait_until(s.clock_s + transfer_s(link, bytes));
     const std::string what = "the state after the round at step " + std::to_string(s.step) + " from replica " +
                              std::to_string(d) + ": " + std::to_string(bytes) + " B";
-    if (s.slot >= 0) rec_.info("spare", role_.name + " takes replica " + std::to_string(s.slot) + "'s place with " + what);
-    else rec_.info("rejoin", "took " + what);
+    if (s.slot >= 0)
+        rec_.info("spare", role_.name + " takes replica " + std::to_string(s.slot) + "'s place with " + what);
+    else
+        rec_.info("rejoin", "took " + what);
     return Status::ok();
 }
 

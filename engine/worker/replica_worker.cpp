@@ -31,11 +31,11 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         }
         cfg_ = budgeted_config(cfg_, *plan, role_.replica);
         const auto r = static_cast<size_t>(role_.replica);
-        rec_.info("time budget",
-                    role_.name + ": " + std::to_string(cfg_.outer.inner_steps) + " inner steps per round of " +
-                        std::to_string(cfg_.outer.round_time_s) + " simulated s (step " +
-                        std::to_string(plan->step_s[r]) + " s), " + std::to_string(cfg_.train.steps) +
-                        " steps in all, weight " + std::to_string(plan->mean_scale[r]) + " of a plain mean");
+        rec_.info("time budget", role_.name + ": " + std::to_string(cfg_.outer.inner_steps) +
+                                     " inner steps per round of " + std::to_string(cfg_.outer.round_time_s) +
+                                     " simulated s (step " + std::to_string(plan->step_s[r]) + " s), " +
+                                     std::to_string(cfg_.train.steps) + " steps in all, weight " +
+                                     std::to_string(plan->mean_scale[r]) + " of a plain mean");
     }
     data_ = std::move(prepared).value();
     auto faults = FaultSchedule::create(cfg_);
@@ -116,9 +116,9 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         return Status::error(role_.name + ": a spare needs a run whose replicas may be lost (docs/faults.md)");
     }
     if (!standby_)
-        rec_.info("start",
-                    role_.name + " starts: " + std::to_string(count_parameters(cfg_.model)) + " parameters, data part " +
-                        std::to_string(role_.global_rank()) + " of " + std::to_string(role_.world()));
+        rec_.info("start", role_.name + " starts: " + std::to_string(count_parameters(cfg_.model)) +
+                               " parameters, data part " + std::to_string(role_.global_rank()) + " of " +
+                               std::to_string(role_.world()));
     return Status::ok();
 }
 
@@ -276,7 +276,7 @@ Status ReplicaWorker::outer_round(int64_t step) {
         // What every node of the replica now holds, where a node may have taken a peer's state.
         if (cfg_.outer.round_deadline_s > 0 || cfg_.cluster.restart_lost > 0)
             rec_.record(step, metric::kRoundWeightsHash,
-                   static_cast<double>(state_hash(trainer_->model()->parameters()) >> 12));
+                        static_cast<double>(state_hash(trainer_->model()->parameters()) >> 12));
     }
     const double exposed = close_round(clock_, RoundKind::kOuter, end_s, step, rep.overlap_steps);
     record_round(step, rep.bytes_sent, rep.hops, round_compute_s_, comm_s, exposed);
@@ -387,8 +387,7 @@ Status ReplicaWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
                              : stage_rounds_ ? save_stage_state(stage_parts())
                                              : OuterState{};
     return save_and_report_checkpoint(run_ckpt_, p, *trainer_->model(), trainer_->optimizer(), state, config_hash(cfg_),
-                                      role_.name, rec_.wall_s(),
-                                      rec_.recorder(), sink);
+                                      role_.name, rec_.wall_s(), rec_.recorder(), sink);
 }
 
 Status ReplicaWorker::resume_run_checkpoint(MetricSink& sink) {
@@ -415,8 +414,7 @@ Status ReplicaWorker::resume_run_checkpoint(MetricSink& sink) {
     // A checkpoint's step ends a round: its members are the last round's, so a member gone at the
     // next one is noticed (and its heartbeat timeout paid) as in an uninterrupted run.
     if (elastic()) last_round_ = places_.by_rank(scheduled_members(p.step));
-    rec_.info("resume",
-                "resumed from " + loaded->path + " at step " + std::to_string(p.step));
+    rec_.info("resume", "resumed from " + loaded->path + " at step " + std::to_string(p.step));
     return Status::ok();
 }
 
@@ -458,8 +456,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         // A replica of several nodes restarted as a whole: its other nodes take the leader's state.
         if (Status st = follow_in_group(); !st) return st;
         ctl.step = back;
-        rec_.info("start",
-                    role_.name + ": a fresh process rejoins after the round at step " + std::to_string(back));
+        rec_.info("start", role_.name + ": a fresh process rejoins after the round at step " + std::to_string(back));
     }
     if (role_.rejoin_live_from >= 0) {
         // A fresh process after a real loss (cluster.restart_lost): the leader is admitted by its
@@ -531,8 +528,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
             break;
         }
         rec_.record_bytes(s.step, total_bytes(), recovery());
-        for (auto& text : std::exchange(guard_events_, {}))
-            rec_.warn("guard", text);
+        for (auto& text : std::exchange(guard_events_, {})) rec_.warn("guard", text);
         // The global model's validation loss: every outer round (DiLoCo), every eval_every steps
         // (DDP, single node) and at the end; one node evaluates, all hold the same weights then.
         const bool outer_algo = algorithm_traits(cfg_).outer_rounds;
@@ -569,8 +565,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
     // A clean stop (between steps, or a DDP step abandoned by it) leaves a consistent state:
     // checkpoint it. A round aborted half-way does not.
     const bool clean_stop = failure.is_ok() ? stopped : abandoned && ctl.stop.load();
-    if (clean_stop && run_ckpt_.enabled() && !run_ckpt_.holds(trainer_->step_index()) &&
-        trainer_->step_index() > 0)
+    if (clean_stop && run_ckpt_.due_on_stop(trainer_->step_index()))
         if (Status st = save_run_checkpoint(trainer_->step_index(), sink); !st) failure = st;
     rec_.flush_pending();
     const WorkerSummary summary = summarise();
@@ -587,8 +582,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         GlobalWeightsSwap swap;
         if (stage_rounds_) stage_rounds_->swap_in_global(swap);
         else if (outer_) swap.add(trainer_->model()->parameters(), outer_->eval_params());
-        send_final_model(sink, role_.name, final_model_tensors(*trainer_->model()),
-                         data_ ? data_->tokenizer_files : std::vector<std::string>{});
+        send_final_model(sink, role_.name, *trainer_->model(), data_.get());
     }
 
     return summary;

@@ -40,6 +40,7 @@
 #include "engine/worker/replica_places.h"
 #include "engine/worker/replica_worker.h"
 #include "engine/worker/node_summary.h"
+#include "engine/worker/node_worker.h"
 #include "engine/worker/run_checkpoint.h"
 #include "engine/worker/scheduled_faults.h"
 #include "engine/worker/stage_recovery.h"
@@ -72,11 +73,11 @@ inline uint64_t weights_checksum(const std::vector<torch::Tensor>& params) {
     return h;
 }
 
-class ReplicaWorker : public Worker {
+class ReplicaWorker : public NodeWorker {
 public:
-    ReplicaWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh,
-                  std::function<void(std::function<bool()>)> set_abort, GroupStore store)
-        : cfg_(std::move(cfg)), role_(std::move(role)), mesh_(std::move(mesh)), set_abort_(std::move(set_abort)),
+    ReplicaWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh, AbortSetter set_abort,
+                  GroupStore store)
+        : NodeWorker(std::move(cfg), std::move(role), std::move(mesh), std::move(set_abort)),
           store_(std::move(store)) {}
 
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
@@ -113,7 +114,7 @@ private:
     void leave(const Status& why) {
         leaving_ = true;
         rec_.warn("leave", "replica " + std::to_string(role_.replica) +
-                                                 " leaves the run as a whole: its gradient group failed (" + why.message() + ")");
+                               " leaves the run as a whole: its gradient group failed (" + why.message() + ")");
     }
     // Every mesh rank but this node's: whoever may send a node that is in no round its state.
     std::vector<int> mesh_peers() const {
@@ -154,8 +155,9 @@ private:
     };
     // A waiting node's next recovery message from any other mesh member (a spare, a restarted
     // process: it is in no round, so any peer may send it); nullopt when every peer left the run
-    // first. `waiting` names the wait in errors.
-    Result<std::optional<DonorMessage>> state_from_anyone(const std::string& waiting);
+    // first, which the info event `gone` (kind, text) then says. `waiting` names the wait in errors.
+    Result<std::optional<DonorMessage>> state_from_anyone(const std::string& waiting,
+                                                          const std::pair<std::string, std::string>& gone);
     // ---- restarted nodes (cluster.restart_lost, docs/faults.md "Restarted nodes") ----
     // A fresh process after a real loss: tells every peer it is up (Membership::kReadyLive) and
     // waits for the state a donor sends once the members admit it after a round; `joined` = false
@@ -229,11 +231,6 @@ private:
         return role_.rank == 0 && down_until_ < 0 && (members_.empty() ? role_.replica == 0 : members_.front() == role_.replica);
     }
 
-    RunConfig cfg_;
-    NodeRole role_;
-    std::unique_ptr<Collective> mesh_;
-    std::function<void(std::function<bool()>)> set_abort_;
-
     GroupStore store_;  // declared before grads_: the Gloo group closes first, then the store
 
     NetworkProfile net_;
@@ -243,9 +240,6 @@ private:
     std::unique_ptr<StageRounds> stage_rounds_;  // instead of outer_ in a run with pipeline replicas
     torch::Tensor t_fixed_;                      // [V, d] when that run compresses anything
     LinkClass grad_link_ = LinkClass::kIntraReplica;
-    // Rows and events, wall time from the run's start: a restarted process counts it as its peers
-    // do (NodeRole::rejoin_age_ms). Rows carry the simulated clock and the outer step (run()).
-    WorkerRecorder rec_{role_.name, Clock::now() - std::chrono::milliseconds(role_.rejoin_age_ms(unix_now_ms()))};
     SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
     ComputeTime compute_;  // measured or modelled seconds of a step (core/compute_model.h)
     double round_compute_s_ = 0;
@@ -270,7 +264,7 @@ private:
     int64_t down_until_ = -1;       // disconnected: away through the round at this step; −1 = present
     uint64_t recovery_sent_ = 0, recovery_recv_ = 0;
     RecoveryBytes recovery() const { return {recovery_sent_, recovery_recv_}; }
-    int64_t tokens_done_ = 0;       // tokens this replica trained on
+    int64_t tokens_done_ = 0;  // tokens this replica trained on
     WorkerControl* ctl_ = nullptr;
     RunCheckpoints run_ckpt_;
     ByteCounters bytes_before_;  // a resumed node's counters at its checkpoint (total_bytes adds them)

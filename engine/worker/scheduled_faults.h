@@ -35,20 +35,20 @@ namespace tw {
 // The node the events act on.
 struct FaultSite {
     const FaultSchedule& schedule;
-    int replica = 0;                  // whose events: the node's replica
-    SimClock& clock;                  // stalled by a pause
-    WorkerRecorder& rec;              // events, and the rows flushed before a process is killed
-    Collective* mesh = nullptr;       // goes quiet before a process kill; null: a node without one
-    bool child_process = false;       // cluster.mode "local": a kill is the coordinator's, for real
-    const std::atomic<bool>& stop;    // a killed process waits for it
+    int replica = 0;                // whose events: the node's replica
+    SimClock& clock;                // stalled by a pause
+    WorkerRecorder& rec;            // events, and the rows flushed before a process is killed
+    Collective* mesh = nullptr;     // goes quiet before a process kill; null: a node without one
+    bool child_process = false;     // cluster.mode "local": a kill is the coordinator's, for real
+    const std::atomic<bool>& stop;  // a killed process waits for it
 };
 
 // The worker's part of each kind of event.
 struct FaultResponses {
     // disconnect: the worker is away through the round at `back` (−1: to the end).
     std::function<void(int64_t back)> away;
-    std::string alone = "it";                         // "<entry>: cut off; <alone> trains on alone"
-    std::string donor = "the state of a live peer";   // "…, and takes <donor> after the round at step B"
+    std::string alone = "it";                        // "<entry>: cut off; <alone> trains on alone"
+    std::string donor = "the state of a live peer";  // "…, and takes <donor> after the round at step B"
     // Any kill, before anything else (a pipeline's nodes finish the step together). May be empty.
     std::function<void()> before_kill;
     // A killed child process: what its "fault" event adds after "<entry>: the node process is

@@ -28,6 +28,7 @@
 #include "engine/train/trainer.h"
 #include "engine/worker/run_checkpoint.h"
 #include "engine/worker/node_summary.h"
+#include "engine/worker/node_worker.h"
 #include "engine/worker/skippipe_state.h"
 #include "engine/worker/worker_recorder.h"
 #include "core/config_io.h"
@@ -73,11 +74,11 @@ struct Op {
     }
 };
 
-class SkipPipeWorker : public Worker {
+class SkipPipeWorker : public NodeWorker {
 public:
-    SkipPipeWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh,
-                   std::function<void(std::function<bool()>)> set_abort, SkipOpObserver observer)
-        : cfg_(std::move(cfg)), role_(std::move(role)), mesh_(std::move(mesh)), set_abort_(std::move(set_abort)),
+    SkipPipeWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh, AbortSetter set_abort,
+                   SkipOpObserver observer)
+        : NodeWorker(std::move(cfg), std::move(role), std::move(mesh), std::move(set_abort)),
           observer_(std::move(observer)) {}
 
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
@@ -111,10 +112,6 @@ private:
     Status resume_run_checkpoint(MetricSink& sink);
     ByteCounters total_bytes() const { return counters_since(bytes_before_, mesh_->counters()); }
 
-    RunConfig cfg_;
-    NodeRole role_;
-    std::unique_ptr<Collective> mesh_;
-    std::function<void(std::function<bool()>)> set_abort_;
     SkipOpObserver observer_;
 
     NetworkProfile net_;
@@ -128,7 +125,6 @@ private:
     std::map<int, std::vector<int>> expected_;
     std::map<int, size_t> next_;
     std::map<std::pair<int, int>, std::vector<uint8_t>> early_;
-    WorkerRecorder rec_{role_.name, Clock::now()};  // rows carry sim_s_ and no outer step (run())
     double sim_s_ = 0, compute_s_ = 0, busy_s_ = 0, last_loss_ = NAN, last_val_ = NAN;
     double iter_sum_s_ = 0, skip_iter_sum_s_ = 0;  // makespans trained on, and SkipPipe's, summed
     std::map<std::string, double> last_paths_;     // val.loss.path_* of the last evaluation
@@ -193,10 +189,9 @@ Status SkipPipeWorker::setup(WorkerControl& ctl, MetricSink& sink) {
                       p.head_fraction, 1e3 * p.transfer_s);
         rec_.info("skippipe.times", text);
     }
-    rec_.info("start",
-                role_.name + " starts: SkipPipe stage " + std::to_string(role_.stage) + " of " + std::to_string(S()) +
-                    " for replica " + std::to_string(role_.replica) + ", " +
-                    std::to_string(model_->num_parameters()) + " parameters");
+    rec_.info("start", role_.name + " starts: SkipPipe stage " + std::to_string(role_.stage) + " of " +
+                           std::to_string(S()) + " for replica " + std::to_string(role_.replica) + ", " +
+                           std::to_string(model_->num_parameters()) + " parameters");
     return Status::ok();
 }
 
@@ -499,8 +494,7 @@ Status SkipPipeWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
     p.last_loss = last_loss_, p.last_val = last_val_;
     SkipPipeNodeState state{busy_s_, iter_sum_s_, skip_iter_sum_s_, block_, head_, last_paths_};
     return save_and_report_checkpoint(run_ckpt_, p, *model_, *optim_, save_skippipe_state(state), config_hash(cfg_),
-                                      role_.name, rec_.wall_s(),
-                                      rec_.recorder(), sink);
+                                      role_.name, rec_.wall_s(), rec_.recorder(), sink);
 }
 
 Status SkipPipeWorker::resume_run_checkpoint(MetricSink& sink) {
@@ -520,8 +514,7 @@ Status SkipPipeWorker::resume_run_checkpoint(MetricSink& sink) {
     last_paths_ = state->paths;
     bytes_before_ = p.bytes;
     last_loss_ = p.last_loss, last_val_ = p.last_val;
-    rec_.info("resume",
-                "resumed from " + loaded->path + " at step " + std::to_string(p.step));
+    rec_.info("resume", "resumed from " + loaded->path + " at step " + std::to_string(p.step));
     return Status::ok();
 }
 
@@ -586,18 +579,14 @@ Result<WorkerSummary> SkipPipeWorker::run(WorkerControl& ctl, MetricSink& sink) 
         ctl.step = step_;
         rec_.flush();
     }
-    // A clean stop between steps leaves a consistent state: checkpoint it.
-    if (stopped && failure.is_ok() && run_ckpt_.enabled() && !run_ckpt_.holds(step_) && step_ > 0)
-        if (Status st = save_run_checkpoint(step_, sink); !st) failure = st;
-    rec_.flush_pending();
-    if (!failure.is_ok() && !ctl.stop.load()) return failure;
-    if (stopped || ctl.stop.load())
-        rec_.stopped_at(step_);
+    if (Status st = end_training_loop(failure, stopped, step_, ctl, run_ckpt_,
+                                      [&](int64_t step) { return save_run_checkpoint(step, sink); });
+        !st)
+        return st;
     // The run's model: node 0's holder of each stage sends its stage (the stage syncs keep every
     // holder of a stage alike).
     if (mesh_->rank() == rank_of(static_cast<int>(role_.stage), 0) && step_ > 0) {
-        send_final_model(sink, role_.name, final_model_tensors(*model_),
-                         data_ ? data_->tokenizer_files : std::vector<std::string>{});
+        send_final_model(sink, role_.name, *model_, data_.get());
     }
     return summarise();
 }
