@@ -164,54 +164,37 @@ Result<std::vector<uint8_t>> PipelineWorker::recv(int from) {
 }
 
 // Every H steps: S rounds, one per stage, each among that stage's holders (a node holding no slice
-// of the stage still takes part in the mesh's round, alone, so rounds stay aligned).
+// of the stage still takes part in the mesh's round, alone, so rounds stay aligned); the rest of the
+// round is stage_round_step.h's.
 Status PipelineWorker::outer_rounds(int64_t step) {
-    if (down_until_ >= 0 && algorithm_traits(cfg_).outer_rounds && step % cfg_.outer.inner_steps == 0) {
-        // Disconnected: no round; after the one it rejoins at, replica 0's state replaces its own.
-        if (step < down_until_) return Status::ok();
-        down_until_ = -1;
-        return take_stage_states(step);
-    }
     const double real_before = mesh_->real_exchange_s();
-    auto rep = rounds_->round(step, clock_.now_s());
-    if (!rep) return rep.status();
-    if (!rep->synced) return Status::ok();
-    ++outer_step_;
-    for (auto& text : rep->lost) rec_.warn("member-lost", text);
-    if (rep->late_s >= 0) {
-        // Past outer.round_deadline_s: the pipeline is out of the round, its own pseudo-gradient
-        // dropped; each stage takes replica 0's state after it (its AdamW kept, as after a disconnect).
-        round_compute_s_ = 0;
-        if (Status st = take_stage_states(step); !st) return st;
-        for (auto& [name, v] : rounds_->late_rows(rep->late_s)) rec_.record(step, name, v);
+    StageRoundActs acts;
+    acts.take_states = [this](int64_t s) { return take_stage_states(s); };
+    acts.after_close = [this](int64_t s) {
+        if (Status st = broadcast_frozen_embedding(s); !st) return st;
+        for (auto& r : reparam_) r.to_coordinates();  // W = U·Z again (reparam implies AD1)
         return Status::ok();
-    }
-    if (role_.replica == 0 && role_.stage == 0 && !rep->late.empty())
-        rec_.warn("late", late_event_text(step, rep->late, cfg_.outer.round_deadline_s));
-    // This node's uplink carries its payloads of every slice back to back after the slowest holder.
-    const RoundTiming timing{RoundKind::kStages, LinkClass::kOuterSync, static_cast<int>(role_.replica),
-                             rep->members(cfg_.outer.replicas), {rep->latest_s}, rep->bytes, rep->hops};
-    const LinkSpec link = round_link(net_, role_.replica, timing.members, rep->hops);  // for the round's own cost
-    const double exposed = close_round(clock_, RoundKind::kStages, round_end(net_, topology_of(cfg_), timing));
-    if (Status st = broadcast_frozen_embedding(step); !st) return st;
-    for (auto& r : reparam_) r.to_coordinates();  // W = U·Z again (reparam implies AD1)
-    if (t_fixed_.defined()) {
-        auto h = rounds_->agree_t_fixed(t_fixed_);
-        if (!h) return h.status();
-        rec_.record(step, metric::kRoundTFixedHash, static_cast<double>(*h));
-    }
-    for (auto& [name, v] : stage_round_rows(*rep)) rec_.record(step, name, v);
-    for (auto& [name, v] : round_metrics(rep->bytes, rep->hops, round_compute_s_,
-                                         round_comm_s(link, rep->bytes, rep->hops), exposed,
-                                         mesh_->real_exchange_s() - real_before))
-        rec_.record(step, name, v);
-    round_compute_s_ = 0;
-    // Replica 0's node hands its stage's state to the nodes of replicas rejoining after this round.
-    auto sent = send_stage_states(cfg_, role_.replica, faults_, step, rep->late, clock_.now_s(), *mesh_, recovery_parts());
-    if (!sent) return Status::error(role_.name + ": " + sent.message());
-    recovery_sent_ += sent->bytes;
-    for (auto& text : sent->texts) rec_.info("recovery", text);
-    return Status::ok();
+    };
+    acts.record_round = [&](int64_t s, const StageRoundsReport& rep, double comm_s, double exposed_s) {
+        rec_.record_all(s, round_metrics(rep.bytes, rep.hops, round_compute_s_, comm_s, exposed_s,
+                                         mesh_->real_exchange_s() - real_before));
+    };
+    const StageRoundNode node{cfg_,
+                              net_,
+                              static_cast<int>(role_.replica),
+                              role_.replica == 0 && role_.stage == 0,
+                              *rounds_,
+                              clock_,
+                              rec_,
+                              *mesh_,
+                              faults_,
+                              t_fixed_,
+                              recovery_parts(),
+                              down_until_,
+                              outer_step_,
+                              round_compute_s_,
+                              recovery_sent_};
+    return stage_round_step(node, step, acts);
 }
 
 // Validation loss of the global model on replica 0 (outer algorithms' global weights swapped in).

@@ -46,6 +46,7 @@
 #include "engine/worker/scheduled_faults.h"
 #include "engine/worker/stage_executor.h"
 #include "engine/worker/stage_recovery.h"
+#include "engine/worker/stage_round_step.h"
 #include "engine/worker/stage_rounds.h"
 #include "engine/worker/stage_state.h"
 #include "engine/worker/worker_recorder.h"

@@ -298,52 +298,34 @@ Status ReplicaWorker::outer_round(int64_t step) {
 }
 
 // The same clock rule as outer_round's: the uplink carries this node's payloads of every slice
-// back to back after the slowest holder. The rows are the stage node's (pipeline_worker.cpp).
+// back to back after the slowest holder (stage_round_step.h). The rows are the stage node's
+// (pipeline_worker.cpp).
 Status ReplicaWorker::stage_round(int64_t step) {
-    if (down_until_ >= 0 && step % cfg_.outer.inner_steps == 0) {
-        // Disconnected: no round; after the one it rejoins at, replica 0's state replaces its own.
-        if (step < down_until_) return Status::ok();
-        down_until_ = -1;
-        return take_stage_states(step);
-    }
-    auto rep = stage_rounds_->round(step, clock_.now_s());
-    if (!rep) return rep.status();
-    if (!rep->synced) return Status::ok();
-    ++outer_step_;
-    // Rounds redone among the survivors after a loss (stage_rounds.h, docs/faults.md).
-    for (auto& text : rep->lost) rec_.warn("member-lost", text);
-    if (rep->late_s >= 0) {
-        // Past outer.round_deadline_s: out of the round, its own pseudo-gradient dropped; every
-        // slice takes replica 0's state after it (its AdamW kept, as after a disconnect).
-        round_compute_s_ = 0;
-        if (Status st = take_stage_states(step); !st) return st;
-        for (auto& [name, v] : stage_rounds_->late_rows(rep->late_s)) rec_.record(step, name, v);
-        return Status::ok();
-    }
-    if (role_.replica == 0 && !rep->late.empty())
-        rec_.warn("late", late_event_text(step, rep->late, cfg_.outer.round_deadline_s));
-    const RoundTiming timing{RoundKind::kStages, LinkClass::kOuterSync, static_cast<int>(role_.replica),
-                             rep->members(cfg_.outer.replicas), {rep->latest_s}, rep->bytes, rep->hops};
-    const LinkSpec link = round_link(net_, role_.replica, timing.members, rep->hops);  // for the round's own cost
-    const double exposed = close_round(clock_, RoundKind::kStages, round_end(net_, topology_of(cfg_), timing));
-    if (t_fixed_.defined()) {
-        auto h = stage_rounds_->agree_t_fixed(t_fixed_);
-        if (!h) return h.status();
-        rec_.record(step, metric::kRoundTFixedHash, static_cast<double>(*h));
-    }
-    for (auto& [name, v] : stage_round_rows(*rep)) rec_.record(step, name, v);
-    if (rep->guard_clipped > 0)
-        guard_events_.push_back(std::to_string(rep->guard_clipped) +
-                                " contribution(s) scaled down by the aggregation guard at step " + std::to_string(step));
-    record_round(step, rep->bytes, rep->hops, round_compute_s_, round_comm_s(link, rep->bytes, rep->hops), exposed);
-    round_compute_s_ = 0;
-    // Replica 0 hands every slice's state to the pipeline replicas rejoining after this round.
-    auto sent = send_stage_states(cfg_, role_.replica, faults_, step, rep->late, clock_.now_s(), *mesh_,
-                                  StageRecoveryParts{stage_rounds_.get(), t_fixed_, {}, nullptr});
-    if (!sent) return Status::error(role_.name + ": " + sent.message());
-    recovery_sent_ += sent->bytes;
-    for (auto& text : sent->texts) rec_.info("recovery", text);
-    return Status::ok();
+    StageRoundActs acts;
+    acts.take_states = [this](int64_t s) { return take_stage_states(s); };
+    acts.record_round = [this](int64_t s, const StageRoundsReport& rep, double comm_s, double exposed_s) {
+        if (rep.guard_clipped > 0)
+            guard_events_.push_back(std::to_string(rep.guard_clipped) +
+                                    " contribution(s) scaled down by the aggregation guard at step " +
+                                    std::to_string(s));
+        record_round(s, rep.bytes, rep.hops, round_compute_s_, comm_s, exposed_s);
+    };
+    const StageRoundNode node{cfg_,
+                              net_,
+                              static_cast<int>(role_.replica),
+                              role_.replica == 0,
+                              *stage_rounds_,
+                              clock_,
+                              rec_,
+                              *mesh_,
+                              faults_,
+                              t_fixed_,
+                              StageRecoveryParts{stage_rounds_.get(), t_fixed_, {}, nullptr},
+                              down_until_,
+                              outer_step_,
+                              round_compute_s_,
+                              recovery_sent_};
+    return stage_round_step(node, step, acts);
 }
 
 // Validation loss of the global (outer) model: the algorithm's global copy swapped in for the

@@ -44,6 +44,7 @@
 #include "engine/worker/run_checkpoint.h"
 #include "engine/worker/scheduled_faults.h"
 #include "engine/worker/stage_recovery.h"
+#include "engine/worker/stage_round_step.h"
 #include "engine/worker/stage_rounds.h"
 #include "engine/worker/stage_state.h"
 #include "engine/worker/worker_recorder.h"
