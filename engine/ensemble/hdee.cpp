@@ -5,7 +5,6 @@
 
 #include <torch/torch.h>
 
-#include <chrono>
 #include <cmath>
 #include <utility>
 

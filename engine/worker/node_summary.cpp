@@ -25,6 +25,12 @@ WorkerSummary to_worker_summary(const NodeSummary& s) {
     return out;
 }
 
+NodeSummary clock_summary(const SimClock& clock) {
+    NodeSummary s;
+    s.sim_s = clock.now_s(), s.compute_s = clock.compute_s(), s.exposed_comm_s = clock.exposed_s();
+    return s;
+}
+
 double sync_utilisation(const SimClock& clock) {
     const double compute_s = clock.compute_s();
     return compute_s / std::max(1e-12, compute_s + clock.sync_exposed_s());

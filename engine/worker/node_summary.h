@@ -33,6 +33,9 @@ struct NodeSummary {
 
 WorkerSummary to_worker_summary(const NodeSummary& s);
 
+// What a node's simulated clock holds at the end: sim_s, compute_s and exposed_comm_s.
+NodeSummary clock_summary(const SimClock& clock);
+
 // compute / (compute + outer-sync waiting): the share of a node's time lost to outer syncs alone,
 // beside a utilisation that also counts a pipeline's bubbles.
 double sync_utilisation(const SimClock& clock);

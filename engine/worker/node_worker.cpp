@@ -1,6 +1,8 @@
 // What every node's worker does alike; see node_worker.h.
 #include "engine/worker/node_worker.h"
 
+#include "engine/worker/run_checkpoint.h"
+
 namespace tw {
 
 Status NodeWorker::end_training_loop(Status failure, bool stopped, int64_t step, const WorkerControl& ctl,

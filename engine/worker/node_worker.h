@@ -18,10 +18,11 @@
 #include "core/role.h"
 #include "core/status.h"
 #include "core/worker.h"
-#include "engine/worker/run_checkpoint.h"
 #include "engine/worker/worker_recorder.h"
 
 namespace tw {
+
+class RunCheckpoints;  // run_checkpoint.h
 
 // Makes the mesh's waits end when the predicate it is given holds (may be empty).
 using AbortSetter = std::function<void(std::function<bool()>)>;

@@ -390,10 +390,9 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
 }
 
 WorkerSummary PipelineWorker::summarise() const {
-    NodeSummary out;
+    NodeSummary out = clock_summary(clock_);
     out.steps = step_;
     out.train_loss = last_loss_, out.val_loss = last_val_;
-    out.sim_s = clock_.now_s(), out.compute_s = clock_.compute_s(), out.exposed_comm_s = clock_.exposed_s();
     out.utilisation = out.compute_s / std::max(1e-12, out.sim_s);  // bubbles and transfers count
     out.sync_utilisation = sync_utilisation(clock_);
     out.wall_s = rec_.wall_s();

@@ -571,12 +571,10 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
 }
 
 WorkerSummary ReplicaWorker::summarise() const {
-    const double compute_s = clock_.compute_s(), exposed_s = clock_.exposed_s();
-    NodeSummary out;
+    NodeSummary out = clock_summary(clock_);
     out.steps = trainer_->step_index();
     out.train_loss = last_loss_, out.val_loss = last_val_, out.val_step = last_val_step_;
-    out.sim_s = clock_.now_s(), out.compute_s = compute_s, out.exposed_comm_s = exposed_s;
-    out.utilisation = compute_s / (compute_s + exposed_s);
+    out.utilisation = out.compute_s / (out.compute_s + *out.exposed_comm_s);
     // Beside stage nodes, whose utilisation also counts bubbles, the share lost to outer syncs alone.
     if (stage_rounds_) out.sync_utilisation = sync_utilisation(clock_);
     out.wall_s = rec_.wall_s();

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include <torch/optim/adamw.h>
 
