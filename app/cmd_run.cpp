@@ -44,7 +44,7 @@ void print_result(const SessionResult& r, const RunConfig& cfg) {
         if (is_run_kind(cfg, RunKind::kSkipPipe)) print_skippipe(r);
         std::printf("  unigram baseline %.4f nats/token\n", r.unigram);
     }
-    if (!r.hdee_tables.empty()) std::printf("%s", r.hdee_tables.c_str());
+    if (!r.end_tables.empty()) std::printf("%s", r.end_tables.c_str());
 }
 
 int exit_code(const SessionResult& r) {

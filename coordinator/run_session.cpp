@@ -14,7 +14,6 @@
 #include <thread>
 #include <zmq.hpp>
 
-#include "core/hdee_results.h"
 #include "core/joined_nodes.h"
 #include "coordinator/store_sink.h"
 #include "core/config_warnings.h"
@@ -506,16 +505,17 @@ void Session::wind_down(Live& run, RunOutcome outcome) {
             if (all) break;
         }
     }
-    if (is_run_kind(cfg, RunKind::kHdee) && outcome.status == RunStatus::kFinished) {
-        // Every expert has finished and sent its scores: the ensembles are plain arithmetic here.
-        auto res = combine_hdee(cfg, sink.scores);
-        if (!res) {
-            outcome = RunOutcome{RunStatus::kFailed, res.message()};
+    if (const RunKindRow& kind = run_kind_of(cfg); kind.finish && outcome.status == RunStatus::kFinished) {
+        // Every node has finished and reported: what the kind adds (HDEE combines its ensembles).
+        auto end = kind.finish(cfg, sink.scores);
+        if (!end) {
+            outcome = RunOutcome{RunStatus::kFailed, end.message()};
         } else {
             std::vector<MetricRecord> rows;
-            for (auto& [name, v] : hdee_metrics(cfg, *res)) rows.push_back({kHdeeMetricNode, 0, -1, since_s(run.t0), 0, name, v});
+            for (auto& [name, v] : end->metrics)
+                rows.push_back({end->metrics_node, 0, -1, since_s(run.t0), 0, name, v});
             sink.on_metrics(rows);
-            out.hdee_tables = hdee_tables(cfg, *res);
+            out.end_tables = end->tables;
         }
     }
     if (Status st = keep_final_model(cfg, roles, *run.final_model, out); !st)
@@ -582,8 +582,8 @@ Status Session::keep_final_model(const RunConfig& cfg, const std::vector<NodeRol
         if (parts.holds(r.name)) senders.push_back(r.name);
     if (senders.empty()) return Status::error("no node sent it (the run ended before its end of training)");
     std::string kept;
-    if (is_run_kind(cfg, RunKind::kHdee)) {
-        // Each expert is a model of its own: model-NODE.safetensors.
+    if (run_kind_of(cfg).model_per_node) {
+        // Each sender's model is a model of its own: model-NODE.safetensors.
         for (const std::string& n : senders) {
             auto w = parts.write(dir, {n}, "model-" + n + ".safetensors");
             if (!w) return w.status();

@@ -47,7 +47,7 @@ struct SessionResult {
     double unigram = 0;
     std::vector<std::string> nodes;                // role names, node order
     std::map<std::string, WorkerSummary> summary;  // by role name
-    std::string hdee_tables;                       // an HDEE run's combined figures as text ("" otherwise)
+    std::string end_tables;                        // the run kind's end as text (RunKindRow::finish; "" = none)
     int64_t resumed_at = -1;                       // a resumed run: the checkpoint step it went on from
     std::string model_dir;                         // where the final model was kept ("" = none)
     bool store_failed = false;                     // the run store could not be written (it fails the next runs too)

@@ -131,7 +131,8 @@ void FaultSchedule::problems(const RunConfig& c, std::vector<std::string>& p) {
         if (!outer)
             p.push_back(what + "spares take the place of lost replicas of an outer algorithm, not of \"" + c.outer.algorithm + "\"");
         else if (c.cluster.stages > 1 || c.cluster.nodes_per_replica > 1 || *run_kind_of(c).not_replaced)
-            p.push_back(what + "spares stand in for replicas of one node only (no pipelines, Gloo groups, HDEE or SkipPipe)");
+            p.push_back(what + "spares stand in for replicas of one node only (no pipelines, Gloo groups, " +
+                        not_replaced_kinds() + ")");
         if (c.outer.round_time_s > 0) p.push_back(what + "time-budgeted rounds (outer.round_time_s) take no spares");
         if (c.outer.replicas + c.cluster.spares > 64)
             p.push_back(what + "outer.replicas + cluster.spares must be at most 64 (the transport's member masks)");

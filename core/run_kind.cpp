@@ -7,6 +7,7 @@
 
 #include "core/algorithm.h"
 #include "core/hdee_plan.h"
+#include "core/hdee_results.h"
 #include "core/metric_names.h"
 #include "core/run_kind_parts.h"
 #include "core/skippipe.h"
@@ -64,6 +65,17 @@ RunKindRow skippipe_row() {
     return r;
 }
 
+// Every expert has finished and sent its scores: the ensembles are plain arithmetic here.
+Result<RunKindFinish> hdee_finish(const RunConfig& cfg, const std::map<std::string, ExpertScores>& scores) {
+    auto res = combine_hdee(cfg, scores);
+    if (!res) return res.status();
+    RunKindFinish end;
+    end.metrics_node = kHdeeMetricNode;
+    end.metrics = hdee_metrics(cfg, *res);
+    end.tables = hdee_tables(cfg, *res);
+    return end;
+}
+
 RunKindRow hdee_row() {
     RunKindRow r;
     r.id = RunKind::kHdee;
@@ -83,6 +95,8 @@ RunKindRow hdee_row() {
     r.survives_loss = [](const RunConfig&) { return false; };
     r.not_planned = "HDEE experts train without communication";
     r.not_replaced = "HDEE experts";
+    r.finish = hdee_finish;
+    r.model_per_node = true;  // each expert is a model of its own
     return r;
 }
 
@@ -128,6 +142,15 @@ Result<Timeline> replay_run(const RunConfig& cfg, const std::vector<TraceNode>& 
                              std::to_string(kind.replay_metrics.size()) + " stored metrics, not " +
                              std::to_string(metrics.size()));
     return kind.replay(cfg, nodes, metrics, net);
+}
+
+std::string not_replaced_kinds() {
+    std::vector<std::string> who;
+    for (const RunKindRow& r : table())
+        if (*r.not_replaced) who.push_back(r.not_replaced);
+    std::string out;
+    for (size_t i = 0; i < who.size(); ++i) out += (i == 0 ? "" : i + 1 == who.size() ? " or " : ", ") + who[i];
+    return out;
 }
 
 const RunKindRow& run_kind_of(const RunConfig& cfg) {

@@ -3,7 +3,8 @@
 // nodes that route micro-batches among themselves, docs/methods.md §8) or an HDEE run (experts
 // that train alone and are combined at the end, docs/hdee.md). Everything that differs between
 // kinds — how a config selects one, its node count, its roles, its banner, its resume rule,
-// whether it survives a lost replica, whether the planner models it — is one row here; no other
+// whether it survives a lost replica, whether the planner models it, what it adds at the end of
+// a run and how its final models are kept — is one row here; no other
 // file tests a kind's section (skippipe.enabled(), hdee.enabled()) to decide between kinds.
 // Adding a run kind: its row (register_run_kind from its own file), its role builder and its
 // worker (engine side, by its node kind).
@@ -14,7 +15,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config.h"
@@ -25,6 +28,15 @@
 #include "core/timeline.h"
 
 namespace tw {
+
+struct ExpertScores;  // core/hdee_mixture.h
+
+// What a kind computes once every node of a finished run has reported (RunKindRow::finish).
+struct RunKindFinish {
+    std::string metrics_node;                             // the node name its rows are stored under
+    std::vector<std::pair<std::string, double>> metrics;  // stored at step 0, name → value
+    std::string tables;                                   // printed after the run ("" = nothing)
+};
 
 // Built-in kinds keep these values; a kind registered from its own file gets the next free one.
 enum class RunKind : int { kReplicas = 0, kSkipPipe = 1, kHdee = 2 };
@@ -66,6 +78,15 @@ struct RunKindRow {
     const char* not_planned = "";
     // Why its nodes take no spares and are not restarted ("" = they are, as replicas).
     const char* not_replaced = "";
+    // The kind's end of a finished run, which the coordinator's session asks of every kind after
+    // every node has reported: from what the nodes sent beside their rows (MetricSink::scores, by
+    // node), the rows and the text it adds; an error fails the run with its message. nullptr =
+    // nothing to add (HDEE: its ensembles combined from the experts' scores, docs/hdee.md).
+    Result<RunKindFinish> (*finish)(const RunConfig& cfg, const std::map<std::string, ExpertScores>& scores) = nullptr;
+    // Whether each node that sends a final model sends a model of its own (kept as
+    // model-NODE.safetensors), rather than its part of the run's one model (the lowest replica
+    // that sent all of it: one node, or a pipeline's stages).
+    bool model_per_node = false;
 };
 
 // Adds a row; aborts naming the clash when its name or id is taken, or when a row of a kind
@@ -81,6 +102,9 @@ const RunKindRow& run_kind_of(const RunConfig& cfg);
 // The row's replay, or core/timeline.h retime for a row without one.
 Result<Timeline> replay_run(const RunConfig& cfg, const std::vector<TraceNode>& nodes, const std::vector<double>& metrics,
                             const NetworkProfile& net);
+// Every row's not_replaced in table order, for messages: "SkipPipe stage nodes or HDEE experts"
+// ("" when every kind's nodes are replaced).
+std::string not_replaced_kinds();
 inline bool is_run_kind(const RunConfig& cfg, RunKind k) { return run_kind_of(cfg).id == k; }
 
 }  // namespace tw

@@ -5,7 +5,6 @@
 
 #include <torch/torch.h>
 
-#include <chrono>
 #include <cmath>
 #include <utility>
 
@@ -16,7 +15,10 @@
 #include "core/hdee_mixture.h"
 #include "core/metric_names.h"
 #include "engine/worker/node_data.h"
+#include "engine/worker/node_summary.h"
+#include "engine/worker/node_worker.h"
 #include "engine/worker/run_checkpoint.h"
+#include "engine/worker/worker_recorder.h"
 #include "engine/data/dataset.h"
 #include "engine/data/loader.h"
 #include "engine/model/llama.h"
@@ -58,18 +60,13 @@ HdeeDomainSplit split_domain(const PreparedData& data, const std::vector<std::st
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-class ExpertWorker : public Worker {
+// An expert talks to nobody but the coordinator: no mesh, no abort hook.
+class ExpertWorker : public NodeWorker {
 public:
-    ExpertWorker(RunConfig cfg, NodeRole role) : cfg_(std::move(cfg)), role_(std::move(role)) {}
+    ExpertWorker(RunConfig cfg, NodeRole role) : NodeWorker(std::move(cfg), std::move(role), nullptr, {}) {}
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
 
 private:
-    void record(int64_t step, const std::string& name, double v) {
-        rows_.push_back({role_.name, step, -1, since_s(t0_), sim_s_, name, v});
-    }
     // Scores every domain's eval and prior documents with the trained model; false if stopped.
     Result<bool> score(Trainer& trainer, const PreparedData& data, WorkerControl& ctl, MetricSink& sink);
     // Run-scoped checkpoints (engine/worker/run_checkpoint.h): an expert's state is its model, its
@@ -78,10 +75,6 @@ private:
     Status save_checkpoint(RunCheckpoints& ckpts, Trainer& trainer, const RunConfig& c, int64_t step,
                            double compute_s, double last_loss, double last_val, MetricSink& sink);
 
-    RunConfig cfg_;
-    NodeRole role_;
-    Clock::time_point t0_ = Clock::now();
-    std::vector<MetricRecord> rows_;
     double sim_s_ = 0;
 };
 
@@ -117,17 +110,16 @@ Result<bool> ExpertWorker::score(Trainer& trainer, const PreparedData& data, Wor
             ++shape.prior_windows;
         }
         sc.sets.push_back(shape);
-        record(trainer.step_index(), kHdeeEvalNllPrefix + h.domains[d],
-               nll / static_cast<double>(std::max<int64_t>(shape.eval_windows * T, 1)));
+        rec_.record(trainer.step_index(), kHdeeEvalNllPrefix + h.domains[d],
+                    nll / static_cast<double>(std::max<int64_t>(shape.eval_windows * T, 1)));
         if (d == own) {
             sc.unigram = split.unigram;
             for (auto& [off, len] : select_spans(data, false, genres)) sc.train_tokens += len;
         }
     }
-    sink.metrics(std::exchange(rows_, {}));
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "scores",
-                std::to_string(sc.logp.size()) + " token log-probabilities of " + std::to_string(h.domains.size()) +
-                    " domains sent to the coordinator"});
+    rec_.flush();
+    rec_.info("scores", std::to_string(sc.logp.size()) + " token log-probabilities of " +
+                            std::to_string(h.domains.size()) + " domains sent to the coordinator");
     sink.scores(std::move(sc));
     return true;
 }
@@ -139,12 +131,13 @@ Status ExpertWorker::save_checkpoint(RunCheckpoints& ckpts, Trainer& trainer, co
     p.clock.now_s = sim_s_;
     p.clock.compute_s = compute_s;
     p.last_loss = last_loss, p.last_val = last_val;
-    return save_and_report_checkpoint(ckpts, p, *trainer.model(), trainer.optimizer(), {}, config_hash(c),
-                                      role_.name, since_s(t0_),
-                                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
+    return save_and_report_checkpoint(ckpts, p, *trainer.model(), trainer.optimizer(), {}, config_hash(c), role_.name,
+                                      rec_.wall_s(), rec_.recorder(), sink);
 }
 
 Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
+    rec_.attach(sink);
+    rec_.stamp_with([this] { return sim_s_; }, nullptr);
     const HdeeConfig& h = cfg_.hdee;
     if (!h.enabled() || role_.expert_ensemble < 0 || role_.expert_ensemble >= static_cast<int>(kHdeeEnsembles) ||
         role_.expert_domain < 0 || static_cast<size_t>(role_.expert_domain) >= h.domains.size() ||
@@ -153,7 +146,7 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
                              ", domain " + std::to_string(role_.expert_domain) + ", " +
                              std::to_string(role_.expert_steps) + " steps) that the run's [hdee] (" +
                              std::to_string(h.domains.size()) + " domains) does not have");
-    auto prepared = prepare_node_data(cfg_, role_, sink, since_s(t0_));
+    auto prepared = prepare_node_data(cfg_, role_, sink, rec_.wall_s());
     if (!prepared) return prepared.status();
     const PreparedData* data = prepared->get();
 
@@ -170,11 +163,10 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
                                  c.train.batch_size, seed));
     std::string genres;
     for (auto& g : c.data.genres) genres += (genres.empty() ? "" : " ") + g;
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
-                "expert of ensemble " + std::string(kHdeeEnsembleNames[role_.expert_ensemble]) + " for domain " +
-                    h.domains[static_cast<size_t>(role_.expert_domain)] + " (genres " + genres + "): d_ff " +
-                    std::to_string(c.model.ff_width()) + ", " + std::to_string(count_parameters(c.model)) +
-                    " parameters, " + std::to_string(c.train.steps) + " steps"});
+    rec_.info("start", "expert of ensemble " + std::string(kHdeeEnsembleNames[role_.expert_ensemble]) + " for domain " +
+                           h.domains[static_cast<size_t>(role_.expert_domain)] + " (genres " + genres + "): d_ff " +
+                           std::to_string(c.model.ff_width()) + ", " + std::to_string(count_parameters(c.model)) +
+                           " parameters, " + std::to_string(c.train.steps) + " steps");
 
     const int64_t steps = c.train.steps, tokens_per_step = c.train.batch_size * c.model.seq_len;
     auto compute_time = ComputeTime::create(c, 0);  // this expert's own width counts
@@ -195,8 +187,7 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
         trainer.set_step_index(p.step);
         sim_s_ = p.clock.now_s, compute_s = p.clock.compute_s;
         last_loss = p.last_loss, last_val = p.last_val;
-        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume",
-                    "resumed from " + loaded->path + " at step " + std::to_string(p.step)});
+        rec_.info("resume", "resumed from " + loaded->path + " at step " + std::to_string(p.step));
     }
     bool stopped = false;
     Status failure;
@@ -210,17 +201,17 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
         sim_s_ += step_s;  // no communication: the simulated clock is the compute
         compute_s += step_s;
         last_loss = s.loss;
-        record(s.step, "train.loss", s.loss);
-        record(s.step, "train.lr", s.lr);
-        record(s.step, "train.grad_norm", s.grad_norm);
-        record(s.step, "train.tokens", static_cast<double>(s.step * tokens_per_step));
-        record(s.step, "train.compute_s", step_s);
-        if (compute_time->modelled()) record(s.step, metric::kTrainRealComputeS, compute_time->take_measured_s());
-        record(s.step, "train.tokens_per_s", static_cast<double>(tokens_per_step) / step_s);
+        rec_.record(s.step, metric::kTrainLoss, s.loss);
+        rec_.record(s.step, metric::kTrainLr, s.lr);
+        rec_.record(s.step, metric::kTrainGradNorm, s.grad_norm);
+        rec_.record(s.step, metric::kTrainTokens, static_cast<double>(s.step * tokens_per_step));
+        rec_.record(s.step, metric::kTrainComputeS, step_s);
+        if (compute_time->modelled()) rec_.record(s.step, metric::kTrainRealComputeS, compute_time->take_measured_s());
+        rec_.record(s.step, metric::kTrainTokensPerS, static_cast<double>(tokens_per_step) / step_s);
         // On its own domain's validation documents, as a one-node run: every eval_every steps and at the end.
         if ((c.train.eval_every > 0 && s.step % c.train.eval_every == 0) || s.step == steps) {
             last_val = trainer.evaluate();
-            record(s.step, "val.loss", last_val);
+            rec_.record(s.step, metric::kValLoss, last_val);
         }
         // Unlike a replica, an expert checkpoints its last step too: a resumed run resumes a finished
         // expert as well (the coordinator combines the scores only once every expert has sent them),
@@ -231,11 +222,11 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
                 break;
             }
         ctl.step = s.step;
-        sink.metrics(std::exchange(rows_, {}));
+        rec_.flush();
     }
     if (!failure.is_ok()) return failure;
     // A stop between steps leaves a consistent state: checkpoint it, so a resume loses nothing.
-    if (stopped && ckpts.enabled() && trainer.step_index() > 0 && !ckpts.holds(trainer.step_index()))
+    if (stopped && ckpts.due_on_stop(trainer.step_index()))
         if (Status st = save_checkpoint(ckpts, trainer, c, trainer.step_index(), compute_s, last_loss, last_val, sink); !st)
             return st;
     if (!stopped) {
@@ -243,21 +234,17 @@ Result<WorkerSummary> ExpertWorker::run(WorkerControl& ctl, MetricSink& sink) {
         if (!scored) return scored.status();
         stopped = !*scored;
     }
-    if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
-    if (stopped)
-        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop",
-                    "stopped at step " + std::to_string(trainer.step_index())});
+    rec_.flush_pending();
+    if (stopped) rec_.stopped_at(trainer.step_index());
     if (trainer.step_index() > 0) {  // the expert's model, a model of its own
-        send_final_model(sink, role_.name, final_model_tensors(*trainer.model()), data->tokenizer_files);
+        send_final_model(sink, role_.name, *trainer.model(), data);
     }
-    return WorkerSummary{{"steps", static_cast<double>(trainer.step_index())},
-                         {"train.loss", last_loss},
-                         {"val.loss", last_val},
-                         {"sim_s", sim_s_},
-                         {"compute_s", compute_s},
-                         {"exposed_comm_s", 0.0},
-                         {"utilisation", 1.0},
-                         {"wall_s", since_s(t0_)}};
+    NodeSummary out;  // no communication: the clock is the compute, and no bytes
+    out.steps = trainer.step_index();
+    out.train_loss = last_loss, out.val_loss = last_val;
+    out.sim_s = sim_s_, out.compute_s = compute_s, out.exposed_comm_s = 0.0, out.utilisation = 1.0;
+    out.wall_s = rec_.wall_s();
+    return to_worker_summary(out);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/little_endian.h"
+#include "engine/data/dataset.h"
 #include "engine/model/llama.h"
 
 namespace tw {
@@ -66,6 +67,10 @@ void send_final_model(MetricSink& sink, const std::string& node,
         head.file = true;
         send_parts(sink, std::move(head), bytes);
     }
+}
+
+void send_final_model(MetricSink& sink, const std::string& node, LlamaImpl& model, const PreparedData* data) {
+    send_final_model(sink, node, final_model_tensors(model), data ? data->tokenizer_files : std::vector<std::string>{});
 }
 
 }  // namespace tw

@@ -14,6 +14,7 @@
 namespace tw {
 
 class LlamaImpl;
+struct PreparedData;
 
 // The tensors of `model` to keep, in the whole model's names: every parameter but the copy of the
 // token embedding a split tied model's last stage holds for its head (stage 0's is the model's),
@@ -25,5 +26,8 @@ std::vector<std::pair<std::string, torch::Tensor>> final_model_tensors(LlamaImpl
 void send_final_model(MetricSink& sink, const std::string& node,
                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                       const std::vector<std::string>& tokenizer_files);
+
+// The node's `model` (final_model_tensors) with the tokenizer files of `data` (none without data).
+void send_final_model(MetricSink& sink, const std::string& node, LlamaImpl& model, const PreparedData* data);
 
 }  // namespace tw

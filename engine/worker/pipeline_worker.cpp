@@ -10,7 +10,7 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     if (!net) return net.status();
     net_ = *net;
     if (!mesh_) return Status::error(role_.name + ": a pipeline run needs the data-plane mesh");
-    auto data = prepare_node_data(cfg_, role_, sink, since_s(t0_));
+    auto data = prepare_node_data(cfg_, role_, sink, rec_.wall_s());
     if (!data) return data.status();
     data_ = std::move(*data);
     auto compute = ComputeTime::create(cfg_, role_.replica, role_.stage);  // vocabulary known now
@@ -62,9 +62,8 @@ Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     // A resumed node's transport starts afresh at its checkpoint's step; a rejoining process's
     // peers' transports started at the run's start or resume.
     rounds_->start_at(fresh ? role_.rejoin_origin_step : step_);
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
-                role_.name + " starts: stage " + std::to_string(role_.stage) + " of " + std::to_string(S()) + ", " +
-                    std::to_string(slice().params.size()) + " tensors"});
+    rec_.info("start", role_.name + " starts: stage " + std::to_string(role_.stage) + " of " + std::to_string(S()) +
+                           ", " + std::to_string(slice().params.size()) + " tensors");
     return Status::ok();
 }
 
@@ -153,7 +152,7 @@ Status PipelineWorker::broadcast_frozen_embedding(int64_t step) {
 Status PipelineWorker::send(int64_t step, int to, const std::vector<uint8_t>& payload) {
     // The uplink serialises messages; the sender's compute goes on meanwhile.
     const double arrival = clock_.send(net_.stage, payload.size());
-    record(step, metric::kClockSendBytes, static_cast<double>(payload.size()));
+    rec_.record(step, metric::kClockSendBytes, static_cast<double>(payload.size()));
     return mesh_->send(to, payload, LinkClass::kInterStage, arrival);
 }
 
@@ -165,57 +164,37 @@ Result<std::vector<uint8_t>> PipelineWorker::recv(int from) {
 }
 
 // Every H steps: S rounds, one per stage, each among that stage's holders (a node holding no slice
-// of the stage still takes part in the mesh's round, alone, so rounds stay aligned).
+// of the stage still takes part in the mesh's round, alone, so rounds stay aligned); the rest of the
+// round is stage_round_step.h's.
 Status PipelineWorker::outer_rounds(int64_t step) {
-    if (down_until_ >= 0 && algorithm_traits(cfg_).outer_rounds && step % cfg_.outer.inner_steps == 0) {
-        // Disconnected: no round; after the one it rejoins at, replica 0's state replaces its own.
-        if (step < down_until_) return Status::ok();
-        down_until_ = -1;
-        return take_stage_states(step);
-    }
     const double real_before = mesh_->real_exchange_s();
-    auto rep = rounds_->round(step, clock_.now_s());
-    if (!rep) return rep.status();
-    if (!rep->synced) return Status::ok();
-    ++outer_step_;
-    if (sink_)
-        for (auto& text : rep->lost) sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "member-lost", text});
-    if (rep->late_s >= 0) {
-        // Past outer.round_deadline_s: the pipeline is out of the round, its own pseudo-gradient
-        // dropped; each stage takes replica 0's state after it (its AdamW kept, as after a disconnect).
-        round_compute_s_ = 0;
-        if (Status st = take_stage_states(step); !st) return st;
-        for (auto& [name, v] : rounds_->late_rows(rep->late_s)) record(step, name, v);
+    StageRoundActs acts;
+    acts.take_states = [this](int64_t s) { return take_stage_states(s); };
+    acts.after_close = [this](int64_t s) {
+        if (Status st = broadcast_frozen_embedding(s); !st) return st;
+        for (auto& r : reparam_) r.to_coordinates();  // W = U·Z again (reparam implies AD1)
         return Status::ok();
-    }
-    if (sink_ && role_.replica == 0 && role_.stage == 0 && !rep->late.empty())
-        sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "late",
-                      late_event_text(step, rep->late, cfg_.outer.round_deadline_s)});
-    // This node's uplink carries its payloads of every slice back to back after the slowest holder.
-    const RoundTiming timing{RoundKind::kStages, LinkClass::kOuterSync, static_cast<int>(role_.replica),
-                             rep->members(cfg_.outer.replicas), {rep->latest_s}, rep->bytes, rep->hops};
-    const LinkSpec link = round_link(net_, role_.replica, timing.members, rep->hops);  // for the round's own cost
-    const double exposed = close_round(clock_, RoundKind::kStages, round_end(net_, topology_of(cfg_), timing));
-    if (Status st = broadcast_frozen_embedding(step); !st) return st;
-    for (auto& r : reparam_) r.to_coordinates();  // W = U·Z again (reparam implies AD1)
-    if (t_fixed_.defined()) {
-        auto h = rounds_->agree_t_fixed(t_fixed_);
-        if (!h) return h.status();
-        record(step, metric::kRoundTFixedHash, static_cast<double>(*h));
-    }
-    for (auto& [name, v] : stage_round_rows(*rep)) record(step, name, v);
-    for (auto& [name, v] : round_metrics(rep->bytes, rep->hops, round_compute_s_,
-                                         round_comm_s(link, rep->bytes, rep->hops), exposed,
-                                         mesh_->real_exchange_s() - real_before))
-        record(step, name, v);
-    round_compute_s_ = 0;
-    // Replica 0's node hands its stage's state to the nodes of replicas rejoining after this round.
-    auto sent = send_stage_states(cfg_, role_.replica, faults_, step, rep->late, clock_.now_s(), *mesh_, recovery_parts());
-    if (!sent) return Status::error(role_.name + ": " + sent.message());
-    recovery_sent_ += sent->bytes;
-    if (sink_)
-        for (auto& text : sent->texts) sink_->event({since_s(t0_), role_.name, EventLevel::kInfo, "recovery", text});
-    return Status::ok();
+    };
+    acts.record_round = [&](int64_t s, const StageRoundsReport& rep, double comm_s, double exposed_s) {
+        rec_.record_all(s, round_metrics(rep.bytes, rep.hops, round_compute_s_, comm_s, exposed_s,
+                                         mesh_->real_exchange_s() - real_before));
+    };
+    const StageRoundNode node{cfg_,
+                              net_,
+                              static_cast<int>(role_.replica),
+                              role_.replica == 0 && role_.stage == 0,
+                              *rounds_,
+                              clock_,
+                              rec_,
+                              *mesh_,
+                              faults_,
+                              t_fixed_,
+                              recovery_parts(),
+                              down_until_,
+                              outer_step_,
+                              round_compute_s_,
+                              recovery_sent_};
+    return stage_round_step(node, step, acts);
 }
 
 // Validation loss of the global model on replica 0 (outer algorithms' global weights swapped in).
@@ -258,12 +237,6 @@ Status PipelineWorker::evaluate(double& val, const std::atomic<bool>& stop) {
     return result;
 }
 
-void PipelineWorker::record_bytes(int64_t step) {
-    for (auto& [name, v] : byte_metrics(total_bytes(), true)) record(step, name, v);
-    if (recovery_sent_ > 0) record(step, metric::kBytesRecoverySent, static_cast<double>(recovery_sent_));
-    if (recovery_recv_ > 0) record(step, metric::kBytesRecoveryRecv, static_cast<double>(recovery_recv_));
-}
-
 ByteCounters PipelineWorker::total_bytes() const { return counters_since(bytes_before_, mesh_->counters()); }
 
 StageStateParts PipelineWorker::stage_parts() {
@@ -278,9 +251,8 @@ StageStateParts PipelineWorker::stage_parts() {
 
 Status PipelineWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
     NodeProgress p{step, outer_step_, clock_.state(), total_bytes(), last_loss_, last_val_, recovery_sent_, recovery_recv_};
-    return save_and_report_checkpoint(run_ckpt_, p, *stage_->model(), optim_->adamw(), save_stage_state(stage_parts()), config_hash(cfg_),
-                                      role_.name, since_s(t0_),
-                                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
+    return save_and_report_checkpoint(run_ckpt_, p, *stage_->model(), optim_->adamw(), save_stage_state(stage_parts()),
+                                      config_hash(cfg_), role_.name, rec_.wall_s(), rec_.recorder(), sink);
 }
 
 Status PipelineWorker::resume_run_checkpoint(MetricSink& sink) {
@@ -297,13 +269,13 @@ Status PipelineWorker::resume_run_checkpoint(MetricSink& sink) {
     bytes_before_ = p.bytes;
     last_loss_ = p.last_loss, last_val_ = p.last_val;
     recovery_sent_ = p.recovery_sent, recovery_recv_ = p.recovery_recv;
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume",
-                "resumed from " + loaded->path + " at step " + std::to_string(p.step)});
+    rec_.info("resume", "resumed from " + loaded->path + " at step " + std::to_string(p.step));
     return Status::ok();
 }
 
 Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) {
-    sink_ = &sink;
+    rec_.attach(sink);
+    rec_.stamp_with([this] { return clock_.now_s(); }, [this] { return outer_step_; });
     // The mesh outlives run() and the rounds (its bye asks the abort whether the node stopped):
     // whichever way run() ends, the abort asks for the stop alone from then on.
     struct StopOnlyAbort {
@@ -357,24 +329,24 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         loss = it->loss, compute = it->compute_s, grad_norm = it->grad_norm, lr = it->lr;
         ++step_;
         round_compute_s_ += compute;
-        if (reports_loss) last_loss_ = loss, record(step_, metric::kTrainLoss, loss);
-        record(step_, metric::kTrainLr, lr);
-        record(step_, metric::kTrainGradNorm, grad_norm);
+        if (reports_loss) last_loss_ = loss, rec_.record(step_, metric::kTrainLoss, loss);
+        rec_.record(step_, metric::kTrainLr, lr);
+        rec_.record(step_, metric::kTrainGradNorm, grad_norm);
         tokens_done_ += tokens_per_step;
-        record(step_, metric::kTrainTokens, static_cast<double>(tokens_done_));
-        record(step_, metric::kTrainComputeS, compute);
-        if (compute_.modelled()) record(step_, metric::kTrainRealComputeS, compute_.take_measured_s());
-        record(step_, metric::kPipeIdleS, clock_.now_s() - before - compute);
+        rec_.record(step_, metric::kTrainTokens, static_cast<double>(tokens_done_));
+        rec_.record(step_, metric::kTrainComputeS, compute);
+        if (compute_.modelled()) rec_.record(step_, metric::kTrainRealComputeS, compute_.take_measured_s());
+        rec_.record(step_, metric::kPipeIdleS, clock_.now_s() - before - compute);
         if (Status st = outer_rounds(step_); !st) {
             if (!ctl.stop.load() && leave_if_lost(st)) {
-                record_bytes(step_);
+                rec_.record_bytes(step_, total_bytes(), recovery());
                 gone = true;
                 break;
             }
             failure = st;
             break;
         }
-        record_bytes(step_);
+        rec_.record_bytes(step_, total_bytes(), recovery());
         const bool rounds = algorithm_traits(cfg_).outer_rounds;
         const bool round_end = rounds && step_ % cfg_.outer.inner_steps == 0;
         const bool periodic = cfg_.train.eval_every > 0 && step_ % cfg_.train.eval_every == 0;
@@ -384,7 +356,7 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
                 failure = st;
                 break;
             }
-            if (reports_loss && !std::isnan(v)) last_val_ = v, record(step_, metric::kValLoss, v);
+            if (reports_loss && !std::isnan(v)) last_val_ = v, rec_.record(step_, metric::kValLoss, v);
         }
         // Run-scoped checkpoints at round boundaries, where every holder has the round's result.
         if (step_ < steps && run_ckpt_.due(step_, !rounds || round_end))
@@ -393,7 +365,7 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
                 break;
             }
         ctl.step = step_;
-        sink.metrics(std::exchange(rows_, {}));
+        rec_.flush();
         bool killed = false;
         if (Status st = apply_faults(step_, compute, ctl, killed); !st) {
             failure = st;
@@ -404,38 +376,28 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
             break;  // the pipeline's every node ends after this step; the rounds go on without it
         }
     }
-    // A clean stop between steps leaves a consistent state: checkpoint it.
-    if (stopped && failure.is_ok() && run_ckpt_.enabled() && !run_ckpt_.holds(step_) && step_ > 0)
-        if (Status st = save_run_checkpoint(step_, sink); !st) failure = st;
-    if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
-    if (!failure.is_ok() && !ctl.stop.load()) return failure;
-    if (stopped || ctl.stop.load())
-        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop", "stopped at step " + std::to_string(step_)});
+    if (Status st = end_training_loop(failure, stopped, step_, ctl, run_ckpt_,
+                                      [&](int64_t step) { return save_run_checkpoint(step, sink); });
+        !st)
+        return st;
     // The run's model from the evaluating pipeline: each stage its slice, global weights swapped in.
     if (evaluator && !gone && step_ > 0) {
         GlobalWeightsSwap swap;
         rounds_->swap_in_global(swap);
-        send_final_model(sink, role_.name, final_model_tensors(*stage_->model()),
-                         data_ ? data_->tokenizer_files : std::vector<std::string>{});
+        send_final_model(sink, role_.name, *stage_->model(), data_.get());
     }
     return summarise();
 }
 
 WorkerSummary PipelineWorker::summarise() const {
-    const double compute_s = clock_.compute_s(), sim_s = clock_.now_s();
-    WorkerSummary out{{summary::kSteps, static_cast<double>(step_)},
-                      {metric::kTrainLoss, last_loss_},
-                      {metric::kValLoss, last_val_},
-                      {summary::kSimS, sim_s},
-                      {summary::kComputeS, compute_s},
-                      {summary::kExposedCommS, clock_.exposed_s()},
-                      {summary::kUtilisation, compute_s / std::max(1e-12, sim_s)},  // bubbles and transfers count
-                      {summary::kSyncUtilisation, compute_s / std::max(1e-12, compute_s + clock_.sync_exposed_s())},
-                      {summary::kWallS, since_s(t0_)}};
-    for (auto& [name, v] : byte_metrics(total_bytes(), false)) out[name] = v;
-    if (recovery_sent_ > 0) out[metric::kBytesRecoverySent] = static_cast<double>(recovery_sent_);
-    if (recovery_recv_ > 0) out[metric::kBytesRecoveryRecv] = static_cast<double>(recovery_recv_);
-    return out;
+    NodeSummary out = clock_summary(clock_);
+    out.steps = step_;
+    out.train_loss = last_loss_, out.val_loss = last_val_;
+    out.utilisation = out.compute_s / std::max(1e-12, out.sim_s);  // bubbles and transfers count
+    out.sync_utilisation = sync_utilisation(clock_);
+    out.wall_s = rec_.wall_s();
+    out.bytes = total_bytes(), out.recovery = recovery();
+    return to_worker_summary(out);
 }
 
 }  // namespace pipeline_impl

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <thread>
 
 #include <torch/optim/adamw.h>
 
@@ -40,17 +39,18 @@
 #include "engine/worker/final_model_sender.h"
 #include "engine/worker/node_data.h"
 #include "engine/worker/pipeline_worker.h"
+#include "engine/worker/node_summary.h"
+#include "engine/worker/node_worker.h"
 #include "engine/worker/run_checkpoint.h"
+#include "engine/worker/scheduled_faults.h"
 #include "engine/worker/stage_executor.h"
 #include "engine/worker/stage_recovery.h"
+#include "engine/worker/stage_round_step.h"
 #include "engine/worker/stage_rounds.h"
 #include "engine/worker/stage_state.h"
+#include "engine/worker/worker_recorder.h"
 
 namespace tw::pipeline_impl {
-
-
-using Clock = std::chrono::steady_clock;
-inline double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 inline std::vector<uint8_t> tensor_bytes(const torch::Tensor& t) {
     auto c = t.detach().contiguous();
@@ -58,11 +58,10 @@ inline std::vector<uint8_t> tensor_bytes(const torch::Tensor& t) {
     return std::vector<uint8_t>(p, p + c.numel() * c.element_size());
 }
 
-class PipelineWorker : public Worker {
+class PipelineWorker : public NodeWorker {
 public:
-    PipelineWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh,
-                   std::function<void(std::function<bool()>)> set_abort)
-        : cfg_(std::move(cfg)), role_(std::move(role)), mesh_(std::move(mesh)), set_abort_(std::move(set_abort)) {}
+    PipelineWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh, AbortSetter set_abort)
+        : NodeWorker(std::move(cfg), std::move(role), std::move(mesh), std::move(set_abort)) {}
 
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
 
@@ -88,12 +87,8 @@ private:
     // A compute segment of `s` seconds at `step`: the clock advances, and re-timing gets the row.
     void clock_compute(int64_t step, double s) {
         clock_.compute(s);
-        record(step, metric::kClockComputeS, s);
+        rec_.record(step, metric::kClockComputeS, s);
     }
-    void record(int64_t step, const std::string& name, double v) {
-        rows_.push_back({role_.name, step, outer_step_, since_s(t0_), clock_.now_s(), name, v});
-    }
-    void record_bytes(int64_t step);
     WorkerSummary summarise() const;
     // Run-scoped checkpoints (run_checkpoint.h): the one of step `step`, its rows last among the
     // step's; resuming, the load of role.resume_step's after setup's start-up checks.
@@ -108,20 +103,13 @@ private:
     // transport's bye) tells its mesh peers at once. Any other failure is the run's.
     bool leave_if_lost(const Status& why) {
         if (!out_of_rounds()) return false;
-        if (sink_)
-            sink_->event({since_s(t0_), role_.name, EventLevel::kWarning, "leave",
-                          "replica " + std::to_string(role_.replica) + " leaves the run as a whole: " +
-                              rounds_->out_reason() + " (" + why.message() + ")"});
+        rec_.warn("leave", "replica " + std::to_string(role_.replica) +
+                               " leaves the run as a whole: " + rounds_->out_reason() + " (" + why.message() + ")");
         return true;
     }
     // A restarted process is out of the rounds until it is admitted (it counts its own replica lost
     // meanwhile); its waits end on the stop alone.
     bool out_of_rounds() const { return !joining_live_ && rounds_ && rounds_->survives_loss() && rounds_->left_out(); }
-
-    RunConfig cfg_;
-    NodeRole role_;
-    std::unique_ptr<Collective> mesh_;
-    std::function<void(std::function<bool()>)> set_abort_;
 
     NetworkProfile net_;
     std::shared_ptr<PreparedData> data_;
@@ -137,9 +125,6 @@ private:
     // `reparam` (docs/methods.md §6): the constrained writers held as U·Z, Z stepped by the inner optimizer.
     std::vector<ReparamWriter> reparam_;
     std::unique_ptr<StageExecutor> exec_;  // the schedule's iteration (GPipe / 1F1B)
-    // The run's start: a restarted process counts wall time from it as its peers do (NodeRole::rejoin_age_ms).
-    Clock::time_point t0_ = Clock::now() - std::chrono::milliseconds(role_.rejoin_age_ms(unix_now_ms()));
-    std::vector<MetricRecord> rows_;
     SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
     ComputeTime compute_;  // measured or modelled seconds of each segment (core/compute_model.h)
     double round_compute_s_ = 0;
@@ -147,12 +132,12 @@ private:
     double last_loss_ = NAN, last_val_ = NAN;
     RunCheckpoints run_ckpt_;
     ByteCounters bytes_before_;
-    MetricSink* sink_ = nullptr;  // run()'s, for events
     // [faults] (core/fault_schedule.h): slow and pause act on this node's clock; a kill ends every
     // node of the pipeline after the step, and the rounds drop it by the schedule. With a rejoin the
     // node's state is gone and it takes replica 0's after the round it rejoins at (stage_recovery.h).
     FaultSchedule faults_;
     uint64_t recovery_sent_ = 0, recovery_recv_ = 0;  // bytes.outer.recovery.*
+    RecoveryBytes recovery() const { return {recovery_sent_, recovery_recv_}; }
     int64_t tokens_done_ = 0;  // this replica's own tokens: steps it was down for are not counted
     // The schedule's events for this replica after step `step` (its compute `step_compute_s`);
     // `left` when the pipeline is killed for good.

@@ -69,7 +69,8 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
                 rep = std::move(*r);
                 auto h = agree_on_round(*outer_, view);
                 if (!h) st = h.status();
-                else record(step, metric::kRoundStateHash, static_cast<double>(*h >> 12));
+                else
+                    rec_.record(step, metric::kRoundStateHash, static_cast<double>(*h >> 12));
                 // The report's members are view ranks (NoLoCo's group) or none (all of the view);
                 // replicas, ascending, from here on.
                 if (!rep.members.empty()) {
@@ -88,25 +89,25 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
             rep.members = on_time;
             std::sort(rep.members.begin(), rep.members.end());
             rep.what = "left out: late";
-            record(step, metric::kRoundLateS, late_by);
+            rec_.record(step, metric::kRoundLateS, late_by);
         }
         if (st) {
             if (!members_.empty() && members_ != members && me == members.front()) {
-                event(EventLevel::kInfo, "members",
-                      "the round at step " + std::to_string(step) + " runs among replicas " + replica_list(members));
+                rec_.info("members", "the round at step " + std::to_string(step) + " runs among replicas " +
+                                         replica_list(members));
             }
             members_ = on_time;
             admitted_ = admit;
             if (attempt > 0 || static_cast<int64_t>(members.size()) < cfg_.outer.replicas) {
-                record(step, metric::kRoundMembers, static_cast<double>(on_time.size()));
-                record(step, metric::kRoundAttempts, static_cast<double>(attempt + 1));
+                rec_.record(step, metric::kRoundMembers, static_cast<double>(on_time.size()));
+                rec_.record(step, metric::kRoundAttempts, static_cast<double>(attempt + 1));
             }
-            if (attempt > 0) record(step, metric::kRoundLossWallS, since_s(round_start));
+            if (attempt > 0) rec_.record(step, metric::kRoundLossWallS, seconds_since(round_start));
             if (!late.empty()) {
                 if (me == on_time.front())
-                    event(EventLevel::kWarning, "late", "round at step " + std::to_string(step) + ": replica(s) " + replica_list(late) +
-                                                          " arrived more than " + num(cfg_.outer.round_deadline_s) +
-                                                          " simulated s after the first and were left out");
+                    rec_.warn("late", "round at step " + std::to_string(step) + ": replica(s) " + replica_list(late) +
+                                          " arrived more than " + num(cfg_.outer.round_deadline_s) +
+                                          " simulated s after the first and were left out");
             }
             return rep;
         }
@@ -131,14 +132,14 @@ Result<RoundReport> ReplicaWorker::elastic_round(int64_t step, std::vector<int>&
             for (size_t i = 0; i < params.size(); ++i) params[i].copy_(live_before[i]);
         }
         if (gone.empty()) {
-            event(EventLevel::kInfo, "member-lost",
-                  "round at step " + std::to_string(step) + ": replica " + replica_list(quit) + " gave the attempt up (" +
-                      st.message() + "); the round is redone among replicas " + replica_list(rest));
+            rec_.info("member-lost", "round at step " + std::to_string(step) + ": replica " + replica_list(quit) +
+                                         " gave the attempt up (" + st.message() +
+                                         "); the round is redone among replicas " + replica_list(rest));
             continue;
         }
-        event(EventLevel::kWarning, "member-lost",
-              "round at step " + std::to_string(step) + ": replica " + replica_list(gone) + " lost (" + st.message() +
-                  "); the round is redone among replicas " + replica_list(rest));
+        rec_.warn("member-lost", "round at step " + std::to_string(step) + ": replica " + replica_list(gone) +
+                                     " lost (" + st.message() + "); the round is redone among replicas " +
+                                     replica_list(rest));
         members = rest;
         last_round_ = members;
         clock_.wait_until(clock_.now_s() + cfg_.cluster.heartbeat_timeout_s);  // the wait that found it lost
@@ -162,8 +163,8 @@ Status ReplicaWorker::send_state(int to, int slot, int64_t step, double clock_s)
     const std::string whom = slot >= 0 ? "the spare at mesh rank " + std::to_string(to) + ", which takes replica " +
                                              std::to_string(slot) + "'s place"
                                        : "replica " + std::to_string(slot_of(to));
-    event(EventLevel::kInfo, "recovery", "sent the state after the round at step " + std::to_string(step) + " to " + whom +
-                                             ": " + std::to_string(bytes.size()) + " B");
+    rec_.info("recovery", "sent the state after the round at step " + std::to_string(step) + " to " + whom + ": " +
+                              std::to_string(bytes.size()) + " B");
     return Status::ok();
 }
 
@@ -225,7 +226,7 @@ Status ReplicaWorker::take_stage_states(int64_t step, int64_t live_from) {
     if (live_from >= 0) trainer_->set_step_index(got->step);
     recovery_recv_ += got->bytes;
     clock_.wait_until(got->ready_s);  // the state crosses replica 0's uplink and this node's downlink
-    for (auto& text : got->texts) event(EventLevel::kInfo, "rejoin", text);
+    for (auto& text : got->texts) rec_.info("rejoin", text);
     return Status::ok();
 }
 
@@ -256,11 +257,10 @@ Status ReplicaWorker::receive_state(int64_t step, const std::vector<int>& candid
     return Status::error(role_.name + ": no live replica sent the state after the round at step " + std::to_string(step));
 }
 
-Result<std::optional<ReplicaWorker::DonorMessage>> ReplicaWorker::state_from_anyone(const std::string& waiting) {
+Result<std::optional<ReplicaWorker::DonorMessage>> ReplicaWorker::state_from_anyone(
+    const std::string& waiting, const std::pair<std::string, std::string>& gone) {
     using R = Result<std::optional<DonorMessage>>;
-    std::vector<int> peers;
-    for (int k = 0; k < mesh_->size(); ++k)
-        if (k != mesh_->rank()) peers.push_back(k);
+    const std::vector<int> peers = mesh_peers();
     for (;;) {
         int from = -1;
         auto m = mesh_->recv_any(peers, &from);
@@ -269,6 +269,7 @@ Result<std::optional<ReplicaWorker::DonorMessage>> ReplicaWorker::state_from_any
             bool all_gone = true;
             for (int k : peers) all_gone = all_gone && rank_lost(k);
             if (!all_gone) return R::error(role_.name + ": " + waiting + ": " + m.message());
+            rec_.info(gone.first, gone.second);
             return std::optional<DonorMessage>();
         }
         if (!is_recovery_message(*m)) continue;  // a frame of a round (or sent to a predecessor)
@@ -280,14 +281,11 @@ Result<std::optional<ReplicaWorker::DonorMessage>> ReplicaWorker::state_from_any
 
 Status ReplicaWorker::stand_by(bool& needed) {
     needed = false;
-    event(EventLevel::kInfo, "standby", role_.name + " stands by to take the place of a replica lost for good");
+    rec_.info("standby", role_.name + " stands by to take the place of a replica lost for good");
     // Nothing but a donor's state is sent to a spare (it is in no round), so any peer may send it.
-    auto got = state_from_anyone("standing by");
-    if (!got) return got.status();
-    if (!*got) {
-        event(EventLevel::kInfo, "standby", role_.name + " was not needed: every other node has left the run");
-        return Status::ok();
-    }
+    auto got = state_from_anyone("standing by",
+                                 {"standby", role_.name + " was not needed: every other node has left the run"});
+    if (!got || !*got) return got.status();
     const DonorMessage& d = **got;
     if (d.state.slot < 0)
         return Status::error(role_.name + ": mesh rank " + std::to_string(d.from) + " sent a spare state without a place to take");
@@ -317,11 +315,11 @@ Status ReplicaWorker::share_step_in_group(bool& joined) {
     auto step = torch::full({1}, joined ? trainer_->step_index() : int64_t{-1}, torch::kInt64);
     const auto t = Clock::now();
     if (Status st = grads_->broadcast({step}, 0); !st) return st;
-    gloo_real_s_ += since_s(t);
+    gloo_real_s_ += seconds_since(t);
     const int64_t at = step.item<int64_t>();
     joined = at >= 0;
     if (joined && !mesh_) trainer_->set_step_index(at);
-    if (!joined && !mesh_) event(EventLevel::kInfo, "rejoin", role_.name + " did not rejoin: its leader did not");
+    if (!joined && !mesh_) rec_.info("rejoin", role_.name + " did not rejoin: its leader did not");
     return Status::ok();
 }
 
@@ -333,19 +331,15 @@ Status ReplicaWorker::rejoin_live(bool& joined) {
     // second to start, a round of a small model milliseconds): await_admission keeps their next
     // round's frames, which may come before the state, however far ahead they are.
     enter_epoch(epoch_of(role_.rejoin_live_from, 0));
-    std::vector<int> peers;
-    for (int k = 0; k < mesh_->size(); ++k)
-        if (k != mesh_->rank()) peers.push_back(k);
+    const std::vector<int> peers = mesh_peers();
     mesh_->membership().await_admission();  // after its first epoch: until the state's round begins
     for (int k : peers) mesh_->membership().tell_ready(k, Membership::kReadyLive);
-    event(EventLevel::kInfo, "start", role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
+    rec_.info("start",
+              role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
     for (;;) {
-        auto got = state_from_anyone("waiting to rejoin");
-        if (!got) return got.status();
-        if (!*got) {
-            event(EventLevel::kInfo, "rejoin", role_.name + " did not rejoin: every other node had left the run");
-            return Status::ok();
-        }
+        auto got = state_from_anyone("waiting to rejoin",
+                                     {"rejoin", role_.name + " did not rejoin: every other node had left the run"});
+        if (!got || !*got) return got.status();
         const DonorMessage& d = **got;
         if (d.state.slot >= 0)
             return Status::error(role_.name + ": mesh rank " + std::to_string(d.from) + " offered a spare's place to a restarted replica");
@@ -359,11 +353,12 @@ Status ReplicaWorker::rejoin_live(bool& joined) {
 
 Status ReplicaWorker::rejoin_stages_live(bool& joined) {
     joined = false;
-    event(EventLevel::kInfo, "start", role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
+    rec_.info("start",
+              role_.name + ": a fresh process after a loss; it waits for its peers to admit it at a round boundary");
     if (Status st = take_stage_states(-1, role_.rejoin_live_from); !st) {
         if (ctl_ && ctl_->stop.load()) return st;
         // Replica 0's node, which alone sends the state, has left or ended: nothing to join.
-        event(EventLevel::kWarning, "rejoin", role_.name + " did not rejoin: " + st.message());
+        rec_.warn("rejoin", role_.name + " did not rejoin: " + st.message());
         return Status::ok();
     }
     outer_step_ = stage_rounds_->rounds_done() - 1;  // the index of the round it was admitted at, as its peers count
@@ -411,8 +406,10 @@ Status ReplicaWorker::take_state(const RecoveryState& s, size_t bytes, int from)
     clock_.wait_until(s.clock_s + transfer_s(link, bytes));
     const std::string what = "the state after the round at step " + std::to_string(s.step) + " from replica " +
                              std::to_string(d) + ": " + std::to_string(bytes) + " B";
-    if (s.slot >= 0) event(EventLevel::kInfo, "spare", role_.name + " takes replica " + std::to_string(s.slot) + "'s place with " + what);
-    else event(EventLevel::kInfo, "rejoin", "took " + what);
+    if (s.slot >= 0)
+        rec_.info("spare", role_.name + " takes replica " + std::to_string(s.slot) + "'s place with " + what);
+    else
+        rec_.info("rejoin", "took " + what);
     return Status::ok();
 }
 

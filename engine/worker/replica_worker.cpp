@@ -12,7 +12,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     auto net = network_profile(cfg_.network);
     if (!net) return net.status();
     net_ = *net;
-    auto prepared = prepare_node_data(cfg_, role_, sink, since_s(t0_));
+    auto prepared = prepare_node_data(cfg_, role_, sink, rec_.wall_s());
     if (!prepared) return prepared.status();
     auto compute = ComputeTime::create(cfg_, role_.replica);  // after the vocabulary is known
     if (!compute) return Status::error(role_.name + ": " + compute.message());
@@ -31,11 +31,11 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         }
         cfg_ = budgeted_config(cfg_, *plan, role_.replica);
         const auto r = static_cast<size_t>(role_.replica);
-        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "time budget",
-                    role_.name + ": " + std::to_string(cfg_.outer.inner_steps) + " inner steps per round of " +
-                        std::to_string(cfg_.outer.round_time_s) + " simulated s (step " +
-                        std::to_string(plan->step_s[r]) + " s), " + std::to_string(cfg_.train.steps) +
-                        " steps in all, weight " + std::to_string(plan->mean_scale[r]) + " of a plain mean"});
+        rec_.info("time budget", role_.name + ": " + std::to_string(cfg_.outer.inner_steps) +
+                                     " inner steps per round of " + std::to_string(cfg_.outer.round_time_s) +
+                                     " simulated s (step " + std::to_string(plan->step_s[r]) + " s), " +
+                                     std::to_string(cfg_.train.steps) + " steps in all, weight " +
+                                     std::to_string(plan->mean_scale[r]) + " of a plain mean");
     }
     data_ = std::move(prepared).value();
     auto faults = FaultSchedule::create(cfg_);
@@ -46,7 +46,7 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
     // A one-node run resumes from its checkpoint when asked (other runs refuse train.ckpt_path).
     auto resumed = trainer_->resume_if_asked();
     if (!resumed) return resumed.status();
-    if (!resumed->empty()) sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume", *resumed});
+    if (!resumed->empty()) rec_.info("resume", *resumed);
     auto params = trainer_->model()->parameters();
     for (auto& p : params) n_params_ += p.numel();
     if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
@@ -116,9 +116,9 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         return Status::error(role_.name + ": a spare needs a run whose replicas may be lost (docs/faults.md)");
     }
     if (!standby_)
-        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
-                    role_.name + " starts: " + std::to_string(count_parameters(cfg_.model)) + " parameters, data part " +
-                        std::to_string(role_.global_rank()) + " of " + std::to_string(role_.world())});
+        rec_.info("start", role_.name + " starts: " + std::to_string(count_parameters(cfg_.model)) +
+                               " parameters, data part " + std::to_string(role_.global_rank()) + " of " +
+                               std::to_string(role_.world()));
     return Status::ok();
 }
 
@@ -128,7 +128,7 @@ void ReplicaWorker::install_grad_sync() {
     trainer_->set_grad_sync([this, params] {
         const auto t = Clock::now();
         Status st = grads_->average_grads(params);
-        gloo_real_s_ += since_s(t);
+        gloo_real_s_ += seconds_since(t);
         return st;
     });
 }
@@ -139,7 +139,7 @@ Status ReplicaWorker::broadcast_from_leader(double& end_s) {
     params.push_back(clock);
     const auto t = Clock::now();
     if (Status st = grads_->broadcast(params, 0); !st) return st;
-    gloo_real_s_ += since_s(t);
+    gloo_real_s_ += seconds_since(t);
     end_s = clock_.follow_leader(end_s, clock.item<float>(), net_.intra, static_cast<uint64_t>(n_params_) * 4);
     return Status::ok();
 }
@@ -275,14 +275,14 @@ Status ReplicaWorker::outer_round(int64_t step) {
         }
         // What every node of the replica now holds, where a node may have taken a peer's state.
         if (cfg_.outer.round_deadline_s > 0 || cfg_.cluster.restart_lost > 0)
-            record(step, metric::kRoundWeightsHash,
-                   static_cast<double>(state_hash(trainer_->model()->parameters()) >> 12));
+            rec_.record(step, metric::kRoundWeightsHash,
+                        static_cast<double>(state_hash(trainer_->model()->parameters()) >> 12));
     }
     const double exposed = close_round(clock_, RoundKind::kOuter, end_s, step, rep.overlap_steps);
     record_round(step, rep.bytes_sent, rep.hops, round_compute_s_, comm_s, exposed);
-    if (rep.overlap_steps > 0) record(step, metric::kRoundOverlapSteps, static_cast<double>(rep.overlap_steps));
+    if (rep.overlap_steps > 0) rec_.record(step, metric::kRoundOverlapSteps, static_cast<double>(rep.overlap_steps));
     if (rep.guard_clipped > 0) {
-        record(step, metric::kRoundGuardClipped, static_cast<double>(rep.guard_clipped));
+        rec_.record(step, metric::kRoundGuardClipped, static_cast<double>(rep.guard_clipped));
         guard_events_.push_back(std::to_string(rep.guard_clipped) + " contribution(s) scaled down by the aggregation guard in " +
                                 (rep.what.empty() ? "the round" : rep.what) + " at step " + std::to_string(step));
     }
@@ -290,7 +290,7 @@ Status ReplicaWorker::outer_round(int64_t step) {
         uint64_t mask = 0;
         for (int m : rep.members)
             if (m < 64) mask |= uint64_t{1} << m;
-        record(step, metric::kRoundGroupMask, static_cast<double>(mask));
+        rec_.record(step, metric::kRoundGroupMask, static_cast<double>(mask));
     }
     round_compute_s_ = 0;
     if (elastic() && !late_leader) return catch_up(step, end_s, late);
@@ -298,52 +298,34 @@ Status ReplicaWorker::outer_round(int64_t step) {
 }
 
 // The same clock rule as outer_round's: the uplink carries this node's payloads of every slice
-// back to back after the slowest holder. The rows are the stage node's (pipeline_worker.cpp).
+// back to back after the slowest holder (stage_round_step.h). The rows are the stage node's
+// (pipeline_worker.cpp).
 Status ReplicaWorker::stage_round(int64_t step) {
-    if (down_until_ >= 0 && step % cfg_.outer.inner_steps == 0) {
-        // Disconnected: no round; after the one it rejoins at, replica 0's state replaces its own.
-        if (step < down_until_) return Status::ok();
-        down_until_ = -1;
-        return take_stage_states(step);
-    }
-    auto rep = stage_rounds_->round(step, clock_.now_s());
-    if (!rep) return rep.status();
-    if (!rep->synced) return Status::ok();
-    ++outer_step_;
-    // Rounds redone among the survivors after a loss (stage_rounds.h, docs/faults.md).
-    for (auto& text : rep->lost) event(EventLevel::kWarning, "member-lost", text);
-    if (rep->late_s >= 0) {
-        // Past outer.round_deadline_s: out of the round, its own pseudo-gradient dropped; every
-        // slice takes replica 0's state after it (its AdamW kept, as after a disconnect).
-        round_compute_s_ = 0;
-        if (Status st = take_stage_states(step); !st) return st;
-        for (auto& [name, v] : stage_rounds_->late_rows(rep->late_s)) record(step, name, v);
-        return Status::ok();
-    }
-    if (role_.replica == 0 && !rep->late.empty())
-        event(EventLevel::kWarning, "late", late_event_text(step, rep->late, cfg_.outer.round_deadline_s));
-    const RoundTiming timing{RoundKind::kStages, LinkClass::kOuterSync, static_cast<int>(role_.replica),
-                             rep->members(cfg_.outer.replicas), {rep->latest_s}, rep->bytes, rep->hops};
-    const LinkSpec link = round_link(net_, role_.replica, timing.members, rep->hops);  // for the round's own cost
-    const double exposed = close_round(clock_, RoundKind::kStages, round_end(net_, topology_of(cfg_), timing));
-    if (t_fixed_.defined()) {
-        auto h = stage_rounds_->agree_t_fixed(t_fixed_);
-        if (!h) return h.status();
-        record(step, metric::kRoundTFixedHash, static_cast<double>(*h));
-    }
-    for (auto& [name, v] : stage_round_rows(*rep)) record(step, name, v);
-    if (rep->guard_clipped > 0)
-        guard_events_.push_back(std::to_string(rep->guard_clipped) +
-                                " contribution(s) scaled down by the aggregation guard at step " + std::to_string(step));
-    record_round(step, rep->bytes, rep->hops, round_compute_s_, round_comm_s(link, rep->bytes, rep->hops), exposed);
-    round_compute_s_ = 0;
-    // Replica 0 hands every slice's state to the pipeline replicas rejoining after this round.
-    auto sent = send_stage_states(cfg_, role_.replica, faults_, step, rep->late, clock_.now_s(), *mesh_,
-                                  StageRecoveryParts{stage_rounds_.get(), t_fixed_, {}, nullptr});
-    if (!sent) return Status::error(role_.name + ": " + sent.message());
-    recovery_sent_ += sent->bytes;
-    for (auto& text : sent->texts) event(EventLevel::kInfo, "recovery", text);
-    return Status::ok();
+    StageRoundActs acts;
+    acts.take_states = [this](int64_t s) { return take_stage_states(s); };
+    acts.record_round = [this](int64_t s, const StageRoundsReport& rep, double comm_s, double exposed_s) {
+        if (rep.guard_clipped > 0)
+            guard_events_.push_back(std::to_string(rep.guard_clipped) +
+                                    " contribution(s) scaled down by the aggregation guard at step " +
+                                    std::to_string(s));
+        record_round(s, rep.bytes, rep.hops, round_compute_s_, comm_s, exposed_s);
+    };
+    const StageRoundNode node{cfg_,
+                              net_,
+                              static_cast<int>(role_.replica),
+                              role_.replica == 0,
+                              *stage_rounds_,
+                              clock_,
+                              rec_,
+                              *mesh_,
+                              faults_,
+                              t_fixed_,
+                              StageRecoveryParts{stage_rounds_.get(), t_fixed_, {}, nullptr},
+                              down_until_,
+                              outer_step_,
+                              round_compute_s_,
+                              recovery_sent_};
+    return stage_round_step(node, step, acts);
 }
 
 // Validation loss of the global (outer) model: the algorithm's global copy swapped in for the
@@ -360,7 +342,7 @@ void ReplicaWorker::record_round(int64_t step, uint64_t bytes, int64_t hops, dou
                                  double exposed_s) {
     const double real = real_exchange_s();
     for (auto& [name, v] : round_metrics(bytes, hops, compute_s, comm_s, exposed_s, real - real_at_last_round_))
-        record(step, name, v);
+        rec_.record(step, name, v);
     real_at_last_round_ = real;
 }
 
@@ -376,7 +358,7 @@ ByteCounters ReplicaWorker::total_bytes() const {
 Status ReplicaWorker::checkpoint(bool final, MetricSink& sink) {
     auto written = trainer_->checkpoint_if_due(final);
     if (!written) return Status::error(role_.name + ": checkpoint: " + written.message());
-    if (!written->empty()) sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "checkpoint", *written});
+    if (!written->empty()) rec_.info("checkpoint", *written);
     return Status::ok();
 }
 
@@ -387,8 +369,7 @@ Status ReplicaWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
                              : stage_rounds_ ? save_stage_state(stage_parts())
                                              : OuterState{};
     return save_and_report_checkpoint(run_ckpt_, p, *trainer_->model(), trainer_->optimizer(), state, config_hash(cfg_),
-                                      role_.name, since_s(t0_),
-                                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
+                                      role_.name, rec_.wall_s(), rec_.recorder(), sink);
 }
 
 Status ReplicaWorker::resume_run_checkpoint(MetricSink& sink) {
@@ -415,8 +396,7 @@ Status ReplicaWorker::resume_run_checkpoint(MetricSink& sink) {
     // A checkpoint's step ends a round: its members are the last round's, so a member gone at the
     // next one is noticed (and its heartbeat timeout paid) as in an uninterrupted run.
     if (elastic()) last_round_ = places_.by_rank(scheduled_members(p.step));
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume",
-                "resumed from " + loaded->path + " at step " + std::to_string(p.step)});
+    rec_.info("resume", "resumed from " + loaded->path + " at step " + std::to_string(p.step));
     return Status::ok();
 }
 
@@ -427,14 +407,9 @@ StageStateParts ReplicaWorker::stage_parts() {
     return parts;
 }
 
-void ReplicaWorker::record_bytes(int64_t step) {
-    for (auto& [name, v] : byte_metrics(total_bytes(), true)) record(step, name, v);
-    if (recovery_sent_ > 0) record(step, metric::kBytesRecoverySent, static_cast<double>(recovery_sent_));
-    if (recovery_recv_ > 0) record(step, metric::kBytesRecoveryRecv, static_cast<double>(recovery_recv_));
-}
-
 Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
-    sink_ = &sink;
+    rec_.attach(sink);
+    rec_.stamp_with([this] { return clock_.now_s(); }, [this] { return outer_step_; });
     ctl_ = &ctl;
     if (Status st = setup(ctl, sink); !st) return st;
     ctl.step = trainer_->step_index();  // a resumed node starts where its checkpoint stands
@@ -463,8 +438,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         // A replica of several nodes restarted as a whole: its other nodes take the leader's state.
         if (Status st = follow_in_group(); !st) return st;
         ctl.step = back;
-        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
-                    role_.name + ": a fresh process rejoins after the round at step " + std::to_string(back)});
+        rec_.info("start", role_.name + ": a fresh process rejoins after the round at step " + std::to_string(back));
     }
     if (role_.rejoin_live_from >= 0) {
         // A fresh process after a real loss (cluster.restart_lost): the leader is admitted by its
@@ -480,7 +454,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         if (st && joined && grads_) st = follow_in_group();
         if (!st && !ctl.stop.load()) return st;
         if (!st || !joined) {
-            if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
+            rec_.flush_pending();
             return summarise();
         }
         tokens_done_ = role_.rejoin_tokens;
@@ -492,8 +466,8 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         Status st = stand_by(needed);
         if (!st && !ctl.stop.load()) return st;
         if (!st || !needed) {
-            if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
-            if (ctl.stop.load()) sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop", "stopped standing by"});
+            rec_.flush_pending();
+            if (ctl.stop.load()) rec_.info("stop", "stopped standing by");
             return summarise();
         }
         ctl.step = trainer_->step_index();
@@ -519,14 +493,14 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
         clock_.compute(compute_s);
         round_compute_s_ += compute_s;
         last_loss_ = s.loss;
-        record(s.step, metric::kTrainLoss, s.loss);
-        record(s.step, metric::kTrainLr, s.lr);
-        record(s.step, metric::kTrainGradNorm, s.grad_norm);
+        rec_.record(s.step, metric::kTrainLoss, s.loss);
+        rec_.record(s.step, metric::kTrainLr, s.lr);
+        rec_.record(s.step, metric::kTrainGradNorm, s.grad_norm);
         tokens_done_ += tokens_per_step;  // this replica's own: a step it was down for is not counted
-        record(s.step, metric::kTrainTokens, static_cast<double>(tokens_done_));
-        record(s.step, metric::kTrainComputeS, compute_s);
-        if (compute_.modelled()) record(s.step, metric::kTrainRealComputeS, compute_.take_measured_s());
-        record(s.step, metric::kTrainTokensPerS, tokens_per_step / compute_s);
+        rec_.record(s.step, metric::kTrainTokens, static_cast<double>(tokens_done_));
+        rec_.record(s.step, metric::kTrainComputeS, compute_s);
+        if (compute_.modelled()) rec_.record(s.step, metric::kTrainRealComputeS, compute_.take_measured_s());
+        rec_.record(s.step, metric::kTrainTokensPerS, tokens_per_step / compute_s);
         clock_.settle_due(s.step);  // results of overlapped exchanges due now: the clock waits for them
         Status st = algorithm_of(cfg_) == Algorithm::kDdp ? ddp_round(s.step, compute_s)
                     : stage_rounds_                     ? stage_round(s.step)
@@ -535,9 +509,8 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
             failure = st;
             break;
         }
-        record_bytes(s.step);
-        for (auto& text : std::exchange(guard_events_, {}))
-            sink.event({since_s(t0_), role_.name, EventLevel::kWarning, "guard", text});
+        rec_.record_bytes(s.step, total_bytes(), recovery());
+        for (auto& text : std::exchange(guard_events_, {})) rec_.warn("guard", text);
         // The global model's validation loss: every outer round (DiLoCo), every eval_every steps
         // (DDP, single node) and at the end; one node evaluates, all hold the same weights then.
         const bool outer_algo = algorithm_traits(cfg_).outer_rounds;
@@ -548,7 +521,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
             if (const double v = evaluate_global(); !std::isnan(v)) {
                 last_val_ = v;
                 last_val_step_ = s.step;
-                record(s.step, metric::kValLoss, last_val_);
+                rec_.record(s.step, metric::kValLoss, last_val_);
             }
         }
         if (s.step < steps)
@@ -563,7 +536,7 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
                 break;
             }
         ctl.step = s.step;
-        sink.metrics(std::exchange(rows_, {}));
+        rec_.flush();
         bool left = false;
         if (Status st = apply_faults(s.step, compute_s, left); !st) {
             failure = st;
@@ -574,10 +547,9 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
     // A clean stop (between steps, or a DDP step abandoned by it) leaves a consistent state:
     // checkpoint it. A round aborted half-way does not.
     const bool clean_stop = failure.is_ok() ? stopped : abandoned && ctl.stop.load();
-    if (clean_stop && run_ckpt_.enabled() && !run_ckpt_.holds(trainer_->step_index()) &&
-        trainer_->step_index() > 0)
+    if (clean_stop && run_ckpt_.due_on_stop(trainer_->step_index()))
         if (Status st = save_run_checkpoint(trainer_->step_index(), sink); !st) failure = st;
-    if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
+    rec_.flush_pending();
     const WorkerSummary summary = summarise();
     // Closing the Gloo group now wakes any peer still waiting for this node inside a collective.
     grads_.reset();
@@ -585,38 +557,29 @@ Result<WorkerSummary> ReplicaWorker::run(WorkerControl& ctl, MetricSink& sink) {
     if (!failure.is_ok() && !ctl.stop.load()) return failure;
     stopped = stopped || ctl.stop.load();
     if (Status st = checkpoint(true, sink); !st) return st;  // at the end, or where a stop left it
-    if (stopped) sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop",
-                             "stopped at step " + std::to_string(trainer_->step_index())});
+    if (stopped) rec_.stopped_at(trainer_->step_index());
     // The run's model, from the node that evaluates it: the global weights where the algorithm
     // keeps them apart from the live ones.
     if (is_evaluator() && !leaving_ && trainer_->step_index() > 0) {
         GlobalWeightsSwap swap;
         if (stage_rounds_) stage_rounds_->swap_in_global(swap);
         else if (outer_) swap.add(trainer_->model()->parameters(), outer_->eval_params());
-        send_final_model(sink, role_.name, final_model_tensors(*trainer_->model()),
-                         data_ ? data_->tokenizer_files : std::vector<std::string>{});
+        send_final_model(sink, role_.name, *trainer_->model(), data_.get());
     }
 
     return summary;
 }
 
 WorkerSummary ReplicaWorker::summarise() const {
-    const double compute_s = clock_.compute_s(), exposed_s = clock_.exposed_s();
-    WorkerSummary out{{summary::kSteps, static_cast<double>(trainer_->step_index())},
-                      {metric::kTrainLoss, last_loss_},
-                      {metric::kValLoss, last_val_},
-                      {summary::kValStep, static_cast<double>(last_val_step_)},
-                      {summary::kSimS, clock_.now_s()},
-                      {summary::kComputeS, compute_s},
-                      {summary::kExposedCommS, exposed_s},
-                      {summary::kUtilisation, compute_s / (compute_s + exposed_s)},
-                      {summary::kWallS, since_s(t0_)}};
+    NodeSummary out = clock_summary(clock_);
+    out.steps = trainer_->step_index();
+    out.train_loss = last_loss_, out.val_loss = last_val_, out.val_step = last_val_step_;
+    out.utilisation = out.compute_s / (out.compute_s + *out.exposed_comm_s);
     // Beside stage nodes, whose utilisation also counts bubbles, the share lost to outer syncs alone.
-    if (stage_rounds_) out[summary::kSyncUtilisation] = compute_s / std::max(1e-12, compute_s + clock_.sync_exposed_s());
-    for (auto& [name, v] : byte_metrics(total_bytes(), false)) out[name] = v;
-    if (recovery_sent_ > 0) out[metric::kBytesRecoverySent] = static_cast<double>(recovery_sent_);
-    if (recovery_recv_ > 0) out[metric::kBytesRecoveryRecv] = static_cast<double>(recovery_recv_);
-    return out;
+    if (stage_rounds_) out.sync_utilisation = sync_utilisation(clock_);
+    out.wall_s = rec_.wall_s();
+    out.bytes = total_bytes(), out.recovery = recovery();
+    return to_worker_summary(out);
 }
 
 }  // namespace replica_impl

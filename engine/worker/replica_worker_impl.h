@@ -12,7 +12,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include <torch/optim/adamw.h>
 
@@ -39,15 +38,19 @@
 #include "engine/worker/recovery.h"
 #include "engine/worker/replica_places.h"
 #include "engine/worker/replica_worker.h"
+#include "engine/worker/node_summary.h"
+#include "engine/worker/node_worker.h"
 #include "engine/worker/run_checkpoint.h"
+#include "engine/worker/scheduled_faults.h"
 #include "engine/worker/stage_recovery.h"
+#include "engine/worker/stage_round_step.h"
 #include "engine/worker/stage_rounds.h"
 #include "engine/worker/stage_state.h"
+#include "engine/worker/worker_recorder.h"
 
 namespace tw::replica_impl {
 
-using Clock = std::chrono::steady_clock;
-inline double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using Clock = WorkerClock;
 // "0, 2, 3": replicas for events and errors.
 inline std::string replica_list(std::vector<int> rs) {
     std::sort(rs.begin(), rs.end());
@@ -70,11 +73,11 @@ inline uint64_t weights_checksum(const std::vector<torch::Tensor>& params) {
     return h;
 }
 
-class ReplicaWorker : public Worker {
+class ReplicaWorker : public NodeWorker {
 public:
-    ReplicaWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh,
-                  std::function<void(std::function<bool()>)> set_abort, GroupStore store)
-        : cfg_(std::move(cfg)), role_(std::move(role)), mesh_(std::move(mesh)), set_abort_(std::move(set_abort)),
+    ReplicaWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh, AbortSetter set_abort,
+                  GroupStore store)
+        : NodeWorker(std::move(cfg), std::move(role), std::move(mesh), std::move(set_abort)),
           store_(std::move(store)) {}
 
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
@@ -110,8 +113,15 @@ private:
     // leader gone and redo their round without it).
     void leave(const Status& why) {
         leaving_ = true;
-        event(EventLevel::kWarning, "leave", "replica " + std::to_string(role_.replica) +
-                                                 " leaves the run as a whole: its gradient group failed (" + why.message() + ")");
+        rec_.warn("leave", "replica " + std::to_string(role_.replica) +
+                               " leaves the run as a whole: its gradient group failed (" + why.message() + ")");
+    }
+    // Every mesh rank but this node's: whoever may send a node that is in no round its state.
+    std::vector<int> mesh_peers() const {
+        std::vector<int> out;
+        for (int k = 0; k < mesh_->size(); ++k)
+            if (k != mesh_->rank()) out.push_back(k);
+        return out;
     }
     // Whether the data plane counts replica `r` lost (the node holding its place found silent or
     // gone, or told so by a peer).
@@ -145,8 +155,9 @@ private:
     };
     // A waiting node's next recovery message from any other mesh member (a spare, a restarted
     // process: it is in no round, so any peer may send it); nullopt when every peer left the run
-    // first. `waiting` names the wait in errors.
-    Result<std::optional<DonorMessage>> state_from_anyone(const std::string& waiting);
+    // first, which the info event `gone` (kind, text) then says. `waiting` names the wait in errors.
+    Result<std::optional<DonorMessage>> state_from_anyone(const std::string& waiting,
+                                                          const std::pair<std::string, std::string>& gone);
     // ---- restarted nodes (cluster.restart_lost, docs/faults.md "Restarted nodes") ----
     // A fresh process after a real loss: tells every peer it is up (Membership::kReadyLive) and
     // waits for the state a donor sends once the members admit it after a round; `joined` = false
@@ -197,16 +208,9 @@ private:
     // The scheduled faults that start after step `step` (a kill returns with `left` set when the
     // replica does not come back).
     Status apply_faults(int64_t step, double step_compute_s, bool& left);
-    void event(EventLevel level, const std::string& kind, const std::string& text) {
-        if (sink_) sink_->event({since_s(t0_), role_.name, level, kind, text});
-    }
     // A full replica of a run with pipeline replicas: S per-stage rounds (stage_rounds.h).
     Status stage_round(int64_t step);
     bool in_pipeline_run() const { return cfg_.cluster.stages > 1; }
-    void record(int64_t step, const std::string& name, double v) {
-        rows_.push_back({role_.name, step, outer_step_, since_s(t0_), clock_.now_s(), name, v});
-    }
-    void record_bytes(int64_t step);
     // train.ckpt_path (one-node runs): a checkpoint when due, or `final`; an event names it.
     Status checkpoint(bool final, MetricSink& sink);
     // Run-scoped checkpoints (train.ckpt_every, run_checkpoint.h): the one of step `step`, its
@@ -227,11 +231,6 @@ private:
         return role_.rank == 0 && down_until_ < 0 && (members_.empty() ? role_.replica == 0 : members_.front() == role_.replica);
     }
 
-    RunConfig cfg_;
-    NodeRole role_;
-    std::unique_ptr<Collective> mesh_;
-    std::function<void(std::function<bool()>)> set_abort_;
-
     GroupStore store_;  // declared before grads_: the Gloo group closes first, then the store
 
     NetworkProfile net_;
@@ -241,9 +240,6 @@ private:
     std::unique_ptr<StageRounds> stage_rounds_;  // instead of outer_ in a run with pipeline replicas
     torch::Tensor t_fixed_;                      // [V, d] when that run compresses anything
     LinkClass grad_link_ = LinkClass::kIntraReplica;
-    // The run's start: a restarted process counts wall time from it as its peers do (NodeRole::rejoin_age_ms).
-    Clock::time_point t0_ = Clock::now() - std::chrono::milliseconds(role_.rejoin_age_ms(unix_now_ms()));
-    std::vector<MetricRecord> rows_;
     SimClock clock_;  // this node's simulated clock (core/sim_clock.h)
     ComputeTime compute_;  // measured or modelled seconds of a step (core/compute_model.h)
     double round_compute_s_ = 0;
@@ -267,8 +263,8 @@ private:
     uint64_t epoch_ = 0;            // the transport's attempt number last begun (enter_epoch)
     int64_t down_until_ = -1;       // disconnected: away through the round at this step; −1 = present
     uint64_t recovery_sent_ = 0, recovery_recv_ = 0;
-    int64_t tokens_done_ = 0;       // tokens this replica trained on
-    MetricSink* sink_ = nullptr;
+    RecoveryBytes recovery() const { return {recovery_sent_, recovery_recv_}; }
+    int64_t tokens_done_ = 0;  // tokens this replica trained on
     WorkerControl* ctl_ = nullptr;
     RunCheckpoints run_ckpt_;
     ByteCounters bytes_before_;  // a resumed node's counters at its checkpoint (total_bytes adds them)

@@ -72,6 +72,9 @@ public:
     bool due(int64_t step, bool boundary) const { return enabled() && boundary && step >= next_due_; }
     // Whether step `step` already has this node's checkpoint (one written or loaded there).
     bool holds(int64_t step) const { return step == last_step_; }
+    // Whether a stop after step `step` is checkpointed: a stop between steps leaves a consistent
+    // state, worth keeping unless that step's checkpoint exists already (or nothing was trained).
+    bool due_on_stop(int64_t step) const { return enabled() && !holds(step) && step > 0; }
 
     struct Written {
         std::string path;

@@ -27,14 +27,16 @@
 #include "engine/train/skippipe_step.h"
 #include "engine/train/trainer.h"
 #include "engine/worker/run_checkpoint.h"
+#include "engine/worker/node_summary.h"
+#include "engine/worker/node_worker.h"
 #include "engine/worker/skippipe_state.h"
+#include "engine/worker/worker_recorder.h"
 #include "core/config_io.h"
 
 namespace tw {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using Clock = WorkerClock;
 
 std::vector<uint8_t> tensor_bytes(const torch::Tensor& t) {
     auto c = t.detach().contiguous();
@@ -72,11 +74,11 @@ struct Op {
     }
 };
 
-class SkipPipeWorker : public Worker {
+class SkipPipeWorker : public NodeWorker {
 public:
-    SkipPipeWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh,
-                   std::function<void(std::function<bool()>)> set_abort, SkipOpObserver observer)
-        : cfg_(std::move(cfg)), role_(std::move(role)), mesh_(std::move(mesh)), set_abort_(std::move(set_abort)),
+    SkipPipeWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh, AbortSetter set_abort,
+                   SkipOpObserver observer)
+        : NodeWorker(std::move(cfg), std::move(role), std::move(mesh), std::move(set_abort)),
           observer_(std::move(observer)) {}
 
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
@@ -102,9 +104,6 @@ private:
     // peer sends to it; what arrives early is kept until its op runs.
     Status send_msg(int to, const torch::Tensor& t);
     Result<torch::Tensor> recv_msg(int from, int key, bool requires_grad);
-    void record(int64_t step, const std::string& name, double v) {
-        rows_.push_back({role_.name, step, -1, since_s(t0_), sim_s_, name, v});
-    }
     WorkerSummary summarise() const;
     // Run-scoped checkpoints (run_checkpoint.h) after any step (a SkipPipe step ends with its stage
     // syncs); resuming, the load of role.resume_step's before the stage times are needed: a resumed
@@ -113,10 +112,6 @@ private:
     Status resume_run_checkpoint(MetricSink& sink);
     ByteCounters total_bytes() const { return counters_since(bytes_before_, mesh_->counters()); }
 
-    RunConfig cfg_;
-    NodeRole role_;
-    std::unique_ptr<Collective> mesh_;
-    std::function<void(std::function<bool()>)> set_abort_;
     SkipOpObserver observer_;
 
     NetworkProfile net_;
@@ -130,8 +125,6 @@ private:
     std::map<int, std::vector<int>> expected_;
     std::map<int, size_t> next_;
     std::map<std::pair<int, int>, std::vector<uint8_t>> early_;
-    Clock::time_point t0_ = Clock::now();
-    std::vector<MetricRecord> rows_;
     double sim_s_ = 0, compute_s_ = 0, busy_s_ = 0, last_loss_ = NAN, last_val_ = NAN;
     double iter_sum_s_ = 0, skip_iter_sum_s_ = 0;  // makespans trained on, and SkipPipe's, summed
     std::map<std::string, double> last_paths_;     // val.loss.path_* of the last evaluation
@@ -150,7 +143,7 @@ Status SkipPipeWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         return Status::error(role_.name + ": mesh of " + std::to_string(mesh_->size()) + " members, rank " +
                              std::to_string(mesh_->rank()) + "; SkipPipe needs " + std::to_string(S() * N()) +
                              " with this node at " + std::to_string(rank_of(role_.stage, role_.replica)));
-    auto data = prepare_node_data(cfg_, role_, sink, since_s(t0_));
+    auto data = prepare_node_data(cfg_, role_, sink, rec_.wall_s());
     if (!data) return data.status();
     data_ = std::move(*data);
     auto compute = ComputeTime::create(cfg_, 0);  // every node alike: SkipPipe has no node speeds
@@ -179,12 +172,12 @@ Status SkipPipeWorker::setup(WorkerControl& ctl, MetricSink& sink) {
         return Status::error("stage " + std::to_string(role_.stage) + " starts from other weights: " + st.message());
     if (mesh_->rank() == 0 && !run_ckpt_.resuming()) {  // a resumed run has these rows of step 0
         const SkipPipeProblem& p = timing_->problem();
-        record(0, metric::kSkipPipeBlockFwdS, block.fwd_s);
-        record(0, metric::kSkipPipeBlockBwdS, block.bwd_s);
-        record(0, metric::kSkipPipeHeadFwdS, head.fwd_s);
-        record(0, metric::kSkipPipeHeadBwdS, head.bwd_s);
-        record(0, metric::kSkipPipeHeadFraction, p.head_fraction);
-        record(0, metric::kSkipPipeTransferS, p.transfer_s);
+        rec_.record(0, metric::kSkipPipeBlockFwdS, block.fwd_s);
+        rec_.record(0, metric::kSkipPipeBlockBwdS, block.bwd_s);
+        rec_.record(0, metric::kSkipPipeHeadFwdS, head.fwd_s);
+        rec_.record(0, metric::kSkipPipeHeadBwdS, head.bwd_s);
+        rec_.record(0, metric::kSkipPipeHeadFraction, p.head_fraction);
+        rec_.record(0, metric::kSkipPipeTransferS, p.transfer_s);
         char text[256];
         std::snprintf(text, sizeof text,
                       "per micro-batch (%lld×%lld tokens), ms: block %.2f + %.2f, head op %.2f + %.2f (%s); head "
@@ -194,12 +187,11 @@ Status SkipPipeWorker::setup(WorkerControl& ctl, MetricSink& sink) {
                       compute_.modelled() ? "compute model"
                       : cfg_.skippipe.block_s.empty() || cfg_.skippipe.head_s.empty() ? "measured by this node" : "given",
                       p.head_fraction, 1e3 * p.transfer_s);
-        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "skippipe.times", text});
+        rec_.info("skippipe.times", text);
     }
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "start",
-                role_.name + " starts: SkipPipe stage " + std::to_string(role_.stage) + " of " + std::to_string(S()) +
-                    " for replica " + std::to_string(role_.replica) + ", " +
-                    std::to_string(model_->num_parameters()) + " parameters"});
+    rec_.info("start", role_.name + " starts: SkipPipe stage " + std::to_string(role_.stage) + " of " +
+                           std::to_string(S()) + " for replica " + std::to_string(role_.replica) + ", " +
+                           std::to_string(model_->num_parameters()) + " parameters");
     return Status::ok();
 }
 
@@ -350,7 +342,7 @@ Status SkipPipeWorker::train_step(int64_t step, const SkipStepTiming& st, double
             if (o.visit > 0) out = hd.x.grad();
             held.erase(o.path);
         }
-        const double c = compute_.skip_op(o.kind, o.stage, since_s(t));  // measured, or modelled (flops)
+        const double c = compute_.skip_op(o.kind, o.stage, seconds_since(t));  // measured, or modelled (flops)
         compute_s += c;
         busy_s_ += o.end - o.start;
         if (observer_) observer_({step, o.path, o.visit, o.stage, o.node, o.kind});  // before its output leaves
@@ -486,10 +478,10 @@ Status SkipPipeWorker::evaluate(int64_t step) {
     for (int s = 0; s < S(); ++s) in_order[static_cast<size_t>(s)] = s;
     Status status;
     const double full = eval_path(in_order, status);
-    if (mesh_->rank() == 0 && status.is_ok()) last_val_ = full, record(step, metric::kValLoss, full);
+    if (mesh_->rank() == 0 && status.is_ok()) last_val_ = full, rec_.record(step, metric::kValLoss, full);
     for (const auto& p : cfg_.skippipe.eval_paths) {
         const double v = eval_path(p, status);
-        if (mesh_->rank() == 0 && status.is_ok()) record(step, path_metric(p), v), last_paths_[path_metric(p)] = v;
+        if (mesh_->rank() == 0 && status.is_ok()) rec_.record(step, path_metric(p), v), last_paths_[path_metric(p)] = v;
     }
     return status;
 }
@@ -502,8 +494,7 @@ Status SkipPipeWorker::save_run_checkpoint(int64_t step, MetricSink& sink) {
     p.last_loss = last_loss_, p.last_val = last_val_;
     SkipPipeNodeState state{busy_s_, iter_sum_s_, skip_iter_sum_s_, block_, head_, last_paths_};
     return save_and_report_checkpoint(run_ckpt_, p, *model_, *optim_, save_skippipe_state(state), config_hash(cfg_),
-                                      role_.name, since_s(t0_),
-                                      [this](int64_t s, const std::string& name, double v) { record(s, name, v); }, sink);
+                                      role_.name, rec_.wall_s(), rec_.recorder(), sink);
 }
 
 Status SkipPipeWorker::resume_run_checkpoint(MetricSink& sink) {
@@ -523,12 +514,13 @@ Status SkipPipeWorker::resume_run_checkpoint(MetricSink& sink) {
     last_paths_ = state->paths;
     bytes_before_ = p.bytes;
     last_loss_ = p.last_loss, last_val_ = p.last_val;
-    sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "resume",
-                "resumed from " + loaded->path + " at step " + std::to_string(p.step)});
+    rec_.info("resume", "resumed from " + loaded->path + " at step " + std::to_string(p.step));
     return Status::ok();
 }
 
 Result<WorkerSummary> SkipPipeWorker::run(WorkerControl& ctl, MetricSink& sink) {
+    rec_.attach(sink);
+    rec_.stamp_with([this] { return sim_s_; }, nullptr);
     if (Status st = setup(ctl, sink); !st) return st;
     ctl.step = step_;  // a resumed node starts where its checkpoint stands
     const int64_t steps = cfg_.train.steps;
@@ -550,29 +542,29 @@ Result<WorkerSummary> SkipPipeWorker::run(WorkerControl& ctl, MetricSink& sink) 
         failure = train_step(step_, *st, compute);
         if (failure.is_ok()) failure = sync_and_step(step_, *st, grad_norm);
         if (!failure.is_ok()) break;
-        const double wall = since_s(t_step);
+        const double wall = seconds_since(t_step);
         ++step_;
         sim_s_ += st->iter_s + st->sync_s;  // as skippipe_clocks replays it
         iter_sum_s_ += st->iter_s, skip_iter_sum_s_ += st->skip.makespan_s;
         compute_s_ += compute;
-        record(step_, metric::kTrainComputeS, compute);
-        if (compute_.modelled()) record(step_, metric::kTrainRealComputeS, compute_.take_measured_s());
+        rec_.record(step_, metric::kTrainComputeS, compute);
+        if (compute_.modelled()) rec_.record(step_, metric::kTrainRealComputeS, compute_.take_measured_s());
         if (role_.stage == 0) {
-            record(step_, metric::kTrainLoss, last_loss_);
-            record(step_, metric::kTrainGradNorm, grad_norm);
+            rec_.record(step_, metric::kTrainLoss, last_loss_);
+            rec_.record(step_, metric::kTrainGradNorm, grad_norm);
         }
         if (mesh_->rank() == 0) {
             const auto& tc = cfg_.train;
-            record(step_, metric::kTrainLr, lr_at(step_ - 1, tc.steps, tc.lr, tc.warmup_steps, tc.min_lr_frac));
-            record(step_, metric::kTrainTokens, tokens * static_cast<double>(step_));
-            record(step_, metric::kTrainTokensPerS, tokens / wall);
-            record(step_, metric::kSkipPipeIterS, st->iter_s);
-            record(step_, metric::kSkipPipeSkipIterS, st->skip.makespan_s);
-            record(step_, metric::kSkipPipeFullIterS, timing_->full_schedule().makespan_s);
-            record(step_, metric::kSkipPipeMaxHeld, st->schedule.max_held);
-            record(step_, metric::kSkipPipeSyncS, st->sync_s);
+            rec_.record(step_, metric::kTrainLr, lr_at(step_ - 1, tc.steps, tc.lr, tc.warmup_steps, tc.min_lr_frac));
+            rec_.record(step_, metric::kTrainTokens, tokens * static_cast<double>(step_));
+            rec_.record(step_, metric::kTrainTokensPerS, tokens / wall);
+            rec_.record(step_, metric::kSkipPipeIterS, st->iter_s);
+            rec_.record(step_, metric::kSkipPipeSkipIterS, st->skip.makespan_s);
+            rec_.record(step_, metric::kSkipPipeFullIterS, timing_->full_schedule().makespan_s);
+            rec_.record(step_, metric::kSkipPipeMaxHeld, st->schedule.max_held);
+            rec_.record(step_, metric::kSkipPipeSyncS, st->sync_s);
         }
-        for (auto& [name, v] : byte_metrics(total_bytes(), true)) record(step_, name, v);
+        rec_.record_bytes(step_, total_bytes());
         const bool periodic = cfg_.train.eval_every > 0 && step_ % cfg_.train.eval_every == 0;
         if (periodic || step_ == steps)
             if (Status e = evaluate(step_); !e) {
@@ -585,42 +577,39 @@ Result<WorkerSummary> SkipPipeWorker::run(WorkerControl& ctl, MetricSink& sink) 
                 break;
             }
         ctl.step = step_;
-        sink.metrics(std::exchange(rows_, {}));
+        rec_.flush();
     }
-    // A clean stop between steps leaves a consistent state: checkpoint it.
-    if (stopped && failure.is_ok() && run_ckpt_.enabled() && !run_ckpt_.holds(step_) && step_ > 0)
-        if (Status st = save_run_checkpoint(step_, sink); !st) failure = st;
-    if (!rows_.empty()) sink.metrics(std::exchange(rows_, {}));
-    if (!failure.is_ok() && !ctl.stop.load()) return failure;
-    if (stopped || ctl.stop.load())
-        sink.event({since_s(t0_), role_.name, EventLevel::kInfo, "stop", "stopped at step " + std::to_string(step_)});
+    if (Status st = end_training_loop(failure, stopped, step_, ctl, run_ckpt_,
+                                      [&](int64_t step) { return save_run_checkpoint(step, sink); });
+        !st)
+        return st;
     // The run's model: node 0's holder of each stage sends its stage (the stage syncs keep every
     // holder of a stage alike).
     if (mesh_->rank() == rank_of(static_cast<int>(role_.stage), 0) && step_ > 0) {
-        send_final_model(sink, role_.name, final_model_tensors(*model_),
-                         data_ ? data_->tokenizer_files : std::vector<std::string>{});
+        send_final_model(sink, role_.name, *model_, data_.get());
     }
     return summarise();
 }
 
 WorkerSummary SkipPipeWorker::summarise() const {
-    WorkerSummary out{{summary::kSteps, static_cast<double>(step_)},
-                      {summary::kSimS, sim_s_},
-                      {summary::kComputeS, compute_s_},
-                      // the schedule's busy time of this node against the clock: bubbles, hops and syncs are idle
-                      {summary::kUtilisation, busy_s_ / std::max(1e-12, sim_s_)},
-                      {summary::kWallS, since_s(t0_)}};
-    if (role_.stage == 0) out[metric::kTrainLoss] = last_loss_;
+    NodeSummary out;
+    out.steps = step_;
+    out.sim_s = sim_s_, out.compute_s = compute_s_;
+    // the schedule's busy time of this node against the clock: bubbles, hops and syncs are idle
+    out.utilisation = busy_s_ / std::max(1e-12, sim_s_);
+    out.wall_s = rec_.wall_s();
+    if (role_.stage == 0) out.train_loss = last_loss_;
+    if (mesh_->rank() == 0) out.val_loss = last_val_;
+    out.bytes = total_bytes();
+    WorkerSummary summary = to_worker_summary(out);
     if (mesh_->rank() == 0) {
-        out[metric::kValLoss] = last_val_;
-        for (auto& [name, v] : last_paths_) out[name] = v;
+        for (auto& [name, v] : last_paths_) summary[name] = v;
         const double n = static_cast<double>(std::max<int64_t>(1, step_));
-        out[metric::kSkipPipeMeanIterS] = iter_sum_s_ / n;
-        out[metric::kSkipPipeMeanSkipIterS] = skip_iter_sum_s_ / n;
-        out[metric::kSkipPipeFullIterS] = timing_ ? timing_->full_schedule().makespan_s : NAN;
+        summary[metric::kSkipPipeMeanIterS] = iter_sum_s_ / n;
+        summary[metric::kSkipPipeMeanSkipIterS] = skip_iter_sum_s_ / n;
+        summary[metric::kSkipPipeFullIterS] = timing_ ? timing_->full_schedule().makespan_s : NAN;
     }
-    for (auto& [name, v] : byte_metrics(total_bytes(), false)) out[name] = v;
-    return out;
+    return summary;
 }
 
 }  // namespace

@@ -3,11 +3,12 @@
 // other file of the tree names it. "twins": two nodes train the same single replica side by side
 // and exchange nothing — a determinism check a researcher might run. Checked against independent
 // evidence: the node count, the shortfall message and the banner as the row writes them, the
-// planner's refusal in its words, and both twins' losses equal, bit for
+// planner's refusal and the spares refusal in its words, and both twins' losses equal, bit for
 // bit, to those of the same config run as the built-in one-node kind (the same worker code on the
 // same arithmetic).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 
 #include "coordinator/run_banner.h"
 #include "core/config_io.h"
+#include "core/fault_schedule.h"
 #include "core/layout.h"
 #include "core/run_kind.h"
 #include "engine/data/dataset.h"
@@ -122,6 +124,19 @@ TEST(ToyRunKind, TwinsRegisteredFromTheirOwnFileRunAsTheOneNodeKindDoes) {
     const auto roles = unwrap(assign_roles(twins, {"inproc://twin-a", "inproc://twin-b"}, [] { return 0; }));
     ASSERT_EQ(roles.size(), 2u);
     EXPECT_EQ(roles[1].name, "twin-1");
+
+    // The spares refusal names the kinds whose nodes are not replaced from their rows, this one's last.
+    RunConfig spared = single;
+    spared.outer.algorithm = "diloco";
+    spared.outer.replicas = 2;
+    spared.cluster.spares = 1;
+    spared.cluster.nodes_per_replica = 2;
+    std::vector<std::string> spare_problems;
+    FaultSchedule::problems(spared, spare_problems);
+    const std::string spares_refusal = "cluster.spares 1: spares stand in for replicas of one node only (no pipelines, "
+                                       "Gloo groups, SkipPipe stage nodes, HDEE experts or twins)";
+    EXPECT_NE(std::find(spare_problems.begin(), spare_problems.end(), spares_refusal), spare_problems.end())
+        << (spare_problems.empty() ? std::string("no problems") : spare_problems.front());
 
     // The banner and the planner in the row's words.
     RunBannerFacts facts;

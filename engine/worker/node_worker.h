@@ -1,0 +1,51 @@
+// What every node's worker holds and does alike (the replica, pipeline-stage, SkipPipe and HDEE
+// expert workers derive from it): its config, its role, its data-plane mesh, the hook that makes
+// the mesh's waits end on a stop, its recorder (worker_recorder.h: rows, events, wall time from
+// the run's start), and the end of a training loop.
+//
+// Ownership: the worker owns the mesh (null for a role without one) and the abort hook; the
+// recorder's sink is run()'s. Thread-safety: one worker thread; the abort predicate a worker
+// installs is read by the transport's threads.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "core/collective.h"
+#include "core/config.h"
+#include "core/role.h"
+#include "core/status.h"
+#include "core/worker.h"
+#include "engine/worker/worker_recorder.h"
+
+namespace tw {
+
+class RunCheckpoints;  // run_checkpoint.h
+
+// Makes the mesh's waits end when the predicate it is given holds (may be empty).
+using AbortSetter = std::function<void(std::function<bool()>)>;
+
+class NodeWorker : public Worker {
+protected:
+    NodeWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh, AbortSetter set_abort)
+        : cfg_(std::move(cfg)), role_(std::move(role)), mesh_(std::move(mesh)), set_abort_(std::move(set_abort)) {}
+
+    // After a training loop that ended at `step`, `stopped` when a stop came between steps:
+    // a stop's checkpoint when due (RunCheckpoints::due_on_stop, written by `save`; its failure is
+    // the loop's), the rows left to the sink, then the failure to return — unless the stop caused
+    // it: a collective aborted by a stop request is a stop — or, for a stop, its event.
+    Status end_training_loop(Status failure, bool stopped, int64_t step, const WorkerControl& ctl,
+                             const RunCheckpoints& ckpts, const std::function<Status(int64_t)>& save);
+
+    RunConfig cfg_;
+    NodeRole role_;
+    std::unique_ptr<Collective> mesh_;
+    AbortSetter set_abort_;
+    // Wall time from the run's start: a restarted process counts it as its peers do
+    // (NodeRole::rejoin_age_ms, 0 for every other role). Each worker stamps the rows (run()).
+    WorkerRecorder rec_{role_.name, WorkerClock::now() - std::chrono::milliseconds(role_.rejoin_age_ms(unix_now_ms()))};
+};
+
+}  // namespace tw
