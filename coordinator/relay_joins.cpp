@@ -52,6 +52,9 @@ Result<RelayJoins> RelayJoins::resolve(const RunConfig& cfg, const CurveKeyPair&
     if (!found) return found.status();
     if (node_keys.size() < endpoints.size()) node_keys.resize(endpoints.size());
     for (auto& [i, key] : j.joined_) {
+        // The relay counts for as long as it runs: this run's share is what comes after this.
+        auto base = j.dir_->counters(key);
+        j.base_[key] = base ? *base : RelayCounters{};
         endpoints[i] = found->at(key);
         node_keys[i] = key;
         log("coordinator: node " + std::to_string(i) + " (key " + key_tag(key) + ") joined the relay: " + endpoints[i]);
@@ -68,7 +71,14 @@ std::vector<std::string> RelayJoins::report(const std::vector<std::string>& name
             lines.push_back(who + ": no relay counters: " + c.message());
             continue;
         }
-        std::string line = who + " via relay (joins " + std::to_string(c->joins) + ", connections " +
+        const RelayCounters& b = base_[key];
+        c->joins -= b.joins, c->connections -= b.connections;
+        for (int k = 0; k < kRelayClasses; ++k) {
+            auto less = [](ZmtpCount& x, const ZmtpCount& y) { x.bytes -= y.bytes, x.payload -= y.payload, x.frames -= y.frames; };
+            less(c->to_node[static_cast<size_t>(k)], b.to_node[static_cast<size_t>(k)]);
+            less(c->from_node[static_cast<size_t>(k)], b.from_node[static_cast<size_t>(k)]);
+        }
+        std::string line = who + " via relay (rejoins " + std::to_string(c->joins) + ", connections " +
                            std::to_string(c->connections) + "):";
         for (int k = 0; k < kRelayClasses; ++k) {
             const auto& in = c->to_node[static_cast<size_t>(k)];

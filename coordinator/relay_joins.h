@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,14 +29,15 @@ public:
                                       std::vector<std::string>& node_keys, const std::function<void(const std::string&)>& log,
                                       const std::function<bool()>& stopped);
     bool empty() const { return joined_.empty(); }
-    // One line per joined node: what the relay carried for it, per class and way; `names[i]` is node
-    // i's role name. Lines for nodes the relay could not report say why.
+    // One line per joined node: what the relay carried for it during this run (and how often it
+    // joined again), per class and way; `names[i]` is node i's role name. Lines for nodes the relay could not report say why.
     std::vector<std::string> report(const std::vector<std::string>& names);
 
 private:
     std::unique_ptr<Relay> hosted_;
     std::unique_ptr<RelayDirectory> dir_;
     std::vector<std::pair<size_t, std::string>> joined_;  // node index, key
+    std::map<std::string, RelayCounters> base_;           // each node's counters when the run began
 };
 
 }  // namespace tw

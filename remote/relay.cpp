@@ -150,9 +150,12 @@ struct Relay::Impl {
 
     void send_tunnel(const std::string& rid, std::vector<zmq::message_t> parts) {
         try {
-            tunnel.send(zmq::buffer(rid), zmq::send_flags::sndmore);
+            // Never a blocking send: a peer's pipe that is closing answers EAGAIN for good, and a
+            // blocking send would wait on it forever with every other node behind it.
+            if (!tunnel.send(zmq::buffer(rid), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return;
             for (size_t i = 0; i < parts.size(); ++i)
-                tunnel.send(parts[i], i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+                (void)tunnel.send(parts[i], i + 1 < parts.size() ? zmq::send_flags::sndmore | zmq::send_flags::dontwait
+                                                                 : zmq::send_flags::dontwait);
         } catch (const zmq::error_t&) {
             // EHOSTUNREACH: the peer left between its message and this reply; its liveness handles it
         }
@@ -167,8 +170,8 @@ struct Relay::Impl {
 
     void close_public(Node& n, int port, const std::string& rid) {
         try {
-            n.ports[static_cast<size_t>(port)]->send(zmq::buffer(rid), zmq::send_flags::sndmore);
-            n.ports[static_cast<size_t>(port)]->send(zmq::message_t(), zmq::send_flags::none);
+            if (n.ports[static_cast<size_t>(port)]->send(zmq::buffer(rid), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
+                (void)n.ports[static_cast<size_t>(port)]->send(zmq::message_t(), zmq::send_flags::dontwait);
         } catch (const zmq::error_t&) {
         }
     }
@@ -256,8 +259,9 @@ struct Relay::Impl {
                 counters[key].from_node[static_cast<size_t>(relay_class_of_port(c->port))] += got;
             }
             try {
-                n->ports[static_cast<size_t>(c->port)]->send(zmq::buffer(c->rid), zmq::send_flags::sndmore);
-                n->ports[static_cast<size_t>(c->port)]->send(parts[3], zmq::send_flags::none);
+                auto& port = *n->ports[static_cast<size_t>(c->port)];
+                if (port.send(zmq::buffer(c->rid), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
+                    (void)port.send(parts[3], zmq::send_flags::dontwait);
             } catch (const zmq::error_t&) {
             }
             return;

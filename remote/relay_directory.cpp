@@ -20,17 +20,26 @@ Result<std::unique_ptr<RelayDirectory>> RelayDirectory::connect(const std::strin
         return R::error("relay " + relay + ": the coordinator needs its keys and the relay's public key");
     std::unique_ptr<RelayDirectory> d(new RelayDirectory());
     d->relay_ = relay;
-    d->ctx_ = std::make_unique<zmq::context_t>();
-    try {
-        d->sock_ = std::make_unique<zmq::socket_t>(*d->ctx_, zmq::socket_type::dealer);
-        d->sock_->set(zmq::sockopt::linger, 0);
-        d->sock_->set(zmq::sockopt::maxmsgsize, int64_t{1} << 20);
-        curve_client(*d->sock_, keys, relay_key);
-        d->sock_->connect(relay);
-    } catch (const zmq::error_t& e) {
-        return R::error("relay " + relay + ": " + e.what());
-    }
+    d->relay_key_ = relay_key;
+    d->keys_ = keys;
+    if (Status s = d->dial(); !s) return s;
     return d;
+}
+
+Status RelayDirectory::dial() {
+    try {
+        if (sock_) sock_->close();
+        sock_.reset();
+        ctx_ = std::make_unique<zmq::context_t>();  // nothing of the old connection is left behind
+        sock_ = std::make_unique<zmq::socket_t>(*ctx_, zmq::socket_type::dealer);
+        sock_->set(zmq::sockopt::linger, 0);
+        sock_->set(zmq::sockopt::maxmsgsize, int64_t{1} << 20);
+        curve_client(*sock_, keys_, relay_key_);
+        sock_->connect(relay_);
+    } catch (const zmq::error_t& e) {
+        return Status::error("relay " + relay_ + ": " + e.what());
+    }
+    return Status::ok();
 }
 
 RelayDirectory::~RelayDirectory() {
@@ -38,6 +47,15 @@ RelayDirectory::~RelayDirectory() {
 }
 
 Result<std::vector<std::string>> RelayDirectory::ask(const char* kind, const std::string& node_key, int timeout_ms) {
+    // A connection that went quiet for good (a relay restarted, a path that dropped it) is dialled
+    // afresh once before the question counts as unanswered.
+    auto a = ask_once(kind, node_key, timeout_ms / 2);
+    if (a) return a;
+    if (Status s = dial(); !s) return s;
+    return ask_once(kind, node_key, timeout_ms / 2);
+}
+
+Result<std::vector<std::string>> RelayDirectory::ask_once(const char* kind, const std::string& node_key, int timeout_ms) {
     using R = Result<std::vector<std::string>>;
     const std::string answer = std::string(kind) == "lookup" ? "found" : "stats";
     sock_->send(zmq::buffer(std::string(kind)), zmq::send_flags::sndmore);
@@ -54,7 +72,7 @@ Result<std::vector<std::string>> RelayDirectory::ask(const char* kind, const std
         if (text.size() == 3 && text[0] == answer && text[1] == node_key) return text;
         // an answer to an earlier question that timed out: skip it
     }
-    return R::error("relay " + relay_ + " did not answer within " + std::to_string(timeout_ms / 1000) +
+    return R::error("relay " + relay_ + " did not answer within " + std::to_string(2 * timeout_ms / 1000) +
                     " s (is it running, and does it admit this coordinator's key?)");
 }
 

@@ -36,12 +36,15 @@ public:
                                                          const std::function<void(const std::string&)>& progress,
                                                          const std::function<bool()>& stopped);
     // What the relay carried for `node_key` so far.
-    Result<RelayCounters> counters(const std::string& node_key, int timeout_ms = 5000);
+    Result<RelayCounters> counters(const std::string& node_key, int timeout_ms = 10000);
 
 private:
     RelayDirectory() = default;
     Result<std::vector<std::string>> ask(const char* kind, const std::string& node_key, int timeout_ms);
-    std::string relay_;
+    Result<std::vector<std::string>> ask_once(const char* kind, const std::string& node_key, int timeout_ms);
+    Status dial();
+    std::string relay_, relay_key_;
+    CurveKeyPair keys_;
     std::unique_ptr<zmq::context_t> ctx_;
     std::unique_ptr<zmq::socket_t> sock_;
 };
