@@ -24,6 +24,7 @@ struct TransportArgs {
     int64_t budget_mib = 256, max_msgs = 100000, min_msgs = 8;
     bool json = false;
     bool curve = false;  // each ipc/tcp cell also with CURVE, and the ratio to the plain one
+    bool relay = false;  // each tcp cell also through a relay on loopback, and the ratio to direct
 };
 
 // "4096", "16K", "16KiB", "1M", "64MiB" → bytes (binary multiples).
@@ -89,6 +90,22 @@ int run_transport(const TransportArgs& a) {
             if (a.json) print_transport_json(r);
             else print_transport_row(to_string(t), s, r.msgs, r.bytes_per_s, r.ratio_memcpy());
             std::fflush(stdout);
+            if (a.relay && t == Transport::kTcp)
+                for (bool keyed : {false, true}) {
+                    if (keyed && !a.curve) continue;
+                    // Direct and relayed neighbours in time, with and without CURVE end to end.
+                    TransportBenchConfig direct = cfg, via = cfg;
+                    direct.curve = via.curve = keyed;
+                    via.relayed = true;
+                    TransportBenchResult d = keyed ? unwrap(bench_transport(t, s, direct)) : r;
+                    TransportBenchResult v = unwrap(bench_transport(t, s, via));
+                    v.memcpy_bytes_per_s = memcpy_bps[s];
+                    const std::string name = keyed ? "tcp+curve+relay" : "tcp+relay";
+                    print_transport_row(name.c_str(), s, v.msgs, v.bytes_per_s, v.ratio_memcpy());
+                    std::printf("%-9s %8s %8s %9s %12s %9.3f  (relayed / direct)\n", "", "", "", "", "",
+                                v.bytes_per_s / d.bytes_per_s);
+                    std::fflush(stdout);
+                }
             if (!a.curve || t == Transport::kInproc) continue;
             // The same cell right after with CURVE: the ratio compares two neighbours in time.
             TransportBenchConfig keyed = cfg;
@@ -119,6 +136,8 @@ Command add_bench_transport(CLI::App& bench) {
     tr->add_option("--min-msgs", ta->min_msgs, "at least this many messages per cell")->capture_default_str();
     tr->add_flag("--json", ta->json, "one JSON line per cell");
     tr->add_flag("--curve", ta->curve, "also run every ipc/tcp cell with CurveZMQ and print the ratio to plain");
+    tr->add_flag("--relay", ta->relay,
+                 "also run every tcp cell (and with --curve, tcp+curve) through a relay on loopback and print the ratio to direct");
 
     return {tr, [ta] { return run_transport(*ta); }};
 }

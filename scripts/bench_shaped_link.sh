@@ -7,7 +7,10 @@
 #   1. across two network-namespace hosts, one uplink (then both) shaped by `tc tbf` to RATE
 #      (default 20 Mb/s), the layout's outer link set to that bandwidth and the latency ping
 #      measures between them; beside each, plain TCP's time for the same bytes on the same link;
-#   2. on threads of one process with the in-process shaper (network.shape = true) instead of tc.
+#   2. the same through a relay (docs/relay.md): host 2's node joins a relay on host 3 and the layout
+#      names it by key, so what host 2 receives crosses the relay, whose uplink alone is shaped
+#      (DiLoCo fp32 over the ring and the mesh; beside mode "one", where host 1's uplink is shaped);
+#   3. on threads of one process with the in-process shaper (network.shape = true) instead of tc.
 # Needs root for (1) (skipped with the reason otherwise). Tiny model on Brown, 4 rounds of 10 steps;
 # a few minutes. Usage: scripts/bench_shaped_link.sh [RATE_MBIT] [THINWIRE]
 set -euo pipefail
@@ -93,13 +96,18 @@ echo "== thinwire: the network model against real slow links (${rate_mbit} Mb/s 
 results=()
 declare -A tcp_of  # run name → plain TCP's seconds on its link, "BYTES=S ..."
 if (netns_require) 2> "$work/skip"; then
-  netns_hosts 3
+  netns_hosts 4
   "$tw" keys new "$work/keys/coord" > /dev/null
+  "$tw" keys new "$work/keys/relay" > /dev/null
   for h in 1 2; do
     "$tw" keys new "$work/keys/n$h" > /dev/null
+    join=()
+    [ "$h" = 2 ] && join=(--join "tcp://$(host_ip 3):7300" --relay-key "$work/keys/relay/public.key")
     on_host "$h" "$tw" node --listen "tcp://$(host_ip "$h"):$PORT" --curve-secret-key "$work/keys/n$h/secret.key" \
-      --allow "$work/keys/coord/public.key" --data-root "$root" > "$work/node$h.log" 2>&1 &
+      --allow "$work/keys/coord/public.key" --data-root "$root" "${join[@]}" > "$work/node$h.log" 2>&1 &
   done
+  on_host 3 "$tw" relay --listen "tcp://$(host_ip 3):7300" --curve-secret-key "$work/keys/relay/secret.key" \
+    --allow "$work/keys/coord/public.key" --allow "$work/keys/n2/public.key" > "$work/relay.log" 2>&1 &
   for h in 1 2; do
     for _ in $(seq 1 100); do grep -q "CURVE key" "$work/node$h.log" && break; sleep 0.1; done
     grep -q "CURVE key" "$work/node$h.log" || { cat "$work/node$h.log" >&2; exit 1; }
@@ -147,21 +155,36 @@ coordinator_key = \"$work/keys/coord/secret.key\""
   # "one": only host 1's uplink is slow (a home participant; the issue's setup): the round waits
   # for its payload. "both": both uplinks are slow and loaded at once, and each carries the
   # acknowledgements of what its host receives behind its own payload.
-  for mode in one both; do
-    shape_uplink 1 "${rate_mbit}mbit" "${TBF_QUEUE:-latency 50ms}"
-    if [ "$mode" = both ]; then shape_uplink 2 "${rate_mbit}mbit" "${TBF_QUEUE:-latency 50ms}"
-    else tc -n "$(host_ns 2)" qdisc del dev eth0 root 2> /dev/null || true; fi
+  relayed="[cluster]
+mode = \"remote\"
+endpoints = [\"tcp://$(host_ip 1):$PORT\", \"key:$work/keys/n2/public.key\"]
+node_keys = [\"$work/keys/n1/public.key\", \"\"]
+coordinator_key = \"$work/keys/coord/secret.key\"
+relay = \"tcp://$(host_ip 3):7300\"
+relay_key = \"$work/keys/relay/public.key\"
+# One connection carries all of a relayed node's traffic, so its heartbeats queue behind the
+# round's payload on the relay's slow uplink: the timeout must outlast a round's transfer.
+heartbeat_timeout_s = 60"
+  for mode in ${MODES:-one both relay}; do
+    for h in 1 2 3; do tc -n "$(host_ns "$h")" qdisc del dev eth0 root 2> /dev/null || true; done
+    case "$mode" in
+      one) shape_uplink 1 "${rate_mbit}mbit" "${TBF_QUEUE:-latency 50ms}" ;;
+      both) shape_uplink 1 "${rate_mbit}mbit" "${TBF_QUEUE:-latency 50ms}"; shape_uplink 2 "${rate_mbit}mbit" "${TBF_QUEUE:-latency 50ms}" ;;
+      relay) shape_uplink 3 "${rate_mbit}mbit" "${TBF_QUEUE:-latency 50ms}" ;;
+    esac
     names=()
     for v in "${variants[@]}"; do
+      [ "$mode" = relay ] && [[ "${v%%:*}" != diloco-fp32* ]] && continue
       name="tbf-$mode-${v%%:*}"
       { layout "outer_latency_s = $lat_s
-${v#*:}"; echo "$cluster"; } > "$work/$name.toml"
+${v#*:}"; if [ "$mode" = relay ]; then echo "$relayed"; else echo "$cluster"; fi; } > "$work/$name.toml"
       run_layout "$name" "$work/$name.toml" 0
       names+=("$name")
     done
-    echo "plain TCP on the same link ($mode uplink(s) shaped), both directions at once, mean of 2 (model = 8·bytes/bandwidth):"
     refs=""
-    for bytes in $(for r in "${names[@]}"; do table "$r" | awk '{print $3}'; done | sort -un); do
+    # Through the relay the shaped link is the relay's uplink, not a link between two nodes.
+    [ "$mode" = relay ] || echo "plain TCP on the same link ($mode uplink(s) shaped), both directions at once, mean of 2 (model = 8·bytes/bandwidth):"
+    [ "$mode" = relay ] || for bytes in $(for r in "${names[@]}"; do table "$r" | awk '{print $3}'; done | sort -un); do
       t="$(tcp_ref "$bytes")"
       refs+="$bytes=$t "
       awk -v b="$bytes" -v t="$t" -v bw="$bps" 'BEGIN {printf "  %11d B  %8.3f s  model %8.3f s  ratio %.3f\n", b, t, 8 * b / bw, t / (8 * b / bw)}'

@@ -2,6 +2,8 @@
 #include "remote/bench/transport_bench.h"
 
 #include "remote/curve.h"
+#include "remote/relay.h"
+#include "remote/tunnel_client.h"
 
 #include <stdlib.h>
 
@@ -44,6 +46,34 @@ Result<std::string> bind_address(Transport t, const TempDir& dir) {
         case Transport::kTcp: return std::string("tcp://127.0.0.1:*");  // ephemeral port, read back after bind
     }
     return Result<std::string>::error("bench transport: unknown transport");
+}
+
+// A relay on loopback and the receiver's tunnel to it: the endpoint the sender dials instead of
+// `bound` (tcp://127.0.0.1:P, the receiver's port).
+Result<std::string> relayed_endpoint(const std::string& bound, std::unique_ptr<Relay>& relay,
+                                     std::unique_ptr<TunnelClient>& tunnel) {
+    using R = Result<std::string>;
+    auto relay_keys = curve_keypair_new(), node_keys = curve_keypair_new();
+    if (!relay_keys || !node_keys) return R::error("no CURVE keys for the relay");
+    RelayOptions o;
+    o.listen = "tcp://127.0.0.1:*";
+    o.keys = *relay_keys;
+    o.allowed = {node_keys->public_key};
+    auto r = Relay::start(o);
+    if (!r) return r.status();
+    relay = std::move(*r);
+    TunnelOptions t;
+    t.relay = relay->endpoint();
+    t.relay_key = relay_keys->public_key;
+    t.keys = *node_keys;
+    t.local_host = "127.0.0.1";
+    t.local_port = std::stoi(bound.substr(bound.rfind(':') + 1));
+    auto c = TunnelClient::start(t);
+    if (!c) return c.status();
+    tunnel = std::move(*c);
+    for (int i = 0; i < 500 && tunnel->public_endpoint().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (tunnel->public_endpoint().empty()) return R::error("the tunnel did not join the relay within 5 s");
+    return tunnel->public_endpoint();
 }
 
 // What the receiving thread reports back.
@@ -164,6 +194,9 @@ Result<TransportBenchResult> bench_transport(Transport t, uint64_t msg_bytes, co
         curve_server(pull, *server, kZapData);
         curve_client(push, *client, server->public_key);
     }
+    if (cfg.relayed && t != Transport::kTcp) return R::error("bench transport: a relay carries tcp:// only");
+    std::unique_ptr<Relay> relay;
+    std::unique_ptr<TunnelClient> tunnel;
     std::string error;
     Received got;
     Clock::time_point start;
@@ -171,7 +204,13 @@ Result<TransportBenchResult> bench_transport(Transport t, uint64_t msg_bytes, co
         pull.set(zmq::sockopt::rcvtimeo, cfg.timeout_ms);
         push.set(zmq::sockopt::sndtimeo, cfg.timeout_ms);
         pull.bind(*addr);
-        push.connect(pull.get(zmq::sockopt::last_endpoint));
+        std::string target = pull.get(zmq::sockopt::last_endpoint);
+        if (cfg.relayed) {
+            auto via = relayed_endpoint(target, relay, tunnel);
+            if (!via) return via.status();
+            target = *via;
+        }
+        push.connect(target);
         std::promise<bool> ready;
         std::thread receiver(receive, std::ref(pull), r.msgs, msg_bytes, std::ref(ready), std::ref(got));
         auto sent = send_all(push, payload, r.msgs, ready.get_future());
@@ -184,6 +223,8 @@ Result<TransportBenchResult> bench_transport(Transport t, uint64_t msg_bytes, co
     push.set(zmq::sockopt::linger, 0);
     pull.set(zmq::sockopt::linger, 0);
     push.close();
+    tunnel.reset();
+    relay.reset();
     pull.close();
     zap.reset();
     if (error.empty()) error = got.error;

@@ -25,6 +25,8 @@ struct TransportBenchConfig {
     int timeout_ms = 60000;                // a cell that stalls this long is an error, not a hang
     bool curve = false;                    // CurveZMQ on both sockets (ipc, tcp), authenticated by a
                                            //   ZAP handler as a keyed node's data plane is
+    bool relayed = false;                  // tcp only: the sender dials a relay (remote/relay.h) that
+                                           //   carries the connection through the receiver's tunnel
 };
 
 // Messages one cell sends for `msg_bytes`: clamp(budget_bytes / msg_bytes, min_msgs, max_msgs).
