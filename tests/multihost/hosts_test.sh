@@ -19,6 +19,8 @@
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/../app/harness.sh"
 source "$here/netns.sh"
+RUN_SUFFIX=-hosts RUN_WHERE="across hosts"
+source "$here/same_as_threads.sh"
 netns_require
 at_exit netns_cleanup
 PORT=7000
@@ -54,22 +56,6 @@ $body"
   printf '%s\n[cluster]\nmode = "remote"\nendpoints = [%s]\nnode_keys = [%s]\ncoordinator_key = "%s"\n%s\n%s\n' \
     "$common" "${eps%, }" "${keys%, }" "$work/keys/coord/secret.key" "${CLUSTER_EXTRA:-}" "${REMOTE_EXTRA:-}" > "$work/$name.toml"
   printf '%s\n[cluster]\nmode = "threads"\n%s\n' "$common" "${CLUSTER_EXTRA:-}" > "$work/$name-threads.toml"
-}
-# The final table's rows without the measured columns: node, steps, train loss, val loss, bytes.
-rows_of() { awk '$1 ~ /^replica-/ && NF == 10 {print $1, $2, $3, $4, $5, $6, $7, $8}' "$1"; }
-compare() {  # $1 = layout name, $2 = nodes expected
-  local name="$1" nodes="$2"
-  on_host 0 "$tw" --db "$db" run "$work/$name.toml" --data-root "$work" --set "run.name=$name-hosts" > "$work/$name.out" 2>&1 \
-    || fail "$name across hosts: $(tail -20 "$work/$name.out")"
-  "$tw" --db "$db" run "$work/$name-threads.toml" --data-root "$work" --set "run.name=$name-threads" > "$work/$name-threads.out" 2>&1 \
-    || fail "$name on threads: $(tail -20 "$work/$name-threads.out")"
-  [ "$(rows_of "$work/$name.out" | wc -l)" -eq "$nodes" ] || fail "$name: not $nodes rows: $(cat "$work/$name.out")"
-  [ "$(rows_of "$work/$name.out")" = "$(rows_of "$work/$name-threads.out")" ] \
-    || fail "$name across hosts differs from threads:
-$(rows_of "$work/$name.out")
-vs
-$(rows_of "$work/$name-threads.out")"
-  echo "ok: $name across hosts equals threads"
 }
 
 # (a) SparseLoCo, one replica per host.

@@ -21,6 +21,8 @@
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/../app/harness.sh"
 source "$here/netns.sh"
+RUN_SUFFIX=-nat RUN_WHERE="through NAT and the relay"
+source "$here/same_as_threads.sh"
 source "$here/homes.sh"
 netns_require
 homes_require
@@ -92,21 +94,6 @@ $body"
     "$common" "${eps%, }" "${keys%, }" "$work/keys/coord/secret.key" "$RELAY" "$work/keys/relay/public.key" \
     "${CLUSTER_EXTRA:-}" "${REMOTE_EXTRA:-}" > "$work/$name.toml"
   printf '%s\n[cluster]\nmode = "threads"\n%s\n' "$common" "${CLUSTER_EXTRA:-}" > "$work/$name-threads.toml"
-}
-rows_of() { awk '$1 ~ /^replica-/ && NF == 10 {print $1, $2, $3, $4, $5, $6, $7, $8}' "$1"; }
-compare() {  # $1 = layout name, $2 = nodes expected
-  local name="$1" nodes="$2"
-  on_host 0 "$tw" --db "$db" run "$work/$name.toml" --data-root "$work" --set "run.name=$name-nat" > "$work/$name.out" 2>&1 \
-    || fail "$name through the relay: $(tail -20 "$work/$name.out")"
-  "$tw" --db "$db" run "$work/$name-threads.toml" --data-root "$work" --set "run.name=$name-threads" > "$work/$name-threads.out" 2>&1 \
-    || fail "$name on threads: $(tail -20 "$work/$name-threads.out")"
-  [ "$(rows_of "$work/$name.out" | wc -l)" -eq "$nodes" ] || fail "$name: not $nodes rows: $(cat "$work/$name.out")"
-  [ "$(rows_of "$work/$name.out")" = "$(rows_of "$work/$name-threads.out")" ] \
-    || fail "$name through the relay differs from threads:
-$(rows_of "$work/$name.out")
-vs
-$(rows_of "$work/$name-threads.out")"
-  echo "ok: $name through NAT and the relay equals threads"
 }
 # The relay's counters of each home node in run $1: its data-plane payload to the node, less 48 B
 # per message header (every data-plane message is a 48-byte header frame and its payload frame),
