@@ -93,10 +93,9 @@ struct Relay::Impl {
         std::array<std::unique_ptr<zmq::socket_t>, kRelayPortsPerNode> ports;
         std::array<std::map<std::string, uint32_t>, kRelayPortsPerNode> open;  // a port's connections by routing id
         int q = 0;
+        std::string endpoint;  // tcp://PUBLIC:Q, what dialers use
         bool online = false;
         Clock::time_point heard;
-        std::string endpoint() const { return "tcp://" + public_host_of_node + ":" + std::to_string(q); }
-        std::string public_host_of_node;
     };
     struct Conn {
         std::string key, rid;
@@ -193,8 +192,8 @@ struct Relay::Impl {
         if (it == nodes.end()) {
             Node n;
             n.key = key;
-            n.public_host_of_node = public_host;
             if (Status s = bind_ports(n); !s) return refuse(rid, key, "cannot expose the node: " + s.message());
+            n.endpoint = "tcp://" + public_host + ":" + std::to_string(n.q);
             it = nodes.emplace(key, std::move(n)).first;
         }
         Node& n = it->second;
@@ -207,11 +206,11 @@ struct Relay::Impl {
             std::lock_guard<std::mutex> lock(mu);
             counters[key].joins += 1;
         }
-        if (!was_online) log(key_tag(key) + " joined: " + n.endpoint() + " (ports " + std::to_string(n.q) + ".." +
+        if (!was_online) log(key_tag(key) + " joined: " + n.endpoint + " (ports " + std::to_string(n.q) + ".." +
                              std::to_string(n.q + kRelayPortsPerNode - 1) + ")");
         std::vector<zmq::message_t> m;
         m.emplace_back(std::string("exposed"));
-        m.emplace_back(n.endpoint());
+        m.emplace_back(n.endpoint);
         send_tunnel(rid, std::move(m));
     }
 
@@ -282,7 +281,7 @@ struct Relay::Impl {
             m.emplace_back(kind == "lookup" ? std::string("found") : std::string("stats"));
             m.emplace_back(asked);
             if (kind == "lookup") {
-                m.emplace_back(it != nodes.end() && it->second.online ? it->second.endpoint() : std::string());
+                m.emplace_back(it != nodes.end() && it->second.online ? it->second.endpoint : std::string());
             } else {
                 std::lock_guard<std::mutex> lock(mu);
                 auto c = counters.find(asked);

@@ -158,30 +158,11 @@ Result<std::unique_ptr<OuterAlgorithm>> make_demo(OuterBuild b) {
     return std::unique_ptr<OuterAlgorithm>(std::make_unique<DeMo>(std::move(b.params), dc, b.replica, b.replicas));
 }
 
-namespace {
-
-class DeMoRounds : public RoundCostModel {
-public:
-    DeMoRounds(const RunConfig& cfg, std::unique_ptr<DctTopkCodec> codec)
-        : cfg_(cfg), codec_(std::move(codec)), period_(round_period(cfg)) {}
-    RoundCost at(int64_t step, int, const std::vector<TensorShape>& tensors) const override {
-        if (step % period_ != 0) return {};
-        return gather_exchange_cost(cfg_, *codec_, tensors);
-    }
-
-private:
-    RunConfig cfg_;
-    std::unique_ptr<DctTopkCodec> codec_;
-    int64_t period_;
-};
-
-}  // namespace
-
 Result<std::unique_ptr<RoundCostModel>> plan_demo_rounds(const RunConfig& cfg) {
     const OuterConfig& o = cfg.outer;
-    return std::unique_ptr<RoundCostModel>(std::make_unique<DeMoRounds>(
+    return plan_gather_rounds(
         cfg, std::make_unique<DctTopkCodec>(
-                 DctTopkConfig{o.demo_chunk, o.demo_topk, o.demo_values == "sign" ? DctValues::kSign : DctValues::kFp32})));
+                 DctTopkConfig{o.demo_chunk, o.demo_topk, o.demo_values == "sign" ? DctValues::kSign : DctValues::kFp32}));
 }
 
 }  // namespace tw

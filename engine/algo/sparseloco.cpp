@@ -307,29 +307,9 @@ Result<std::unique_ptr<OuterAlgorithm>> make_sparseloco(OuterBuild b) {
     sc.topology = topology_of(b.cfg);
     return std::unique_ptr<OuterAlgorithm>(std::make_unique<SparseLoCo>(std::move(b.params), sc, b.replica, b.replicas));
 }
-namespace {
-
-// SparseLoCo's and DeMo's rounds: a sparse payload all-gathered every H steps.
-class SparseLoCoRounds : public RoundCostModel {
-public:
-    SparseLoCoRounds(const RunConfig& cfg, std::unique_ptr<Codec> codec)
-        : cfg_(cfg), codec_(std::move(codec)), period_(round_period(cfg)) {}
-    RoundCost at(int64_t step, int, const std::vector<TensorShape>& tensors) const override {
-        if (step % period_ != 0) return {};
-        return gather_exchange_cost(cfg_, *codec_, tensors);
-    }
-
-private:
-    RunConfig cfg_;
-    std::unique_ptr<Codec> codec_;
-    int64_t period_;
-};
-
-}  // namespace
-
 Result<std::unique_ptr<RoundCostModel>> plan_sparseloco_rounds(const RunConfig& cfg) {
-    return std::unique_ptr<RoundCostModel>(std::make_unique<SparseLoCoRounds>(
-        cfg, make_sparseloco_codec(TopkConfig{cfg.outer.topk_chunk, cfg.outer.topk_k})));
+    return plan_gather_rounds(
+        cfg, make_sparseloco_codec(TopkConfig{cfg.outer.topk_chunk, cfg.outer.topk_k}));
 }
 
 }  // namespace tw

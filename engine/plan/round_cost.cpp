@@ -77,6 +77,29 @@ RoundCost gather_exchange_cost(const RunConfig& cfg, const Codec& codec, const s
     return c;
 }
 
+namespace {
+
+class GatherRounds : public RoundCostModel {
+public:
+    GatherRounds(const RunConfig& cfg, std::unique_ptr<Codec> codec)
+        : cfg_(cfg), codec_(std::move(codec)), period_(round_period(cfg)) {}
+    RoundCost at(int64_t step, int, const std::vector<TensorShape>& tensors) const override {
+        if (step % period_ != 0) return {};
+        return gather_exchange_cost(cfg_, *codec_, tensors);
+    }
+
+private:
+    RunConfig cfg_;
+    std::unique_ptr<Codec> codec_;
+    int64_t period_;
+};
+
+}  // namespace
+
+std::unique_ptr<RoundCostModel> plan_gather_rounds(const RunConfig& cfg, std::unique_ptr<Codec> codec) {
+    return std::make_unique<GatherRounds>(cfg, std::move(codec));
+}
+
 Result<std::unique_ptr<RoundCostModel>> plan_no_rounds(const RunConfig&) {
     return std::unique_ptr<RoundCostModel>(std::make_unique<NoRounds>());
 }

@@ -69,6 +69,10 @@ RoundCost dense_exchange_cost(const RunConfig& cfg, const Codec& codec, const st
 // R payloads in 2 hops, as engine/algo/sparse_gather_round.h reports them).
 RoundCost gather_exchange_cost(const RunConfig& cfg, const Codec& codec, const std::vector<TensorShape>& shapes);
 
+// The model of an algorithm that all-gathers a sparse payload with `codec` every round_period(cfg)
+// steps and nothing in between (SparseLoCo, DeMo): gather_exchange_cost on its round steps.
+std::unique_ptr<RoundCostModel> plan_gather_rounds(const RunConfig& cfg, std::unique_ptr<Codec> codec);
+
 // The model of an algorithm that exchanges nothing (none: one node).
 Result<std::unique_ptr<RoundCostModel>> plan_no_rounds(const RunConfig& cfg);
 
