@@ -97,6 +97,14 @@ void print_plan(const RunConfig& cfg, const Plan& p) {
                     (long long)cfg.cluster.stages, cfg.pipeline.schedule.c_str(), (long long)cfg.pipeline.micro_batches,
                     (long long)cfg.boundary_rank(cfg.outer.replicas - 1, 0), cfg.pipeline.coord_dtype.c_str(),
                     net.stage.bandwidth_bps / 1e6, net.stage.latency_s * 1e3);
+    if (!net.relay.replicas.empty()) {
+        std::string which;
+        for (int r : net.relay.replicas) which += (which.empty() ? "" : ", ") + std::to_string(r);
+        std::printf("  replica%s %s reached through a relay (up %.4g Mb/s, down %.4g Mb/s, +%.4g ms), shared by the relayed "
+                    "members of each round\n",
+                    net.relay.replicas.size() > 1 ? "s" : "", which.c_str(), net.relay.up_bps / 1e6, net.relay.down_bps / 1e6,
+                    net.relay.latency_s * 1e3);
+    }
     std::printf("  %lld steps of %lld tokens per replica: %lld tokens in all\n", (long long)p.steps,
                 (long long)(cfg.train.batch_size * cfg.model.seq_len), (long long)p.tokens);
     std::printf("  %-14s %12s %8s %16s %18s %18s %14s %12s %24s\n", "node", "step (s)", "rounds", "round bytes",

@@ -93,4 +93,9 @@ std::vector<std::string> RelayJoins::report(const std::vector<std::string>& name
     return lines;
 }
 
+void RelayJoins::mark(std::vector<NodeInfo>& nodes) const {
+    for (const auto& [i, key] : joined_)
+        if (i < nodes.size()) nodes[i].joined_key = key;
+}
+
 }  // namespace tw

@@ -13,6 +13,7 @@
 
 #include "core/config.h"
 #include "core/status.h"
+#include "remote/coordinator.h"
 #include "remote/curve.h"
 #include "remote/relay.h"
 #include "remote/relay_directory.h"
@@ -29,6 +30,8 @@ public:
                                       std::vector<std::string>& node_keys, const std::function<void(const std::string&)>& log,
                                       const std::function<bool()>& stopped);
     bool empty() const { return joined_.empty(); }
+    // Sets joined_key on each node named by key (nodes: the coordinator's, in endpoint order).
+    void mark(std::vector<NodeInfo>& nodes) const;
     // One line per joined node: what the relay carried for it during this run (and how often it
     // joined again), per class and way; `names[i]` is node i's role name. Lines for nodes the relay could not report say why.
     std::vector<std::string> report(const std::vector<std::string>& names);

@@ -464,7 +464,7 @@ RunOutcome Session::run_until_done(Live& run) {
             last_beat = Clock::now();
         }
         sink.redraw();
-        publish(coord.nodes());
+        publish(coord.nodes(), run.joins);
         if (pause_req_.exchange(false)) {
             if (Status st = coord.pause(); st) set_phase("paused"), add_log("coordinator: paused");
             else add_log("coordinator: pause failed: " + st.message());
@@ -567,7 +567,7 @@ void Session::wind_down(Live& run, RunOutcome outcome) {
         for (const NodeRole& r : roles) names.push_back(r.name);
         for (const std::string& line : run.joins.report(names)) run.event(EventLevel::kInfo, "relay", line, out.run_id);
     }
-    publish(coord.nodes());
+    publish(coord.nodes(), run.joins);
     if (run.local) coord.shutdown();
     out.wall_s = since_s(run.t0);
     add_log(std::string("coordinator: run ") + to_string(out.status) + (out.reason.empty() ? "" : ": " + out.reason));
@@ -677,9 +677,10 @@ void Session::add_log(const std::string& line) {
     snap_.log.push_back(line);
 }
 
-void Session::publish(const std::vector<NodeInfo>& nodes) {
+void Session::publish(const std::vector<NodeInfo>& nodes, const RelayJoins& joins) {
     std::lock_guard<std::mutex> lock(mu_);
     snap_.nodes = nodes;
+    joins.mark(snap_.nodes);
 }
 
 SessionResult run_session(RunConfig cfg, const std::string& db_path, const std::string& group, EngineHooks hooks,

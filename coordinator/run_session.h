@@ -26,6 +26,7 @@ namespace zmq { class context_t; }
 
 namespace tw {
 
+class RelayJoins;
 class RunStore;
 class FinalModelAssembly;
 
@@ -126,7 +127,8 @@ private:
     void end_after_exception(const std::string& what);
     void set_phase(const std::string& p);
     void add_log(const std::string& line);
-    void publish(const std::vector<NodeInfo>& nodes);
+    // The nodes as the workbench shows them; those that joined a relay carry their key.
+    void publish(const std::vector<NodeInfo>& nodes, const RelayJoins& joins);
 
     std::string db_path_, group_, data_root_;
     EngineHooks hooks_;

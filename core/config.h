@@ -146,6 +146,12 @@ struct NetworkConfig {
     // uplink and downlink bandwidth (bits/s) and one-way latency (s). Each list is empty (every
     // replica on the outer link) or has one entry per replica; a missing list takes the outer link's.
     std::vector<double> replica_up_bps, replica_down_bps, replica_latency_s;
+    // Replicas that peers reach only through a relay (nodes behind NAT that joined one,
+    // docs/relay.md): traffic into them between replicas crosses the relay's own access link, which
+    // the relayed replicas of a round share. Up/down 0 = the outer link's bandwidth; latency is added
+    // to theirs. Declared like the links above, so threads and a real relay run clock alike.
+    std::vector<int64_t> relay_replicas;
+    double relay_up_bps = 0, relay_down_bps = 0, relay_latency_s = 0;
     // Make the data plane as slow in wall time as these links (remote/link_shaper.h): a live demo of
     // the network on one machine. Simulated time, losses and bytes do not change.
     bool shape = false;

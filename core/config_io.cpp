@@ -139,6 +139,10 @@ std::vector<Field> fields_of(RunConfig& c) {
         {"network.replica_up_bps", &c.network.replica_up_bps, 1, 1e15, {}, "per replica: uplink between replicas (bits/s)"},
         {"network.replica_down_bps", &c.network.replica_down_bps, 1, 1e15, {}, "per replica: downlink between replicas (bits/s)"},
         {"network.replica_latency_s", &c.network.replica_latency_s, 0, 100, {}, "per replica: one-way latency between replicas (s)"},
+        {"network.relay_replicas", &c.network.relay_replicas, 0, 1e6, {}, "replicas reached through a relay"},
+        {"network.relay_up_bps", &c.network.relay_up_bps, 0, 1e15, {}, "the relay's uplink (bits/s, 0 = the outer link's)"},
+        {"network.relay_down_bps", &c.network.relay_down_bps, 0, 1e15, {}, "the relay's downlink (bits/s, 0 = the outer link's)"},
+        {"network.relay_latency_s", &c.network.relay_latency_s, 0, 100, {}, "latency the relay adds (s)"},
         {"network.shape", &c.network.shape},
 
         {"compute.model", &c.compute.model, -inf, inf, {"measured", "flops"}, "compute model"},

@@ -209,6 +209,15 @@ Status validate_config(const RunConfig& c) {
         if (!list->empty() && static_cast<int64_t>(list->size()) != c.outer.replicas)
             p.push_back(std::string(key) + ": " + std::to_string(list->size()) + " entries for " +
                         std::to_string(c.outer.replicas) + " replicas (one per replica, or none)");
+    for (size_t i = 0; i < c.network.relay_replicas.size(); ++i) {
+        const int64_t r = c.network.relay_replicas[i];
+        if (r >= c.outer.replicas)
+            p.push_back("network.relay_replicas[" + std::to_string(i) + "] = " + std::to_string(r) + ": the run has " +
+                        std::to_string(c.outer.replicas) + " replicas (0.." + std::to_string(c.outer.replicas - 1) + ")");
+        for (size_t j = 0; j < i; ++j)
+            if (c.network.relay_replicas[j] == r)
+                p.push_back("network.relay_replicas names replica " + std::to_string(r) + " twice");
+    }
     validate_compute(c, p);
     validate_time_budget(c, p);
     if (c.cluster.heartbeat_timeout_s <= 2 * c.cluster.heartbeat_s)

@@ -1,13 +1,17 @@
 // core/config_warnings.h.
 #include "core/config_warnings.h"
-#include "core/run_kind.h"
 
 #include "core/algorithm.h"
+#include "core/joined_nodes.h"
+#include "core/run_kind.h"
 
 namespace tw {
 
 std::vector<std::string> config_warnings(const RunConfig& cfg) {
     std::vector<std::string> w;
+    if (has_joined_nodes(cfg) && cfg.network.relay_replicas.empty())
+        w.push_back("cluster.endpoints names nodes by key, reached through a relay, but network.relay_replicas is "
+                    "empty: the simulated clock charges no relay link (docs/relay.md, \"The simulated clock\")");
     const auto algo = named_algorithm(cfg);
     // Rounds every H inner steps (time-budgeted rounds and HDEE experts follow other rules).
     if (!algo || !traits_of(*algo).outer_rounds || cfg.outer.round_time_s > 0 || is_run_kind(cfg, RunKind::kHdee)) return w;

@@ -32,6 +32,10 @@ Result<NetworkProfile> network_profile(const NetworkConfig& n) {
         p->replicas.push_back({at(n.replica_up_bps, p->outer.bandwidth_bps), at(n.replica_down_bps, p->outer.bandwidth_bps),
                                at(n.replica_latency_s, p->outer.latency_s)});
     }
+    for (int64_t r : n.relay_replicas) p->relay.replicas.push_back(static_cast<int>(r));
+    p->relay.up_bps = n.relay_up_bps > 0 ? n.relay_up_bps : p->outer.bandwidth_bps;
+    p->relay.down_bps = n.relay_down_bps > 0 ? n.relay_down_bps : p->outer.bandwidth_bps;
+    p->relay.latency_s = n.relay_latency_s;
     if (n.intra_bandwidth_bps > 0) p->intra.bandwidth_bps = n.intra_bandwidth_bps;
     if (n.intra_latency_s > 0) p->intra.latency_s = n.intra_latency_s;
     if (n.stage_bandwidth_bps > 0) p->stage.bandwidth_bps = n.stage_bandwidth_bps;
@@ -40,16 +44,34 @@ Result<NetworkProfile> network_profile(const NetworkConfig& n) {
 }
 
 LinkSpec round_link(const NetworkProfile& p, int self, const std::vector<int>& members, int64_t hops) {
-    if (p.replicas.empty()) return p.outer;
+    if (p.replicas.empty() && p.relay.replicas.empty()) return p.outer;
     const int R = static_cast<int>(p.replicas.size());
     std::vector<int> m = members;
-    if (m.empty())
-        for (int r = 0; r < R; ++r) m.push_back(r);
-    auto access = [&](int r) { return p.replicas[static_cast<size_t>(std::clamp(r, 0, R - 1))]; };
+    if (m.empty()) {
+        int n = R;
+        for (int r : p.relay.replicas) n = std::max(n, r + 1);
+        for (int r = 0; r < n; ++r) m.push_back(r);
+    }
+    const auto relayed = [&](int r) {
+        return std::find(p.relay.replicas.begin(), p.relay.replicas.end(), r) != p.relay.replicas.end();
+    };
+    const auto k = std::count_if(m.begin(), m.end(), relayed);
+    const double relay_share = k > 0 ? std::min(p.relay.up_bps, p.relay.down_bps) / static_cast<double>(k) : 0;
+    // Each replica's access link as a round among `m` sees it: a relayed one's way in and its latency
+    // go through the relay.
+    const auto access = [&](int r) {
+        AccessLink a = R == 0 ? AccessLink{p.outer.bandwidth_bps, p.outer.bandwidth_bps, p.outer.latency_s}
+                              : p.replicas[static_cast<size_t>(std::clamp(r, 0, R - 1))];
+        if (relayed(r)) {
+            a.down_bps = std::min(a.down_bps, relay_share);
+            a.latency_s += p.relay.latency_s;
+        }
+        return a;
+    };
     LinkSpec out{access(self).down_bps, 0};
     if (hops > 1 && m.size() > 1) out.bandwidth_bps = access(m[0]).up_bps;
     for (size_t i = 0; i < m.size(); ++i) {
-        const AccessLink& a = access(m[i]);
+        const AccessLink a = access(m[i]);
         out.latency_s = std::max(out.latency_s, a.latency_s);
         if (hops > 1 && m.size() > 1)
             out.bandwidth_bps = std::min({out.bandwidth_bps, a.up_bps, access(m[(i + 1) % m.size()]).down_bps});

@@ -26,12 +26,21 @@ struct AccessLink {
     double latency_s = 0.02;               // one-way
 };
 
+// A relay (docs/relay.md) and the replicas peers reach only through it: every byte into a relayed
+// replica between replicas enters the relay on its downlink and leaves on its uplink.
+struct RelayLink {
+    std::vector<int> replicas;             // relayed replica indices; empty = no relay
+    double up_bps = 1e9, down_bps = 1e9;  // bits per second
+    double latency_s = 0;                  // one-way, added to a relayed replica's own
+};
+
 struct NetworkProfile {
     std::string name;
     LinkSpec intra;  // inside a full replica
     LinkSpec stage;  // between pipeline stages
     LinkSpec outer;  // between replicas (outer sync)
     std::vector<AccessLink> replicas;  // per replica; empty = every replica on `outer` both ways
+    RelayLink relay;
 };
 
 // Named profiles: datacenter (100 Gb/s, 10 µs), wan-1g (1 Gb/s, 20 ms), wan-100m (100 Mb/s, 30 ms),
@@ -63,6 +72,9 @@ inline const LinkSpec& link_of(const NetworkProfile& p, LinkClass c) {
 //   min(self's downlink, every member's uplink);
 //   a ring (hops > 1): every step waits for its slowest edge, min over j of min(up_j, down_{j+1});
 // and a transfer pays the largest latency among the members.
+// Through a relay (p.relay): the k relayed members of the round share the relay, which takes in and
+// sends out every byte into them, so a relayed member's downlink counts as
+// min(its own, min(relay up, relay down) / k), and its latency as its own plus the relay's.
 LinkSpec round_link(const NetworkProfile& p, int self, const std::vector<int>& members, int64_t hops);
 
 // Seconds for `bytes` sent back to back over one link: latency + 8·bytes/bandwidth.

@@ -16,6 +16,12 @@ double round_end_s(const std::vector<double>& clocks, const LinkSpec& link, uint
 
 double outer_round_end_s(const NetworkProfile& p, Topology topology, int self, const std::vector<int>& members,
                          const std::vector<double>& clocks, uint64_t bytes, int64_t hops) {
+    if (topology == Topology::kHub && !p.relay.replicas.empty()) {
+        // Relayed nodes dial the hub themselves: no byte of a hub round crosses their relay.
+        NetworkProfile direct = p;
+        direct.relay.replicas.clear();
+        return outer_round_end_s(direct, topology, self, members, clocks, bytes, hops);
+    }
     if (topology != Topology::kHub || p.replicas.empty() || clocks.empty())
         return round_end_s(clocks, round_link(p, self, members, hops), bytes, hops);
     const int R = static_cast<int>(p.replicas.size());

@@ -29,7 +29,8 @@ double round_end_s(const std::vector<double>& clocks, const LinkSpec& link, uint
 // every payload of a round having the same size) leaves at its own clock over its own uplink, and
 // `self` downloads the R − 1 others' over its downlink once the last upload is in:
 //   max_j(clocks[j] + latency_j + 8·payload/up_j) + latency_self + 8·(R − 1)·payload/down_self.
-// The relay's own link is not modelled (object storage or a datacenter host). `clocks` are the
+// The hub's own link is not modelled (object storage or a datacenter host), and a hub round never
+// crosses a relay (network.relay_replicas): relayed nodes dial the hub themselves. `clocks` are the
 // members' clocks in the order of `members` (empty members = every replica, clocks in replica
 // order); `bytes` is what `self` recorded for the round (upload + downloads for a hub).
 double outer_round_end_s(const NetworkProfile& p, Topology topology, int self, const std::vector<int>& members,

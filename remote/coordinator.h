@@ -27,6 +27,7 @@ enum class MsgKind : uint8_t;
 
 struct NodeInfo {
     std::string endpoint;          // control endpoint
+    std::string joined_key;        // a node that joined a relay: its key (endpoint is then the relay's port for it)
     std::string name;              // role name once configured ("" = not part of the run)
     std::string host, version, device;
     std::string cpu, blas;         // what it computes on (core/platform_info.h), as it reported it

@@ -4,7 +4,6 @@
 #include <imgui.h>
 
 #include <chrono>
-#include <zmq.hpp>
 
 namespace tw::ui {
 namespace {
@@ -13,24 +12,21 @@ double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// A hello to one endpoint; runs on its own thread so the frame never waits for it.
-Result<NodeInfo> probe(const std::string& ep) {
-    auto ctx = std::make_shared<zmq::context_t>();
-    CoordinatorOptions o;
-    o.reply_timeout_ms = 2000;
-    auto c = Coordinator::connect(ctx, {ep}, o);
-    if (!c) return c.status();
-    return (*c)->nodes()[0];
-}
+// How long "Find node" waits for the relay's answer and for the node's hello, each.
+constexpr int kProbeTimeoutMs = 2000;
+
+// The first characters of a key: enough to tell nodes apart in a table.
+std::string short_key(const std::string& key) { return key.substr(0, 8) + "…"; }
 
 }  // namespace
 
-void NodesPanel::add_probe(const std::string& ep) {
+void NodesPanel::add_probe(const std::string& ep, const ClusterConfig& cluster) {
     for (auto& p : probes)
         if (p.endpoint == ep) return;
     Probe p;
     p.endpoint = ep;
-    p.pending = std::async(std::launch::async, probe, ep);
+    // A hello on its own thread so the frame never waits for it (the layout's keys and relay copied).
+    p.pending = std::async(std::launch::async, probe_node, ep, cluster, kProbeTimeoutMs);
     probes.push_back(std::move(p));
 }
 
@@ -50,7 +46,9 @@ void NodesPanel::draw_session_nodes(const ViewState& v) {
         }
         ImGui::TableNextRow();
         ImGui::TableNextColumn(); ImGui::TextUnformatted(n.name.c_str());
-        ImGui::TableNextColumn(); ImGui::TextUnformatted(n.endpoint.c_str());
+        ImGui::TableNextColumn();
+        if (n.joined_key.empty()) ImGui::TextUnformatted(n.endpoint.c_str());
+        else ImGui::Text("key %s via %s", short_key(n.joined_key).c_str(), n.endpoint.c_str());
         ImGui::TableNextColumn(); ImGui::TextUnformatted(n.state.c_str());
         ImGui::TableNextColumn();
         const bool stale = n.heartbeat_age_s > 2.0 && !n.done;
@@ -77,17 +75,30 @@ void NodesPanel::draw_probes(LayoutModel& layout) {
         ImGui::SameLine();
         if (p.pending.valid()) ImGui::TextDisabled("asking...");
         else if (p.info) {
-            ImGui::Text("%s, v%s, %lld threads, %.1f GB, %s", p.info->host.c_str(), p.info->version.c_str(),
-                        (long long)p.info->threads, p.info->memory_bytes / 1e9, p.info->state.c_str());
+            const NodeInfo& n = p.info->info;
+            if (p.info->joined) ImGui::Text("joined the relay, reached at %s:", p.info->reached_at.c_str()), ImGui::SameLine();
+            ImGui::Text("%s, v%s, %lld threads, %.1f GB, %s", n.host.c_str(), n.version.c_str(), (long long)n.threads,
+                        n.memory_bytes / 1e9, n.state.c_str());
             ready.push_back(p.endpoint);
         } else {
             ImGui::TextColored(ImVec4(1, 0.45f, 0.35f, 1), "%s", p.error.c_str());
         }
     }
     if (!ready.empty() && ImGui::Button("Use the answering nodes as the layout's remote cluster")) {
-        layout.config().cluster.mode = "remote";
-        layout.config().cluster.endpoints = ready;
-        layout.config().cluster.nodes = 0;
+        ClusterConfig& c = layout.config().cluster;
+        // Keys stay with the endpoints they were given for (keyed layouts: node_keys and
+        // coordinator_key go together); a node named by key needs none beside it.
+        std::vector<std::string> keys;
+        for (const std::string& ep : ready) {
+            std::string k;
+            for (size_t i = 0; i < c.endpoints.size() && i < c.node_keys.size(); ++i)
+                if (c.endpoints[i] == ep) k = c.node_keys[i];
+            keys.push_back(k);
+        }
+        c.mode = "remote";
+        c.endpoints = ready;
+        c.node_keys = c.coordinator_key.empty() ? std::vector<std::string>{} : keys;
+        c.nodes = 0;
     }
 }
 
@@ -102,7 +113,7 @@ void NodesPanel::draw(ViewState& v, RunDriver& driver, LayoutModel& layout) {
     ImGui::SetNextItemWidth(220);
     ImGui::InputText("##endpoint", endpoint, sizeof endpoint);
     ImGui::SameLine();
-    if (ImGui::Button("Find node")) add_probe(endpoint);
+    if (ImGui::Button("Find node")) add_probe(endpoint, layout.config().cluster);
     ImGui::SameLine();
     ImGui::SetNextItemWidth(70);
     ImGui::InputInt("##spawn", &spawn_count);
@@ -111,7 +122,7 @@ void NodesPanel::draw(ViewState& v, RunDriver& driver, LayoutModel& layout) {
     if (ImGui::Button("Spawn processes")) {
         auto eps = driver.spawn_processes(spawn_count);
         if (eps)
-            for (auto& e : *eps) add_probe(e);
+            for (auto& e : *eps) add_probe(e, layout.config().cluster);
         else
             v.status_line = eps.message();
     }

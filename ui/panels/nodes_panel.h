@@ -1,6 +1,8 @@
 // Nodes panel: the nodes of the running session (state, heartbeat age, version, threads, role,
-// step, throughput), nodes found by endpoint (a hello in the background), and nodes spawned
-// locally with one click; found or spawned nodes can become the layout's remote cluster.
+// step, throughput; a node that joined a relay shown by its key and the relay's port for it),
+// nodes found by endpoint or by key through the layout's relay (a hello in the background,
+// remote/node_probe.h), and nodes spawned locally with one click; found or spawned nodes can
+// become the layout's remote cluster.
 #pragma once
 
 #include <future>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "remote/coordinator.h"
+#include "remote/node_probe.h"
 #include "ui/logic/layout_model.h"
 #include "ui/run_driver.h"
 #include "ui/view_state.h"
@@ -18,9 +21,9 @@ namespace tw::ui {
 
 struct NodesPanel {
     struct Probe {
-        std::string endpoint;
-        std::future<Result<NodeInfo>> pending;  // hello in flight
-        std::optional<NodeInfo> info;
+        std::string endpoint;                     // as typed: an endpoint or "key:K"
+        std::future<Result<ProbedNode>> pending;  // hello in flight
+        std::optional<ProbedNode> info;
         std::string error;
     };
     char endpoint[256] = "tcp://127.0.0.1:5555";
@@ -32,7 +35,7 @@ struct NodesPanel {
     void draw(ViewState& v, RunDriver& driver, LayoutModel& layout);
 
 private:
-    void add_probe(const std::string& ep);
+    void add_probe(const std::string& ep, const ClusterConfig& cluster);
     void draw_session_nodes(const ViewState& v);
     void draw_probes(LayoutModel& layout);
 };
