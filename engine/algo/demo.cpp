@@ -11,66 +11,27 @@
 namespace tw {
 namespace {
 
-std::string where(int replica, size_t tensor) {
-    return std::string(to_string(Algorithm::kDeMo)) + ": replica " + std::to_string(replica) + ", tensor " +
-           std::to_string(tensor);
+DctTopkConfig dct_config(const OuterConfig& o) {
+    return DctTopkConfig{o.demo_chunk, o.demo_topk, o.demo_values == "sign" ? DctValues::kSign : DctValues::kFp32};
 }
 
 }  // namespace
 
-bool DeMo::round_at(int64_t step) const { return step % cfg_.inner_steps == 0; }
-
-OuterState DeMo::save_state() const {
-    OuterState s;
-    put_tensors(s, "global", global_);
-    put_tensors(s, "m", m_);
-    return s;
-}
-
-Status DeMo::load_state(const OuterState& s) {
-    if (std::string u = unknown_state(s, {"global", "m"}); !u.empty()) return Status::error("demo: unknown state " + u);
-    auto g = take_tensors(s, "global", global_);
-    if (!g || !*g) return Status::error("demo: " + (g ? std::string("the state has no global") : g.message()));
-    auto m = take_tensors(s, "m", m_);
-    if (!m) return Status::error("demo: " + m.message());
-    torch::NoGradGuard no_grad;
-    if (!*m)
-        for (auto& t : m_) t.zero_();  // a newcomer's momentum starts at zero
-    return Status::ok();
-}
-
 DeMo::DeMo(std::vector<torch::Tensor> params, DeMoConfig cfg, int replica, int replicas)
-    : params_(std::move(params)), cfg_(cfg), codec_(cfg.dct), replica_(replica), replicas_(replicas) {
-    torch::NoGradGuard no_grad;
-    for (auto& p : params_) {
-        TORCH_CHECK(p.scalar_type() == torch::kFloat32 && p.is_contiguous(), "demo: parameters must be contiguous fp32");
-        global_.push_back(p.detach().clone());
-        m_.push_back(torch::zeros(p.sizes(), torch::kFloat32));
-    }
-}
-
-uint64_t DeMo::payload_bytes() const {
-    uint64_t n = 0;
-    for (auto& g : global_) n += codec_.wire_bytes(g.sizes());
-    return n;
-}
-
-Result<RoundReport> DeMo::after_step(int64_t step, Collective& c, double sim_clock_s) {
-    if (step % cfg_.inner_steps != 0) return RoundReport{};
-    auto rep = sync(c, sim_clock_s);
-    if (rep) rep->what = "round " + std::to_string(step / cfg_.inner_steps);
-    return rep;
-}
+    : SparseGatherMethod(Algorithm::kDeMo, std::move(params), std::make_unique<DctTopkCodec>(cfg.dct), cfg.inner_steps,
+                         cfg.topology, "m", replica, replicas),
+      cfg_(cfg),
+      dct_(static_cast<const DctTopkCodec*>(codec_.get())) {}
 
 // m ← β·m + Δ; append the Top-k of DCT(m); m ← m − IDCT(what was kept).
 Status DeMo::encode_own(std::vector<uint8_t>& out) {
     out.clear();
     SparsePayload kept;
     for (size_t i = 0; i < params_.size(); ++i) {
-        auto& m = m_[i];
+        auto& m = buffer_[i];
         m.mul_(cfg_.beta).add_(global_[i] - params_[i]);
         const torch::Tensor coeffs = chunked_dct(m, cfg_.dct.chunk);
-        if (Status s = codec_.encode_coefficients(coeffs, out, &kept); !s)
+        if (Status s = dct_->encode_coefficients(coeffs, out, &kept); !s)
             return Status::error(where(replica_, i) + ": " + s.message());
         auto q = torch::zeros_like(coeffs);
         float* qp = q.data_ptr<float>();
@@ -85,22 +46,8 @@ Status DeMo::encode_own(std::vector<uint8_t>& out) {
 Status DeMo::apply(const std::vector<std::vector<uint8_t>>& all) {
     const int R = static_cast<int>(all.size());
     const size_t n = global_.size();
-    std::vector<std::vector<SparsePayload>> dec(static_cast<size_t>(R), std::vector<SparsePayload>(n));
-    for (int r = 0; r < R; ++r) {
-        const auto& bytes = all[static_cast<size_t>(r)];
-        if (bytes.empty())
-            return Status::error("demo: replica " + std::to_string(r) +
-                                 " sent no payload (its momentum holds NaN or Inf)");
-        size_t off = 0;
-        for (size_t i = 0; i < n; ++i)
-            if (Status s = codec_.decode_sparse(bytes.data(), bytes.size(), off, global_[i].sizes(),
-                                                dec[static_cast<size_t>(r)][i]);
-                !s)
-                return Status::error(where(r, i) + ": " + s.message());
-        if (off != bytes.size())
-            return Status::error("demo: replica " + std::to_string(r) + " sent " + std::to_string(bytes.size()) +
-                                 " bytes, expected " + std::to_string(off) + " (different model or codec?)");
-    }
+    std::vector<std::vector<SparsePayload>> dec;
+    if (Status s = decode_all(all, "momentum", dec); !s) return s;
     // The guard: one factor per replica over its whole payload (sequential double sums, the same
     // bits on every replica). Under sign values every norm is √K, so it never scales.
     const std::vector<float> scale = sparse_payload_guard(dec, cfg_.guard_ratio, guard_clipped_);
@@ -121,15 +68,6 @@ Status DeMo::apply(const std::vector<std::vector<uint8_t>>& all) {
     return Status::ok();
 }
 
-Result<RoundReport> DeMo::sync(Collective& c, double sim_clock_s) {
-    torch::NoGradGuard no_grad;
-    SparseGatherRound round{to_string(Algorithm::kDeMo), replica_, replicas_, [this](std::vector<uint8_t>& out) { return encode_own(out); },
-                            [this](const std::vector<std::vector<uint8_t>>& all) { return apply(all); }, cfg_.topology};
-    auto rep = sparse_gather_round(round, mine_, c, sim_clock_s);
-    if (rep) rep->guard_clipped = guard_clipped_;
-    return rep;
-}
-
 void demo_problems(const OuterBuild& b, std::vector<std::string>& p) {
     const OuterConfig& o = b.cfg.outer;
     if (o.dtype != "fp32")
@@ -148,21 +86,15 @@ void demo_problems(const OuterBuild& b, std::vector<std::string>& p) {
 Result<std::unique_ptr<OuterAlgorithm>> make_demo(OuterBuild b) {
     const OuterConfig& o = b.cfg.outer;
     DeMoConfig dc;
-    dc.inner_steps = o.inner_steps;
-    dc.lr_outer = o.lr;
+    take_shared_outer(b.cfg, dc);
     dc.beta = o.demo_beta;
-    dc.dct = DctTopkConfig{o.demo_chunk, o.demo_topk, o.demo_values == "sign" ? DctValues::kSign : DctValues::kFp32};
+    dc.dct = dct_config(o);
     dc.sign_update = o.demo_sign_update;
-    dc.guard_ratio = o.guard_ratio;
-    dc.topology = topology_of(b.cfg);
     return std::unique_ptr<OuterAlgorithm>(std::make_unique<DeMo>(std::move(b.params), dc, b.replica, b.replicas));
 }
 
 Result<std::unique_ptr<RoundCostModel>> plan_demo_rounds(const RunConfig& cfg) {
-    const OuterConfig& o = cfg.outer;
-    return plan_gather_rounds(
-        cfg, std::make_unique<DctTopkCodec>(
-                 DctTopkConfig{o.demo_chunk, o.demo_topk, o.demo_values == "sign" ? DctValues::kSign : DctValues::kFp32}));
+    return plan_gather_rounds(cfg, std::make_unique<DctTopkCodec>(dct_config(cfg.outer)));
 }
 
 }  // namespace tw

@@ -17,14 +17,14 @@
 // Not thread-safe: one object per replica, called from that replica's worker thread.
 #pragma once
 
-#include "core/topology.h"
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/algorithm.h"
-#include "engine/algo/outer.h"
+#include "core/topology.h"
+#include "engine/algo/sparse_gather_method.h"
 #include "engine/codec/dct_topk.h"
 #include "engine/plan/round_cost.h"
 
@@ -40,47 +40,25 @@ struct DeMoConfig {
     Topology topology = Topology::kMesh;  // mesh or hub (core/topology.h)
 };
 
-class DeMo : public OuterAlgorithm {
+class DeMo : public SparseGatherMethod {
 public:
     // `params` are the replica's live parameters (θ_r, contiguous fp32); their values now become
     // θ_global. `replica` / `replicas` must match the collective's rank / size at every round.
-    // The config must be valid (make_demo checks it).
+    // The config must be valid (make_demo checks it). Rounds, state and exchange are
+    // SparseGatherMethod's, with the momentum as its buffer ("m").
     DeMo(std::vector<torch::Tensor> params, DeMoConfig cfg, int replica, int replicas);
 
-    std::string name() const override { return to_string(Algorithm::kDeMo); }
-    // Runs sync() when step is a multiple of H; otherwise reports nothing.
-    Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override;
-    std::vector<torch::Tensor> eval_params() const override { return global_; }
-    // Every replica holds the same θ_global after a round (the momenta differ).
-    AgreedState agreed_state() const override { return {{}, global_}; }
-    bool round_at(int64_t step) const override;
-    OuterState save_state() const override;
-    Status load_state(const OuterState& s) override;
-    // The momentum accumulates this replica's own updates: a newcomer starts it at zero.
-    bool private_state(const std::string& name) const override { return name.rfind("m.", 0) == 0; }
+    OuterState save_state() const override { return save_global_and_buffer(); }
+    Status load_state(const OuterState& s) override { return load_global_and_buffer(s, {}); }
 
-    // One round now. A replica whose momentum holds NaN or Inf sends an empty payload (its peers
-    // fail at once naming it) and returns the error; a peer's empty, truncated or malformed payload
-    // is an error on every receiver. After an error the state is undefined.
-    Result<RoundReport> sync(Collective& c, double sim_clock_s);
-
-    // Exact bytes one replica sends to each peer per round: Σ over tensors of the codec's wire_bytes.
-    uint64_t payload_bytes() const;
-    const std::vector<torch::Tensor>& global() const { return global_; }
-    const std::vector<torch::Tensor>& momentum() const { return m_; }
-    const std::vector<uint8_t>& last_payload() const { return mine_; }
-    int last_guard_clipped() const { return guard_clipped_; }
+    const std::vector<torch::Tensor>& momentum() const { return buffer_; }
 
 private:
-    Status encode_own(std::vector<uint8_t>& out);
-    Status apply(const std::vector<std::vector<uint8_t>>& all);
+    Status encode_own(std::vector<uint8_t>& out) override;
+    Status apply(const std::vector<std::vector<uint8_t>>& all) override;
 
-    std::vector<torch::Tensor> params_, global_, m_;
     DeMoConfig cfg_;
-    DctTopkCodec codec_;
-    int replica_ = 0, replicas_ = 1;
-    std::vector<uint8_t> mine_;
-    int guard_clipped_ = 0;
+    const DctTopkCodec* dct_;  // the codec the base owns, as the DCT codec it is
 };
 
 // Its registry row (registry.cpp): the config's problems for DeMo, its construction, and its

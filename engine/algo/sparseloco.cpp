@@ -12,28 +12,11 @@
 #include <string>
 
 namespace tw {
-namespace {
-
-std::string where(int replica, size_t tensor) {
-    return "sparseloco: replica " + std::to_string(replica) + ", tensor " + std::to_string(tensor);
-}
-
-}  // namespace
 
 SparseLoCo::SparseLoCo(std::vector<torch::Tensor> params, SparseLoCoConfig cfg, int replica, int replicas)
-    : params_(std::move(params)),
-      cfg_(cfg),
-      codec_(make_sparseloco_codec(cfg.topk)),
-      replica_(replica),
-      replicas_(replicas) {
-    torch::NoGradGuard no_grad;
-    for (auto& p : params_) {
-        TORCH_CHECK(p.scalar_type() == torch::kFloat32 && p.is_contiguous(),
-                    "sparseloco: parameters must be contiguous fp32");
-        global_.push_back(p.detach().clone());
-        ef_.push_back(torch::zeros(p.sizes(), torch::kFloat32));
-    }
-}
+    : SparseGatherMethod(Algorithm::kSparseLoCo, std::move(params), make_sparseloco_codec(cfg.topk), cfg.inner_steps,
+                         cfg.topology, "ef", replica, replicas),
+      cfg_(std::move(cfg)) {}
 
 Status SparseLoCo::replay(const std::vector<std::vector<uint8_t>>& payloads) {
     torch::NoGradGuard no_grad;
@@ -120,26 +103,14 @@ Status SparseLoCo::replay_round(const std::vector<uint8_t>& leading_payloads_in,
     return st;
 }
 
-bool SparseLoCo::round_at(int64_t step) const { return step % cfg_.inner_steps == 0; }
-
 OuterState SparseLoCo::save_state() const {
-    OuterState s;
-    put_tensors(s, "global", global_);
-    put_tensors(s, "ef", ef_);
+    OuterState s = save_global_and_buffer();
     if (!start_.empty()) put_tensors(s, "start", start_);
     return s;
 }
 
 Status SparseLoCo::load_state(const OuterState& s) {
-    if (std::string u = unknown_state(s, {"global", "ef", "start"}); !u.empty())
-        return Status::error("sparseloco: unknown state " + u);
-    auto g = take_tensors(s, "global", global_);
-    if (!g || !*g) return Status::error("sparseloco: " + (g ? std::string("the state has no global") : g.message()));
-    auto e = take_tensors(s, "ef", ef_);
-    if (!e) return Status::error("sparseloco: " + e.message());
-    torch::NoGradGuard no_grad;
-    if (!*e)
-        for (auto& t : ef_) t.zero_();  // a newcomer's error feedback starts at zero
+    if (Status st = load_global_and_buffer(s, {"start"}); !st) return st;
     if (!start_.empty()) {
         auto st = take_tensors(s, "start", start_);
         if (!st) return Status::error("sparseloco: " + st.message());
@@ -149,25 +120,12 @@ Status SparseLoCo::load_state(const OuterState& s) {
     return Status::ok();
 }
 
-uint64_t SparseLoCo::payload_bytes() const {
-    uint64_t n = 0;
-    for (auto& g : global_) n += codec_->wire_bytes(g.sizes());
-    return n;
-}
-
-Result<RoundReport> SparseLoCo::after_step(int64_t step, Collective& c, double sim_clock_s) {
-    if (step % cfg_.inner_steps != 0) return RoundReport{};
-    auto rep = sync(c, sim_clock_s);
-    if (rep) rep->what = "round " + std::to_string(step / cfg_.inner_steps);
-    return rep;
-}
-
 // e ← β·e + Δ; append encode(e); e ← e − decode(what was appended).
 Status SparseLoCo::encode_own(std::vector<uint8_t>& out) {
     out.clear();
     SparsePayload sent;
     for (size_t i = 0; i < params_.size(); ++i) {
-        auto& e = ef_[i];
+        auto& e = buffer_[i];
         e.mul_(cfg_.ef_beta).add_((start_.empty() ? global_[i] : start_[i]) - params_[i]);
         if (hooks_.before_encode) hooks_.before_encode(i, e);
         const size_t start = out.size();
@@ -185,27 +143,8 @@ Status SparseLoCo::encode_own(std::vector<uint8_t>& out) {
 Status SparseLoCo::aggregate(const std::vector<std::vector<uint8_t>>& all, std::vector<torch::Tensor>& mean) {
     const int R = static_cast<int>(all.size());
     const size_t n = global_.size();
-    std::vector<std::vector<SparsePayload>> dec(static_cast<size_t>(R), std::vector<SparsePayload>(n));
-    for (int r = 0; r < R; ++r) {
-        const auto& bytes = all[static_cast<size_t>(r)];
-        if (bytes.empty())
-            return Status::error("sparseloco: replica " + std::to_string(r) +
-                                 " sent no payload (its outer gradient holds NaN or Inf)");
-        size_t off = 0;
-        for (size_t i = 0; i < n; ++i) {
-            auto& d = dec[static_cast<size_t>(r)][i];
-            if (Status s = codec_->decode_sparse(bytes.data(), bytes.size(), off, global_[i].sizes(), d); !s)
-                return Status::error(where(r, i) + ": " + s.message());
-            const int64_t numel = global_[i].numel();
-            for (size_t k = 0; k < d.index.size(); ++k) {
-                if (!std::isfinite(d.value[k])) return Status::error(where(r, i) + ": non-finite value in the payload");
-                if (d.index[k] < 0 || d.index[k] >= numel) return Status::error(where(r, i) + ": index out of range");
-            }
-        }
-        if (off != bytes.size())
-            return Status::error("sparseloco: replica " + std::to_string(r) + " sent " + std::to_string(bytes.size()) +
-                                 " bytes, expected " + std::to_string(off) + " (different model or codec?)");
-    }
+    std::vector<std::vector<SparsePayload>> dec;
+    if (Status s = decode_all(all, "outer gradient", dec); !s) return s;
     // The guard: one factor per replica over its whole payload (sequential double sums, the same
     // bits on every replica).
     // A replay applies the factors the members' round applied (replay_round).
@@ -259,16 +198,6 @@ Status SparseLoCo::aggregate(const std::vector<std::vector<uint8_t>>& all, std::
     return Status::ok();
 }
 
-Result<RoundReport> SparseLoCo::sync(Collective& c, double sim_clock_s) {
-    torch::NoGradGuard no_grad;
-    SparseGatherRound round{to_string(Algorithm::kSparseLoCo), replica_, replicas_, [this](std::vector<uint8_t>& out) { return encode_own(out); },
-                            [this](const std::vector<std::vector<uint8_t>>& all) { return replay(all); }, cfg_.topology};
-    auto rep = sparse_gather_round(round, mine_, c, sim_clock_s);
-    if (rep) rep->guard_clipped = guard_clipped_;
-    return rep;
-}
-
-
 void sparseloco_problems(const OuterBuild& b, std::vector<std::string>& p) {
     const OuterConfig& o = b.cfg.outer;
     if (o.dtype != "fp32")
@@ -288,14 +217,12 @@ void sparseloco_problems(const OuterBuild& b, std::vector<std::string>& p) {
 Result<std::unique_ptr<OuterAlgorithm>> make_sparseloco(OuterBuild b) {
     const OuterConfig& o = b.cfg.outer;
     SparseLoCoConfig sc;
-    sc.inner_steps = o.inner_steps;
-    sc.lr_outer = o.lr;
+    take_shared_outer(b.cfg, sc);
     sc.ef_beta = o.ef_beta;
     sc.topk = TopkConfig{o.topk_chunk, o.topk_k};
     sc.aggregation =
         o.aggregation == "mean_over_selectors" ? Aggregation::kMeanOverSelectors : Aggregation::kMeanOverReplicas;
     sc.clip_median = o.clip_median;
-    sc.guard_ratio = o.guard_ratio;
     if (o.round_time_s > 0) {  // time-budgeted rounds: the token-weighted aggregate
         auto plan = time_budget(b.cfg);
         if (!plan) return plan.status();
@@ -304,12 +231,11 @@ Result<std::unique_ptr<OuterAlgorithm>> make_sparseloco(OuterBuild b) {
                                  " replicas, the run has " + std::to_string(b.replicas));
         sc.replica_weights = plan->mean_scale;
     }
-    sc.topology = topology_of(b.cfg);
     return std::unique_ptr<OuterAlgorithm>(std::make_unique<SparseLoCo>(std::move(b.params), sc, b.replica, b.replicas));
 }
+
 Result<std::unique_ptr<RoundCostModel>> plan_sparseloco_rounds(const RunConfig& cfg) {
-    return plan_gather_rounds(
-        cfg, make_sparseloco_codec(TopkConfig{cfg.outer.topk_chunk, cfg.outer.topk_k}));
+    return plan_gather_rounds(cfg, make_sparseloco_codec(TopkConfig{cfg.outer.topk_chunk, cfg.outer.topk_k}));
 }
 
 }  // namespace tw

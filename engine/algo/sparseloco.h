@@ -17,14 +17,14 @@
 // bound (aggregation_guard.h). Then plain outer SGD, θ_global ← θ_global − η·Δ̄, and θ_r ← θ_global.
 #pragma once
 
-#include "core/topology.h"
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include "core/algorithm.h"
-#include "engine/algo/outer.h"
+#include "core/topology.h"
+#include "engine/algo/sparse_gather_method.h"
 #include "engine/codec/codec.h"
 #include "engine/plan/round_cost.h"
 
@@ -51,39 +51,19 @@ struct SparseLoCoConfig {
 // (engine/algo/outer.h); SparseLoCo runs all three.
 using SparseLoCoHooks = RoundHooks;
 
-class SparseLoCo : public OuterAlgorithm {
+class SparseLoCo : public SparseGatherMethod {
 public:
     // `params` are the replica's live parameters (θ_r); their values now become θ_global.
-    // `replica` / `replicas` must match the collective's rank / size at every round.
+    // `replica` / `replicas` must match the collective's rank / size at every round. Rounds,
+    // state and exchange are SparseGatherMethod's, with the error feedback as its buffer ("ef");
+    // each replica's payload is the SparseLoCo codec's, 20 + 3·ceil(K/2) + ceil(K/4) bytes per
+    // tensor for K kept values.
     SparseLoCo(std::vector<torch::Tensor> params, SparseLoCoConfig cfg, int replica, int replicas);
 
-    std::string name() const override { return to_string(Algorithm::kSparseLoCo); }
-    // Runs sync() when step is a multiple of H; otherwise reports nothing.
-    Result<RoundReport> after_step(int64_t step, Collective& c, double sim_clock_s) override;
-    std::vector<torch::Tensor> eval_params() const override { return global_; }
-    // Every replica holds the same θ_global after a round (the error-feedback buffers differ).
-    AgreedState agreed_state() const override { return {{}, global_}; }
-    bool round_at(int64_t step) const override;
     OuterState save_state() const override;
     Status load_state(const OuterState& s) override;
-    // The error feedback is this replica's own: a newcomer starts it at zero.
-    bool private_state(const std::string& name) const override { return name.rfind("ef.", 0) == 0; }
-    // Contributions the guard scaled down in the last round.
-    int last_guard_clipped() const { return guard_clipped_; }
 
-    // One round now. A replica whose e holds NaN or Inf sends an empty payload (so its peers fail at
-    // once instead of waiting for a timeout) and returns the error; a peer's empty, truncated or
-    // non-finite payload is an error on every receiver. After an error the state is undefined.
-    Result<RoundReport> sync(Collective& c, double sim_clock_s);
-
-    // Exact bytes one replica sends to each peer per round: Σ over tensors of the codec's
-    // wire_bytes, i.e. 20 + 3·ceil(K/2) + ceil(K/4) for K kept values.
-    uint64_t payload_bytes() const;
-    const std::vector<torch::Tensor>& global() const { return global_; }
-    const std::vector<torch::Tensor>& error_feedback() const { return ef_; }
-    // This replica's payload of the last round (for tests of the error-feedback identity).
-    const std::vector<uint8_t>& last_payload() const { return mine_; }
-    const Codec& codec() const { return *codec_; }
+    const std::vector<torch::Tensor>& error_feedback() const { return buffer_; }
     // Installs the hooks; with delta_from_start the live weights now are the first round's start.
     void set_hooks(SparseLoCoHooks hooks);
     HookSupport set_round_hooks(RoundHooks hooks) override;
@@ -103,18 +83,14 @@ public:
     Status replay(const std::vector<std::vector<uint8_t>>& payloads);
 
 private:
-    Status encode_own(std::vector<uint8_t>& out);
+    Status encode_own(std::vector<uint8_t>& out) override;
+    Status apply(const std::vector<std::vector<uint8_t>>& all) override { return replay(all); }
     Status aggregate(const std::vector<std::vector<uint8_t>>& all, std::vector<torch::Tensor>& mean);
 
-    std::vector<torch::Tensor> params_, global_, ef_;
     std::vector<torch::Tensor> start_;  // AD6's start of the round (empty without delta_from_start)
     SparseLoCoHooks hooks_;
     SparseLoCoConfig cfg_;
-    std::unique_ptr<Codec> codec_;
-    int replica_ = 0, replicas_ = 1;
-    std::vector<uint8_t> mine_;
     std::vector<std::vector<uint8_t>> all_;
-    int guard_clipped_ = 0;
     std::vector<float> last_guard_;      // the guard's factor per member in the last aggregation
     std::vector<float> guard_override_;  // replay_round: the members' factors as the round applied them
 };
