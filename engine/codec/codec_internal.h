@@ -112,9 +112,15 @@ inline float round_half_even_small(float t) {
     return (t + kMagic) - kMagic;
 }
 
-// The dense codecs decode_sparse through decode_into: every index, in order.
+// The dense codecs: a payload of n values has payload_bytes(n) bytes, whatever the shape, and
+// decode_sparse goes through decode_into (every index, in order).
 class DenseBase : public Codec, public DirectDecoder {
 public:
+    uint64_t wire_bytes(at::IntArrayRef shape) const final {
+        auto n = numel_of(name(), shape);
+        TORCH_CHECK(n.is_ok(), n.message());
+        return payload_bytes(static_cast<uint64_t>(*n));
+    }
     Status decode_sparse(const uint8_t* in, size_t size, size_t& offset, at::IntArrayRef shape,
                          SparsePayload& out) const override {
         auto n = numel_of(name(), shape);
@@ -129,8 +135,62 @@ public:
         return Status::ok();
     }
     bool needs_zeros() const override { return false; }
+
+protected:
+    // Bytes of the payload of n values.
+    virtual uint64_t payload_bytes(uint64_t n) const = 0;
+
+    // What a decoder checks first: the shape's element count, once the payload's bytes are known
+    // to stand at `offset` in a buffer of `size`.
+    Result<int64_t> payload_numel(size_t size, size_t offset, at::IntArrayRef shape) const {
+        auto n = numel_of(name(), shape);
+        if (!n) return n;
+        const uint64_t need = payload_bytes(static_cast<uint64_t>(*n));
+        if (!has_bytes(size, offset, need)) return truncated(name(), need, size, offset);
+        return n;
+    }
 };
 
-// ---- fp32 and bf16 ------------------------------------------------------------------------------
+// The scaled codecs (int8, fp4; layouts in codec.h): a payload is an f32 scale s ≥ 0 derived from
+// the largest |x|, then one code per value; s = 0 (an all-zero input) leaves every code zero. The
+// input must be finite. A codec supplies the scale, the codes and their decoding.
+class ScaledBase : public DenseBase {
+public:
+    Status encode(const torch::Tensor& x_in, std::vector<uint8_t>& out) const final {
+        auto x = fp32_input(name(), x_in);
+        if (!x) return x.status();
+        const float* p = x->data_ptr<float>();
+        const int64_t n = x->numel();
+        const uint32_t top = max_abs_bits(p, n);
+        if (top >= kExpMask) return nonfinite_error(name(), p, first_nonfinite(p, n));
+        const float s = scale_of(bits_float(top));
+        const size_t old = out.size();
+        out.resize(old + payload_bytes(static_cast<uint64_t>(n)));
+        write_f32(out.data() + old, s);
+        if (s == 0) return Status::ok();  // resize zero-filled the codes
+        write_codes(p, n, s, out.data() + old + 4);
+        return Status::ok();
+    }
+
+    Status decode_into(const uint8_t* in, size_t size, size_t& offset, at::IntArrayRef shape,
+                       float* dst) const final {
+        auto n = payload_numel(size, offset, shape);
+        if (!n) return n.status();
+        const float s = read_f32(in + offset);
+        if (!std::isfinite(s) || s < 0)
+            return Status::error(name() + ": payload scale " + std::to_string(s) + " is not a finite scale ≥ 0");
+        if (Status st = read_codes(in + offset + 4, *n, s, dst); !st) return st;
+        offset += payload_bytes(static_cast<uint64_t>(*n));
+        return Status::ok();
+    }
+
+protected:
+    // s from the largest |x| (> 0 unless the input is all zeros).
+    virtual float scale_of(float max_abs) const = 0;
+    // The n codes of x[0..n) under scale s > 0, into the payload after the scale (zero-filled).
+    virtual void write_codes(const float* x, int64_t n, float s, uint8_t* codes) const = 0;
+    // dst[0..n) from the codes under scale s; an error names a code the encoder never writes.
+    virtual Status read_codes(const uint8_t* codes, int64_t n, float s, float* dst) const = 0;
+};
 
 }  // namespace tw::codec_detail

@@ -9,11 +9,6 @@ class DenseCodec final : public DenseBase {
 public:
     explicit DenseCodec(bool bf16) : bf16_(bf16) {}
     std::string name() const override { return bf16_ ? "bf16" : "fp32"; }
-    uint64_t wire_bytes(at::IntArrayRef shape) const override {
-        auto n = numel_of(name(), shape);
-        TORCH_CHECK(n.is_ok(), n.message());
-        return static_cast<uint64_t>(*n) * (bf16_ ? 2u : 4u);
-    }
 
     Status encode(const torch::Tensor& x_in, std::vector<uint8_t>& out) const override {
         auto x = fp32_input(name(), x_in);
@@ -49,10 +44,9 @@ public:
 
     Status decode_into(const uint8_t* in, size_t size, size_t& offset, at::IntArrayRef shape,
                        float* dst) const override {
-        auto n = numel_of(name(), shape);
+        auto n = payload_numel(size, offset, shape);
         if (!n) return n.status();
-        const uint64_t need = wire_bytes(shape);
-        if (!has_bytes(size, offset, need)) return truncated(name(), need, size, offset);
+        const uint64_t need = payload_bytes(static_cast<uint64_t>(*n));
         const uint8_t* src = in + offset;
         auto* d = reinterpret_cast<uint32_t*>(dst);
         uint32_t top = 0;
@@ -72,11 +66,12 @@ public:
         return Status::ok();
     }
 
+protected:
+    uint64_t payload_bytes(uint64_t n) const override { return n * (bf16_ ? 2u : 4u); }
+
 private:
     bool bf16_;
 };
-
-// ---- int8 ---------------------------------------------------------------------------------------
 
 }  // namespace
 }  // namespace codec_detail

@@ -5,28 +5,15 @@ namespace tw {
 namespace codec_detail {
 namespace {
 
-class Fp4Codec final : public DenseBase {
+class Fp4Codec final : public ScaledBase {
 public:
     std::string name() const override { return "fp4"; }
-    uint64_t wire_bytes(at::IntArrayRef shape) const override {
-        auto n = numel_of(name(), shape);
-        TORCH_CHECK(n.is_ok(), n.message());
-        return 4 + (static_cast<uint64_t>(*n) + 1) / 2;
-    }
 
-    Status encode(const torch::Tensor& x_in, std::vector<uint8_t>& out) const override {
-        auto x = fp32_input(name(), x_in);
-        if (!x) return x.status();
-        const float* p = x->data_ptr<float>();
-        const int64_t n = x->numel();
-        const uint32_t top = max_abs_bits(p, n);
-        if (top >= kExpMask) return nonfinite_error(name(), p, first_nonfinite(p, n));
-        const float s = bits_float(top);
-        const size_t old = out.size();
-        out.resize(old + 4 + static_cast<size_t>((n + 1) / 2));
-        write_f32(out.data() + old, s);
-        uint8_t* dst = out.data() + old + 4;
-        if (s == 0) return Status::ok();
+protected:
+    uint64_t payload_bytes(uint64_t n) const override { return 4 + (n + 1) / 2; }
+    float scale_of(float max_abs) const override { return max_abs; }
+
+    void write_codes(const float* p, int64_t n, float s, uint8_t* dst) const override {
         // Thresholds on x² (exact in double for fp32 x): t_1² = s²·2^−14, t_e² = s²·2^(2e−15).
         const double s2 = static_cast<double>(s) * s;
         double th[7];
@@ -72,43 +59,30 @@ public:
             for (int64_t i = 0; i + 1 < m; i += 2) o[i / 2] = static_cast<uint8_t>(code[i] | (code[i + 1] << 4));
             if (m % 2) o[m / 2] = code[m - 1];
         }
-        return Status::ok();
     }
 
-    Status decode_into(const uint8_t* in, size_t size, size_t& offset, at::IntArrayRef shape,
-                       float* dst) const override {
-        auto n = numel_of(name(), shape);
-        if (!n) return n.status();
-        const uint64_t need = wire_bytes(shape);
-        if (!has_bytes(size, offset, need)) return truncated(name(), need, size, offset);
-        const float s = read_f32(in + offset);
-        if (!std::isfinite(s) || s < 0)
-            return Status::error("fp4: payload scale " + std::to_string(s) + " is not a finite scale ≥ 0");
+    Status read_codes(const uint8_t* src, int64_t n, float s, float* dst) const override {
         float level[16];
         for (int e = 0; e < 8; ++e) {
             level[e] = e == 0 ? 0.0f : s * std::ldexp(1.0f, e - 7);
             level[8 + e] = -level[e];
         }
-        const uint8_t* src = in + offset + 4;
         int bad = 0;  // code 8 (sign + zero) and a non-zero pad nibble are never written
-        for (int64_t i = 0; i + 1 < *n; i += 2) {
+        for (int64_t i = 0; i + 1 < n; i += 2) {
             const uint8_t b = src[i / 2];
             bad |= (b & 15) == 8 || (b >> 4) == 8;
             dst[i] = level[b & 15];
             dst[i + 1] = level[b >> 4];
         }
-        if (*n % 2) {
-            const uint8_t b = src[*n / 2];
+        if (n % 2) {
+            const uint8_t b = src[n / 2];
             bad |= (b & 15) == 8 || (b >> 4) != 0;
-            dst[*n - 1] = level[b & 15];
+            dst[n - 1] = level[b & 15];
         }
         if (bad) return Status::error("fp4: malformed payload (negative-zero code or non-zero padding)");
-        offset += need;
         return Status::ok();
     }
 };
-
-// ---- SparseLoCo: chunks -------------------------------------------------------------------------
 
 }  // namespace
 }  // namespace codec_detail
