@@ -91,16 +91,29 @@ uint64_t record_sends(const std::vector<StageEvent>& events, const MessageSizes&
     return sum;
 }
 
-void add_round(PlannedNode& pn, NodeTrace& t, int64_t step, uint64_t bytes, int64_t hops,
-               const std::vector<uint64_t>& groups) {
-    t.round_bytes[step] = bytes;
-    if (hops != 1) t.round_hops[step] = hops;
-    if (!groups.empty()) t.round_group[step] = groups;
-    if (pn.rounds++ == 0) pn.round_bytes = bytes;
-    pn.total_bytes += bytes;
+}  // namespace
+
+Result<PlannedReplica> plan_full_replica(const RunConfig& cfg, int replica) {
+    auto ct = ComputeTime::create(cfg, replica);
+    if (!ct) return ct.status();
+    PlannedReplica out;
+    out.node.name = "replica-" + std::to_string(replica);
+    out.node.replica = replica;
+    out.node.step_s = ct->train_step(0.0);
+    out.trace = TraceNode{out.node.name, replica, -1, -1, {}};
+    for (int64_t step = 1; step <= cfg.train.steps; ++step) out.trace.trace.compute_s[step] = out.node.step_s;
+    return out;
 }
 
-}  // namespace
+void record_round(PlannedNode& pn, NodeTrace& t, int64_t step, const RoundCost& cost,
+                  const std::vector<uint64_t>& groups) {
+    t.round_bytes[step] = cost.bytes;
+    if (cost.hops != 1) t.round_hops[step] = cost.hops;
+    if (cost.overlap > 0) t.round_overlap[step] = cost.overlap;
+    if (!groups.empty()) t.round_group[step] = groups;
+    if (pn.rounds++ == 0) pn.round_bytes = cost.sent_bytes();
+    pn.total_bytes += cost.sent_bytes();
+}
 
 Result<PlannedTraces> plan_pipeline_traces(const RunConfig& cfg, const RoundCosts& costs) {
     const int R = static_cast<int>(cfg.outer.replicas), S = static_cast<int>(cfg.cluster.stages);
@@ -117,15 +130,11 @@ Result<PlannedTraces> plan_pipeline_traces(const RunConfig& cfg, const RoundCost
     for (int r = 0; r < R; ++r) {
         if (!cfg.is_pipeline_replica(r)) {
             // A full replica: the whole model's step, and every H steps S stage rounds back to back.
-            auto ct = ComputeTime::create(cfg, r);
-            if (!ct) return ct.status();
-            PlannedNode pn;
-            pn.name = "replica-" + std::to_string(r);
-            pn.replica = r;
-            pn.step_s = ct->train_step(0.0);
-            TraceNode tn{pn.name, r, -1, -1, {}};
+            auto full = plan_full_replica(cfg, r);
+            if (!full) return full.status();
+            PlannedNode& pn = full->node;
+            TraceNode& tn = full->trace;
             for (int64_t step = 1; step <= steps; ++step) {
-                tn.trace.compute_s[step] = pn.step_s;
                 uint64_t bytes = 0;
                 int64_t hops = 1;
                 bool synced = false;
@@ -137,7 +146,7 @@ Result<PlannedTraces> plan_pipeline_traces(const RunConfig& cfg, const RoundCost
                     bytes += c.bytes, hops = std::max(hops, c.hops);
                     if (c.group) groups.push_back(c.group);
                 }
-                if (synced) add_round(pn, tn.trace, step, bytes, hops, groups);
+                if (synced) record_round(pn, tn.trace, step, RoundCost{true, bytes, 0, hops}, groups);
             }
             out.nodes.push_back(pn);
             out.traces.push_back(std::move(tn));
@@ -171,8 +180,9 @@ Result<PlannedTraces> plan_pipeline_traces(const RunConfig& cfg, const RoundCost
                 tn.trace.segments_s[step] = std::move(segments);
                 const RoundCost c = costs.at(step, r, stage_tensors[static_cast<size_t>(s)]);
                 if (c.synced) {
-                    add_round(pn, tn.trace, step, c.bytes, c.hops,
-                              c.group ? std::vector<uint64_t>{c.group} : std::vector<uint64_t>{});
+                    // A stage round as the worker records it: its bytes and hops alone.
+                    record_round(pn, tn.trace, step, RoundCost{true, c.bytes, 0, c.hops},
+                                 c.group ? std::vector<uint64_t>{c.group} : std::vector<uint64_t>{});
                     pn.inter_stage_bytes += record_sends(table, *sizes, r, s, sent);  // AD2 after the round
                 }
                 if (!sent.empty()) tn.trace.sent_bytes[step] = std::move(sent);

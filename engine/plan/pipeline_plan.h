@@ -40,4 +40,21 @@ struct PlannedTraces {
 // set; compute.model "flops") for cfg.train.steps steps, with the outer rounds' bytes from `costs`.
 Result<PlannedTraces> plan_pipeline_traces(const RunConfig& cfg, const RoundCosts& costs);
 
+// ---- shared with planner.cpp's runs of full replicas ----
+
+// A full replica's node (the whole model on one node) before its rounds: named "replica-r", its
+// step time from the compute model (core/compute_model.h), and its trace with that compute time on
+// every step 1..cfg.train.steps.
+struct PlannedReplica {
+    PlannedNode node;
+    TraceNode trace;
+};
+Result<PlannedReplica> plan_full_replica(const RunConfig& cfg, int replica);
+
+// Records a round of `cost` at `step` on a node and its trace: round.bytes is cost.bytes, hops and
+// τ are kept where they differ from 1 and 0, `groups` (bitmasks, core/timeline.h) where there are
+// any; the node's first-round and total bytes count what the transport sends (cost.sent_bytes()).
+void record_round(PlannedNode& pn, NodeTrace& t, int64_t step, const RoundCost& cost,
+                  const std::vector<uint64_t>& groups);
+
 }  // namespace tw

@@ -37,25 +37,15 @@ Result<PlannedTraces> replica_traces(const RunConfig& cfg, const RoundCosts& cos
     const std::vector<TensorShape> shapes = model_tensors(cfg.model);
     PlannedTraces out;
     for (int r = 0; r < R; ++r) {
-        auto ct = ComputeTime::create(cfg, r);
-        if (!ct) return ct.status();
-        PlannedNode pn;
-        pn.name = "replica-" + std::to_string(r);
-        pn.replica = r;
-        pn.step_s = ct->train_step(0.0);
-        TraceNode tn;
-        tn.name = pn.name;
-        tn.replica = r;
+        auto full = plan_full_replica(cfg, r);
+        if (!full) return full.status();
+        PlannedNode& pn = full->node;
+        TraceNode& tn = full->trace;
         for (int64_t step = 1; step <= cfg.train.steps; ++step) {
-            tn.trace.compute_s[step] = pn.step_s;
             const RoundCost cost = costs.at(step, r, shapes);
-            if (!cost.synced) continue;
-            tn.trace.round_bytes[step] = cost.bytes;
-            if (cost.hops != 1) tn.trace.round_hops[step] = cost.hops;
-            if (cost.overlap > 0) tn.trace.round_overlap[step] = cost.overlap;
-            if (cost.group) tn.trace.round_group[step] = {cost.group};
-            if (pn.rounds++ == 0) pn.round_bytes = cost.sent_bytes();
-            pn.total_bytes += cost.sent_bytes();
+            if (cost.synced)
+                record_round(pn, tn.trace, step, cost,
+                             cost.group ? std::vector<uint64_t>{cost.group} : std::vector<uint64_t>{});
         }
         out.nodes.push_back(pn);
         out.traces.push_back(std::move(tn));
