@@ -12,47 +12,42 @@
 
 namespace tw::le {
 
-inline void put_u32(uint8_t* p, uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+// An unsigned integer U (uint32_t, uint64_t) in sizeof(U) bytes, least significant first.
+template <class U>
+inline void put_uint(uint8_t* p, U v) {
+    for (size_t i = 0; i < sizeof(U); ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
-inline void put_u64(uint8_t* p, uint64_t v) {
-    for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-inline uint32_t get_u32(const uint8_t* p) {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(p[i]) << (8 * i);
+template <class U>
+inline U get_uint(const uint8_t* p) {
+    U v = 0;
+    for (size_t i = 0; i < sizeof(U); ++i) v |= static_cast<U>(p[i]) << (8 * i);
     return v;
 }
-inline uint64_t get_u64(const uint8_t* p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-    return v;
+// An IEEE-754 value F (float, double) as its bits U (uint32_t, uint64_t).
+template <class F, class U>
+inline void put_ieee(uint8_t* p, F f) {
+    static_assert(sizeof(F) == sizeof(U));
+    U v;
+    std::memcpy(&v, &f, sizeof v);
+    put_uint<U>(p, v);
 }
-// An IEEE-754 double as its 64 bits.
-inline void put_f64(uint8_t* p, double d) {
-    uint64_t v;
-    std::memcpy(&v, &d, 8);
-    put_u64(p, v);
-}
-inline double get_f64(const uint8_t* p) {
-    const uint64_t v = get_u64(p);
-    double d;
-    std::memcpy(&d, &v, 8);
-    return d;
-}
-
-// An IEEE-754 float as its 32 bits.
-inline void put_f32(uint8_t* p, float f) {
-    uint32_t v;
-    std::memcpy(&v, &f, 4);
-    put_u32(p, v);
-}
-inline float get_f32(const uint8_t* p) {
-    const uint32_t v = get_u32(p);
-    float f;
-    std::memcpy(&f, &v, 4);
+template <class F, class U>
+inline F get_ieee(const uint8_t* p) {
+    static_assert(sizeof(F) == sizeof(U));
+    const U v = get_uint<U>(p);
+    F f;
+    std::memcpy(&f, &v, sizeof f);
     return f;
 }
+
+inline void put_u32(uint8_t* p, uint32_t v) { put_uint<uint32_t>(p, v); }
+inline void put_u64(uint8_t* p, uint64_t v) { put_uint<uint64_t>(p, v); }
+inline uint32_t get_u32(const uint8_t* p) { return get_uint<uint32_t>(p); }
+inline uint64_t get_u64(const uint8_t* p) { return get_uint<uint64_t>(p); }
+inline void put_f64(uint8_t* p, double d) { put_ieee<double, uint64_t>(p, d); }
+inline double get_f64(const uint8_t* p) { return get_ieee<double, uint64_t>(p); }
+inline void put_f32(uint8_t* p, float f) { put_ieee<float, uint32_t>(p, f); }
+inline float get_f32(const uint8_t* p) { return get_ieee<float, uint32_t>(p); }
 
 inline void put_u16(uint8_t* p, uint16_t v) {
     p[0] = static_cast<uint8_t>(v);
@@ -69,11 +64,7 @@ struct Appender {
     void u64(uint64_t v) { grow(8), put_u64(out.data() + out.size() - 8, v); }
     void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
     void f64(double v) { grow(8), put_f64(out.data() + out.size() - 8, v); }
-    void f32(float v) {
-        uint32_t u = 0;
-        std::memcpy(&u, &v, 4);
-        u32(u);
-    }
+    void f32(float v) { grow(4), put_f32(out.data() + out.size() - 4, v); }
     void bytes(const void* p, size_t n) {
         const auto* b = static_cast<const uint8_t*>(p);
         out.insert(out.end(), b, b + n);
@@ -100,12 +91,7 @@ struct Reader {
         return true;
     }
     bool f64(double& v) { return take(8) && (v = get_f64(p + at - 8), true); }
-    bool f32(float& v) {
-        uint32_t u = 0;
-        if (!u32(u)) return false;
-        std::memcpy(&v, &u, 4);
-        return true;
-    }
+    bool f32(float& v) { return take(4) && (v = get_f32(p + at - 4), true); }
 
 private:
     bool take(size_t k) {
