@@ -1,5 +1,6 @@
 // The compute model; see compute_model.h for the counting conventions.
 #include "core/compute_model.h"
+#include "core/number_text.h"
 #include "core/run_kind.h"
 
 #include <algorithm>
@@ -94,14 +95,6 @@ const HardwareProfile* find_hardware(std::string_view name) {
     return nullptr;
 }
 
-namespace {
-std::string fmt_rate(double v) {
-    std::ostringstream os;
-    os << v;
-    return os.str();
-}
-}  // namespace
-
 void validate_compute(const RunConfig& c, std::vector<std::string>& out) {
     const ComputeConfig& k = c.compute;
     const HardwareProfile* hw = find_hardware(k.hardware);
@@ -142,7 +135,7 @@ void validate_compute(const RunConfig& c, std::vector<std::string>& out) {
         if (peak > 0 && speed > 0 && peak * eff * speed < 1.0) {
             out.push_back("compute: the rate peak_flops × efficiency × node_speed" +
                           (k.node_speed.empty() ? std::string() : "[" + std::to_string(i) + "]") + " is " +
-                          fmt_rate(peak * eff * speed) + " FLOP/s; it must be at least 1 FLOP/s");
+                          number_text(peak * eff * speed) + " FLOP/s; it must be at least 1 FLOP/s");
             break;
         }
     }

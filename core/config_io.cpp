@@ -6,6 +6,7 @@
 #include "core/algorithm.h"
 #include "core/assert.h"
 #include "core/compute_model.h"
+#include "core/number_text.h"
 #include "core/time_budget.h"
 #include "core/token_budget.h"
 #include "core/hub_endpoint.h"
@@ -231,111 +232,92 @@ const char* type_name(const Ptr& p) {
     }
 }
 
-std::string fmt_num(double v) {
-    std::ostringstream os;
-    os << v;
-    return os.str();
+// The readers below return "" or the reason the node was refused, and write `out` only when they
+// accept it (a refused array leaves the field as it was).
+std::string expected(const Field& f) { return std::string("expected ") + type_name(f.ptr); }
+
+// An integer within the field's range.
+std::string read_int(const Field& f, const toml::node& n, int64_t& out) {
+    auto v = n.value_exact<int64_t>();
+    if (!v) return expected(f);
+    if (*v < f.min || *v > f.max)
+        return "value " + std::to_string(*v) + " is out of range [" + number_text(f.min) + ", " + number_text(f.max) + "]";
+    out = *v;
+    return "";
+}
+
+// A finite number within the field's range; integers are accepted for floats.
+std::string read_number(const Field& f, const toml::node& n, double& out) {
+    auto v = n.value<double>();
+    if (!v || n.is_boolean()) return expected(f);
+    if (!std::isfinite(*v) || *v < f.min || *v > f.max)
+        return "value " + number_text(*v) + " is out of range [" + number_text(f.min) + ", " + number_text(f.max) + "]";
+    out = *v;
+    return "";
+}
+
+// A string among the field's choices (any string when it has none); `list_choices` names them in
+// the refusal (a scalar's; an array's elements are refused by value alone).
+std::string read_string(const Field& f, const toml::node& n, std::string& out, bool list_choices) {
+    auto v = n.value_exact<std::string>();
+    if (!v) return expected(f);
+    if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), *v) == f.choices.end()) {
+        if (!list_choices) return "unknown value \"" + *v + "\"";
+        std::string list;
+        for (auto& c : f.choices) list += (list.empty() ? "" : ", ") + c;
+        return "unknown value \"" + *v + "\" (expected one of: " + list + ")";
+    }
+    out = *v;
+    return "";
+}
+
+// An array whose every element `read_one` accepts.
+template <class T, class ReadOne>
+std::string read_array(const Field& f, const toml::node& n, std::vector<T>& out, ReadOne read_one) {
+    auto* arr = n.as_array();
+    if (!arr) return expected(f);
+    std::vector<T> got;
+    for (auto& el : *arr) {
+        T v{};
+        if (std::string why = read_one(el, v); !why.empty()) return why;
+        got.push_back(std::move(v));
+    }
+    out = std::move(got);
+    return "";
 }
 
 // Assigns a TOML node to a field; returns "" or the reason it was refused.
 std::string assign(const Field& f, const toml::node& node) {
+    const auto one_int = [&f](const toml::node& n, int64_t& v) { return read_int(f, n, v); };
     return std::visit(
         [&](auto* p) -> std::string {
             using T = std::remove_pointer_t<decltype(p)>;
             if constexpr (std::is_same_v<T, int64_t>) {
-                auto v = node.value_exact<int64_t>();
-                if (!v) return std::string("expected ") + type_name(f.ptr);
-                if (*v < f.min || *v > f.max)
-                    return "value " + std::to_string(*v) + " is out of range [" + fmt_num(f.min) + ", " +
-                           fmt_num(f.max) + "]";
-                *p = *v;
+                return read_int(f, node, *p);
             } else if constexpr (std::is_same_v<T, double>) {
-                auto v = node.value<double>();  // integers are accepted for floats
-                if (!v || node.is_boolean()) return std::string("expected ") + type_name(f.ptr);
-                if (!std::isfinite(*v) || *v < f.min || *v > f.max)
-                    return "value " + fmt_num(*v) + " is out of range [" + fmt_num(f.min) + ", " + fmt_num(f.max) +
-                           "]";
-                *p = *v;
+                return read_number(f, node, *p);
             } else if constexpr (std::is_same_v<T, bool>) {
                 auto v = node.value_exact<bool>();
-                if (!v) return std::string("expected ") + type_name(f.ptr);
+                if (!v) return expected(f);
                 *p = *v;
+                return "";
             } else if constexpr (std::is_same_v<T, std::string>) {
-                auto v = node.value_exact<std::string>();
-                if (!v) return std::string("expected ") + type_name(f.ptr);
-                if (!f.choices.empty()) {
-                    bool ok = false;
-                    std::string list;
-                    for (auto& c : f.choices) {
-                        ok = ok || c == *v;
-                        list += (list.empty() ? "" : ", ") + c;
-                    }
-                    if (!ok) return "unknown value \"" + *v + "\" (expected one of: " + list + ")";
-                }
-                *p = *v;
+                return read_string(f, node, *p, true);
             } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
-                auto* arr = node.as_array();
-                if (!arr) return std::string("expected ") + type_name(f.ptr);
-                std::vector<int64_t> out;
-                for (auto& el : *arr) {
-                    auto v = el.value_exact<int64_t>();
-                    if (!v) return std::string("expected ") + type_name(f.ptr);
-                    if (*v < f.min || *v > f.max)
-                        return "value " + std::to_string(*v) + " is out of range [" + fmt_num(f.min) + ", " +
-                               fmt_num(f.max) + "]";
-                    out.push_back(*v);
-                }
-                *p = out;
+                return read_array(f, node, *p, one_int);
             } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-                auto* arr = node.as_array();
-                if (!arr) return std::string("expected ") + type_name(f.ptr);
-                std::vector<double> out;
-                for (auto& el : *arr) {
-                    auto v = el.value<double>();  // integers are accepted for floats
-                    if (!v || el.is_boolean()) return std::string("expected ") + type_name(f.ptr);
-                    if (!std::isfinite(*v) || *v < f.min || *v > f.max)
-                        return "value " + fmt_num(*v) + " is out of range [" + fmt_num(f.min) + ", " + fmt_num(f.max) +
-                               "]";
-                    out.push_back(*v);
-                }
-                *p = out;
+                return read_array(f, node, *p, [&f](const toml::node& n, double& v) { return read_number(f, n, v); });
             } else if constexpr (std::is_same_v<T, std::vector<std::vector<int64_t>>>) {
-                auto* arr = node.as_array();
-                if (!arr) return std::string("expected ") + type_name(f.ptr);
-                std::vector<std::vector<int64_t>> out;
-                for (auto& inner : *arr) {
-                    auto* a = inner.as_array();
-                    if (!a) return std::string("expected ") + type_name(f.ptr);
-                    std::vector<int64_t> row;
-                    for (auto& el : *a) {
-                        auto v = el.value_exact<int64_t>();
-                        if (!v) return std::string("expected ") + type_name(f.ptr);
-                        if (*v < f.min || *v > f.max)
-                            return "value " + std::to_string(*v) + " is out of range [" + fmt_num(f.min) + ", " +
-                                   fmt_num(f.max) + "]";
-                        row.push_back(*v);
-                    }
-                    out.push_back(row);
-                }
-                *p = out;
+                return read_array(f, node, *p, [&](const toml::node& n, std::vector<int64_t>& row) {
+                    return read_array(f, n, row, one_int);
+                });
             } else {
-                auto* arr = node.as_array();
-                if (!arr) return std::string("expected ") + type_name(f.ptr);
-                std::vector<std::string> out;
-                for (auto& el : *arr) {
-                    auto s = el.value_exact<std::string>();
-                    if (!s) return std::string("expected ") + type_name(f.ptr);
-                    if (!f.choices.empty() && std::find(f.choices.begin(), f.choices.end(), *s) == f.choices.end())
-                        return "unknown value \"" + *s + "\"";
-                    out.push_back(*s);
-                }
-                *p = out;
+                return read_array(f, node, *p,
+                                  [&f](const toml::node& n, std::string& v) { return read_string(f, n, v, false); });
             }
-            return "";
         },
         f.ptr);
 }
-
 
 }  // namespace
 

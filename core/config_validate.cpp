@@ -10,6 +10,7 @@
 #include "core/fault_schedule.h"
 #include "core/hub_endpoint.h"
 #include "core/joined_nodes.h"
+#include "core/number_text.h"
 #include "core/run_kind.h"
 #include "core/run_kind_parts.h"
 #include "core/skippipe.h"
@@ -17,16 +18,6 @@
 #include "core/token_budget.h"
 
 namespace tw {
-namespace {
-
-std::string number_text(double v) {
-    std::ostringstream os;
-    os << v;
-    return os.str();
-}
-
-}  // namespace
-
 // [pipeline] against the rest of the config; appends every problem.
 void validate_pipeline(const RunConfig& c, std::vector<std::string>& p) {
     const PipelineConfig& pl = c.pipeline;

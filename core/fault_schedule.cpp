@@ -1,5 +1,6 @@
 // The fault schedule; see fault_schedule.h for what an event means.
 #include "core/fault_schedule.h"
+#include "core/number_text.h"
 #include "core/run_kind.h"
 
 #include <algorithm>
@@ -13,12 +14,6 @@
 
 namespace tw {
 namespace {
-
-std::string fmt(double v) {
-    std::ostringstream os;
-    os << v;
-    return os.str();
-}
 
 // "kill 2 at 40 rejoin 80" → the event, or the reason it is not one.
 Result<FaultEvent> parse_event(const std::string& text) {
@@ -107,7 +102,7 @@ std::string FaultEvent::text() const {
     } else {
         t += " until " + std::to_string(until_step);
     }
-    if (kind == FaultKind::kSlow) t += " x " + fmt(factor);
+    if (kind == FaultKind::kSlow) t += " x " + number_text(factor);
     return t;
 }
 
