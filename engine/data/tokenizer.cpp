@@ -58,22 +58,30 @@ Result<std::vector<std::string>> tokenizer_files(const std::string& kind, const 
     return files;
 }
 
-Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& kind, const std::vector<std::string>& files) {
+namespace {
+
+// The kind named `kind`, when `files` are as many as it takes.
+Result<const TokenizerKind*> kind_for(const std::string& kind, const std::vector<std::string>& files) {
     const TokenizerKind* k = find_tokenizer_kind(kind);
     if (!k) return unknown_kind(kind);
     if (files.size() != k->file_names.size())
         return Status::error("tokenizer \"" + kind + "\" takes " + std::to_string(k->file_names.size()) + " files, not " +
                              std::to_string(files.size()));
-    return k->load(files);
+    return k;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& kind, const std::vector<std::string>& files) {
+    auto k = kind_for(kind, files);
+    if (!k) return k.status();
+    return (*k)->load(files);
 }
 
 Result<uint64_t> tokenizer_hash(const std::string& kind, const std::vector<std::string>& files) {
-    const TokenizerKind* k = find_tokenizer_kind(kind);
-    if (!k) return unknown_kind(kind);
-    if (files.size() != k->file_names.size())
-        return Status::error("tokenizer \"" + kind + "\" takes " + std::to_string(k->file_names.size()) + " files, not " +
-                             std::to_string(files.size()));
-    return k->hash(files);
+    auto k = kind_for(kind, files);
+    if (!k) return k.status();
+    return (*k)->hash(files);
 }
 
 }  // namespace tw
