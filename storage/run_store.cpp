@@ -86,12 +86,10 @@ Result<std::string> column_list(Database& db, const char* table) {
     if (!st) return st.status();
     st->bind_text(1, table);
     std::string out;
-    for (;;) {
-        auto row = st->step();
-        if (!row) return row.status();
-        if (!row.value()) break;
-        out += (out.empty() ? "\"" : ", \"") + st->column_text(0) + "\"";
-    }
+    Status rows = st->each_row([&](const Statement& q) {
+        out += (out.empty() ? "\"" : ", \"") + q.column_text(0) + "\"";
+    });
+    if (!rows) return rows;
     if (out.empty()) return Result<std::string>::error(std::string("no table ") + table + " to copy");
     return out;
 }
@@ -148,12 +146,10 @@ Status RunStore::finish_run(int64_t id, RunStatus status, const std::string& rea
 
 Status RunStore::add_node(int64_t id, const RunNode& node) {
     std::lock_guard<std::mutex> lock(*mu_);
-    if (Status s = require_run(id); !s) return s;
-    auto st = db_.prepare(
-        "INSERT INTO run_nodes (run_id, node, endpoint, role, replica, stage, kind, host, version, threads, rank, cpu, "
-        "blas) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+    auto st = run_statement(id, "INSERT INTO run_nodes (run_id, node, endpoint, role, replica, stage, kind, host, "
+                                "version, threads, rank, cpu, blas) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
     if (!st) return st.status();
-    st->bind_int64(1, id);
     st->bind_text(2, node.node);
     st->bind_text(3, node.endpoint);
     st->bind_text(4, node.role);
@@ -173,12 +169,10 @@ Status RunStore::add_metrics(int64_t id, const std::vector<MetricRecord>& record
     std::lock_guard<std::mutex> lock(*mu_);
     auto tx = Transaction::begin(db_);
     if (!tx) return tx.status();
-    if (Status s = require_run(id); !s) return s;
-    auto st = db_.prepare(
-        "INSERT INTO metrics (run_id, node, step, outer_step, wall_s, sim_s, name, value) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    // run() keeps bindings, so only the per-record ones are rebound
+    auto st = run_statement(id, "INSERT INTO metrics (run_id, node, step, outer_step, wall_s, sim_s, name, value) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     if (!st) return st.status();
-    st->bind_int64(1, id);  // run() keeps bindings, so only the per-record ones are rebound
     for (const MetricRecord& r : records) {
         st->bind_text(2, r.node);
         st->bind_int64(3, r.step);
@@ -196,11 +190,9 @@ Status RunStore::add_metrics(int64_t id, const std::vector<MetricRecord>& record
 
 Status RunStore::add_event(int64_t id, const EventRecord& event) {
     std::lock_guard<std::mutex> lock(*mu_);
-    if (Status s = require_run(id); !s) return s;
-    auto st =
-        db_.prepare("INSERT INTO events (run_id, wall_s, node, level, kind, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    auto st = run_statement(
+        id, "INSERT INTO events (run_id, wall_s, node, level, kind, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
     if (!st) return st.status();
-    st->bind_int64(1, id);
     st->bind_double(2, event.wall_s);
     st->bind_text(3, event.node);
     st->bind_int64(4, static_cast<int64_t>(event.level));
@@ -291,10 +283,8 @@ Status RunStore::reopen_run(int64_t id) {
 
 Result<int64_t> RunStore::delete_metrics_after(int64_t id, int64_t step, const std::string& node) {
     std::lock_guard<std::mutex> lock(*mu_);
-    if (Status s = require_run(id); !s) return s;
-    auto st = db_.prepare("DELETE FROM metrics WHERE run_id = ?1 AND step > ?2 AND (?3 = '' OR node = ?3)");
+    auto st = run_statement(id, "DELETE FROM metrics WHERE run_id = ?1 AND step > ?2 AND (?3 = '' OR node = ?3)");
     if (!st) return st.status();
-    st->bind_int64(1, id);
     st->bind_int64(2, step);
     st->bind_text(3, node);
     if (Status s = st->run(); !s) return s;
@@ -311,12 +301,10 @@ Result<RunStore::Totals> RunStore::totals(int64_t id) {
         "'bytes.intra.sent', 'bytes.stage.sent') GROUP BY node, name");
     if (!bytes) return bytes.status();
     bytes->bind_int64(1, id);
-    for (;;) {
-        auto row = bytes->step();
-        if (!row) return row.status();
-        if (!row.value()) break;
-        t.bytes_sent += bytes->column_double(2);
-    }
+    Status rows = bytes->each_row([&](const Statement& q) {
+        t.bytes_sent += q.column_double(2);
+    });
+    if (!rows) return rows;
     auto sim = db_.prepare("SELECT max(sim_s), count(*) FROM metrics WHERE run_id = ?1");
     if (!sim) return sim.status();
     sim->bind_int64(1, id);
@@ -384,19 +372,26 @@ Status RunStore::require_run(int64_t id) {
     return row.value() ? Status::ok() : Status::error(no_run(id));
 }
 
+Result<Statement> RunStore::run_statement(int64_t id, const std::string& sql) {
+    if (Status s = require_run(id); !s) return s;
+    auto st = db_.prepare(sql);
+    if (!st) return st.status();
+    st->bind_int64(1, id);
+    return st;
+}
+
 Result<std::vector<RunSummary>> RunStore::list_runs() {
     std::lock_guard<std::mutex> lock(*mu_);
     auto st = db_.prepare(std::string(kSelectSummary) + " ORDER BY r.id");
     if (!st) return st.status();
     std::vector<RunSummary> runs;
-    for (;;) {
-        auto row = st->step();
-        if (!row) return row.status();
-        if (!row.value()) break;
-        auto summary = read_summary(*st);
+    Status rows = st->each_row([&](const Statement& q) {
+        auto summary = read_summary(q);
         if (!summary) return summary.status();
         runs.push_back(std::move(summary).value());
-    }
+        return Status::ok();
+    });
+    if (!rows) return rows;
     return runs;
 }
 
@@ -436,13 +431,10 @@ Result<LaunchRecord> RunStore::launch(int64_t id) {
 Result<std::optional<int64_t>> RunStore::step_every_node_reported(int64_t id, const std::string& name) {
     using R = Result<std::optional<int64_t>>;
     std::lock_guard<std::mutex> lock(*mu_);
-    if (Status s = require_run(id); !s) return s;
-    auto st = db_.prepare(
-        "SELECT step FROM metrics WHERE run_id = ?1 AND name = ?2 GROUP BY step "
-        "HAVING COUNT(DISTINCT node) = (SELECT COUNT(*) FROM run_nodes WHERE run_id = ?1) "
-        "ORDER BY step DESC LIMIT 1");
+    auto st = run_statement(id, "SELECT step FROM metrics WHERE run_id = ?1 AND name = ?2 GROUP BY step "
+                                "HAVING COUNT(DISTINCT node) = (SELECT COUNT(*) FROM run_nodes WHERE run_id = ?1) "
+                                "ORDER BY step DESC LIMIT 1");
     if (!st) return st.status();
-    st->bind_int64(1, id);
     st->bind_text(2, name);
     auto row = st->step();
     if (!row) return row.status();
@@ -452,92 +444,74 @@ Result<std::optional<int64_t>> RunStore::step_every_node_reported(int64_t id, co
 
 Result<std::map<std::string, int64_t>> RunStore::latest_step_by_node(int64_t id, const std::string& name) {
     std::lock_guard<std::mutex> lock(*mu_);
-    if (Status s = require_run(id); !s) return s;
-    auto st = db_.prepare("SELECT node, MAX(step) FROM metrics WHERE run_id = ?1 AND name = ?2 GROUP BY node");
+    auto st = run_statement(id, "SELECT node, MAX(step) FROM metrics WHERE run_id = ?1 AND name = ?2 GROUP BY node");
     if (!st) return st.status();
-    st->bind_int64(1, id);
     st->bind_text(2, name);
     std::map<std::string, int64_t> out;
-    for (;;) {
-        auto row = st->step();
-        if (!row) return row.status();
-        if (!row.value()) break;
-        out[st->column_text(0)] = st->column_int64(1);
-    }
+    Status rows = st->each_row([&](const Statement& q) {
+        out[q.column_text(0)] = q.column_int64(1);
+    });
+    if (!rows) return rows;
     return out;
 }
 
 Result<std::vector<RunNode>> RunStore::nodes(int64_t id) {
     std::lock_guard<std::mutex> lock(*mu_);
-    if (Status s = require_run(id); !s) return s;
-    auto st = db_.prepare(
-        "SELECT node, endpoint, role, replica, stage, kind, host, version, threads, rank, cpu, blas FROM run_nodes "
-        "WHERE run_id = ?1 ORDER BY rowid");
+    auto st = run_statement(id, "SELECT node, endpoint, role, replica, stage, kind, host, version, threads, rank, cpu, "
+                                "blas FROM run_nodes WHERE run_id = ?1 ORDER BY rowid");
     if (!st) return st.status();
-    st->bind_int64(1, id);
     std::vector<RunNode> out;
-    for (;;) {
-        auto row = st->step();
-        if (!row) return row.status();
-        if (!row.value()) break;
+    Status rows = st->each_row([&](const Statement& q) {
         RunNode n;
-        n.node = st->column_text(0);
-        n.endpoint = st->column_text(1);
-        n.role = st->column_text(2);
-        n.replica = st->column_int64(3);
-        n.stage = st->column_int64(4);
-        n.kind = st->column_text(5);
-        n.host = st->column_text(6);
-        n.version = st->column_text(7);
-        n.threads = st->column_int64(8);
-        n.rank = st->column_int64(9);
-        n.cpu = st->column_text(10);
-        n.blas = st->column_text(11);
+        n.node = q.column_text(0);
+        n.endpoint = q.column_text(1);
+        n.role = q.column_text(2);
+        n.replica = q.column_int64(3);
+        n.stage = q.column_int64(4);
+        n.kind = q.column_text(5);
+        n.host = q.column_text(6);
+        n.version = q.column_text(7);
+        n.threads = q.column_int64(8);
+        n.rank = q.column_int64(9);
+        n.cpu = q.column_text(10);
+        n.blas = q.column_text(11);
         out.push_back(std::move(n));
-    }
+    });
+    if (!rows) return rows;
     return out;
 }
 
 Result<std::vector<MetricRecord>> RunStore::metrics(int64_t id, const std::string& name) {
     std::lock_guard<std::mutex> lock(*mu_);
-    if (Status s = require_run(id); !s) return s;
-    auto st = db_.prepare(
-        "SELECT node, step, outer_step, wall_s, sim_s, name, value FROM metrics "
-        "WHERE run_id = ?1 AND name = ?2 ORDER BY step, rowid");
+    auto st = run_statement(id, "SELECT node, step, outer_step, wall_s, sim_s, name, value FROM metrics "
+                                "WHERE run_id = ?1 AND name = ?2 ORDER BY step, rowid");
     if (!st) return st.status();
-    st->bind_int64(1, id);
     st->bind_text(2, name);
     std::vector<MetricRecord> out;
-    for (;;) {
-        auto row = st->step();
-        if (!row) return row.status();
-        if (!row.value()) break;
+    Status rows = st->each_row([&](const Statement& q) {
         MetricRecord r;
-        r.node = st->column_text(0);
-        r.step = st->column_int64(1);
-        r.outer_step = st->column_int64(2);
-        r.wall_s = st->column_double(3);
-        r.sim_s = st->column_double(4);
-        r.name = st->column_text(5);
-        r.value = nan_if_null(*st, 6);
+        r.node = q.column_text(0);
+        r.step = q.column_int64(1);
+        r.outer_step = q.column_int64(2);
+        r.wall_s = q.column_double(3);
+        r.sim_s = q.column_double(4);
+        r.name = q.column_text(5);
+        r.value = nan_if_null(q, 6);
         out.push_back(std::move(r));
-    }
+    });
+    if (!rows) return rows;
     return out;
 }
 
 Result<std::vector<std::string>> RunStore::metric_names(int64_t id) {
     std::lock_guard<std::mutex> lock(*mu_);
-    if (Status s = require_run(id); !s) return s;
-    auto st = db_.prepare("SELECT DISTINCT name FROM metrics WHERE run_id = ?1 ORDER BY name");
+    auto st = run_statement(id, "SELECT DISTINCT name FROM metrics WHERE run_id = ?1 ORDER BY name");
     if (!st) return st.status();
-    st->bind_int64(1, id);
     std::vector<std::string> out;
-    for (;;) {
-        auto row = st->step();
-        if (!row) return row.status();
-        if (!row.value()) break;
-        out.push_back(st->column_text(0));
-    }
+    Status rows = st->each_row([&](const Statement& q) {
+        out.push_back(q.column_text(0));
+    });
+    if (!rows) return rows;
     return out;
 }
 
@@ -585,23 +559,19 @@ Status RunStore::copy_run_to(int64_t id, const std::string& dest_path) {
 
 Result<std::vector<EventRecord>> RunStore::events(int64_t id) {
     std::lock_guard<std::mutex> lock(*mu_);
-    if (Status s = require_run(id); !s) return s;
-    auto st = db_.prepare("SELECT wall_s, node, level, kind, text FROM events WHERE run_id = ?1 ORDER BY rowid");
+    auto st = run_statement(id, "SELECT wall_s, node, level, kind, text FROM events WHERE run_id = ?1 ORDER BY rowid");
     if (!st) return st.status();
-    st->bind_int64(1, id);
     std::vector<EventRecord> out;
-    for (;;) {
-        auto row = st->step();
-        if (!row) return row.status();
-        if (!row.value()) break;
+    Status rows = st->each_row([&](const Statement& q) {
         EventRecord e;
-        e.wall_s = st->column_double(0);
-        e.node = st->column_text(1);
-        e.level = static_cast<EventLevel>(st->column_int64(2));
-        e.kind = st->column_text(3);
-        e.text = st->column_text(4);
+        e.wall_s = q.column_double(0);
+        e.node = q.column_text(1);
+        e.level = static_cast<EventLevel>(q.column_int64(2));
+        e.kind = q.column_text(3);
+        e.text = q.column_text(4);
         out.push_back(std::move(e));
-    }
+    });
+    if (!rows) return rows;
     return out;
 }
 

@@ -169,6 +169,8 @@ class RunStore {
   private:
     explicit RunStore(Database db) : db_(std::move(db)), mu_(std::make_unique<std::mutex>()) {}
     Status require_run(int64_t id);  // "no run with id N" unless it exists; caller holds mu_
+    // `sql` compiled with ?1 bound to run `id`, once require_run found it; caller holds mu_.
+    Result<Statement> run_statement(int64_t id, const std::string& sql);
     Status update_text(int64_t id, const char* sql, const std::string& text);
 
     Database db_;

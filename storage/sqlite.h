@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "core/status.h"
@@ -84,6 +85,23 @@ class Statement {
     Status run();
     // Rewinds so the statement can run again and clears all bindings to NULL. Cannot fail.
     void reset();
+
+    // Steps to the end, calling `row(*this)` on every result row (read it with the column getters).
+    // `row` returns void or a Status, whose first error ends the walk and is returned; otherwise the
+    // first failed step's error, or ok.
+    template <class F>
+    Status each_row(F&& row) {
+        for (;;) {
+            auto more = step();
+            if (!more) return more.status();
+            if (!more.value()) return Status::ok();
+            if constexpr (std::is_void_v<std::invoke_result_t<F&, const Statement&>>) {
+                row(static_cast<const Statement&>(*this));
+            } else if (Status s = row(static_cast<const Statement&>(*this)); !s) {
+                return s;
+            }
+        }
+    }
 
     // Column getters for the current row (0-based). NULL reads as 0, 0.0 or "".
     int64_t column_int64(int index) const;
