@@ -156,13 +156,12 @@ Result<std::unique_ptr<ZapHandler>> ZapHandler::start(std::shared_ptr<zmq::conte
         return Result<std::unique_ptr<ZapHandler>>::error(std::string("cannot start the ZAP handler: ") + e.what());
     }
     ZapHandler* raw = z.get();
-    z->thread_ = std::thread([raw] { raw->serve(); });
+    z->serving_.start([raw] { raw->serve(); });
     return z;
 }
 
 ZapHandler::~ZapHandler() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
+    serving_.stop();
 }
 
 void ZapHandler::allow(const std::string& domain, std::vector<std::string> keys) {
@@ -173,7 +172,7 @@ void ZapHandler::allow(const std::string& domain, std::vector<std::string> keys)
 // ZAP 1.0 (RFC 27): request = version, request id, domain, address, identity, mechanism,
 // credentials...; reply = version, request id, status code, status text, user id, metadata.
 void ZapHandler::serve() {
-    while (!stop_) {
+    while (!serving_.stopping()) {
         if (!poll_in(*rep_, 100)) continue;
         std::vector<zmq::message_t> req;
         for (;;) {

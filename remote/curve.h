@@ -25,16 +25,12 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/status.h"
+#include "remote/serve_thread.h"
+#include "remote/zmq_fwd.h"
 
-namespace zmq {
-class context_t;
-class socket_t;
-class message_t;
-}  // namespace zmq
 
 namespace tw {
 
@@ -91,8 +87,7 @@ private:
     std::shared_ptr<zmq::context_t> ctx_;
     std::unique_ptr<zmq::socket_t> rep_;
     Log log_;
-    std::thread thread_;
-    std::atomic<bool> stop_{false};
+    ServeThread serving_;
     std::atomic<uint64_t> refused_{0};
     mutable std::mutex mu_;
     std::map<std::string, std::set<std::string>> allowed_;

@@ -18,7 +18,7 @@ constexpr char kMagic[4] = {'T', 'W', 'H', 'B'};
 constexpr uint8_t kVersion = 3;
 constexpr uint8_t kUpload = 1, kDownload = 2;
 constexpr uint8_t kOk = 0, kRefused = 1, kGivenUp = 2;
-constexpr size_t kRequestHeader = 56, kReplyHeader = 16;
+constexpr size_t kRequestHeader = 56, kReplyHeader = RouterServer::kReplyHeaderBytes;
 constexpr int kOuter = static_cast<int>(LinkClass::kOuterSync);
 
 using le::get_f64;
@@ -82,19 +82,17 @@ Result<std::unique_ptr<HubRelay>> HubRelay::start(std::shared_ptr<zmq::context_t
         s->zap_->allow(kZapHub, s->opts_.member_keys);
     }
     // A frame more than 64 KiB over the payload limit drops its sender's connection unread.
-    auto bound = bind_router(*s->ctx_, endpoint, static_cast<int64_t>(s->opts_.max_payload_bytes + (uint64_t{64} << 10)),
-                             s->opts_.keys, kZapHub);
-    if (!bound) return R::error("hub: " + bound.message());
-    s->router_ = std::move(*bound);
     HubRelay* raw = s.get();
-    s->thread_ = std::thread([raw] { raw->serve(); });
+    if (Status st = s->server_.start(*s->ctx_, endpoint,
+                                     static_cast<int64_t>(s->opts_.max_payload_bytes + (uint64_t{64} << 10)),
+                                     s->opts_.keys, kZapHub, [raw] { raw->serve(); });
+        !st)
+        return R::error("hub: " + st.message());
     return s;
 }
 
 HubRelay::~HubRelay() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    close_router(router_);
+    server_.stop();
 }
 
 ByteCounters HubRelay::counters() const {
@@ -103,7 +101,7 @@ ByteCounters HubRelay::counters() const {
 }
 
 void HubRelay::serve() {
-    zmq::socket_t& sock = *router_.sock;
+    zmq::socket_t& sock = server_.socket();
     const int R = opts_.members;
     const uint64_t all_ranks = R == 64 ? ~uint64_t{0} : (uint64_t{1} << R) - 1;
     struct Round {
@@ -130,32 +128,18 @@ void HubRelay::serve() {
     std::vector<Pending> pending;
 
     auto reply = [&](const std::string& peer, uint8_t op, uint8_t status, uint64_t round,
-                     std::vector<zmq::const_buffer> frames) {
-        uint8_t h[kReplyHeader] = {};
-        std::memcpy(h, kMagic, 4);
-        h[4] = kVersion;
-        h[5] = op;
-        h[6] = status;
-        put_u64(h + 8, round);
-        try {
-            sock.send(zmq::buffer(peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-            sock.send(zmq::const_buffer(h, sizeof h),
-                      frames.empty() ? zmq::send_flags::dontwait : zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-            for (size_t i = 0; i < frames.size(); ++i)
-                sock.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore | zmq::send_flags::dontwait
-                                                           : zmq::send_flags::dontwait);
-        } catch (const zmq::error_t&) {
-        }
+                     const std::vector<std::string_view>& frames) {
+        server_.reply(peer, {kMagic, kVersion, op, status, round}, frames);
     };
     auto refuse = [&](const std::string& peer, uint8_t op, uint64_t round, const std::string& why) {
         ++refused_;
         if (opts_.log) opts_.log("hub: refused: " + why);
         const std::string text = "hub: " + why;
-        reply(peer, op, kRefused, round, {zmq::const_buffer(text.data(), text.size())});
+        reply(peer, op, kRefused, round, {text});
     };
     auto give_up_reply = [&](const Pending& p, const std::string& why) {
         const std::string text = "hub: " + why;
-        reply(p.peer, kDownload, kGivenUp, p.round, {zmq::const_buffer(text.data(), text.size())});
+        reply(p.peer, kDownload, kGivenUp, p.round, {text});
     };
     // A round a member left without its download (it abandoned the attempt) can no longer finish
     // alike for everyone: it is dropped, and whoever waits for it is told so.
@@ -181,11 +165,12 @@ void HubRelay::serve() {
             clocks.resize(clocks.size() + 8);
             put_f64(clocks.data() + clocks.size() - 8, r.clocks[i]);
         }
-        std::vector<zmq::const_buffer> frames{zmq::const_buffer(clocks.data(), clocks.size())};
+        std::vector<std::string_view> frames{
+            std::string_view(reinterpret_cast<const char*>(clocks.data()), clocks.size())};
         uint64_t bytes = 0, msgs = 0;
         for (int i = 0; i < R; ++i) {
             if (i == p.rank || !(r.mask >> i & 1)) continue;
-            frames.push_back(zmq::const_buffer(r.payload[i]->data(), r.payload[i]->size()));
+            frames.emplace_back(reinterpret_cast<const char*>(r.payload[i]->data()), r.payload[i]->size());
             bytes += r.payload[i]->size();
             ++msgs;
         }
@@ -198,12 +183,12 @@ void HubRelay::serve() {
         r.served |= uint64_t{1} << p.rank;
         const bool done = r.served == r.mask;
         held_rounds_ = rounds.size() - (done ? 1 : 0);
-        reply(p.peer, kDownload, kOk, p.round, std::move(frames));  // copies the payloads: erasable after
+        reply(p.peer, kDownload, kOk, p.round, frames);  // copies the payloads: erasable after
         if (done) rounds.erase(p.round);
     };
 
     std::vector<zmq::message_t> parts;
-    while (!stop_.load()) {
+    while (!server_.stopping()) {
         bool readable = false;
         try {
             readable = poll_in(sock, 100);

@@ -47,18 +47,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/collective.h"
 #include "core/status.h"
 #include "remote/curve.h"
 #include "remote/router_server.h"
+#include "remote/zmq_fwd.h"
 
-namespace zmq {
-class context_t;
-class socket_t;
-}  // namespace zmq
 
 namespace tw {
 
@@ -94,7 +90,7 @@ public:
                                                    HubRelayOptions opts);
     ~HubRelay();
 
-    const std::string& endpoint() const { return router_.endpoint; }  // as bound (a real port)
+    const std::string& endpoint() const { return server_.endpoint(); }  // as bound (a real port)
     uint64_t refused() const { return refused_.load(); }
     // Rounds the relay holds now (each some member's newest: at most `members`). Updated before
     // the relay acknowledges the upload or answers the download that changed it.
@@ -116,10 +112,8 @@ private:
 
     std::shared_ptr<zmq::context_t> ctx_;
     std::unique_ptr<ZapHandler> zap_;  // with keys: the relay's own context's ZAP handler
-    BoundRouter router_;               // its socket is the serving thread's
+    RouterServer server_;              // the socket and the thread serving it
     HubRelayOptions opts_;
-    std::thread thread_;
-    std::atomic<bool> stop_{false};
     std::atomic<uint64_t> refused_{0};
     std::atomic<uint64_t> fenced_{0};  // ranks counted lost (fence)
     std::atomic<size_t> held_rounds_{0};

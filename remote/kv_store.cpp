@@ -19,7 +19,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kMagic[4] = {'T', 'W', 'K', 'V'};
 constexpr uint8_t kVersion = 1;
-constexpr size_t kRequestHeader = 24, kReplyHeader = 16;
+constexpr size_t kRequestHeader = 24, kReplyHeader = RouterServer::kReplyHeaderBytes;
 constexpr int64_t kMaxTimeoutMs = int64_t{7} * 24 * 3600 * 1000;  // a week: keeps deadline arithmetic finite
 
 enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCompareSet = 4, kCheck = 5, kDelete = 6, kNumKeys = 7, kWait = 8 };
@@ -95,40 +95,25 @@ Result<std::unique_ptr<KvStoreServer>> KvStoreServer::start(std::shared_ptr<zmq:
     s->state_->limits = opts.limits;
     // A frame larger than any legal one drops the connection before libzmq allocates it.
     const size_t biggest = std::max({opts.limits.max_value_bytes, opts.limits.max_key_bytes, kRequestHeader});
-    auto bound = bind_router(*s->ctx_, endpoint, static_cast<int64_t>(biggest), opts.keys, kZapData);
-    if (!bound) return R::error("store: " + bound.message());
-    s->router_ = std::move(*bound);
-    // The socket moves to the serving thread; std::thread's start is the memory barrier ZeroMQ asks for.
     KvStoreServer* raw = s.get();
-    s->thread_ = std::thread([raw] { raw->serve(); });
+    if (Status st = s->server_.start(*s->ctx_, endpoint, static_cast<int64_t>(biggest), opts.keys, kZapData,
+                                     [raw] { raw->serve(); });
+        !st)
+        return R::error("store: " + st.message());
     return s;
 }
 
 KvStoreServer::~KvStoreServer() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    close_router(router_);  // unbinds first, so the port is free by the time the next run binds it
+    server_.stop();
 }
 
 void KvStoreServer::serve() {
     State& st = *state_;
-    zmq::socket_t& sock = *router_.sock;
+    zmq::socket_t& sock = server_.socket();
     const KvStoreLimits& lim = st.limits;
 
     auto send_reply = [&](const std::string& peer, uint8_t op, uint64_t id, uint8_t code, const std::string& payload) {
-        uint8_t h[kReplyHeader] = {};
-        std::memcpy(h, kMagic, 4);
-        h[4] = kVersion;
-        h[5] = op;
-        h[6] = code;
-        put_u64(h + 8, id);
-        try {
-            sock.send(zmq::buffer(peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-            sock.send(zmq::const_buffer(h, sizeof h), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-            sock.send(zmq::buffer(payload), zmq::send_flags::dontwait);
-        } catch (const zmq::error_t&) {
-            // A peer that went away (or whose queue is full) loses its reply; nothing else depends on it.
-        }
+        server_.reply(peer, {kMagic, kVersion, op, code, id}, {payload});
     };
     std::string who;  // the sender of the request being served, for the log
     auto bad = [&](const std::string& peer, uint8_t op, uint64_t id, const std::string& why) {
@@ -175,7 +160,7 @@ void KvStoreServer::serve() {
     };
 
     std::vector<zmq::message_t> parts;
-    while (!stop_.load()) {
+    while (!server_.stopping()) {
         // Sleep until a request, the nearest deadline of a blocked get/wait, or 100 ms (to see a stop).
         int64_t wait_ms = 100;
         for (auto& w : st.waiters)

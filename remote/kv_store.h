@@ -26,18 +26,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/kv_store.h"
 #include "core/status.h"
 #include "remote/curve.h"
 #include "remote/router_server.h"
+#include "remote/zmq_fwd.h"
 
-namespace zmq {
-class context_t;
-class socket_t;
-}  // namespace zmq
 
 namespace tw {
 
@@ -65,7 +61,7 @@ public:
                                                        const std::string& endpoint, KvServerOptions opts);
     ~KvStoreServer() override;
 
-    const std::string& endpoint() const override { return router_.endpoint; }  // as bound (a real port)
+    const std::string& endpoint() const override { return server_.endpoint(); }  // as bound (a real port)
     uint64_t bad_requests() const { return bad_requests_.load(); }
 
 private:
@@ -74,11 +70,9 @@ private:
     void serve();
 
     std::shared_ptr<zmq::context_t> ctx_;
-    BoundRouter router_;  // its socket is the serving thread's
+    RouterServer server_;  // the socket and the thread serving it
     std::unique_ptr<State> state_;  // touched only by the serving thread
     std::function<void(const std::string&)> log_;
-    std::thread thread_;
-    std::atomic<bool> stop_{false};
     std::atomic<uint64_t> bad_requests_{0};
 };
 

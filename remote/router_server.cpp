@@ -4,7 +4,10 @@
 #include <cerrno>
 #include <chrono>
 #include <thread>
+#include <cstring>
 #include <zmq.hpp>
+
+#include "core/little_endian.h"
 
 namespace tw {
 
@@ -41,6 +44,42 @@ void close_router(BoundRouter& r) {
     } catch (const zmq::error_t&) {
     }
     r.sock->close();
+}
+
+RouterServer::~RouterServer() { stop(); }
+
+Status RouterServer::start(zmq::context_t& ctx, const std::string& endpoint, int64_t max_msg_bytes,
+                           const CurveKeyPair& keys, const char* zap_domain, std::function<void()> loop) {
+    auto bound = bind_router(ctx, endpoint, max_msg_bytes, keys, zap_domain);
+    if (!bound) return bound.status();
+    router_ = std::move(*bound);
+    serving_.start(std::move(loop));
+    return Status::ok();
+}
+
+void RouterServer::reply(const std::string& peer, const ReplyHeader& rh, const std::vector<std::string_view>& frames) {
+    uint8_t h[kReplyHeaderBytes] = {};
+    std::memcpy(h, rh.magic, 4);
+    h[4] = rh.version;
+    h[5] = rh.op;
+    h[6] = rh.status;
+    le::put_u64(h + 8, rh.id);
+    zmq::socket_t& sock = *router_.sock;
+    const auto more = zmq::send_flags::sndmore | zmq::send_flags::dontwait;
+    try {
+        sock.send(zmq::buffer(peer), more);
+        sock.send(zmq::const_buffer(h, sizeof h), frames.empty() ? zmq::send_flags::dontwait : more);
+        for (size_t i = 0; i < frames.size(); ++i)
+            sock.send(zmq::const_buffer(frames[i].data(), frames[i].size()),
+                      i + 1 < frames.size() ? more : zmq::send_flags::dontwait);
+    } catch (const zmq::error_t&) {
+    }
+}
+
+void RouterServer::stop() {
+    serving_.stop();
+    close_router(router_);
+    router_.sock.reset();
 }
 
 }  // namespace tw

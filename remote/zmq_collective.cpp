@@ -388,13 +388,7 @@ Result<std::vector<std::vector<uint8_t>>> ZmqCollective::exchange(const std::vec
             counters_.sent_bytes[li] += mine.size();
             counters_.sent_msgs[li] += 1;
         }
-        auto missing = [&] {
-            std::vector<int> out;
-            auto& got = s_->early[round];
-            for (int r : group)
-                if (r != rank_ && !got.count(r)) out.push_back(r);
-            return out;
-        };
+        auto missing = [&] { return awaited_members(group, rank_, s_->early[round]); };
         // Silence and the backstop count from the start of the whole wait: peers' heartbeats end
         // single pumps, and a member silent through many of them is still lost.
         const auto wait_start = Clock::now();

@@ -151,6 +151,9 @@ private:
     // A header-only frame of `kind` for `round` with `aux` to each of `peers` (this member and ranks
     // out of range skipped; `to_lost` = false skips peers counted lost here): abandon and commit words.
     void post_word(wire::FrameKind kind, uint64_t round, uint64_t aux, const std::vector<int>& peers, bool to_lost);
+    // Encodes into `out` the header of a framing-only word of `kind` for `round` carrying `aux`
+    // (uncounted, this member's rank and the run's token).
+    void encode_word_header(wire::FrameKind kind, uint64_t round, uint64_t aux, uint8_t* out) const;
     // After agreement round `round` failed here with a member of `group` lost: abandons the
     // attempt, then waits until every other live member of the group took the round (kCommit) or
     // gave the attempt up. True when one took it with `state_hash`; an error naming the mismatch when

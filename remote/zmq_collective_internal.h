@@ -60,6 +60,16 @@ inline Status check_group(const std::vector<int>& group, int n, int rank) {
     return Status::ok();
 }
 
+// The members of `group` other than `rank` that `got` (a map keyed by rank: the round's payloads or
+// words heard so far) does not hold yet, in the group's order: what a round still waits for.
+template <class Map>
+std::vector<int> awaited_members(const std::vector<int>& group, int rank, const Map& got) {
+    std::vector<int> out;
+    for (int r : group)
+        if (r != rank && !got.count(r)) out.push_back(r);
+    return out;
+}
+
 }  // namespace tw::zmq_mesh
 
 namespace tw {

@@ -17,26 +17,13 @@ Result<std::vector<uint64_t>> ZmqCollective::gather_words(const std::vector<int>
     if (Status st = check_group(group, size(), rank_); !st) return st;
     try {
         const uint64_t round = round_++;
-        wire::FrameHeader fh;
-        fh.kind = wire::FrameKind::kAgree;
-        fh.counted = false;
-        fh.rank = static_cast<uint16_t>(rank_);
-        fh.round = round;
-        fh.token = opts_.token;
-        fh.aux = word;
         uint8_t header[wire::kFrameHeaderBytes];
-        wire::encode_frame_header(fh, header);
+        encode_word_header(wire::FrameKind::kAgree, round, word, header);
         static const std::vector<uint8_t> kEmpty;
         for (int r : group)
             if (r != rank_)
                 if (Status st = send_frame(r, header, kEmpty); !st) return st;
-        auto missing = [&] {
-            std::vector<int> out;
-            auto& got = s_->early_hashes[round];
-            for (int r : group)
-                if (r != rank_ && !got.count(r)) out.push_back(r);
-            return out;
-        };
+        auto missing = [&] { return awaited_members(group, rank_, s_->early_hashes[round]); };
         const auto wait_start = Clock::now();
         while (!missing().empty())
             if (Status st = pump_until("agreement round " + std::to_string(round), missing, wait_start, -1); !st) return st;
@@ -92,8 +79,7 @@ Status ZmqCollective::agree(const std::vector<int>& group, uint64_t state_hash) 
                          " holds a state that differs from " + buf + " (the others')");
 }
 
-void ZmqCollective::post_word(wire::FrameKind kind, uint64_t round, uint64_t aux, const std::vector<int>& peers,
-                              bool to_lost) {
+void ZmqCollective::encode_word_header(wire::FrameKind kind, uint64_t round, uint64_t aux, uint8_t* out) const {
     wire::FrameHeader fh;
     fh.kind = kind;
     fh.counted = false;
@@ -101,8 +87,13 @@ void ZmqCollective::post_word(wire::FrameKind kind, uint64_t round, uint64_t aux
     fh.round = round;
     fh.token = opts_.token;
     fh.aux = aux;
+    wire::encode_frame_header(fh, out);
+}
+
+void ZmqCollective::post_word(wire::FrameKind kind, uint64_t round, uint64_t aux, const std::vector<int>& peers,
+                              bool to_lost) {
     uint8_t h[wire::kFrameHeaderBytes];
-    wire::encode_frame_header(fh, h);
+    encode_word_header(kind, round, aux, h);
     for (int r : peers)
         if (r != rank_ && r >= 0 && r < size() && (to_lost || !members_->is_lost(r))) post(r, h);
 }
