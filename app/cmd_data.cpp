@@ -19,10 +19,7 @@
 namespace tw::cli {
 namespace {
 
-struct DataArgs {
-    std::string file;
-    std::vector<std::string> sets;
-    std::vector<std::string> variants;  // --variant: only these [variants] of the file
+struct DataArgs : LayoutArgs {
     std::string data_root;
 };
 

@@ -17,10 +17,7 @@
 namespace tw::cli {
 namespace {
 
-struct PlanArgs {
-    std::string file;
-    std::vector<std::string> sets;
-    std::vector<std::string> variants;  // --variant: only these [variants] of the file
+struct PlanArgs : LayoutArgs {
     bool compare = false;
 };
 

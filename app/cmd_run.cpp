@@ -26,10 +26,7 @@ namespace {
 std::atomic<bool> g_interrupt{false};
 extern "C" void on_interrupt(int) { g_interrupt = true; }
 
-struct RunArgs {
-    std::string file;
-    std::vector<std::string> sets;
-    std::vector<std::string> variants;  // --variant: only these [variants] of the file
+struct RunArgs : LayoutArgs {
     std::string data_root;
     int64_t resume = 0;  // --resume RUN
     bool force = false;  // --force: resume with a config that differs from the stored one
@@ -79,7 +76,7 @@ const char* kDataRootHelp =
 
 int run_layout(const Globals& g, const std::string& file, const std::vector<std::string>& sets, bool sweep,
                const std::string& data_root, const std::vector<std::string>& variants) {
-    RunArgs a{file.empty() ? "default" : file, sets, variants, data_root};
+    RunArgs a{{file.empty() ? "default" : file, sets, variants}, data_root};
     RunPlan plan = unwrap(load_run_plan(file, sets, PlanSelection{variants, true}));
     // (name, why) of every run that did not finish, in launch order: the table printed last.
     std::vector<std::pair<std::string, std::string>> failed;

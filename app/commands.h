@@ -15,6 +15,14 @@ struct Globals {
     std::string db_path = "thinwire.db";  // --db
 };
 
+// What the commands that read a layout file take (run, plan, data prepare): the file, its --set
+// overrides in the order given, and the --variant names kept (empty: every [variants] entry).
+struct LayoutArgs {
+    std::string file;
+    std::vector<std::string> sets;
+    std::vector<std::string> variants;
+};
+
 using Action = std::function<int()>;
 using Command = std::pair<CLI::App*, Action>;
 
