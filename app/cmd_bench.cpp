@@ -4,24 +4,20 @@
 #include <cstdio>
 #include <vector>
 
+#include "app/bench_model.h"
 #include "app/commands.h"
-#include "core/config_io.h"
 #include "engine/bench/throughput.h"
 
 namespace tw::cli {
 namespace {
 
-struct BenchArgs {
-    std::string preset = "tiny";
-    int64_t steps = 30, warmup = 5, threads = 2, batch = 16, vocab = 4096;
+struct BenchArgs : BenchModelArgs {
+    int64_t steps = 30, warmup = 5;
     bool json = false;
 };
 
 int run_bench(const BenchArgs& a) {
-    RunConfig cfg = unwrap(parse_config("", "<bench>", {"model.preset=\"" + a.preset + "\""}));
-    cfg.model.vocab_size = a.vocab;
-    cfg.run.threads = a.threads;
-    cfg.train.batch_size = a.batch;
+    RunConfig cfg = bench_model_config(a);
     TrainBenchResult r = bench_train(cfg, a.steps, a.warmup);
     if (a.json) {
         std::printf("{\"impl\":\"thinwire\",\"preset\":\"%s\",\"params\":%lld,\"threads\":%lld,\"tokens_per_s\":%.1f,"
@@ -45,12 +41,9 @@ Command add_bench(CLI::App& app, const Globals& g) {
     sub->require_subcommand(1);
     auto* train = sub->add_subcommand("train", "Training tokens/s and MFU of a preset on random tokens");
     auto args = std::make_shared<BenchArgs>();
-    train->add_option("--preset", args->preset, "tiny | small | base | paper178m")->capture_default_str();
+    add_bench_model_options(*train, *args, "sequences per step");
     train->add_option("--steps", args->steps, "timed steps")->capture_default_str();
     train->add_option("--warmup", args->warmup, "untimed steps first")->capture_default_str();
-    train->add_option("--threads", args->threads, "intra-op threads")->capture_default_str();
-    train->add_option("--batch", args->batch, "sequences per step")->capture_default_str();
-    train->add_option("--vocab", args->vocab, "vocabulary size")->capture_default_str();
     train->add_flag("--json", args->json, "one JSON line (for tests/bench/compare_train.sh)");
     std::vector<Command> more;  // bench subcommands defined in files of their own, one line each
     more.push_back(add_bench_ingest(*sub, g));

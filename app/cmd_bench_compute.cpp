@@ -9,25 +9,21 @@
 #include <memory>
 #include <vector>
 
+#include "app/bench_model.h"
 #include "app/commands.h"
 #include "core/compute_model.h"
-#include "core/config_io.h"
 #include "engine/bench/throughput.h"
 #include "engine/runtime/threads.h"
 
 namespace tw::cli {
 namespace {
 
-struct ComputeArgs {
-    std::string preset = "tiny";
-    int64_t threads = 2, batch = 16, vocab = 4096, size = 1024, rounds = 5, reps = 20, steps = 20;
+struct ComputeArgs : BenchModelArgs {
+    int64_t size = 1024, rounds = 5, reps = 20, steps = 20;
 };
 
 int run_compute_bench(const ComputeArgs& a) {
-    RunConfig cfg = unwrap(parse_config("", "<bench>", {"model.preset=\"" + a.preset + "\""}));
-    cfg.model.vocab_size = a.vocab;
-    cfg.run.threads = a.threads;
-    cfg.train.batch_size = a.batch;
+    RunConfig cfg = bench_model_config(a);
     configure_compute_threads(static_cast<int>(a.threads));
     // Several rounds, best kept: on a shared machine the best is the figure least disturbed by others.
     std::vector<double> gflops;
@@ -59,10 +55,7 @@ Command add_bench_compute(CLI::App& bench) {
     auto* sub = bench.add_subcommand("compute", "This machine's sgemm rate and a preset's step against its counted "
                                                 "FLOPs: the cpu-here profile of [compute] model = \"flops\"");
     auto a = std::make_shared<ComputeArgs>();
-    sub->add_option("--preset", a->preset, "tiny | small | base | paper178m")->capture_default_str();
-    sub->add_option("--threads", a->threads, "intra-op threads")->capture_default_str()->check(CLI::Range(1, 256));
-    sub->add_option("--batch", a->batch, "sequences per step")->capture_default_str()->check(CLI::Range(1, 4096));
-    sub->add_option("--vocab", a->vocab, "vocabulary size")->capture_default_str()->check(CLI::Range(64, 65535));
+    add_bench_model_options(*sub, *a, "sequences per step");
     sub->add_option("--size", a->size, "sgemm side n (n×n times n×n)")->capture_default_str()->check(CLI::Range(16, 8192));
     sub->add_option("--rounds", a->rounds, "sgemm rounds")->capture_default_str()->check(CLI::Range(1, 1000));
     sub->add_option("--reps", a->reps, "sgemm repetitions per round (the fastest counts)")

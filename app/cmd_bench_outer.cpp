@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "app/bench_model.h"
 #include "app/commands.h"
-#include "core/config_io.h"
 #include "engine/algo/state_hash.h"
 #include "engine/bench/outer_bench.h"
 #include "engine/bench/throughput.h"
@@ -21,9 +21,7 @@ namespace {
 
 // ---- bench outer ----------------------------------------------------------------------------
 
-struct OuterArgs {
-    std::string preset = "tiny";
-    int64_t vocab = 4096, batch = 16, threads = 2;
+struct OuterArgs : BenchModelArgs {
     std::vector<int> replicas = {1, 2, 4};
     std::vector<std::string> dtypes = {"fp32", "bf16"};
     int64_t rounds = 20, warmup = 2;
@@ -63,10 +61,7 @@ void print_outer_row(const OuterBenchResult& r, double step_s, int64_t H, bool j
 }
 
 int run_outer(const OuterArgs& a) {
-    RunConfig cfg = unwrap(parse_config("", "<bench>", {"model.preset=\"" + a.preset + "\""}));
-    cfg.model.vocab_size = a.vocab;
-    cfg.run.threads = a.threads;
-    cfg.train.batch_size = a.batch;
+    RunConfig cfg = bench_model_config(a);
     // The reference: one inner step of the same model, as `bench train` measures it (median).
     const TrainBenchResult inner = bench_train(cfg, a.step_samples, a.step_warmup);
     const double step_s = inner.step_ms / 1e3;
@@ -120,15 +115,12 @@ int run_outer(const OuterArgs& a) {
 Command add_bench_outer(CLI::App& bench) {
     auto* ou = bench.add_subcommand("outer", "DiLoCo outer-step overhead outside communication vs an inner step");
     auto oa = std::make_shared<OuterArgs>();
-    ou->add_option("--preset", oa->preset, "tiny | small | base | paper178m")->capture_default_str();
-    ou->add_option("--vocab", oa->vocab, "vocabulary size")->capture_default_str();
+    add_bench_model_options(*ou, *oa, "sequences per inner step");
     ou->add_option("--replicas", oa->replicas, "replica counts, e.g. 1,2,4")->delimiter(',')->capture_default_str();
     ou->add_option("--dtypes", oa->dtypes, "fp32,bf16")->delimiter(',')->capture_default_str();
     ou->add_option("--rounds", oa->rounds, "timed outer rounds")->capture_default_str();
     ou->add_option("--warmup", oa->warmup, "untimed outer rounds first")->capture_default_str();
     ou->add_option("--inner-steps", oa->inner_steps, "H for the overhead / (H x inner step) column")->capture_default_str();
-    ou->add_option("--batch", oa->batch, "sequences per inner step")->capture_default_str();
-    ou->add_option("--threads", oa->threads, "compute threads")->capture_default_str();
     ou->add_option("--step-samples", oa->step_samples, "timed inner steps for the reference")->capture_default_str();
     ou->add_flag("--json", oa->json, "one JSON line per (replicas, dtype)");
     return {ou, [oa] { return run_outer(*oa); }};
