@@ -20,6 +20,7 @@
 #include "app/workbench_driver.h"
 #include "core/output_file.h"
 #include "storage/run_store.h"
+#include "ui/plot/gl_window.h"
 #include "ui/plot/png.h"
 #include "ui/workbench.h"
 
@@ -152,12 +153,8 @@ int workbench_loop(const WorkbenchArgs& a, GLFWwindow* window) {
         ImGui::NewFrame();
         wb.frame();
         ImGui::Render();
-        int fw, fh;
-        glfwGetFramebufferSize(window, &fw, &fh);
-        glViewport(0, 0, fw, fh);
-        glClearColor(0.08f, 0.08f, 0.09f, 1.0f);
-        glClear(GL_COLOR_BUFFER_BIT);
-        ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+        int fw = 0, fh = 0;
+        tw::ui::draw_imgui_frame(window, fw, fh);
         if (!a.screenshot.empty() && f + 1 >= a.frames && waited()) {
             tw::Status s = tw::ui::save_framebuffer_png(a.screenshot, 0, 0, fw, fh);
             if (!s) {

@@ -54,25 +54,9 @@ int main(int argc, char** argv) {
         return 2;
     }
 
-    if (!glfwInit()) {
-        std::fprintf(stderr, "thinwire-workbench: cannot initialise GLFW (no display? run under xvfb-run)\n");
-        return 1;
-    }
-    const char* glsl = nullptr;
-    GLFWwindow* window = tw::ui::open_gl3_window(a.width, a.height, "thinwire workbench", &glsl);
-    if (!window) {
-        std::fprintf(stderr, "thinwire-workbench: cannot create an OpenGL 3 window\n");
-        glfwTerminate();
-        return 1;
-    }
-    glfwMakeContextCurrent(window);
-    glfwSwapInterval(a.screenshot.empty() && a.bench_frames == 0 ? 1 : 0);
-    IMGUI_CHECKVERSION();
-    ImGui::CreateContext();
-    ImGui::GetIO().IniFilename = nullptr;  // the layout is fixed; no imgui.ini next to the user's files
-    ImGui::StyleColorsDark();
-    ImGui_ImplGlfw_InitForOpenGL(window, true);
-    ImGui_ImplOpenGL3_Init(glsl);
+    GLFWwindow* window = tw::ui::start_imgui_window(a.width, a.height, "thinwire workbench", "thinwire-workbench",
+                                                    a.screenshot.empty() && a.bench_frames == 0 ? 1 : 0);
+    if (!window) return 1;
     int rc = 0;
     try {
         if (a.bench_frames > 0) {
@@ -85,10 +69,6 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "thinwire-workbench: error: %s\n", e.what());
         rc = 1;
     }
-    ImGui_ImplOpenGL3_Shutdown();
-    ImGui_ImplGlfw_Shutdown();
-    ImGui::DestroyContext();
-    glfwDestroyWindow(window);
-    glfwTerminate();
+    tw::ui::end_imgui_window(window);
     return rc;
 }

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "core/metric_names.h"
+#include "ui/plot/gl_window.h"
 #include "ui/plot/plot_widget.h"
 
 namespace tw::ui {
@@ -65,11 +66,7 @@ int frame(GLFWwindow* window, Sample* sample, Body&& body) {
     ImGui::Render();
     const double c1 = now_ms(CLOCK_THREAD_CPUTIME_ID);
     int fb_w = 0, fb_h = 0;
-    glfwGetFramebufferSize(window, &fb_w, &fb_h);
-    glViewport(0, 0, fb_w, fb_h);
-    glClearColor(0.08f, 0.08f, 0.09f, 1.0f);
-    glClear(GL_COLOR_BUFFER_BIT);
-    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    draw_imgui_frame(window, fb_w, fb_h);
     const double c2 = now_ms(CLOCK_THREAD_CPUTIME_ID);
     glfwSwapBuffers(window);
     if (sample) {

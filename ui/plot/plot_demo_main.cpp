@@ -10,12 +10,15 @@
 #include <imgui.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/metric_names.h"
@@ -50,54 +53,52 @@ void usage() {
         "--wheel and --drag act there, so zoom, pan and the tooltip can be checked in a headless screenshot.\n");
 }
 
+// An option that takes a pair "X,Y", read with its scanf format into the two fields.
+struct PairOption {
+    const char* name;
+    const char* format;
+    void* x;
+    void* y;
+};
+
 bool parse(int argc, char** argv, Args& a) {
+    // The options by what they take: nothing (a switch), a whole number, a number, a pair, a path.
+    const std::pair<const char*, bool*> switches_on[] = {{"--log-x", &a.log_x}, {"--log-y", &a.log_y}};
+    const std::pair<const char*, int*> ints[] = {
+        {"--frames", &a.frames}, {"--bench-frames", &a.bench_frames}, {"--runs", &a.runs}, {"--points", &a.points}};
+    const std::pair<const char*, double*> reals[] = {{"--smoothing", &a.smoothing}, {"--wheel", &a.wheel}};
+    const PairOption pairs[] = {{"--hover", "%lf,%lf", &a.hover_fx, &a.hover_fy},
+                                {"--zoom", "%lf,%lf", &a.zoom_lo, &a.zoom_hi},
+                                {"--size", "%d,%d", &a.width, &a.height},
+                                {"--drag", "%lf,%lf", &a.drag_dx, &a.drag_dy}};
     for (int i = 1; i < argc; ++i) {
         const std::string k = argv[i];
-        const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-        auto need = [&] {
-            if (!v) std::fprintf(stderr, "tw_plot_demo: %s needs a value\n", k.c_str());
-            ++i;
-            return v != nullptr;
-        };
-        if (k == "--screenshot") {
-            if (!need()) return false;
-            a.screenshot = v;
-        } else if (k == "--frames") {
-            if (!need()) return false;
-            a.frames = std::atoi(v);
-        } else if (k == "--bench-frames") {
-            if (!need()) return false;
-            a.bench_frames = std::atoi(v);
-        } else if (k == "--runs") {
-            if (!need()) return false;
-            a.runs = std::atoi(v);
-        } else if (k == "--points") {
-            if (!need()) return false;
-            a.points = std::atoi(v);
-        } else if (k == "--smoothing") {
-            if (!need()) return false;
-            a.smoothing = std::atof(v);
-        } else if (k == "--hover") {
-            if (!need() || std::sscanf(v, "%lf,%lf", &a.hover_fx, &a.hover_fy) != 2) return false;
-        } else if (k == "--zoom") {
-            if (!need() || std::sscanf(v, "%lf,%lf", &a.zoom_lo, &a.zoom_hi) != 2) return false;
-        } else if (k == "--size") {
-            if (!need() || std::sscanf(v, "%d,%d", &a.width, &a.height) != 2) return false;
-        } else if (k == "--wheel") {
-            if (!need()) return false;
-            a.wheel = std::atof(v);
-        } else if (k == "--drag") {
-            if (!need() || std::sscanf(v, "%lf,%lf", &a.drag_dx, &a.drag_dy) != 2) return false;
-        } else if (k == "--no-malloc-tuning") {
+        const auto named = [&k](const auto& row) { return k == row.first; };
+        if (k == "--no-malloc-tuning") {
             a.malloc_tuning = false;
-        } else if (k == "--log-x") {
-            a.log_x = true;
-        } else if (k == "--log-y") {
-            a.log_y = true;
-        } else {
+            continue;
+        }
+        if (auto* s = std::find_if(std::begin(switches_on), std::end(switches_on), named); s != std::end(switches_on)) {
+            *s->second = true;
+            continue;
+        }
+        auto* in = std::find_if(std::begin(ints), std::end(ints), named);
+        auto* re = std::find_if(std::begin(reals), std::end(reals), named);
+        auto* pr = std::find_if(std::begin(pairs), std::end(pairs), [&k](const PairOption& o) { return k == o.name; });
+        if (k != "--screenshot" && in == std::end(ints) && re == std::end(reals) && pr == std::end(pairs)) {
             std::fprintf(stderr, "tw_plot_demo: unknown argument %s\n", k.c_str());
             return false;
         }
+        if (i + 1 >= argc) {
+            std::fprintf(stderr, "tw_plot_demo: %s needs a value\n", k.c_str());
+            return false;
+        }
+        const char* v = argv[++i];
+        if (in != std::end(ints)) *in->second = std::atoi(v);
+        else if (re != std::end(reals)) *re->second = std::atof(v);
+        else if (pr != std::end(pairs)) {
+            if (std::sscanf(v, pr->format, pr->x, pr->y) != 2) return false;
+        } else a.screenshot = v;
     }
     if (!a.screenshot.empty() && a.frames <= 0) a.frames = 3;
     return true;
@@ -184,11 +185,7 @@ int run(const Args& a, GLFWwindow* window) {
 
         ImGui::Render();
         int fb_w = 0, fb_h = 0;
-        glfwGetFramebufferSize(window, &fb_w, &fb_h);
-        glViewport(0, 0, fb_w, fb_h);
-        glClearColor(0.08f, 0.08f, 0.09f, 1.0f);
-        glClear(GL_COLOR_BUFFER_BIT);
-        ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+        tw::ui::draw_imgui_frame(window, fb_w, fb_h);
         if (!a.screenshot.empty() && f == a.frames - 1) {
             const tw::Status st = tw::ui::save_framebuffer_png(a.screenshot, 0, 0, fb_w, fb_h);
             if (!st) {
@@ -220,38 +217,16 @@ int main(int argc, char** argv) {
         mallopt(M_MMAP_THRESHOLD, 32 << 20);
         mallopt(M_TRIM_THRESHOLD, 1 << 30);
     }
-    if (!glfwInit()) {
-        std::fprintf(stderr, "tw_plot_demo: cannot initialise GLFW (no display? try xvfb-run -a)\n");
-        return 1;
-    }
-    const char* glsl = nullptr;
-    GLFWwindow* window = tw::ui::open_gl3_window(a.width, a.height, "thinwire plot demo", &glsl);
-    if (!window) {
-        std::fprintf(stderr, "tw_plot_demo: cannot open an OpenGL 3.3 or 3.0 window\n");
-        glfwTerminate();
-        return 1;
-    }
-    glfwMakeContextCurrent(window);
-    glfwSwapInterval(a.frames > 0 ? 0 : 1);
-
-    IMGUI_CHECKVERSION();
-    ImGui::CreateContext();
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
+    GLFWwindow* window =
+        tw::ui::start_imgui_window(a.width, a.height, "thinwire plot demo", "tw_plot_demo", a.frames > 0 ? 0 : 1);
+    if (!window) return 1;
+    // The font atlas is built at the first frame, so a font added now is the default.
     if (FILE* f = std::fopen("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "rb")) {
         std::fclose(f);
-        io.Fonts->AddFontFromFileTTF("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 15.0f);
+        ImGui::GetIO().Fonts->AddFontFromFileTTF("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 15.0f);
     }
-    ImGui::StyleColorsDark();
-    ImGui_ImplGlfw_InitForOpenGL(window, true);
-    ImGui_ImplOpenGL3_Init(glsl);
 
     const int rc = run(a, window);
-
-    ImGui_ImplOpenGL3_Shutdown();
-    ImGui_ImplGlfw_Shutdown();
-    ImGui::DestroyContext();
-    glfwDestroyWindow(window);
-    glfwTerminate();
+    tw::ui::end_imgui_window(window);
     return rc;
 }
