@@ -82,7 +82,7 @@ Status SparseLoCo::replay_round(const std::vector<uint8_t>& leading_payloads_in,
                 return Status::error("sparseloco: a guard factor outside (0, 1]");
             factors.push_back(v);
         }
-        leading_payloads.resize(at);
+        leading_payloads.erase(leading_payloads.begin() + static_cast<std::ptrdiff_t>(at), leading_payloads.end());
         if (len == 0 || leading_payloads.size() != static_cast<size_t>(members) * len)
             return Status::error("sparseloco: " + std::to_string(members) + " guard factors for " +
                                  std::to_string(len > 0 ? leading_payloads.size() / len : 0) + " members' encodings");

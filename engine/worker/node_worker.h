@@ -18,6 +18,7 @@
 #include "core/role.h"
 #include "core/status.h"
 #include "core/worker.h"
+#include "engine/worker/node_summary.h"
 #include "engine/worker/worker_recorder.h"
 
 namespace tw {
@@ -38,6 +39,14 @@ protected:
     // it: a collective aborted by a stop request is a stop — or, for a stop, its event.
     Status end_training_loop(Status failure, bool stopped, int64_t step, const WorkerControl& ctl,
                              const RunCheckpoints& ckpts, const std::function<Status(int64_t)>& save);
+
+    // The summary a loop returns: `out` with the recorder's wall time, the node's cumulative
+    // data-plane `bytes` and its `recovery` bytes.
+    WorkerSummary finish_summary(NodeSummary out, const ByteCounters& bytes, const RecoveryBytes& recovery) const {
+        out.wall_s = rec_.wall_s();
+        out.bytes = bytes, out.recovery = recovery;
+        return to_worker_summary(out);
+    }
 
     RunConfig cfg_;
     NodeRole role_;

@@ -395,9 +395,7 @@ WorkerSummary PipelineWorker::summarise() const {
     out.train_loss = last_loss_, out.val_loss = last_val_;
     out.utilisation = out.compute_s / std::max(1e-12, out.sim_s);  // bubbles and transfers count
     out.sync_utilisation = sync_utilisation(clock_);
-    out.wall_s = rec_.wall_s();
-    out.bytes = total_bytes(), out.recovery = recovery();
-    return to_worker_summary(out);
+    return finish_summary(out, total_bytes(), recovery());
 }
 
 }  // namespace pipeline_impl

@@ -577,9 +577,7 @@ WorkerSummary ReplicaWorker::summarise() const {
     out.utilisation = out.compute_s / (out.compute_s + *out.exposed_comm_s);
     // Beside stage nodes, whose utilisation also counts bubbles, the share lost to outer syncs alone.
     if (stage_rounds_) out.sync_utilisation = sync_utilisation(clock_);
-    out.wall_s = rec_.wall_s();
-    out.bytes = total_bytes(), out.recovery = recovery();
-    return to_worker_summary(out);
+    return finish_summary(out, total_bytes(), recovery());
 }
 
 }  // namespace replica_impl

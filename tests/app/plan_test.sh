@@ -63,6 +63,9 @@ same "demo through the hub" 2 2 1 --set 'outer.algorithm="demo"' --set 'outer.de
 same "demo" 2 2 1 --set 'outer.algorithm="demo"' --set 'outer.demo_chunk=8' --set 'outer.demo_topk=4'
 same "streaming fp4, overlapped" 2 2 1 --set 'outer.algorithm="streaming_diloco"' --set 'outer.fragments=2' \
      --set 'outer.dtype="fp4"' --set 'outer.overlap_steps=2'
+same "diloco mesh, replicas 1 and 2 behind a 5 Mb/s relay" 3 3 1 --set 'outer.algorithm="diloco"' --set 'outer.replicas=3' \
+     --set 'outer.topology="mesh"' --set 'network.relay_replicas=[1, 2]' --set 'network.relay_up_bps=5e6' \
+     --set 'network.relay_latency_s=0.01'
 same "noloco in pairs of 4" 4 4 1 --set 'outer.algorithm="noloco"' --set 'outer.replicas=4' --set 'outer.group_size=2'
 same "ddp" 2 2 1 --set 'outer.algorithm="ddp"'
 

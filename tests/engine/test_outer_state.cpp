@@ -135,7 +135,9 @@ TEST(OuterState, ANewcomerStartsItsOwnStateAtZero) {
             EXPECT_TRUE(torch::equal(live[i], g0[i])) << "the live weights start from the global ones";
         }
         for (auto& [n, v] : (*joiner)->save_state())
-            if ((*joiner)->private_state(n)) EXPECT_EQ(v.abs().sum().item<double>(), 0.0) << n;
+            if ((*joiner)->private_state(n)) {
+                EXPECT_EQ(v.abs().sum().item<double>(), 0.0) << n;
+            }
     }
 }
 

@@ -514,7 +514,9 @@ TEST(RingTopology, MeshRunsRepeatBitForBitAndSendExactBytes) {
         EXPECT_EQ(run.global_hash, again.global_hash);
         EXPECT_EQ(run.live_hash, again.live_hash);
         EXPECT_EQ(run.losses, again.losses);
-        if (p.live_is_global) EXPECT_EQ(run.global_hash, run.live_hash);
+        if (p.live_is_global) {
+            EXPECT_EQ(run.global_hash, run.live_hash);
+        }
         for (int r = 0; r < 3; ++r) {
             EXPECT_EQ(run.sent[r], p.sent) << "replica " << r;
             EXPECT_TRUE(torch::equal(run.global[r], run.global[0])) << "replica " << r;

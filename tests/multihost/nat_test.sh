@@ -89,6 +89,7 @@ layouts() {
   common="$(micro_tables "tie_embeddings = false")
 [network]
 profile = \"home-20m\"
+${NETWORK_EXTRA:-}
 $body"
   printf '%s\n[cluster]\nmode = "remote"\nendpoints = [%s]\nnode_keys = [%s]\ncoordinator_key = "%s"\nrelay = "%s"\nrelay_key = "%s"\n%s\n%s\n' \
     "$common" "${eps%, }" "${keys%, }" "$work/keys/coord/secret.key" "$RELAY" "$work/keys/relay/public.key" \
@@ -120,8 +121,10 @@ check_relay() {
   [ "$n" = "$2" ] || fail "$name: relay counters for $n home nodes, not $2"
 }
 
-# (a) DiLoCo over a ring across both homes and the public node.
-layouts ring '[outer]
+# (a) DiLoCo over a ring across both homes and the public node; the home replicas' relay is part
+# of the network model (the same declaration on threads, so the clocks agree too).
+NETWORK_EXTRA='relay_replicas = [1, 2, 3, 4]
+relay_up_bps = 50e6' layouts ring '[outer]
 algorithm = "diloco"
 replicas = 5
 inner_steps = 10

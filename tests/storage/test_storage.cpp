@@ -989,7 +989,9 @@ int64_t stored_prefix(const std::string& path, int64_t id) {
     const std::string where = " FROM metrics WHERE run_id = " + std::to_string(id);
     const int64_t n = count(db, "SELECT COUNT(*)" + where);
     EXPECT_EQ(count(db, "SELECT COUNT(DISTINCT step)" + where), n);
-    if (n > 0) EXPECT_EQ(count(db, "SELECT MAX(step)" + where), n - 1) << "a row of a later batch without an earlier one";
+    if (n > 0) {
+        EXPECT_EQ(count(db, "SELECT MAX(step)" + where), n - 1) << "a row of a later batch without an earlier one";
+    }
     return n;
 }
 
