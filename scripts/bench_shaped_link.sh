@@ -8,8 +8,10 @@
 #      (default 20 Mb/s), the layout's outer link set to that bandwidth and the latency ping
 #      measures between them; beside each, plain TCP's time for the same bytes on the same link;
 #   2. the same through a relay (docs/relay.md): host 2's node joins a relay on host 3 and the layout
-#      names it by key, so what host 2 receives crosses the relay, whose uplink alone is shaped
-#      (DiLoCo fp32 over the ring and the mesh; beside mode "one", where host 1's uplink is shaped);
+#      names it by key, so what host 2 receives crosses the relay, whose uplink alone is shaped and
+#      which the layout declares (network.relay_replicas, relay_up_bps = RATE; the hosts' own links
+#      1 Gb/s in the model) (DiLoCo fp32 over the ring and the mesh; beside mode "one", where host
+#      1's uplink is shaped);
 #   3. on threads of one process with the in-process shaper (network.shape = true) instead of tc.
 # Needs root for (1) (skipped with the reason otherwise). Tiny model on Brown, 4 rounds of 10 steps;
 # a few minutes. Usage: scripts/bench_shaped_link.sh [RATE_MBIT] [THINWIRE]
@@ -176,7 +178,15 @@ heartbeat_timeout_s = 60"
     for v in "${variants[@]}"; do
       [ "$mode" = relay ] && [[ "${v%%:*}" != diloco-fp32* ]] && continue
       name="tbf-$mode-${v%%:*}"
+      # Through the relay: host 2's replica is relayed, the relay's uplink is the shaped link and
+      # the hosts' own links are not shaped (the model's 1 Gb/s stands for them).
+      net=""
+      [ "$mode" = relay ] && net="relay_replicas = [1]
+relay_up_bps = $bps
+replica_up_bps = [1e9, 1e9]
+replica_down_bps = [1e9, 1e9]"
       { layout "outer_latency_s = $lat_s
+$net
 ${v#*:}"; if [ "$mode" = relay ]; then echo "$relayed"; else echo "$cluster"; fi; } > "$work/$name.toml"
       run_layout "$name" "$work/$name.toml" 0
       names+=("$name")

@@ -282,6 +282,10 @@ Result<std::optional<ReplicaWorker::DonorMessage>> ReplicaWorker::state_from_any
 Status ReplicaWorker::stand_by(bool& needed) {
     needed = false;
     rec_.info("standby", role_.name + " stands by to take the place of a replica lost for good");
+    // The members' first round with this spare may reach it before the donor's state (another
+    // member sends it, on another connection), many rounds ahead of this transport's: kept until
+    // the state's round begins (receive_state's enter_epoch), not dropped as too far ahead.
+    mesh_->membership().await_admission();
     // Nothing but a donor's state is sent to a spare (it is in no round), so any peer may send it.
     auto got = state_from_anyone("standing by",
                                  {"standby", role_.name + " was not needed: every other node has left the run"});
