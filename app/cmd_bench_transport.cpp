@@ -51,7 +51,7 @@ std::string size_label(uint64_t bytes) {
 }
 
 void print_transport_row(const char* name, uint64_t msg_bytes, int64_t msgs, double bytes_per_s, double ratio) {
-    std::printf("%-9s %8s %8lld %9.3f %12.0f %9.3f\n", name, size_label(msg_bytes).c_str(), (long long)msgs,
+    std::printf("%-15s %8s %8lld %9.3f %12.0f %9.3f\n", name, size_label(msg_bytes).c_str(), (long long)msgs,
                 bytes_per_s / 1e9, bytes_per_s / static_cast<double>(msg_bytes), ratio);
 }
 
@@ -79,7 +79,7 @@ int run_transport(const TransportArgs& a) {
         std::printf("one-way PUSH -> PULL, receiver reads each message's first and last byte; messages per cell =\n"
                     "clamp(%lld MiB / size, %lld, %lld); memcpy: same size, preallocated buffers, median of 3 batches\n\n",
                     (long long)a.budget_mib, (long long)a.min_msgs, (long long)a.max_msgs);
-        std::printf("%-9s %8s %8s %9s %12s %9s\n", "transport", "message", "msgs", "GB/s", "msg/s", "x memcpy");
+        std::printf("%-15s %8s %8s %9s %12s %9s\n", "transport", "message", "msgs", "GB/s", "msg/s", "x memcpy");
         for (uint64_t s : sizes)
             print_transport_row("memcpy", s, std::max<int64_t>(8, cfg.budget_bytes / s), memcpy_bps[s], 1.0);
     }
@@ -102,7 +102,7 @@ int run_transport(const TransportArgs& a) {
                     v.memcpy_bytes_per_s = memcpy_bps[s];
                     const std::string name = keyed ? "tcp+curve+relay" : "tcp+relay";
                     print_transport_row(name.c_str(), s, v.msgs, v.bytes_per_s, v.ratio_memcpy());
-                    std::printf("%-9s %8s %8s %9s %12s %9.3f  (relayed / direct)\n", "", "", "", "", "",
+                    std::printf("%-15s %8s %8s %9s %12s %9.3f  (relayed / direct)\n", "", "", "", "", "",
                                 v.bytes_per_s / d.bytes_per_s);
                     std::fflush(stdout);
                 }
@@ -116,7 +116,7 @@ int run_transport(const TransportArgs& a) {
             else {
                 const std::string name = std::string(to_string(t)) + "+curve";
                 print_transport_row(name.c_str(), s, c.msgs, c.bytes_per_s, c.ratio_memcpy());
-                std::printf("%-9s %8s %8s %9s %12s %9.3f  (CURVE / plain)\n", "", "", "", "", "",
+                std::printf("%-15s %8s %8s %9s %12s %9.3f  (CURVE / plain)\n", "", "", "", "", "",
                             c.bytes_per_s / r.bytes_per_s);
             }
             std::fflush(stdout);
