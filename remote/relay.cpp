@@ -26,6 +26,8 @@ RelayClass relay_class_of_port(int offset) {
     return RelayClass::kControl;
 }
 
+int relay_lane_of_port(int offset) { return relay_class_of_port(offset) == RelayClass::kControl ? 0 : 1; }
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -47,7 +49,7 @@ Result<ZmtpCount> count_from(const json& j) {
 }  // namespace
 
 std::string counters_to_json(const RelayCounters& c) {
-    json j{{"connections", c.connections}, {"joins", c.joins}};
+    json j{{"connections", c.connections}, {"bulk_connections", c.bulk_connections}, {"joins", c.joins}};
     for (int k = 0; k < kRelayClasses; ++k) {
         const char* name = to_string(static_cast<RelayClass>(k));
         j["to_node"][name] = count_json(c.to_node[static_cast<size_t>(k)]);
@@ -61,11 +63,12 @@ Result<RelayCounters> counters_from_json(const std::string& text) {
     const json j = json::parse(text, nullptr, false);
     if (!j.is_object()) return R::error("relay counters: not a JSON object");
     RelayCounters c;
-    if (!j.contains("connections") || !j["connections"].is_number_unsigned() || !j.contains("joins") ||
-        !j["joins"].is_number_unsigned())
-        return R::error("relay counters: connections or joins missing");
-    c.connections = j["connections"].get<uint64_t>();
-    c.joins = j["joins"].get<uint64_t>();
+    for (auto [name, field] : {std::pair{"connections", &c.connections}, {"bulk_connections", &c.bulk_connections},
+                               {"joins", &c.joins}}) {
+        if (!j.contains(name) || !j[name].is_number_unsigned())
+            return R::error(std::string("relay counters: ") + name + " missing");
+        *field = j[name].get<uint64_t>();
+    }
     for (int k = 0; k < kRelayClasses; ++k) {
         const char* name = to_string(static_cast<RelayClass>(k));
         for (auto [way, dst] : {std::pair{"to_node", &c.to_node}, {"from_node", &c.from_node}}) {
@@ -89,7 +92,8 @@ struct Relay::Impl {
     std::atomic<bool> stop{false};
 
     struct Node {
-        std::string key, rid;  // rid: the node's routing id on the tunnel socket now
+        std::string key;
+        std::array<std::string, kRelayLanes> rid;  // each lane's routing id on the tunnel socket now ("" = none)
         std::array<std::unique_ptr<zmq::socket_t>, kRelayPortsPerNode> ports;
         std::array<std::map<std::string, uint32_t>, kRelayPortsPerNode> open;  // a port's connections by routing id
         int q = 0;
@@ -100,6 +104,7 @@ struct Relay::Impl {
     struct Conn {
         std::string key, rid;
         int port = 0;
+        int lane = 0;  // the lane it was opened on, for its whole life (one lane keeps its bytes in order)
         ZmtpMeter to_node, from_node;
     };
     std::map<std::string, Node> nodes;
@@ -175,9 +180,17 @@ struct Relay::Impl {
         }
     }
 
-    void drop_connections(Node& n) {
+    // The lane a connection to `port` of node `n` opens on: its port's, or the control lane while
+    // the bulk lane has not said hello.
+    static int lane_for(const Node& n, int port) {
+        const int lane = relay_lane_of_port(port);
+        return n.rid[static_cast<size_t>(lane)].empty() ? 0 : lane;
+    }
+
+    // Closes the node's carried connections (of one lane's ports, or all with lane < 0).
+    void drop_connections(Node& n, int lane = -1) {
         for (auto it = conns.begin(); it != conns.end();) {
-            if (it->second.key == n.key) {
+            if (it->second.key == n.key && (lane < 0 || it->second.lane == lane)) {
                 close_public(n, it->second.port, it->second.rid);
                 n.open[static_cast<size_t>(it->second.port)].erase(it->second.rid);
                 it = conns.erase(it);
@@ -187,8 +200,21 @@ struct Relay::Impl {
         }
     }
 
-    void on_hello(const std::string& rid, const std::string& key) {
+    void on_hello(const std::string& rid, const std::string& key, int lane) {
         auto it = nodes.find(key);
+        if (lane == 1) {
+            // The bulk lane: only beside a joined control lane; a new connection there ends what it carried.
+            if (it == nodes.end() || !it->second.online) return refuse(rid, key, "the bulk lane before hello");
+            Node& n = it->second;
+            if (!n.rid[1].empty() && n.rid[1] != rid) drop_connections(n, 1);
+            if (n.rid[1] != rid) log(key_tag(key) + " named its bulk lane");
+            n.rid[1] = rid;
+            n.heard = Clock::now();
+            std::vector<zmq::message_t> m;
+            m.emplace_back(std::string("exposed"));
+            m.emplace_back(n.endpoint);
+            return send_tunnel(rid, std::move(m));
+        }
         if (it == nodes.end()) {
             Node n;
             n.key = key;
@@ -197,9 +223,10 @@ struct Relay::Impl {
             it = nodes.emplace(key, std::move(n)).first;
         }
         Node& n = it->second;
-        if (n.online && n.rid != rid) drop_connections(n);  // the same key from a new connection: it rejoined
-        const bool was_online = n.online && n.rid == rid;
-        n.rid = rid;
+        if (n.online && n.rid[0] != rid) drop_connections(n);  // the same key from a new connection: it rejoined
+        const bool was_online = n.online && n.rid[0] == rid;
+        if (!was_online) n.rid[1].clear();  // a rejoining node names its bulk lane again
+        n.rid[0] = rid;
         n.online = true;
         n.heard = Clock::now();
         if (!was_online) {
@@ -217,7 +244,7 @@ struct Relay::Impl {
     // A message on the tunnel socket from a node that joined: which node, or nullptr (refused).
     Node* joined(const std::string& rid, const std::string& key, const char* what) {
         auto it = nodes.find(key);
-        if (it == nodes.end() || !it->second.online || it->second.rid != rid) {
+        if (it == nodes.end() || !it->second.online || (it->second.rid[0] != rid && it->second.rid[1] != rid)) {
             refuse(rid, key, std::string(what) + " before hello");
             return nullptr;
         }
@@ -241,7 +268,12 @@ struct Relay::Impl {
         const std::string rid = parts[0].to_string();
         const std::string key = peer_key(parts[1]);
         const std::string kind = parts[1].to_string();
-        if (kind == "hello" && parts.size() == 2) return on_hello(rid, key);
+        if (kind == "hello" && parts.size() == 2) return on_hello(rid, key, 0);
+        if (kind == "hello" && parts.size() == 3) {
+            if (parts[2].size() != 1 || *parts[2].data<uint8_t>() >= kRelayLanes)
+                return refuse(rid, key, "a hello naming no lane (0 or 1)");
+            return on_hello(rid, key, *parts[2].data<uint8_t>());
+        }
         if (kind == "ping" && parts.size() == 2) {
             if (!joined(rid, key, "ping")) return;
             std::vector<zmq::message_t> m;
@@ -304,19 +336,26 @@ struct Relay::Impl {
             const uint32_t sid = next_sid++;
             open.emplace(rid, sid);
             Conn& c = conns[sid];
-            c.key = n.key, c.rid = rid, c.port = port;
+            c.key = n.key, c.rid = rid, c.port = port, c.lane = lane_for(n, port);
             {
                 std::lock_guard<std::mutex> lock(mu);
                 counters[n.key].connections += 1;
+                if (c.lane == 1) counters[n.key].bulk_connections += 1;
             }
             std::vector<zmq::message_t> m;
             m.emplace_back(std::string("open"));
             m.emplace_back(relay_wire::sid_frame(sid));
             const uint8_t p = static_cast<uint8_t>(port);
             m.emplace_back(&p, 1);
-            return send_tunnel(n.rid, std::move(m));
+            return send_tunnel(n.rid[static_cast<size_t>(c.lane)], std::move(m));
         }
         const uint32_t sid = it->second;
+        auto ci = conns.find(sid);
+        if (ci == conns.end()) {  // ended on the node's side meanwhile
+            open.erase(it);
+            return;
+        }
+        const int lane = ci->second.lane;
         std::vector<zmq::message_t> m;
         if (parts[1].size() == 0) {  // the dialer hung up
             open.erase(it);
@@ -324,7 +363,7 @@ struct Relay::Impl {
             m.emplace_back(std::string("close"));
             m.emplace_back(relay_wire::sid_frame(sid));
         } else {
-            Conn& c = conns.at(sid);
+            Conn& c = ci->second;
             const ZmtpCount got = c.to_node.feed(parts[1].data<uint8_t>(), parts[1].size());
             {
                 std::lock_guard<std::mutex> lock(mu);
@@ -334,7 +373,7 @@ struct Relay::Impl {
             m.emplace_back(relay_wire::sid_frame(sid));
             m.emplace_back(std::move(parts[1]));
         }
-        send_tunnel(n.rid, std::move(m));
+        send_tunnel(n.rid[static_cast<size_t>(lane)], std::move(m));
     }
 
     void check_liveness() {

@@ -3,7 +3,9 @@
 // and keeps that one connection open (remote/tunnel_client.h); the relay then listens, on the
 // node's behalf, on four consecutive public ports Q..Q+3 that stand for the node's own P..P+3
 // (control, metrics, data, gradient-group store: core/layout.h), and carries every TCP connection
-// made to them through the node's connection, byte for byte. Whoever would have dialled the
+// made to them through the node's connections, byte for byte: the control lane carries Q and Q+1,
+// the bulk lane Q+2 and Q+3, so that a coordinator's heartbeat never waits behind a round's payload
+// on a slow line (each lane is its own TCP connection). Whoever would have dialled the
 // node's endpoint dials tcp://PUBLIC:Q instead: the coordinator for control and metrics, the
 // run's peers for mesh, ring, pipeline boundaries and the store.
 //
@@ -16,7 +18,9 @@
 //
 // Tunnel protocol (DEALER at the node or coordinator, ROUTER at the relay, CurveZMQ with the relay
 // as server). Each message is a kind frame (text) then its fields:
-//   node → relay   hello                    (re)join; answered by exposed
+//   node → relay   hello LANE               on each lane: (re)join (LANE 0, control; a new connection
+//                                           there is a rejoin) or name the bulk lane (LANE 1, again
+//                                           every second); answered by exposed on that lane
 //   relay → node   exposed ENDPOINT         the public control endpoint tcp://PUBLIC:Q
 //   relay → node   open SID PORT            a connection arrived on public port Q+PORT (0..3)
 //   both ways      data SID BYTES           the next bytes of connection SID
@@ -25,7 +29,8 @@
 //   client → relay lookup KEY               answered by found KEY ENDPOINT ("" = not joined)
 //   client → relay stats KEY                answered by stats KEY JSON (RelayCounters)
 //   relay → client error TEXT               a message it refused, named
-// SID is a little-endian u32 the relay assigns, PORT one byte. A message that does not parse, names
+// SID is a little-endian u32 the relay assigns, PORT and LANE one byte each. A connection's open,
+// data and close travel on its port's lane (the control lane until the bulk lane said hello). A message that does not parse, names
 // a connection of another node, or comes from a key the relay does not admit is refused by name and
 // the relay keeps serving everyone else.
 //
@@ -68,6 +73,9 @@ inline constexpr int kRelayPortsPerNode = 4;
 
 enum class RelayClass : int { kControl = 0, kData = 1, kStore = 2 };
 inline constexpr int kRelayClasses = 3;
+// A node's two tunnel connections: control (ports Q, Q+1) and bulk (Q+2, Q+3).
+inline constexpr int kRelayLanes = 2;
+int relay_lane_of_port(int offset);
 const char* to_string(RelayClass c);
 // The class of public port Q+offset.
 RelayClass relay_class_of_port(int offset);
@@ -76,6 +84,7 @@ struct RelayCounters {
     std::array<ZmtpCount, kRelayClasses> to_node{};    // from dialers to the node
     std::array<ZmtpCount, kRelayClasses> from_node{};  // from the node to its dialers
     uint64_t connections = 0;                           // connections carried
+    uint64_t bulk_connections = 0;                      // of them, those on the bulk lane
     uint64_t joins = 0;                                 // hellos taken (1 + rejoins)
 };
 std::string counters_to_json(const RelayCounters& c);

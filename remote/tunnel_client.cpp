@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <deque>
@@ -35,7 +36,7 @@ struct TunnelClient::Impl {
     TunnelOptions o;
     std::atomic<int>* joins = nullptr;
     zmq::context_t ctx;
-    zmq::socket_t relay;
+    std::array<zmq::socket_t, kRelayLanes> lanes;  // control (ports 0, 1), bulk (2, 3): relay.h
     sockaddr_in local_addr{};
     std::atomic<bool> stop{false};
     mutable std::mutex mu;  // guards endpoint
@@ -44,6 +45,7 @@ struct TunnelClient::Impl {
     // One carried connection: a plain non-blocking TCP socket to the node's own port.
     struct Conn {
         int fd = -1;
+        int lane = 0;            // the lane the relay opened it on: all its bytes travel there
         bool connected = false;  // the dial completed
         Clock::time_point since;
         std::deque<std::string> out;  // bytes for the node's port not written yet
@@ -56,46 +58,56 @@ struct TunnelClient::Impl {
     void log(const std::string& line) const {
         if (o.log) o.log(line);
     }
-    void to_relay(std::vector<zmq::message_t> parts) {
+    void to_relay(int lane, std::vector<zmq::message_t> parts) {
+        auto& s = lanes[static_cast<size_t>(lane)];
         for (size_t i = 0; i < parts.size(); ++i)
-            relay.send(parts[i], i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+            s.send(parts[i], i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
     }
     void word(const char* kind) {
         std::vector<zmq::message_t> m;
         m.emplace_back(std::string(kind));
-        to_relay(std::move(m));
+        to_relay(0, std::move(m));
     }
-    void tell_closed(uint32_t sid) {
+    void hello(int lane) {
+        std::vector<zmq::message_t> m;
+        m.emplace_back(std::string("hello"));
+        const uint8_t l = static_cast<uint8_t>(lane);
+        m.emplace_back(&l, 1);
+        to_relay(lane, std::move(m));
+    }
+    void tell_closed(uint32_t sid, int lane) {
         std::vector<zmq::message_t> m;
         m.emplace_back(std::string("close"));
         m.emplace_back(relay_wire::sid_frame(sid));
-        to_relay(std::move(m));
+        to_relay(lane, std::move(m));
     }
     // Ends connection `sid` on this side; `tell` says so to the relay (not when the relay said it).
     void end(uint32_t sid, bool tell) {
         auto it = conns.find(sid);
         if (it == conns.end()) return;
+        const int lane = it->second.lane;
         ::close(it->second.fd);
         conns.erase(it);
-        if (tell) tell_closed(sid);
+        if (tell) tell_closed(sid, lane);
     }
     void drop_all() {
         for (auto& [sid, c] : conns) ::close(c.fd);
         conns.clear();
     }
 
-    void open(uint32_t sid, int port) {
+    void open(uint32_t sid, int port, int lane) {
         const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) return tell_closed(sid);
+        if (fd < 0) return tell_closed(sid, lane);
         sockaddr_in a = local_addr;
         a.sin_port = htons(static_cast<uint16_t>(o.local_port + port));
         const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a));
         if (rc != 0 && errno != EINPROGRESS) {  // nothing listens there (yet): the dialer redials
             ::close(fd);
-            return tell_closed(sid);
+            return tell_closed(sid, lane);
         }
         Conn c;
         c.fd = fd;
+        c.lane = lane;
         c.connected = rc == 0;
         c.since = Clock::now();
         conns[sid] = std::move(c);
@@ -112,16 +124,18 @@ struct TunnelClient::Impl {
         return true;
     }
 
-    void on_relay() {
+    void on_relay(int lane) {
         std::vector<zmq::message_t> parts;
-        if (!relay_wire::recv_all(relay, parts) || parts.empty()) return;
-        heard = Clock::now();
+        if (!relay_wire::recv_all(lanes[static_cast<size_t>(lane)], parts) || parts.empty()) return;
+        if (lane == 0) heard = Clock::now();  // the control lane's pongs say the relay is there
         const std::string kind = parts[0].to_string();
         if (kind == "exposed" && parts.size() == 2) {
+            if (lane != 0) return;  // the bulk lane named
             const std::string ep = parts[1].to_string();
             if (!joined) {
                 joins->fetch_add(1);
                 log("joined relay " + o.relay + ": dialers reach this node at " + ep);
+                hello(1);  // the bulk lane at once, so that the run's data connections take it
             }
             joined = true;
             std::lock_guard<std::mutex> lock(mu);
@@ -133,7 +147,7 @@ struct TunnelClient::Impl {
         const auto sid = parts.size() >= 2 ? relay_wire::sid_of(parts[1]) : std::nullopt;
         if (kind == "open" && parts.size() == 3 && sid && parts[2].size() == 1 &&
             *parts[2].data<uint8_t>() < kRelayPortsPerNode && !conns.count(*sid))
-            return open(*sid, *parts[2].data<uint8_t>());
+            return open(*sid, *parts[2].data<uint8_t>(), lane);
         if (kind == "close" && parts.size() == 2 && sid) return end(*sid, false);
         if (kind == "data" && parts.size() == 3 && sid) {
             auto it = conns.find(*sid);
@@ -165,7 +179,7 @@ struct TunnelClient::Impl {
         m.emplace_back(std::string("data"));
         m.emplace_back(relay_wire::sid_frame(sid));
         m.emplace_back(buf, static_cast<size_t>(n));
-        to_relay(std::move(m));
+        to_relay(c.lane, std::move(m));
     }
 
     void tick() {
@@ -176,7 +190,12 @@ struct TunnelClient::Impl {
                 " s; saying hello until it answers");
         }
         if (since_s(said) >= 1.0) {
-            word(joined ? "ping" : "hello");
+            if (joined) {
+                word("ping");
+                hello(1);  // names the bulk lane, again after any reconnect of it
+            } else {
+                hello(0);
+            }
             said = Clock::now();
         }
         std::vector<uint32_t> stale;
@@ -188,7 +207,8 @@ struct TunnelClient::Impl {
     void serve() {
         said = Clock::now() - std::chrono::seconds(2);
         while (!stop.load()) {
-            std::vector<zmq::pollitem_t> items{{static_cast<void*>(relay), 0, ZMQ_POLLIN, 0}};
+            std::vector<zmq::pollitem_t> items;
+            for (auto& s : lanes) items.push_back({static_cast<void*>(s), 0, ZMQ_POLLIN, 0});
             std::vector<uint32_t> sids;
             for (auto& [sid, c] : conns) {
                 const short want = static_cast<short>(ZMQ_POLLIN | (!c.connected || !c.out.empty() ? ZMQ_POLLOUT : 0));
@@ -197,9 +217,13 @@ struct TunnelClient::Impl {
             }
             try {
                 if (poll_items(items, 20) > 0) {
-                    for (int k = 0; k < 64 && (relay.get(zmq::sockopt::events) & ZMQ_POLLIN); ++k) on_relay();
-                    for (size_t i = 1; i < items.size(); ++i)
-                        if (items[i].revents && conns.count(sids[i - 1])) on_local(sids[i - 1], items[i].revents);
+                    // The control lane first: a word from the coordinator never waits behind bulk bytes here.
+                    for (int lane = 0; lane < kRelayLanes; ++lane)
+                        for (int k = 0; k < 64 && (lanes[static_cast<size_t>(lane)].get(zmq::sockopt::events) & ZMQ_POLLIN); ++k)
+                            on_relay(lane);
+                    for (size_t i = kRelayLanes; i < items.size(); ++i)
+                        if (items[i].revents && conns.count(sids[i - kRelayLanes]))
+                            on_local(sids[i - kRelayLanes], items[i].revents);
                 }
                 tick();
             } catch (const zmq::error_t& e) {
@@ -207,7 +231,7 @@ struct TunnelClient::Impl {
             }
         }
         drop_all();
-        relay.close();
+        for (auto& s : lanes) s.close();
     }
 };
 
@@ -228,14 +252,16 @@ Result<std::unique_ptr<TunnelClient>> TunnelClient::start(TunnelOptions opts) {
     m.joins = &t->joins_;
     m.local_addr = addr;
     try {
-        m.relay = zmq::socket_t(m.ctx, zmq::socket_type::dealer);
-        m.relay.set(zmq::sockopt::linger, 0);
-        m.relay.set(zmq::sockopt::sndhwm, 0);
-        m.relay.set(zmq::sockopt::rcvhwm, 0);
-        m.relay.set(zmq::sockopt::reconnect_ivl, 200);
-        m.relay.set(zmq::sockopt::reconnect_ivl_max, 2000);
-        curve_client(m.relay, m.o.keys, m.o.relay_key);
-        m.relay.connect(m.o.relay);
+        for (auto& s : m.lanes) {
+            s = zmq::socket_t(m.ctx, zmq::socket_type::dealer);
+            s.set(zmq::sockopt::linger, 0);
+            s.set(zmq::sockopt::sndhwm, 0);
+            s.set(zmq::sockopt::rcvhwm, 0);
+            s.set(zmq::sockopt::reconnect_ivl, 200);
+            s.set(zmq::sockopt::reconnect_ivl_max, 2000);
+            curve_client(s, m.o.keys, m.o.relay_key);
+            s.connect(m.o.relay);
+        }
     } catch (const zmq::error_t& e) {
         return R::error("--join " + m.o.relay + ": " + e.what());
     }

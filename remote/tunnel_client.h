@@ -1,13 +1,13 @@
-// A node's side of the relay (remote/relay.h): `thinwire node --join RELAY`. It dials the relay,
-// keeps that connection open, and carries every connection the relay hands it to the node's own
-// ports on this machine, byte for byte. The node's sockets stay what they are (CURVE servers that
+// A node's side of the relay (remote/relay.h): `thinwire node --join RELAY`. It dials the relay
+// twice, a control lane and a bulk lane, keeps both connections open, and carries every connection
+// the relay hands it to the node's own ports on this machine, byte for byte, each on its lane. The node's sockets stay what they are (CURVE servers that
 // decide whom they obey); they only see their dialers arrive from this process.
 //
 // The node's side of each carried connection is a plain TCP socket to its own port; a dial
 // refused (the port not bound yet) closes the dialer's connection at the relay, so the dialer redials.
 //
-// Reconnects: ZeroMQ redials a dropped link by itself; the client says hello every second until
-// the relay answers, pings once a second after that, and takes the relay as lost when it has heard
+// Reconnects: ZeroMQ redials a dropped link by itself; the client says hello on the control lane
+// every second until the relay answers, then pings there and names the bulk lane once a second, and takes the relay as lost when it has heard
 // nothing for `timeout_s`: it then closes the connections it carried (the node's dialers notice
 // and redial through the relay) and says hello again.
 //

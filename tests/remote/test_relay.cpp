@@ -11,6 +11,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "remote/cluster.h"
 #include "remote/curve.h"
 #include "remote/poll.h"
 #include "remote/relay.h"
@@ -75,9 +76,12 @@ TEST(Relay, CarriesAConnectionToAJoinedNodesPortAndCountsItsBytes) {
     zmq::context_t ctx;
     zmq::socket_t server(ctx, zmq::socket_type::router);
     server.set(zmq::sockopt::linger, 0);
-    server.bind("tcp://127.0.0.1:*");
-    const std::string bound = server.get(zmq::sockopt::last_endpoint);
-    const int port = std::stoi(bound.substr(bound.rfind(':') + 1));
+    const int port = unwrap(free_tcp_port_block(4));
+    server.bind("tcp://127.0.0.1:" + std::to_string(port));
+    // Its "data port" (P + 2), whose connections the relay carries on the bulk lane.
+    zmq::socket_t data_server(ctx, zmq::socket_type::router);
+    data_server.set(zmq::sockopt::linger, 0);
+    data_server.bind("tcp://127.0.0.1:" + std::to_string(port + 2));
 
     RelayOptions o;
     o.listen = "tcp://127.0.0.1:*";
@@ -136,6 +140,41 @@ TEST(Relay, CarriesAConnectionToAJoinedNodesPortAndCountsItsBytes) {
     EXPECT_GT(c->from_node[control].bytes, 13u + kZmtpGreetingBytes);
     EXPECT_EQ(c->connections, 1u);
     EXPECT_EQ(c->joins, 1u);
+
+    // A connection to the data port (Q + 2), carried on the bulk lane beside the control one,
+    // whose dialer stays connected: 1 MiB one way, 2 bytes back, counted as data.
+    const std::string data_ep = public_ep.substr(0, public_ep.rfind(':') + 1) +
+                                std::to_string(std::stoi(public_ep.substr(public_ep.rfind(':') + 1)) + 2);
+    zmq::socket_t data_dialer(ctx, zmq::socket_type::dealer);
+    data_dialer.set(zmq::sockopt::linger, 0);
+    data_dialer.connect(data_ep);
+    const std::string big(1 << 20, 'x');
+    data_dialer.send(zmq::buffer(big), zmq::send_flags::none);
+    ASSERT_TRUE(poll_in(data_server, 5000)) << "nothing arrived at the data port through the relay";
+    ASSERT_TRUE(data_server.recv(id));
+    ASSERT_TRUE(data_server.recv(body));
+    EXPECT_EQ(body.size(), big.size());
+    data_server.send(id, zmq::send_flags::sndmore);
+    data_server.send(zmq::buffer(std::string("ok")), zmq::send_flags::none);
+    ASSERT_TRUE(poll_in(data_dialer, 5000)) << "the data port's answer did not come back";
+    ASSERT_TRUE(data_dialer.recv(answer));
+    EXPECT_EQ(answer.to_string(), "ok");
+    // And the control connection still answers beside it.
+    dialer.send(zmq::buffer(std::string("again")), zmq::send_flags::none);
+    ASSERT_TRUE(poll_in(server, 5000));
+    ASSERT_TRUE(server.recv(id));
+    ASSERT_TRUE(server.recv(body));
+    EXPECT_EQ(body.to_string(), "again");
+    c = (*dir)->counters(node_keys->public_key);
+    ASSERT_TRUE(c) << c.message();
+    const auto data = static_cast<size_t>(RelayClass::kData);
+    EXPECT_EQ(c->to_node[data].frames, 1u);
+    EXPECT_EQ(c->to_node[data].payload, big.size());
+    EXPECT_EQ(c->from_node[data].frames, 1u);
+    EXPECT_EQ(c->from_node[data].payload, 2u);
+    EXPECT_EQ(c->to_node[control].frames, 2u);
+    EXPECT_EQ(c->connections, 2u);
+    EXPECT_EQ(c->bulk_connections, 1u);  // the data port's, on its own lane
 }
 
 }  // namespace
