@@ -1,9 +1,26 @@
 // A run's nodes named by key; see relay_joins.h.
 #include "coordinator/relay_joins.h"
 
+#include <zmq.hpp>
+
 #include "core/joined_nodes.h"
 
 namespace tw {
+namespace {
+
+// How long a listed node has to answer a hello before the relay is asked for it.
+constexpr int kDirectHelloMs = 2000;
+
+// True when the node at `endpoint` with public key `node_key` answers a hello from `keys`.
+bool answers(const std::string& endpoint, const CurveKeyPair& keys, const std::string& node_key) {
+    CoordinatorOptions o;
+    o.reply_timeout_ms = kDirectHelloMs;
+    o.keys = keys;
+    o.node_keys = {node_key};
+    return static_cast<bool>(Coordinator::connect(std::make_shared<zmq::context_t>(), {endpoint}, o));
+}
+
+}  // namespace
 
 Result<RelayJoins> RelayJoins::resolve(const RunConfig& cfg, const CurveKeyPair& keys, std::vector<std::string>& endpoints,
                                        std::vector<std::string>& node_keys, const std::function<void(const std::string&)>& log,
@@ -21,6 +38,18 @@ Result<RelayJoins> RelayJoins::resolve(const RunConfig& cfg, const CurveKeyPair&
                             " but cluster.node_keys[" + std::to_string(i) + "] is " + key_tag(node_keys[i]));
         j.joined_.emplace_back(i, *key);
         wanted.push_back(*key);
+    }
+    // A listed node that does not answer where the layout says, when the layout has a relay: learned
+    // unreachable, and looked for at the relay by its key (it may have joined from behind a NAT).
+    if (!cfg.cluster.relay.empty() || !cfg.cluster.relay_listen.empty()) {
+        for (size_t i = 0; i < endpoints.size() && i < node_keys.size(); ++i) {
+            if (joined_key_text(endpoints[i]) || node_keys[i].empty() || answers(endpoints[i], keys, node_keys[i]))
+                continue;
+            log("coordinator: node " + std::to_string(i) + " does not answer at " + endpoints[i] +
+                "; looking for its key " + key_tag(node_keys[i]) + " at the relay");
+            j.joined_.emplace_back(i, node_keys[i]);
+            wanted.push_back(node_keys[i]);
+        }
     }
     if (j.joined_.empty()) return j;
     std::string relay = cfg.cluster.relay, relay_key;

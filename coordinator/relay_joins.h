@@ -22,10 +22,13 @@ namespace tw {
 
 class RelayJoins {
 public:
-    // Nothing to do (an empty RelayJoins) when no endpoint names a node by key. Else hosts or asks the
-    // relay and waits (cluster.join_timeout_s, a progress line through `log`) until every named node
-    // has joined; then endpoints[i] is the relay's endpoint for node i and node_keys[i] its key.
-    // `keys` are the coordinator's own. The error names the nodes that never joined.
+    // Nothing to do (an empty RelayJoins) when no endpoint names a node by key and the layout has no
+    // relay. With a relay, a node listed by endpoint and key that does not answer a hello there
+    // within 2 s is looked for at the relay too (learned unreachable). Hosts or asks the relay and
+    // waits (cluster.join_timeout_s, a progress line through `log`) until every such node has
+    // joined; then endpoints[i] is the relay's endpoint for node i and node_keys[i] its key.
+    // `keys` are the coordinator's own; node_keys the nodes' public keys (Z85). The error names the
+    // nodes that never joined.
     static Result<RelayJoins> resolve(const RunConfig& cfg, const CurveKeyPair& keys, std::vector<std::string>& endpoints,
                                       std::vector<std::string>& node_keys, const std::function<void(const std::string&)>& log,
                                       const std::function<bool()>& stopped);

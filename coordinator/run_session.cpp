@@ -14,7 +14,6 @@
 #include <thread>
 #include <zmq.hpp>
 
-#include "core/joined_nodes.h"
 #include "coordinator/store_sink.h"
 #include "core/config_warnings.h"
 #include "core/algorithm.h"
@@ -34,6 +33,7 @@
 #include "coordinator/lost_restarts.h"
 #include "coordinator/scheduled_kills.h"
 #include "coordinator/launch_limits.h"
+#include "coordinator/node_config.h"
 #include "coordinator/relay_joins.h"
 #include "coordinator/run_banner.h"
 #include "coordinator/final_model_assembly.h"
@@ -49,21 +49,6 @@ double since_s(Clock::time_point t) { return std::chrono::duration<double>(Clock
 
 // A first preparation downloads nothing but may train a tokenizer on the corpus: minutes, not hours.
 constexpr int kPrepareTimeoutMs = 30 * 60 * 1000;
-
-// Nodes need none of the coordinator's own key material (they get their peers' keys in their
-// roles): the run's config as sent to them.
-RunConfig without_keys(RunConfig cfg) {
-    cfg.cluster.coordinator_key.clear();
-    cfg.cluster.node_keys.clear();
-    // Nor where this coordinator found the nodes named by key: only that they were.
-    cfg.cluster.relay.clear();
-    cfg.cluster.relay_key.clear();
-    cfg.cluster.relay_listen.clear();
-    cfg.cluster.relay_public_host.clear();
-    for (std::string& e : cfg.cluster.endpoints)
-        if (joined_key_text(e)) e = "joined";
-    return cfg;
-}
 
 // Brings up the nodes the layout asks for; returns their control endpoints.
 // Local nodes (threads, child processes) share the coordinator's data root; remote ones use their own.

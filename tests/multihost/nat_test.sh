@@ -83,6 +83,8 @@ layouts() {
   local eps="" keys="" n
   for n in "$@"; do
     if [ "$n" = pub ]; then eps+="\"tcp://$(host_ip 1):$PORT\", "; keys+="\"$work/keys/pub/public.key\", "
+    elif [[ "$n" == *@listed ]]; then  # by its address inside its home and its key, as a user might list it
+      n="${n%@listed}"; eps+="\"tcp://$(home_ip "${n: -1}"):$PORT\", "; keys+="\"$work/keys/$n/public.key\", "
     else eps+="\"key:$work/keys/$n/public.key\", "; keys+="\"\", "; fi
   done
   local common
@@ -132,13 +134,18 @@ topology = "ring"' pub h0m0 h0m1 h1m0 h1m1
 compare ring 5
 check_relay ring 4
 
-# (b) SparseLoCo through the coordinator's hub on host 0: the home nodes dial it out.
+# (b) SparseLoCo through the coordinator's hub on host 0: the home nodes dial it out. One home node
+# is listed by its address inside its home and its key: it does not answer there, so the
+# coordinator finds it at the relay.
 REMOTE_EXTRA="hub_endpoint = \"tcp://$(host_ip 0):7300\"" layouts hub '[outer]
 algorithm = "sparseloco"
 replicas = 5
 inner_steps = 10
-topology = "hub"' pub h0m0 h0m1 h1m0 h1m1
+topology = "hub"' pub h0m0 h0m1 h1m0 h1m1@listed
 compare hub 5
+grep -q "node 4 does not answer at tcp://$(home_ip 1):$PORT; looking for its key" "$work/hub.out" \
+  || fail "the node listed by its home address was not looked for at the relay: $(head -20 "$work/hub.out")"
+echo "ok: a node listed by its address inside its home was found at the relay"
 
 # (c) A full replica in public; a rank-8 compressed pipeline with stage 0 in home 0, stage 1 in home 1.
 CLUSTER_EXTRA="stages = 2" layouts pipeline '[outer]

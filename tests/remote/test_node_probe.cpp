@@ -1,7 +1,7 @@
-// Nodes named by key (cluster.endpoints "key:K") found the two ways a user meets them: the
-// workbench's "Find node" asks the layout's relay (remote/node_probe.h), and a run whose
-// coordinator hosts the relay itself (cluster.relay_listen, coordinator/relay_joins.h) waits for the
-// node to join it. Real node servers, relays and tunnels on loopback.
+// Nodes that joined a relay found the ways a user meets them: the workbench's "Find node" asks the
+// layout's relay by key (remote/node_probe.h); a run whose coordinator hosts the relay itself
+// (cluster.relay_listen, coordinator/relay_joins.h) waits for the node to join it; and a run finds a
+// node listed by endpoint and key at the relay when it does not answer where it is listed. Real node servers, relays and tunnels on loopback.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -163,6 +163,53 @@ TEST(RelayJoins, ACoordinatorHostingTheRelayWaitsForTheNodeToJoinAndMarksIt) {
     const std::vector<std::string> report = joins->report({"replica-0"});
     ASSERT_EQ(report.size(), 1u);
     EXPECT_NE(report[0].find("replica-0"), std::string::npos) << report[0];
+}
+
+// A node listed by endpoint and key that does not answer there (behind a NAT, it joined the
+// layout's relay instead) is learned unreachable and found at the relay; one that answers stays
+// where it is listed.
+TEST(RelayJoins, AListedNodeThatDoesNotAnswerIsLookedForAtTheRelayByItsKey) {
+    if (!curve_available()) GTEST_SKIP() << "libzmq without CURVE";
+    TempDir dir;
+    const CurveKeyPair coord = unwrap(curve_keypair_new()), relay_keys = unwrap(curve_keypair_new());
+    JoinedNode home(coord, dir.path), direct(coord, dir.path);
+    RelayOptions ro;
+    ro.listen = "tcp://127.0.0.1:*";
+    ro.keys = relay_keys;
+    ro.allowed = {home.keys.public_key, coord.public_key};
+    auto relay = unwrap(Relay::start(ro));
+    home.join(relay->endpoint(), relay_keys.public_key);
+
+    RunConfig cfg;
+    cfg.cluster.mode = "remote";
+    cfg.cluster.relay = relay->endpoint();
+    cfg.cluster.relay_key = relay_keys.public_key;
+    cfg.cluster.join_timeout_s = 30;
+    // The home node listed where nothing answers (its address inside the home, say).
+    const std::string unreachable = "tcp://127.0.0.1:" + std::to_string(unwrap(free_tcp_port_block(4)));
+    const std::string direct_ep = "tcp://127.0.0.1:" + std::to_string(direct.port);
+    std::vector<std::string> endpoints = {direct_ep, unreachable};
+    std::vector<std::string> node_keys = {direct.keys.public_key, home.keys.public_key};
+    std::vector<std::string> log;
+    auto joins = RelayJoins::resolve(cfg, coord, endpoints, node_keys, [&](const std::string& l) { log.push_back(l); },
+                                     [] { return false; });
+    ASSERT_TRUE(joins) << joins.message();
+    EXPECT_EQ(endpoints[0], direct_ep);
+    EXPECT_EQ(endpoints[1], home.tunnel->public_endpoint());
+    std::string all;
+    for (const auto& l : log) all += l + "\n";
+    EXPECT_NE(all.find("node 1 does not answer at " + unreachable), std::string::npos) << all;
+    EXPECT_EQ(all.find("node 0 does not answer"), std::string::npos) << all;
+
+    CoordinatorOptions o;
+    o.keys = coord;
+    o.node_keys = node_keys;
+    auto c = Coordinator::connect(std::make_shared<zmq::context_t>(), endpoints, o);
+    ASSERT_TRUE(c) << c.message();
+    std::vector<NodeInfo> nodes = (*c)->nodes();
+    joins->mark(nodes);
+    EXPECT_TRUE(nodes[0].joined_key.empty());
+    EXPECT_EQ(nodes[1].joined_key, home.keys.public_key);
 }
 
 }  // namespace
