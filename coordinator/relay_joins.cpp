@@ -101,7 +101,7 @@ std::vector<std::string> RelayJoins::report(const std::vector<std::string>& name
             continue;
         }
         const RelayCounters& b = base_[key];
-        c->joins -= b.joins, c->connections -= b.connections;
+        c->joins -= b.joins, c->connections -= b.connections, c->bulk_connections -= b.bulk_connections;
         for (int k = 0; k < kRelayClasses; ++k) {
             auto less = [](ZmtpCount& x, const ZmtpCount& y) { x.bytes -= y.bytes, x.payload -= y.payload, x.frames -= y.frames; };
             less(c->to_node[static_cast<size_t>(k)], b.to_node[static_cast<size_t>(k)]);

@@ -200,6 +200,14 @@ struct Relay::Impl {
         }
     }
 
+    // Tells a lane of node `n` its public control endpoint (the answer to every hello).
+    void send_exposed(const std::string& rid, const Node& n) {
+        std::vector<zmq::message_t> m;
+        m.emplace_back(std::string("exposed"));
+        m.emplace_back(n.endpoint);
+        send_tunnel(rid, std::move(m));
+    }
+
     void on_hello(const std::string& rid, const std::string& key, int lane) {
         auto it = nodes.find(key);
         if (lane == 1) {
@@ -210,10 +218,7 @@ struct Relay::Impl {
             if (n.rid[1] != rid) log(key_tag(key) + " named its bulk lane");
             n.rid[1] = rid;
             n.heard = Clock::now();
-            std::vector<zmq::message_t> m;
-            m.emplace_back(std::string("exposed"));
-            m.emplace_back(n.endpoint);
-            return send_tunnel(rid, std::move(m));
+            return send_exposed(rid, n);
         }
         if (it == nodes.end()) {
             Node n;
@@ -235,10 +240,7 @@ struct Relay::Impl {
         }
         if (!was_online) log(key_tag(key) + " joined: " + n.endpoint + " (ports " + std::to_string(n.q) + ".." +
                              std::to_string(n.q + kRelayPortsPerNode - 1) + ")");
-        std::vector<zmq::message_t> m;
-        m.emplace_back(std::string("exposed"));
-        m.emplace_back(n.endpoint);
-        send_tunnel(rid, std::move(m));
+        send_exposed(rid, n);
     }
 
     // A message on the tunnel socket from a node that joined: which node, or nullptr (refused).

@@ -65,13 +65,7 @@ table ip homenat {
 NFT
     for j in $(seq 0 $((machines - 1))); do
       ns="$(home_ns "$h" "$j")"
-      ip netns add "$ns"
-      ip -n "$hsw" link add "port$j" type veth peer name eth0 netns "$ns"
-      ip -n "$hsw" link set "port$j" master br0
-      ip -n "$hsw" link set "port$j" up
-      ip -n "$ns" addr add "$(home_ip "$j")/24" dev eth0
-      ip -n "$ns" link set eth0 up
-      ip -n "$ns" link set lo up
+      netns_machine "$hsw" "$j" "$ns" "$(home_ip "$j")"
       ip -n "$ns" route add default via 192.168.1.1
     done
   done

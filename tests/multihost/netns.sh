@@ -28,22 +28,25 @@ host_ns() { echo "${NETNS_PREFIX}h$1"; }
 host_ip() { echo "10.47.0.$((10 + $1))"; }
 on_host() { local i="$1"; shift; ip netns exec "$(host_ns "$i")" "$@"; }
 
+# A new machine NS on switch SW's bridge at port PORT with address IP/24 on its eth0.
+netns_machine() {  # $1 = switch namespace, $2 = port number, $3 = machine namespace, $4 = address
+  local sw="$1" port="$2" ns="$3" ip="$4"
+  ip netns add "$ns"
+  ip -n "$sw" link add "port$port" type veth peer name eth0 netns "$ns"
+  ip -n "$sw" link set "port$port" master br0
+  ip -n "$sw" link set "port$port" up
+  ip -n "$ns" addr add "$ip/24" dev eth0
+  ip -n "$ns" link set eth0 up
+  ip -n "$ns" link set lo up
+}
+
 netns_hosts() {
   local n="$1" sw="${NETNS_PREFIX}sw" i ns
   ip netns add "$sw"
   ip -n "$sw" link add br0 type bridge
   ip -n "$sw" link set br0 up
   ip -n "$sw" link set lo up
-  for i in $(seq 0 $((n - 1))); do
-    ns="$(host_ns "$i")"
-    ip netns add "$ns"
-    ip -n "$sw" link add "port$i" type veth peer name eth0 netns "$ns"
-    ip -n "$sw" link set "port$i" master br0
-    ip -n "$sw" link set "port$i" up
-    ip -n "$ns" addr add "$(host_ip "$i")/24" dev eth0
-    ip -n "$ns" link set eth0 up
-    ip -n "$ns" link set lo up
-  done
+  for i in $(seq 0 $((n - 1))); do netns_machine "$sw" "$i" "$(host_ns "$i")" "$(host_ip "$i")"; done
   NETNS_HOSTS="$n"
   # The bridge forwards once its ports are up; wait until host 0 reaches the last host.
   for _ in $(seq 1 50); do

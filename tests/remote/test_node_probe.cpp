@@ -65,6 +65,15 @@ struct JoinedNode {
     std::thread thread;
 };
 
+// A relay on loopback with `keys`, admitting `allowed`.
+std::unique_ptr<Relay> loopback_relay(const CurveKeyPair& keys, std::vector<std::string> allowed) {
+    RelayOptions ro;
+    ro.listen = "tcp://127.0.0.1:*";
+    ro.keys = keys;
+    ro.allowed = std::move(allowed);
+    return unwrap(Relay::start(ro));
+}
+
 struct TempDir {
     TempDir() {
         std::string t = (std::filesystem::temp_directory_path() / "tw-probe-XXXXXX").string();
@@ -81,11 +90,7 @@ TEST(NodeProbe, FindsANodeByItsKeyThroughTheLayoutsRelayAndNamesWhatIsMissing) {
     ASSERT_TRUE(write_keypair((dir.path / "coord").string(), coord));
     JoinedNode node(coord, dir.path);
 
-    RelayOptions ro;
-    ro.listen = "tcp://127.0.0.1:*";
-    ro.keys = relay_keys;
-    ro.allowed = {node.keys.public_key, coord.public_key};
-    auto relay = unwrap(Relay::start(ro));
+    auto relay = loopback_relay(relay_keys, {node.keys.public_key, coord.public_key});
     node.join(relay->endpoint(), relay_keys.public_key);
 
     ClusterConfig c;
@@ -173,11 +178,7 @@ TEST(RelayJoins, AListedNodeThatDoesNotAnswerIsLookedForAtTheRelayByItsKey) {
     TempDir dir;
     const CurveKeyPair coord = unwrap(curve_keypair_new()), relay_keys = unwrap(curve_keypair_new());
     JoinedNode home(coord, dir.path), direct(coord, dir.path);
-    RelayOptions ro;
-    ro.listen = "tcp://127.0.0.1:*";
-    ro.keys = relay_keys;
-    ro.allowed = {home.keys.public_key, coord.public_key};
-    auto relay = unwrap(Relay::start(ro));
+    auto relay = loopback_relay(relay_keys, {home.keys.public_key, coord.public_key});
     home.join(relay->endpoint(), relay_keys.public_key);
 
     RunConfig cfg;
