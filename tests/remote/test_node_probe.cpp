@@ -74,6 +74,20 @@ std::unique_ptr<Relay> loopback_relay(const CurveKeyPair& keys, std::vector<std:
     return unwrap(Relay::start(ro));
 }
 
+// The nodes as a run's coordinator (keys `coord`) greets them at `endpoints`, marked by `joins`
+// as the workbench shows them.
+Result<std::vector<NodeInfo>> greeted(const CurveKeyPair& coord, const std::vector<std::string>& endpoints,
+                                      const std::vector<std::string>& node_keys, const RelayJoins& joins) {
+    CoordinatorOptions o;
+    o.keys = coord;
+    o.node_keys = node_keys;
+    auto c = Coordinator::connect(std::make_shared<zmq::context_t>(), endpoints, o);
+    if (!c) return c.status();
+    std::vector<NodeInfo> nodes = (*c)->nodes();
+    joins.mark(nodes);
+    return nodes;
+}
+
 struct TempDir {
     TempDir() {
         std::string t = (std::filesystem::temp_directory_path() / "tw-probe-XXXXXX").string();
@@ -157,14 +171,9 @@ TEST(RelayJoins, ACoordinatorHostingTheRelayWaitsForTheNodeToJoinAndMarksIt) {
     EXPECT_EQ(node_keys[0], node.keys.public_key);
 
     // The run's coordinator reaches the node through its own relay, and the workbench sees it as joined.
-    CoordinatorOptions o;
-    o.keys = coord;
-    o.node_keys = node_keys;
-    auto c = Coordinator::connect(std::make_shared<zmq::context_t>(), endpoints, o);
-    ASSERT_TRUE(c) << c.message();
-    std::vector<NodeInfo> nodes = (*c)->nodes();
-    joins->mark(nodes);
-    EXPECT_EQ(nodes[0].joined_key, node.keys.public_key);
+    auto nodes = greeted(coord, endpoints, node_keys, *joins);
+    ASSERT_TRUE(nodes) << nodes.message();
+    EXPECT_EQ((*nodes)[0].joined_key, node.keys.public_key);
     const std::vector<std::string> report = joins->report({"replica-0"});
     ASSERT_EQ(report.size(), 1u);
     EXPECT_NE(report[0].find("replica-0"), std::string::npos) << report[0];
@@ -202,15 +211,10 @@ TEST(RelayJoins, AListedNodeThatDoesNotAnswerIsLookedForAtTheRelayByItsKey) {
     EXPECT_NE(all.find("node 1 does not answer at " + unreachable), std::string::npos) << all;
     EXPECT_EQ(all.find("node 0 does not answer"), std::string::npos) << all;
 
-    CoordinatorOptions o;
-    o.keys = coord;
-    o.node_keys = node_keys;
-    auto c = Coordinator::connect(std::make_shared<zmq::context_t>(), endpoints, o);
-    ASSERT_TRUE(c) << c.message();
-    std::vector<NodeInfo> nodes = (*c)->nodes();
-    joins->mark(nodes);
-    EXPECT_TRUE(nodes[0].joined_key.empty());
-    EXPECT_EQ(nodes[1].joined_key, home.keys.public_key);
+    auto nodes = greeted(coord, endpoints, node_keys, *joins);
+    ASSERT_TRUE(nodes) << nodes.message();
+    EXPECT_TRUE((*nodes)[0].joined_key.empty());
+    EXPECT_EQ((*nodes)[1].joined_key, home.keys.public_key);
 }
 
 }  // namespace
