@@ -216,7 +216,8 @@ wait "$pid" || rc=$?
 at="$(complete_ckpt "$db" 1)"
 out="$(tw_run "$db" run --resume 1 2>&1)" || fail "pipeline SIGTERM: resume failed: $out"
 grep -q "run 1 resumes at step $at" <<<"$out" && grep -q "run 1 finished" <<<"$out" || fail "pipeline SIGTERM: $out"
-[ "$(rows "$ref" 1)" = "$(rows "$db" 1)" ] || fail "pipeline SIGTERM: resumed from $at, the rows differ from the uninterrupted run"
+[ "$(rows "$ref" 1)" = "$(rows "$db" 1)" ] || fail "pipeline SIGTERM: resumed from $at, the rows differ from the uninterrupted run:
+$(diff <(rows "$ref" 1) <(rows "$db" 1) | head -20)"
 echo "ok: a pipeline run stopped by SIGTERM resumed from $at equal to uninterrupted"
 }
 
