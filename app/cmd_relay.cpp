@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "app/commands.h"
-#include "app/engine_node.h"
+#include "app/version.h"
 #include "remote/curve.h"
 #include "remote/relay.h"
 

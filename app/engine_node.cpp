@@ -20,8 +20,6 @@
 
 namespace tw::cli {
 
-const char* thinwire_version() { return TW_VERSION; }
-
 EngineHooks engine_hooks(std::string exe) {
     EngineHooks h;
     h.worker_factory = [](std::shared_ptr<zmq::context_t> ctx) { return engine_worker_factory(std::move(ctx)); };

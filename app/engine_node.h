@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "app/version.h"
 #include "coordinator/run_session.h"
 #include "core/worker.h"
 
@@ -16,9 +17,6 @@ WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx);
 // The engine's data preparation for this process's nodes (`prepare`, remote/protocol.h): the run's
 // data prepared or found under the node's data root, its fingerprint and unigram baseline.
 DataPreparer engine_data_preparer();
-
-// The project version reported in capabilities.
-const char* thinwire_version();
 
 // The hooks a coordinated session needs from this binary: the engine's workers and data
 // preparation for thread nodes, and `exe` (this binary) for child-process nodes.

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/membership.h"
 #include "core/metric_names.h"
 #include "core/status.h"
@@ -16,14 +18,11 @@ namespace tw {
 // Link classes of docs/methods.md §10; values reach the DB as metric names, so keep them stable.
 enum class LinkClass : uint8_t { kIntraReplica = 0, kInterStage = 1, kOuterSync = 2 };
 
-inline const char* to_string(LinkClass c) {
-    switch (c) {
-        case LinkClass::kIntraReplica: return "intra";
-        case LinkClass::kInterStage: return "stage";
-        case LinkClass::kOuterSync: return "outer";
-    }
-    return "unknown";
-}
+inline constexpr EnumName<LinkClass> kLinkClassNames[] = {
+    {LinkClass::kIntraReplica, "intra"}, {LinkClass::kInterStage, "stage"}, {LinkClass::kOuterSync, "outer"}};
+static_assert(enum_table_complete(kLinkClassNames) && std::size(kLinkClassNames) == 3);
+
+inline const char* to_string(LinkClass c) { return enum_name(kLinkClassNames, c); }
 
 // Exact payload bytes and messages per link class and direction, as sent and received by one member.
 struct ByteCounters {

@@ -31,12 +31,14 @@ public:
     // View ranks as ranks of the base, in their order; an error names a rank outside the view.
     Result<std::vector<int>> base_ranks(const std::vector<int>& view_ranks) const;
 
-    Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine, LinkClass link,
-                                                         double sim_clock_s = 0,
-                                                         std::vector<double>* clocks = nullptr) override;
+    // A group's exchange in view ranks; all_gather is the exchange among the view's members (with
+    // every member, the base's own all-gather).
     Result<std::vector<std::vector<uint8_t>>> exchange(const std::vector<int>& group, const std::vector<uint8_t>& mine,
                                                        LinkClass link, double sim_clock_s = 0,
                                                        std::vector<double>* clocks = nullptr) override;
+    Result<std::vector<std::vector<uint8_t>>> all_gather(const std::vector<uint8_t>& mine, LinkClass link,
+                                                         double sim_clock_s = 0,
+                                                         std::vector<double>* clocks = nullptr) override;
     Status send(int peer, const std::vector<uint8_t>& payload, LinkClass link, double sim_clock_s,
                 bool count = true) override;
     Result<std::vector<uint8_t>> recv(int peer, double* sender_clock_s = nullptr) override;

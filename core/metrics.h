@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/metric_names.h"
 
 namespace tw {
@@ -48,14 +50,12 @@ struct EventRecord {
 
 enum class RunStatus : uint8_t { kRunning = 0, kFinished = 1, kFailed = 2, kInterrupted = 3 };
 
-inline const char* to_string(RunStatus s) {
-    switch (s) {
-        case RunStatus::kRunning: return "running";
-        case RunStatus::kFinished: return "finished";
-        case RunStatus::kFailed: return "failed";
-        case RunStatus::kInterrupted: return "interrupted";
-    }
-    return "unknown";
-}
+inline constexpr EnumName<RunStatus> kRunStatusNames[] = {{RunStatus::kRunning, "running"},
+                                                          {RunStatus::kFinished, "finished"},
+                                                          {RunStatus::kFailed, "failed"},
+                                                          {RunStatus::kInterrupted, "interrupted"}};
+static_assert(enum_table_complete(kRunStatusNames) && std::size(kRunStatusNames) == 4);
+
+inline const char* to_string(RunStatus s) { return enum_name(kRunStatusNames, s); }
 
 }  // namespace tw

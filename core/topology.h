@@ -11,27 +11,22 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string_view>
+
+#include "core/enum_names.h"
 
 namespace tw {
 
 enum class Topology : uint8_t { kRing = 0, kMesh = 1, kHub = 2 };
 
-inline const char* to_string(Topology t) {
-    switch (t) {
-        case Topology::kRing: return "ring";
-        case Topology::kMesh: return "mesh";
-        case Topology::kHub: return "hub";
-    }
-    return "unknown";
-}
+inline constexpr EnumName<Topology> kTopologyNames[] = {
+    {Topology::kRing, "ring"}, {Topology::kMesh, "mesh"}, {Topology::kHub, "hub"}};
+static_assert(enum_table_complete(kTopologyNames) && std::size(kTopologyNames) == 3);
 
+inline const char* to_string(Topology t) { return enum_name(kTopologyNames, t); }
 // nullopt for a name no topology has.
-inline std::optional<Topology> parse_topology(std::string_view s) {
-    for (Topology t : {Topology::kRing, Topology::kMesh, Topology::kHub})
-        if (s == to_string(t)) return t;
-    return std::nullopt;
-}
+inline std::optional<Topology> parse_topology(std::string_view s) { return enum_value(kTopologyNames, s); }
 
 }  // namespace tw

@@ -6,29 +6,26 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 
+#include "core/enum_names.h"
 #include "core/status.h"
 
 namespace tw {
 
 enum class WireDtype : uint8_t { kFp32 = 0, kBf16 = 1, kInt8 = 2, kFp4 = 3 };
 
-inline const char* to_string(WireDtype d) {
-    switch (d) {
-        case WireDtype::kFp32: return "fp32";
-        case WireDtype::kBf16: return "bf16";
-        case WireDtype::kInt8: return "int8";
-        case WireDtype::kFp4: return "fp4";
-    }
-    return "unknown";
-}
+inline constexpr EnumName<WireDtype> kWireDtypeNames[] = {
+    {WireDtype::kFp32, "fp32"}, {WireDtype::kBf16, "bf16"}, {WireDtype::kInt8, "int8"}, {WireDtype::kFp4, "fp4"}};
+static_assert(enum_table_complete(kWireDtypeNames) && std::size(kWireDtypeNames) == 4);
+
+inline const char* to_string(WireDtype d) { return enum_name(kWireDtypeNames, d); }
 
 // "fp32" | "bf16" | "int8" | "fp4"; anything else is an error naming the text.
 inline Result<WireDtype> parse_wire_dtype(std::string_view s) {
-    for (WireDtype d : {WireDtype::kFp32, WireDtype::kBf16, WireDtype::kInt8, WireDtype::kFp4})
-        if (s == to_string(d)) return d;
+    if (auto d = enum_value(kWireDtypeNames, s)) return *d;
     return Result<WireDtype>::error("wire dtype \"" + std::string(s) + "\" is not fp32, bf16, int8 or fp4");
 }
 

@@ -96,12 +96,7 @@ Result<std::string> column_list(Database& db, const char* table) {
 
 }  // namespace
 
-std::optional<RunStatus> parse_run_status(std::string_view text) {
-    for (RunStatus s : {RunStatus::kRunning, RunStatus::kFinished, RunStatus::kFailed, RunStatus::kInterrupted}) {
-        if (text == to_string(s)) return s;
-    }
-    return std::nullopt;
-}
+std::optional<RunStatus> parse_run_status(std::string_view text) { return enum_value(kRunStatusNames, text); }
 
 Result<RunStore> RunStore::open(const std::string& path, StoreAccess access) {
     if (Status s = probe_store(path, access, latest_schema_version()); !s) return s;

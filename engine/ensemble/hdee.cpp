@@ -63,7 +63,7 @@ namespace {
 // An expert talks to nobody but the coordinator: no mesh, no abort hook.
 class ExpertWorker : public NodeWorker {
 public:
-    ExpertWorker(RunConfig cfg, NodeRole role) : NodeWorker(std::move(cfg), std::move(role), nullptr, {}) {}
+    ExpertWorker(RunConfig cfg, NodeRole role) : NodeWorker({std::move(cfg), std::move(role), nullptr, {}}) {}
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
 
 private:

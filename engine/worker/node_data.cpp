@@ -24,4 +24,19 @@ Result<std::shared_ptr<PreparedData>> prepare_node_data(RunConfig& cfg, const No
     return std::make_shared<PreparedData>(std::move(*data));
 }
 
+Result<NodeInputs> prepare_node_inputs(RunConfig& cfg, const NodeRole& role, MetricSink& sink, double wall_s,
+                                       int64_t replica, int64_t stage) {
+    NodeInputs in;
+    auto net = network_profile(cfg.network);
+    if (!net) return net.status();
+    in.net = *net;
+    auto data = prepare_node_data(cfg, role, sink, wall_s);
+    if (!data) return data.status();
+    in.data = std::move(*data);
+    auto compute = ComputeTime::create(cfg, replica, stage);
+    if (!compute) return Status::error(role.name + ": " + compute.message());
+    in.compute = *compute;
+    return in;
+}
+
 }  // namespace tw

@@ -28,10 +28,19 @@ class RunCheckpoints;  // run_checkpoint.h
 // Makes the mesh's waits end when the predicate it is given holds (may be empty).
 using AbortSetter = std::function<void(std::function<bool()>)>;
 
+// What every node's worker is made from: its config, its role, its data-plane mesh (null for a
+// role without one) and the hook that makes the mesh's waits end (may be empty).
+struct NodeParts {
+    RunConfig cfg;
+    NodeRole role;
+    std::unique_ptr<Collective> mesh;
+    AbortSetter set_abort;
+};
+
 class NodeWorker : public Worker {
 protected:
-    NodeWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh, AbortSetter set_abort)
-        : cfg_(std::move(cfg)), role_(std::move(role)), mesh_(std::move(mesh)), set_abort_(std::move(set_abort)) {}
+    explicit NodeWorker(NodeParts p)
+        : cfg_(std::move(p.cfg)), role_(std::move(p.role)), mesh_(std::move(p.mesh)), set_abort_(std::move(p.set_abort)) {}
 
     // After a training loop that ended at `step`, `stopped` when a stop came between steps:
     // a stop's checkpoint when due (RunCheckpoints::due_on_stop, written by `save`; its failure is

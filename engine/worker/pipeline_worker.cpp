@@ -6,16 +6,10 @@ namespace tw {
 namespace pipeline_impl {
 
 Status PipelineWorker::setup(WorkerControl& ctl, MetricSink& sink) {
-    auto net = network_profile(cfg_.network);
-    if (!net) return net.status();
-    net_ = *net;
     if (!mesh_) return Status::error(role_.name + ": a pipeline run needs the data-plane mesh");
-    auto data = prepare_node_data(cfg_, role_, sink, rec_.wall_s());
-    if (!data) return data.status();
-    data_ = std::move(*data);
-    auto compute = ComputeTime::create(cfg_, role_.replica, role_.stage);  // vocabulary known now
-    if (!compute) return Status::error(role_.name + ": " + compute.message());
-    compute_ = *compute;
+    auto inputs = prepare_node_inputs(cfg_, role_, sink, rec_.wall_s(), role_.replica, role_.stage);
+    if (!inputs) return inputs.status();
+    net_ = inputs->net, data_ = inputs->data, compute_ = inputs->compute;
     auto faults = FaultSchedule::create(cfg_);
     if (!faults) return Status::error(role_.name + ": " + faults.message());
     faults_ = std::move(faults).value();
@@ -403,7 +397,7 @@ WorkerSummary PipelineWorker::summarise() const {
 std::unique_ptr<Worker> make_pipeline_worker(const RunConfig& cfg, const NodeRole& role,
                                              std::unique_ptr<Collective> mesh,
                                              std::function<void(std::function<bool()>)> set_abort) {
-    return std::make_unique<pipeline_impl::PipelineWorker>(cfg, role, std::move(mesh), std::move(set_abort));
+    return std::make_unique<pipeline_impl::PipelineWorker>(NodeParts{cfg, role, std::move(mesh), std::move(set_abort)});
 }
 
 }  // namespace tw

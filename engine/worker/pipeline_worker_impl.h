@@ -60,8 +60,7 @@ inline std::vector<uint8_t> tensor_bytes(const torch::Tensor& t) {
 
 class PipelineWorker : public NodeWorker {
 public:
-    PipelineWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh, AbortSetter set_abort)
-        : NodeWorker(std::move(cfg), std::move(role), std::move(mesh), std::move(set_abort)) {}
+    explicit PipelineWorker(NodeParts parts) : NodeWorker(std::move(parts)) {}
 
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
 

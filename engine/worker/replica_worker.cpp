@@ -7,16 +7,10 @@
 namespace tw {
 namespace replica_impl {
 
-
 Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
-    auto net = network_profile(cfg_.network);
-    if (!net) return net.status();
-    net_ = *net;
-    auto prepared = prepare_node_data(cfg_, role_, sink, rec_.wall_s());
-    if (!prepared) return prepared.status();
-    auto compute = ComputeTime::create(cfg_, role_.replica);  // after the vocabulary is known
-    if (!compute) return Status::error(role_.name + ": " + compute.message());
-    compute_ = *compute;
+    auto inputs = prepare_node_inputs(cfg_, role_, sink, rec_.wall_s(), role_.replica);
+    if (!inputs) return inputs.status();
+    net_ = inputs->net, data_ = inputs->data, compute_ = inputs->compute;
     if (cfg_.outer.round_time_s > 0) {
         // Time-budgeted rounds (core/time_budget.h): this replica's H and step total, before the
         // Trainer (its schedule spans them) and the outer algorithm (its weights) are built.
@@ -37,7 +31,6 @@ Status ReplicaWorker::setup(WorkerControl& ctl, MetricSink& sink) {
                                      std::to_string(cfg_.train.steps) + " steps in all, weight " +
                                      std::to_string(plan->mean_scale[r]) + " of a plain mean");
     }
-    data_ = std::move(prepared).value();
     auto faults = FaultSchedule::create(cfg_);
     if (!faults) return Status::error(role_.name + ": " + faults.message());
     faults_ = std::move(faults).value();
@@ -586,7 +579,8 @@ WorkerSummary ReplicaWorker::summarise() const {
 std::unique_ptr<Worker> make_replica_worker(const RunConfig& cfg, const NodeRole& role,
                                             std::unique_ptr<Collective> mesh,
                                             std::function<void(std::function<bool()>)> set_abort, GroupStore store) {
-    return std::make_unique<replica_impl::ReplicaWorker>(cfg, role, std::move(mesh), std::move(set_abort), std::move(store));
+    return std::make_unique<replica_impl::ReplicaWorker>(NodeParts{cfg, role, std::move(mesh), std::move(set_abort)},
+                                                          std::move(store));
 }
 
 }  // namespace tw

@@ -75,10 +75,7 @@ inline uint64_t weights_checksum(const std::vector<torch::Tensor>& params) {
 
 class ReplicaWorker : public NodeWorker {
 public:
-    ReplicaWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh, AbortSetter set_abort,
-                  GroupStore store)
-        : NodeWorker(std::move(cfg), std::move(role), std::move(mesh), std::move(set_abort)),
-          store_(std::move(store)) {}
+    ReplicaWorker(NodeParts parts, GroupStore store) : NodeWorker(std::move(parts)), store_(std::move(store)) {}
 
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
 

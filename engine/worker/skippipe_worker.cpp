@@ -76,10 +76,8 @@ struct Op {
 
 class SkipPipeWorker : public NodeWorker {
 public:
-    SkipPipeWorker(RunConfig cfg, NodeRole role, std::unique_ptr<Collective> mesh, AbortSetter set_abort,
-                   SkipOpObserver observer)
-        : NodeWorker(std::move(cfg), std::move(role), std::move(mesh), std::move(set_abort)),
-          observer_(std::move(observer)) {}
+    SkipPipeWorker(NodeParts parts, SkipOpObserver observer)
+        : NodeWorker(std::move(parts)), observer_(std::move(observer)) {}
 
     Result<WorkerSummary> run(WorkerControl& ctl, MetricSink& sink) override;
 
@@ -135,20 +133,14 @@ private:
 };
 
 Status SkipPipeWorker::setup(WorkerControl& ctl, MetricSink& sink) {
-    auto net = network_profile(cfg_.network);
-    if (!net) return net.status();
-    net_ = *net;
     if (!mesh_) return Status::error(role_.name + ": a SkipPipe run needs the data-plane mesh");
     if (mesh_->size() != S() * N() || mesh_->rank() != rank_of(role_.stage, role_.replica))
         return Status::error(role_.name + ": mesh of " + std::to_string(mesh_->size()) + " members, rank " +
                              std::to_string(mesh_->rank()) + "; SkipPipe needs " + std::to_string(S() * N()) +
                              " with this node at " + std::to_string(rank_of(role_.stage, role_.replica)));
-    auto data = prepare_node_data(cfg_, role_, sink, rec_.wall_s());
-    if (!data) return data.status();
-    data_ = std::move(*data);
-    auto compute = ComputeTime::create(cfg_, 0);  // every node alike: SkipPipe has no node speeds
-    if (!compute) return Status::error(role_.name + ": " + compute.message());
-    compute_ = *compute;
+    auto inputs = prepare_node_inputs(cfg_, role_, sink, rec_.wall_s(), 0);  // every node alike: no node speeds
+    if (!inputs) return inputs.status();
+    net_ = inputs->net, data_ = inputs->data, compute_ = inputs->compute;
     if (set_abort_) set_abort_([&ctl] { return ctl.stop.load(); });
     configure_compute_threads(static_cast<int>(cfg_.run.threads));
     const uint64_t seed = static_cast<uint64_t>(cfg_.run.seed);
@@ -618,7 +610,7 @@ std::unique_ptr<Worker> make_skippipe_worker(const RunConfig& cfg, const NodeRol
                                              std::unique_ptr<Collective> mesh,
                                              std::function<void(std::function<bool()>)> set_abort,
                                              SkipOpObserver observer) {
-    return std::make_unique<SkipPipeWorker>(cfg, role, std::move(mesh), std::move(set_abort), std::move(observer));
+    return std::make_unique<SkipPipeWorker>(NodeParts{cfg, role, std::move(mesh), std::move(set_abort)}, std::move(observer));
 }
 
 }  // namespace tw

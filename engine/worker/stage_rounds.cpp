@@ -85,7 +85,7 @@ Status StageRounds::build(int replica, int64_t first, int64_t last, const std::v
         if (sl.rank > 0) sl.u = subspace_basis(cfg_.model.d_model, sl.rank, seed);
         std::vector<int> members;
         for (int r = 0; r < cfg_.outer.replicas; ++r) members.push_back(pipeline_mesh_rank(cfg_, r, static_cast<int>(s)));
-        sl.group = std::make_unique<GroupCollective>(mesh_, members);
+        sl.group = std::make_unique<MemberView>(mesh_, members);
         slices_.push_back(std::move(sl));
     }
     const int64_t k0 = run_constraint_rank(cfg_, 0);

@@ -44,6 +44,7 @@
 #include "core/collective.h"
 #include "core/config.h"
 #include "core/fault_schedule.h"
+#include "core/member_view.h"
 #include "core/status.h"
 #include "engine/algo/outer.h"
 #include "engine/pipeline/hetero.h"
@@ -57,7 +58,7 @@ struct StageSlice {
     std::vector<std::string> names;
     int64_t rank = 0;  // constraint rank of its residual writers; 0 = free
     torch::Tensor u;   // [d, rank] subspace basis (rank > 0)
-    std::unique_ptr<GroupCollective> group;  // the stage's holders, one per replica
+    std::unique_ptr<MemberView> group;  // the stage's holders, one per replica, in replica order
     std::unique_ptr<OuterAlgorithm> algo;    // null when the run's algorithm has no outer rounds
     bool ad1_after_round = false;  // AD1 applied after each round here (the algorithm has no hook for it)
 

@@ -92,9 +92,7 @@ start_loopback_node() {
 
 # wait_rows NAME N: prints the id of the latest run named NAME in $db once it has stored N train.loss
 # rows (every node's together, as `runs show` counts them); returns 1 when the run failed (it could
-# not start: no use waiting) or after a minute. It reads the store with sqlite3: a poll costs
-# milliseconds, where a `thinwire runs` command loads LibTorch first (a second of a busy machine),
-# so a script that kills a run once it is under way finds it under way.
+# not start: no use waiting) or after a minute. It polls the store with sqlite3, ten times a second.
 wait_rows() {
   local id="" n st
   for _ in $(seq 1 600); do

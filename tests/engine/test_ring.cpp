@@ -2,7 +2,7 @@
 // ZmqCollectives on inproc://, members as threads: bytes on the wire equal the schedule's exactly
 // (and 2·(R−1)/R·P·b when R divides P), the mean equals the mesh's within fp32 summation order,
 // quantised payloads are re-encoded at every hop (pinned on hand-computed cases), any ordered subset
-// of the members can form the ring (over the mesh and over a GroupCollective), and the algorithms
+// of the members can form the ring (over the mesh and over a MemberView), and the algorithms
 // over the ring: DiLoCo's bytes, clocks and agreement; mesh runs bit-identical to the code before
 // the ring existed.
 #include <gtest/gtest.h>
@@ -15,13 +15,13 @@
 #include <zmq.hpp>
 
 #include "core/algorithm.h"
+#include "core/member_view.h"
 #include "core/ring_schedule.h"
 #include "engine/algo/outer.h"
 #include "engine/algo/ring_allreduce.h"
 #include "engine/algo/state_hash.h"
 #include "engine/algo/streaming_diloco.h"
 #include "engine/codec/codec.h"
-#include "engine/pipeline/hetero.h"
 #include "remote/zmq_collective.h"
 #include "tests/engine/micro_run.h"
 #include "tests/engine/replica_threads.h"
@@ -232,9 +232,9 @@ TEST(Ring, AnyOrderedSubsetOfTheMembersFormsTheRing) {
     for (int idle : {1, 4}) EXPECT_EQ(run.counters[idle].sent_bytes[kOuter], 0u);
 }
 
-// The same over a GroupCollective (a pipeline's stage round): the group {1, 2, 4} of a mesh of 5,
-// the ring in group positions 2, 0, 1 (mesh ranks 4, 1, 2).
-TEST(Ring, RunsOverAGroupCollective) {
+// The same over a MemberView (a pipeline's stage round): the members {1, 2, 4} of a mesh of 5,
+// the ring in view positions 2, 0, 1 (mesh ranks 4, 1, 2).
+TEST(Ring, RunsOverAMemberView) {
     const int N = 5;
     const std::vector<int> group{1, 2, 4};
     const int64_t P = 777;
@@ -245,7 +245,7 @@ TEST(Ring, RunsOverAGroupCollective) {
     expect_no_errors(on_threads(N, [&](int r) -> std::string {
         auto coll = mesh.member(r);
         if (std::find(group.begin(), group.end(), r) == group.end()) return "";
-        GroupCollective g(*coll, group);
+        MemberView g(*coll, group);
         auto codec = make_dense_codec(false);
         RingSpec spec{{2, 0, 1}, {P}, codec.get(), LinkClass::kOuterSync, "group"};
         auto x = xs[static_cast<size_t>(r)].clone();
