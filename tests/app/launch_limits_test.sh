@@ -10,7 +10,8 @@ repo="$(cd "$(dirname "$0")/../.." && pwd)"
 runs_stored() { "$py" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from runs").fetchone()[0])' "$db"; }
 
 # 1. The quickstart with 1,024 child processes. Under strace when this machine lets us trace: the
-# only program exec'd is thinwire itself (each node would be one more `thinwire node`).
+# only programs exec'd are thinwire and, in its place, thinwire-engine, in one process (each node
+# would be one more process exec'ing `thinwire-engine node`).
 tracer=()
 if command -v strace >/dev/null && strace -f -qq -e trace=execve -o /dev/null true 2>/dev/null; then
   tracer=(strace -f -qq -e trace=execve -o "$work/execve.log")
@@ -34,8 +35,10 @@ grep -q "per node ([0-9]* parameters): weights" <<<"$out" || fail "the estimate'
 grep -q "Traceback\|terminate called\|Aborted" <<<"$out" && fail "a crash instead of a refusal: $out"
 [ "$(runs_stored)" = 0 ] || fail "a refused launch stored a run"
 if [ ${#tracer[@]} -gt 0 ]; then
-  execs="$(grep -c 'execve(' "$work/execve.log" || true)"
-  [ "$execs" = 1 ] || fail "$execs programs exec'd, expected thinwire alone: $(grep 'execve(' "$work/execve.log" | head -5)"
+  execs="$(grep 'execve(' "$work/execve.log" || true)"
+  [ "$(wc -l <<<"$execs")" = 2 ] && [ "$(awk '{print $1}' <<<"$execs" | sort -u | wc -l)" = 1 ] &&
+    grep -q "execve(\"$(dirname "$tw")/thinwire-engine\"" <<<"$(tail -1 <<<"$execs")" ||
+    fail "expected thinwire, then thinwire-engine in its place, and no other process: $(head -5 <<<"$execs")"
 fi
 
 # A micro layout on a small text folder (tests/app/micro_corpus.sh).
