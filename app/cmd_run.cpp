@@ -13,6 +13,7 @@
 #include "app/commands.h"
 #include "app/engine_node.h"
 #include "app/run_tables.h"
+#include "app/self_exe.h"
 #include "coordinator/resume_plan.h"
 #include "coordinator/run_session.h"
 #include "core/config_io.h"
@@ -55,8 +56,7 @@ int resume_layout(const Globals& g, const RunArgs& a) {
     RunStore store = unwrap(RunStore::open(g.db_path));
     const ResumePlan plan = unwrap(plan_resume(store, a.resume, a.file, a.sets, root, a.force));
     for (auto& c : plan.changed) std::printf("resume with --force: %s\n", c.c_str());
-    char exe[4096] = {};
-    if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) throw Error("cannot find this executable's path");
+    const std::string exe = unwrap(this_executable());
     g_interrupt = false;
     auto prev_int = std::signal(SIGINT, on_interrupt);
     auto prev_term = std::signal(SIGTERM, on_interrupt);
@@ -112,8 +112,7 @@ int run_layout(const Globals& g, const std::string& file, const std::vector<std:
     std::string stem = a.file.substr(a.file.find_last_of('/') + 1);
     stem = stem.substr(0, stem.find('.'));
     const std::string group = stem + "@" + std::to_string(std::time(nullptr));
-    char exe[4096] = {};
-    if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) throw Error("cannot find this executable's path");
+    const std::string exe = unwrap(this_executable());
 
     g_interrupt = false;
     auto prev_int = std::signal(SIGINT, on_interrupt);

@@ -12,11 +12,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <string>
 #include <string_view>
 
 #include "app/cli_app.h"
 #include "app/process_limits.h"
+#include "app/self_exe.h"
 
 namespace {
 
@@ -44,17 +44,14 @@ bool served_here(CLI::App& app, std::string_view name) {
 
 // thinwire-engine beside this executable, exec'd with argv unchanged; returns only on failure.
 int exec_engine(char** argv) {
-    char self[4096] = {};
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        std::fprintf(stderr, "thinwire: error: cannot find this executable's path: %s\n", std::strerror(errno));
+    const auto engine = tw::cli::beside_this_executable("thinwire-engine");
+    if (!engine) {
+        std::fprintf(stderr, "thinwire: error: %s\n", engine.message().c_str());
         return 1;
     }
-    std::string engine(self, static_cast<size_t>(n));
-    engine = engine.substr(0, engine.find_last_of('/') + 1) + "thinwire-engine";
-    execv(engine.c_str(), argv);
+    execv(engine->c_str(), argv);
     std::fprintf(stderr, "thinwire: error: cannot start %s (%s); it is built beside thinwire and serves every "
-                 "command but runs, report, keys and relay\n", engine.c_str(), std::strerror(errno));
+                 "command but runs, report, keys and relay\n", engine->c_str(), std::strerror(errno));
     return 1;
 }
 

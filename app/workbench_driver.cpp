@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "app/layout_plan.h"
+#include "app/self_exe.h"
 #include "coordinator/resume_plan.h"
 #include "core/config_io.h"
 #include "storage/run_store.h"
@@ -13,11 +14,8 @@
 namespace tw::cli {
 
 std::string sibling_thinwire_exe() {
-    char buf[4096] = {};
-    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    std::string self = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "thinwire-workbench";
-    const auto slash = self.find_last_of('/');
-    return (slash == std::string::npos ? std::string(".") : self.substr(0, slash)) + "/thinwire";
+    auto exe = beside_this_executable("thinwire");
+    return exe ? *exe : "./thinwire";
 }
 
 SessionDriver::SessionDriver(std::string db_path, std::string thinwire_exe, std::string data_root)
