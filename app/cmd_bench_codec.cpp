@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/list_option.h"
 #include "core/status.h"
 #include "engine/bench/codec_bench.h"
 #include "engine/bench/codec_reference.h"
@@ -117,8 +118,8 @@ Command add_bench_codec(CLI::App& bench) {
     auto* cmd =
         bench.add_subcommand("codec", "Codec encode+decode GB/s on one core vs memcpy and the PyTorch reference");
     auto a = std::make_shared<CodecArgs>();
-    cmd->add_option("--shapes", a->shapes, "ROWSxCOLS fp32 matrices")->delimiter(',')->capture_default_str();
-    cmd->add_option("--ks", a->ks, "SparseLoCo k per 64x64 tile")->delimiter(',')->capture_default_str();
+    add_list_option(*cmd, "--shapes", a->shapes, "ROWSxCOLS fp32 matrices");
+    add_list_option(*cmd, "--ks", a->ks, "SparseLoCo k per 64x64 tile");
     cmd->add_option("--reps", a->reps, "timed repetitions per cell (median)")->capture_default_str();
     cmd->add_option("--warmup", a->warmup, "untimed repetitions first")->capture_default_str();
     cmd->add_option("--min-time", a->min_time_s, "seconds each of warm-up and timing lasts at least")

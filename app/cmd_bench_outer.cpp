@@ -10,6 +10,7 @@
 
 #include "app/bench_model.h"
 #include "app/commands.h"
+#include "app/list_option.h"
 #include "engine/algo/state_hash.h"
 #include "engine/bench/outer_bench.h"
 #include "engine/bench/throughput.h"
@@ -116,8 +117,8 @@ Command add_bench_outer(CLI::App& bench) {
     auto* ou = bench.add_subcommand("outer", "DiLoCo outer-step overhead outside communication vs an inner step");
     auto oa = std::make_shared<OuterArgs>();
     add_bench_model_options(*ou, *oa, "sequences per inner step");
-    ou->add_option("--replicas", oa->replicas, "replica counts, e.g. 1,2,4")->delimiter(',')->capture_default_str();
-    ou->add_option("--dtypes", oa->dtypes, "fp32,bf16")->delimiter(',')->capture_default_str();
+    add_list_option(*ou, "--replicas", oa->replicas, "replica counts, e.g. 1,2,4");
+    add_list_option(*ou, "--dtypes", oa->dtypes, "fp32,bf16");
     ou->add_option("--rounds", oa->rounds, "timed outer rounds")->capture_default_str();
     ou->add_option("--warmup", oa->warmup, "untimed outer rounds first")->capture_default_str();
     ou->add_option("--inner-steps", oa->inner_steps, "H for the overhead / (H x inner step) column")->capture_default_str();

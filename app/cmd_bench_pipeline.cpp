@@ -13,6 +13,7 @@
 #include <zmq.hpp>
 
 #include "app/commands.h"
+#include "app/list_option.h"
 #include "core/config_io.h"
 #include "engine/pipeline/activation_codec.h"
 #include "engine/pipeline/activation_codec_registry.h"
@@ -128,7 +129,7 @@ Command add_bench_pipeline(CLI::App& bench) {
     sub->add_option("--micro-batch", args->micro_batch, "sequences per micro-batch")->capture_default_str();
     sub->add_option("--iters", args->iters, "round trips per measurement")->capture_default_str();
     sub->add_option("--runs", args->runs, "measurements (median)")->capture_default_str();
-    sub->add_option("--ranks", args->ranks, "subspace ranks (0 = dense)")->delimiter(',');
+    add_list_option(*sub, "--ranks", args->ranks, "subspace ranks (0 = dense)");
     return {sub, [args] { return run_pipeline_bench(*args); }};
 }
 

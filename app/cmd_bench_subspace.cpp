@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/list_option.h"
 #include "core/config_io.h"
 #include "core/status.h"
 #include "engine/bench/subspace_bench.h"
@@ -80,7 +81,7 @@ Command add_bench_subspace(CLI::App& bench) {
     auto a = std::make_shared<SubspaceArgs>();
     cmd->add_option("--preset", a->preset, "tiny | small | base | paper178m")->capture_default_str();
     cmd->add_option("--batch", a->batch, "sequences per micro-batch")->capture_default_str();
-    cmd->add_option("--ranks", a->ranks, "subspace ranks k (each ≤ d_model)")->delimiter(',')->capture_default_str();
+    add_list_option(*cmd, "--ranks", a->ranks, "subspace ranks k (each ≤ d_model)");
     cmd->add_option("--runs", a->runs, "timed runs per cell (median)")->capture_default_str();
     cmd->add_option("--stages", a->stages, "pipeline stages the model is split into; stage 0 is timed")
         ->capture_default_str();

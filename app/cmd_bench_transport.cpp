@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/list_option.h"
 #include "engine/bench/throughput.h"
 #include "remote/bench/transport_bench.h"
 
@@ -129,8 +130,8 @@ int run_transport(const TransportArgs& a) {
 Command add_bench_transport(CLI::App& bench) {
     auto* tr = bench.add_subcommand("transport", "One-way ZeroMQ throughput (inproc, ipc, tcp) against memcpy");
     auto ta = std::make_shared<TransportArgs>();
-    tr->add_option("--sizes", ta->sizes, "message sizes, e.g. 1K,16K,1M,64M")->delimiter(',')->capture_default_str();
-    tr->add_option("--transports", ta->transports, "inproc,ipc,tcp")->delimiter(',')->capture_default_str();
+    add_list_option(*tr, "--sizes", ta->sizes, "message sizes, e.g. 1K,16K,1M,64M");
+    add_list_option(*tr, "--transports", ta->transports, "inproc,ipc,tcp");
     tr->add_option("--budget-mib", ta->budget_mib, "payload per cell; messages = budget / size")->capture_default_str();
     tr->add_option("--max-msgs", ta->max_msgs, "at most this many messages per cell")->capture_default_str();
     tr->add_option("--min-msgs", ta->min_msgs, "at least this many messages per cell")->capture_default_str();

@@ -283,7 +283,12 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
     ctl.step = step_;  // a resumed node starts where its checkpoint stands
     tokens_done_ = step_ * cfg_.train.batch_size * cfg_.model.seq_len;
     if (role_.rejoin_step >= 0)
-        if (Status st = rejoin_fresh(ctl); !st) return st;
+        if (Status st = rejoin_fresh(ctl); !st) {
+            // Counted out by its peers while it waited for the state (it came up too late for the
+            // round it was to rejoin at): the pipeline is out as a lost one is, and the run goes on.
+            if (!ctl.stop.load() && leave_if_lost(st)) return summarise();
+            return st;
+        }
     if (role_.rejoin_live_from >= 0) {
         bool joined = false;
         Status st = rejoin_live(ctl, joined);
