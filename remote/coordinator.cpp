@@ -508,10 +508,9 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
         // process that was only paused (SIGSTOP, a VM stall) wakes here; it is told to stop, what
         // it measures from then on is not the run's (it may finish a round its peers gave up
         // without it), and its end is an event, never a stop or a failure of the run. It comes
-        // back only as a rejoin, a new incarnation.
-        if (m.kind == MsgKind::kModel) {
-            // Its weights are not the run's either: the final model comes from a live member.
-        } else if (m.kind == MsgKind::kMetrics) {
+        // back only as a rejoin, a new incarnation. Its weights (kModel) are not the run's either:
+        // the final model comes from a live member.
+        if (m.kind == MsgKind::kMetrics) {
             const size_t rows = m.body.contains("rows") && m.body["rows"].is_array() ? m.body["rows"].size() : 0;
             if (s.fenced_rows[it->second] == 0)
                 sink.on_event({0, name, EventLevel::kWarning, "lost-node-rows",
@@ -525,15 +524,11 @@ void Coordinator::handle_stream(const Message& m, CoordinatorSink& sink) {
                                (s.fenced_rows[it->second] ? "; " + std::to_string(s.fenced_rows[it->second]) +
                                                                 " metric rows it sent after it was counted lost refused"
                                                           : std::string())});
-        } else if (!s.fenced_told.count(it->second)) {
+        } else if (m.kind == MsgKind::kHeartbeat && !s.fenced_told.count(it->second)) {
             s.fenced_told.insert(it->second);
             sink.on_event({0, name, EventLevel::kWarning, "lost-node-heard",
                            "node " + name + " was counted lost but is heard again (it was paused, or its link came back); it is told to stop"});
-            Message stop;
-            stop.kind = MsgKind::kStop;
-            stop.body["token"] = s.tokens[it->second];
-            stop.body["reason"] = "counted lost";
-            auto frames = encode(stop);
+            auto frames = encode(Message{MsgKind::kStop, {{"token", s.tokens[it->second]}, {"reason", "counted lost"}}, {}});
             s.dealers[it->second].send(frames[0], zmq::send_flags::dontwait);
         }
         return;
@@ -645,6 +640,7 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
         return RunOutcome{RunStatus::kFailed, n.name + ": " + n.error};
     }
     bool all_done = true, any_stopped = false;
+    const NodeInfo* deaf_after_stall = nullptr;  // stopped for want of this coordinator, which had stalled
     for (size_t i = 0; i < nodes_.size(); ++i) {
         if (!s.in_run[i]) continue;
         NodeInfo& n = nodes_[i];
@@ -659,6 +655,7 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
         if (!deaf && !silent) {
             all_done = all_done && n.done;
             any_stopped = any_stopped || n.stopped;
+            if (n.stopped && n.coordinator_lost && !s.stopping && !deaf_after_stall) deaf_after_stall = &n;
             continue;
         }
         const std::string why = "node " + n.name + " (" + n.endpoint + ") " +
@@ -689,6 +686,9 @@ std::optional<RunOutcome> Coordinator::poll(CoordinatorSink& sink, int timeout_m
                                                       std::to_string(s.min_live) + " (node " + n.name + " lost)"};
     }
     if (!all_done) return std::nullopt;
+    if (const NodeInfo* n = deaf_after_stall)
+        return RunOutcome{RunStatus::kInterrupted, "node " + n->name + " stopped at step " + std::to_string(n->step) +
+                                                       ", hearing nothing from the coordinator while it stalled"};
     if (any_stopped || s.stopping) return RunOutcome{RunStatus::kInterrupted, "stopped on request"};
     // Finished; the faults it survived are named.
     std::string survived;

@@ -170,6 +170,9 @@ TEST(Coordinator, ACoordinatorStalledPastTheTimeoutEndsTheRunInterruptedLosingNo
     std::this_thread::sleep_for(std::chrono::milliseconds(2600));  // no poll: no heartbeat goes out
     const RunOutcome o = c.wait(sink);
     EXPECT_EQ(o.status, RunStatus::kInterrupted) << o.reason;
+    // The reason names a node and why it stopped, not a stop nobody asked for.
+    EXPECT_NE(o.reason.find("stopped at step"), std::string::npos) << o.reason;
+    EXPECT_NE(o.reason.find("hearing nothing from the coordinator while it stalled"), std::string::npos) << o.reason;
     for (auto& n : c.coord->nodes()) {
         EXPECT_FALSE(n.lost) << n.name;
         EXPECT_TRUE(n.coordinator_lost) << n.name;
