@@ -48,13 +48,6 @@ micro_corpus "$work/corpus"
 source "$(dirname "$0")/flops_micro.sh"
 flops_micro_layout 10
 three=(--set outer.replicas=3 --set cluster.heartbeat_timeout_s=2)
-# For the runs of a case whose fault schedule starts fresh processes mid-run in child processes: a
-# fresh process loads LibTorch, its data and its model before it says a word to its peers, which on a
-# machine busy with other tests can take longer than the 2 s above. The schedule, not silence, takes
-# replicas out and brings them back in these runs, so the product's default timeout only moves the
-# simulated clock (a loss is charged one timeout), alike on threads and in child processes: every
-# run a case compares takes it.
-fresh=(--set cluster.heartbeat_timeout_s=5)
 # metric NAME of node NODE at step STEP in run RUN (csv: run,node,step,outer,wall,sim,name,value).
 value() { awk -F, -v n="$2" -v s="$3" -v m="$4" '$2 == n && $3 == s && $7 == m {print $8}' <<<"$1"; }
 rows() { awk -F, -v n="$2" -v m="$3" '$2 == n && $7 == m' <<<"$1" | wc -l; }
@@ -74,9 +67,9 @@ same_everywhere() {  # prefix, metric regex, with sim, least
 # child processes, for same_everywhere; WHAT names the case when a run fails.
 three_ways() {  # prefix, what, settings...
   local prefix="$1" what="$2"; shift 2
-  run "$@" "${fresh[@]}" --set run.name="$prefix-a" > /dev/null || fail "$what run a failed"
-  run "$@" "${fresh[@]}" --set run.name="$prefix-b" > /dev/null || fail "$what run b failed"
-  run "$@" "${fresh[@]}" --set run.name="$prefix-local" --set cluster.mode=local > /dev/null || fail "$what in child processes failed"
+  run "$@" --set run.name="$prefix-a" > /dev/null || fail "$what run a failed"
+  run "$@" --set run.name="$prefix-b" > /dev/null || fail "$what run b failed"
+  run "$@" --set run.name="$prefix-local" --set cluster.mode=local > /dev/null || fail "$what in child processes failed"
 }
 
 # Run RUN's losses, membership masks and state hashes as "node step metric value", sorted.
@@ -110,8 +103,8 @@ sim() { awk -F, -v n="$2" -v s="$3" '$2 == n && $3 == s && $7 == "train.loss" {p
 # checkpoint every node holds, resumed.
 resume_then_restart() {
   local name="$1" nodes="$2" killed="$3" re="$4"; shift 4
-  run "${three[@]}" "$@" "${fresh[@]}" --set run.name="$name-ref" > /dev/null || fail "$name: the reference run failed"
-  (cd "$work" && exec "$tw" --db "$db" run micro.toml "${three[@]}" "$@" "${fresh[@]}" --set cluster.mode=local \
+  run "${three[@]}" "$@" --set run.name="$name-ref" > /dev/null || fail "$name: the reference run failed"
+  (cd "$work" && exec "$tw" --db "$db" run micro.toml "${three[@]}" "$@" --set cluster.mode=local \
      --set run.name="$name" > "$work/$name.log" 2>&1) &
   local sub=$! id at out show n a
   id="$(wait_rows "$name" 1)" || fail "$name never stored metrics: $(cat "$work/$name.log")"
@@ -168,8 +161,8 @@ section "the same scheduled kill in child processes: the process is killed for "
 # --- the same scheduled kill in child processes: the process is killed for real and a fresh one
 # rejoins; one compute thread per node on both sides, so the losses are the threads run's to the bit.
 one=(--set run.threads=1 --set train.steps=40 --set 'faults.events=["kill 2 at 15 rejoin 25"]')
-run "${three[@]}" "${one[@]}" "${fresh[@]}" --set run.name=rejoin-threads > /dev/null || fail "rejoin-threads failed"
-out="$(run "${three[@]}" "${one[@]}" "${fresh[@]}" --set cluster.mode=local --set run.name=rejoin-processes)" ||
+run "${three[@]}" "${one[@]}" --set run.name=rejoin-threads > /dev/null || fail "rejoin-threads failed"
+out="$(run "${three[@]}" "${one[@]}" --set cluster.mode=local --set run.name=rejoin-processes)" ||
   fail "rejoin run in child processes failed: $out"
 show="$("$tw" --db "$db" runs show "$(id_of rejoin-processes)")"
 grep -q "killed replica-2's process and started a fresh one, rejoining after the round at step 30" <<<"$show" ||
@@ -566,7 +559,13 @@ case_pipe_churn() {
 section "seeded churn in a heterogeneous run (every replica but 0), twice on th"
 # --- seeded churn in a heterogeneous run (every replica but 0), twice on threads and once in child
 # processes, where every kill SIGKILLs and restarts the pipeline's processes: identical losses ------
-pc=(--set outer.replicas=4 "${fresh[@]}" --set cluster.stages=2 --set pipeline.replicas=3
+# Every run of this case takes the product's default heartbeat timeout, 5 s: in child processes its
+# schedule starts eight fresh processes mid-run, two at a time, and each loads LibTorch, its data and
+# its model before it says a word to its peers, which on a machine busy with other tests can take
+# longer than 2 s. The schedule, not silence, takes replicas out and brings them back here, so the
+# timeout only moves the simulated clock (a loss is charged one timeout), alike on threads and in
+# child processes.
+pc=(--set outer.replicas=4 --set cluster.heartbeat_timeout_s=5 --set cluster.stages=2 --set pipeline.replicas=3
     --set pipeline.micro_batches=2 --set outer.algorithm=sparseloco --set pipeline.rank=8 --set train.steps=100
     --set run.threads=1 --set faults.churn.mtbf_steps=20 --set faults.churn.down_steps=10 --set faults.churn.seed=3)
 run "${pc[@]}" --set run.name=pipe-churn-a > /dev/null || fail "pipeline churn run a failed"

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/hash.h"
 #include "storage/bench/ingest_bench.h"
 #include "storage/metric_writer.h"
 #include "storage/run_store.h"
@@ -278,59 +279,18 @@ TEST(Schema, MisnumberedMigrationListIsRejected) {
     EXPECT_EQ(schema_version(db).value(), 0);
 }
 
-// The v1 schema exactly as released builds created it (frozen here: migration 1 must never change).
-const char* const kReleasedSchemaV1 = R"sql(
-CREATE TABLE runs (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
-    name        TEXT NOT NULL,
-    status      TEXT NOT NULL,
-    created_at  TEXT NOT NULL,
-    finished_at TEXT,
-    reason      TEXT NOT NULL DEFAULT '',
-    config_toml TEXT NOT NULL DEFAULT '',
-    config_hash TEXT NOT NULL DEFAULT '',
-    seed        INTEGER NOT NULL DEFAULT 0,
-    kind        TEXT NOT NULL DEFAULT 'train',
-    notes       TEXT NOT NULL DEFAULT '',
-    tags        TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE run_nodes (
-    run_id   INTEGER NOT NULL REFERENCES runs(id),
-    node     TEXT NOT NULL,
-    endpoint TEXT NOT NULL DEFAULT '',
-    role     TEXT NOT NULL DEFAULT '',
-    replica  INTEGER NOT NULL DEFAULT -1,
-    stage    INTEGER NOT NULL DEFAULT -1
-);
-CREATE INDEX run_nodes_run ON run_nodes(run_id);
-CREATE TABLE metrics (
-    run_id     INTEGER NOT NULL REFERENCES runs(id),
-    node       TEXT NOT NULL,
-    step       INTEGER NOT NULL,
-    outer_step INTEGER NOT NULL DEFAULT -1,
-    wall_s     REAL NOT NULL,
-    sim_s      REAL NOT NULL,
-    name       TEXT NOT NULL,
-    value      REAL
-);
-CREATE INDEX metrics_run_name_step ON metrics(run_id, name, step);
-CREATE INDEX metrics_run_step ON metrics(run_id, step);
-CREATE TABLE events (
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    wall_s REAL NOT NULL,
-    node   TEXT NOT NULL,
-    level  INTEGER NOT NULL,
-    kind   TEXT NOT NULL,
-    text   TEXT NOT NULL
-);
-CREATE INDEX events_run ON events(run_id);
-)sql";
+// Migration 1 is the v1 schema exactly as released builds created it: 1,475 bytes of SQL whose
+// seeded_hash64 (core/hash.h) is pinned here. Editing it would give new files a different history
+// from the files in the wild, so the test below fails on any change to it, and write_v1_file() can
+// take the released schema from the migration itself.
+constexpr size_t kReleasedSchemaV1Bytes = 1475;
+constexpr uint64_t kReleasedSchemaV1Hash = 0xe71540c74268fc93ull;
 
 // Writes a version-1 file the way a v1 build left it: one finished run with two nodes, three metrics (one NaN,
 // stored as NULL) and an event, all through plain SQL so nothing of this build's RunStore is involved.
 void write_v1_file(const std::string& path) {
     Database db = open_db(path);
-    ASSERT_TRUE(db.exec(kReleasedSchemaV1).is_ok());
+    ASSERT_TRUE(db.exec(schema_migrations()[0].sql).is_ok());
     ASSERT_TRUE(db.exec("PRAGMA user_version = 1").is_ok());
     ASSERT_TRUE(db.exec("INSERT INTO runs (id, name, status, created_at, finished_at, reason, config_toml, "
                         "config_hash, seed, kind, notes, tags) VALUES (7, 'old run', 'finished', "
@@ -403,9 +363,15 @@ void expect_v1_rows_with_defaults(RunStore& store) {
 }
 
 TEST(Schema, MigrationOneIsTheReleasedV1Schema) {
-    // Files in the wild were created by this text; editing it would give new files a different history.
     ASSERT_GE(schema_migrations().size(), 2u);
-    EXPECT_EQ(schema_migrations()[0].sql, kReleasedSchemaV1);
+    const std::string& sql = schema_migrations()[0].sql;
+    EXPECT_EQ(schema_migrations()[0].version, 1);
+    EXPECT_EQ(sql.size(), kReleasedSchemaV1Bytes);
+    EXPECT_EQ(seeded_hash64(sql), kReleasedSchemaV1Hash) << "migration 1 changed:\n" << sql;
+    // The text is the four v1 tables and their indexes, nothing after them.
+    for (const char* t : {"CREATE TABLE runs (", "CREATE TABLE run_nodes (", "CREATE TABLE metrics (",
+                          "CREATE TABLE events (", "CREATE INDEX events_run ON events(run_id);"})
+        EXPECT_NE(sql.find(t), std::string::npos) << t;
 }
 
 TEST(Schema, V1FileMigratesToV2KeepingEveryRowWithDefaultsInNewColumns) {
