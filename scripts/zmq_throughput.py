@@ -29,11 +29,16 @@ def payload(size):
     return bytes(body)
 
 
+def open_socket(kind, timeout_option, linger_ms):
+    """A socket of `kind` on a context of its own: waits past 60 s fail, closing lingers `linger_ms`."""
+    sock = zmq.Context().socket(kind)
+    sock.setsockopt(timeout_option, 60000)
+    sock.setsockopt(zmq.LINGER, linger_ms)
+    return sock
+
+
 def recv(bind, count, size, keys):
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.PULL)
-    sock.setsockopt(zmq.RCVTIMEO, 60000)
-    sock.setsockopt(zmq.LINGER, 0)
+    sock = open_socket(zmq.PULL, zmq.RCVTIMEO, 0)
     if keys:
         sock.curve_secretkey, sock.curve_publickey = keys[0].encode(), keys[1].encode()
         sock.curve_server = True
@@ -56,10 +61,7 @@ def recv(bind, count, size, keys):
 
 
 def send(connect, count, size, server_key):
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.PUSH)
-    sock.setsockopt(zmq.SNDTIMEO, 60000)
-    sock.setsockopt(zmq.LINGER, 60000)
+    sock = open_socket(zmq.PUSH, zmq.SNDTIMEO, 60000)  # the last messages leave before it closes
     if server_key:
         public, secret = zmq.curve_keypair()
         sock.curve_publickey, sock.curve_secretkey = public, secret
@@ -68,8 +70,7 @@ def send(connect, count, size, server_key):
     body = payload(size)
     for _ in range(count):
         sock.send(body, copy=False)
-    sock.close()
-    ctx.term()
+    sock.context.destroy(linger=60000)
 
 
 def main(argv):
