@@ -23,6 +23,8 @@ tw="$(realpath "${2:-build/release/app/thinwire}")"
 [[ "$rate_mbit" =~ ^[0-9]+$ ]] && [ "$rate_mbit" -gt 0 ] || { echo "RATE_MBIT must be a positive integer, not '$rate_mbit'" >&2; exit 1; }
 command -v sqlite3 > /dev/null || { echo "needs the sqlite3 command (scripts/setup.sh installs it)" >&2; exit 1; }
 root="$(pwd)"
+# The runs' and the nodes' data root: the default one, where scripts/setup.sh put the Brown Corpus.
+data_root="${XDG_CACHE_HOME:-$HOME/.cache}/thinwire"
 work="$(mktemp -d)"
 db="$work/bench.db"
 source tests/multihost/netns.sh
@@ -88,7 +90,7 @@ header() { printf "%-24s %5s %11s %8s  %-16s %8s %7s %8s\n" run step bytes sim_s
 
 run_layout() {  # $1 = name, $2 = toml file, then the host to run on ('' = here)
   local name="$1" file="$2" host="${3:-}"
-  local cmd=("$tw" --db "$db" run "$file" --data-root "$root" --set "run.name=$name")
+  local cmd=("$tw" --db "$db" run "$file" --data-root "$data_root" --set "run.name=$name")
   if [ -n "$host" ]; then on_host "$host" "${cmd[@]}" > "$work/$name.out" 2>&1 || { cat "$work/$name.out" >&2; exit 1; }
   else "${cmd[@]}" > "$work/$name.out" 2>&1 || { cat "$work/$name.out" >&2; exit 1; }; fi
 }
@@ -106,7 +108,7 @@ if (netns_require) 2> "$work/skip"; then
     join=()
     [ "$h" = 2 ] && join=(--join "tcp://$(host_ip 3):7300" --relay-key "$work/keys/relay/public.key")
     on_host "$h" "$tw" node --listen "tcp://$(host_ip "$h"):$PORT" --curve-secret-key "$work/keys/n$h/secret.key" \
-      --allow "$work/keys/coord/public.key" --data-root "$root" "${join[@]}" > "$work/node$h.log" 2>&1 &
+      --allow "$work/keys/coord/public.key" --data-root "$data_root" "${join[@]}" > "$work/node$h.log" 2>&1 &
   done
   on_host 3 "$tw" relay --listen "tcp://$(host_ip 3):7300" --curve-secret-key "$work/keys/relay/secret.key" \
     --allow "$work/keys/coord/public.key" --allow "$work/keys/n2/public.key" > "$work/relay.log" 2>&1 &
