@@ -35,7 +35,7 @@ for k in relay node coord; do "$tw" keys new "$work/keys/$k" > /dev/null; done
 on_host 1 "$tw" relay --listen "$RELAY" --curve-secret-key "$work/keys/relay/secret.key" \
   --allow "$work/keys/node/public.key" > "$work/relay.log" 2>&1 &
 pids+=($!)
-sleep 0.5
+# The node says hello to the relay every second until it answers, so it may start at once.
 on_host 2 "$tw" node --listen "tcp://$(host_ip 2):$P" --join "$RELAY" --relay-key "$work/keys/relay/public.key" \
   --curve-secret-key "$work/keys/node/secret.key" --allow "$work/keys/coord/public.key" > "$work/node.log" 2>&1 &
 pids+=($!)
