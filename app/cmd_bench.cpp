@@ -54,6 +54,8 @@ Command add_bench(CLI::App& app, const Globals& g) {
     more.push_back(add_bench_outer(*sub));
     more.push_back(add_bench_compute(*sub));
     return {sub, [args, more] {
+                // Line-buffered: a script or `tee` reading a benchmark sees each row as it is measured.
+                std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
                 for (auto& [cmd, action] : more)
                     if (cmd->parsed()) return action();
                 return run_bench(*args);

@@ -56,7 +56,6 @@ int run_codec_bench(const CodecArgs& a) {
     cfg.warmup = a.warmup;
     cfg.min_time_s = a.min_time_s;
     if (!a.json) std::printf("running the PyTorch reference (%s, 1 thread) ...\n", a.python.c_str());
-    std::fflush(stdout);
     std::map<CodecReferenceKey, CodecReferenceCell> ref;
     if (!a.no_reference)
         ref = run_codec_reference({a.reference, a.python, cfg.shapes, a.ks, a.reps, a.warmup, a.min_time_s});
@@ -106,7 +105,6 @@ int run_codec_bench(const CodecArgs& a) {
                             1e3 * rc->decode_s, g, memcpy_gbps > 0 ? g / memcpy_gbps : 0, 1.0);
             }
         }
-        std::fflush(stdout);
     };
     bench_codecs(cfg, on_row);
     return 0;

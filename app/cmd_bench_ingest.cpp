@@ -20,7 +20,6 @@ void print_phase(const char* label, const IngestPhase& p) {
 int run_ingest(const IngestBenchOptions& o) {
     std::printf("metric ingestion into a fresh SQLite file (WAL, synchronous=NORMAL), %lld nodes, batch %zu\n",
                 (long long)o.nodes, o.batch);
-    std::fflush(stdout);
     IngestBenchResult r = unwrap(bench_ingest(o));
     std::printf("  file %s (removed)\n", r.db_path.c_str());
     const std::string batched = std::to_string(o.batch) + " rows per transaction";

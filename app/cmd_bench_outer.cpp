@@ -106,7 +106,6 @@ int run_outer(const OuterArgs& a) {
             oc.warmup_rounds = a.warmup;
             oc.dtype = dt;
             print_outer_row(outer_cell(cfg, R, oc), step_s, a.inner_steps, a.json);
-            std::fflush(stdout);
         }
     return 0;
 }

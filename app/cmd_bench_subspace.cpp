@@ -37,7 +37,6 @@ int run_subspace_bench(const SubspaceArgs& a) {
         std::printf("preset %s: stage 0 of %lld, micro-batch %lld × %lld tokens, d_model %lld, vocab %lld\n",
                     a.preset.c_str(), (long long)a.stages, (long long)a.batch, (long long)cfg.model.seq_len,
                     (long long)cfg.model.d_model, (long long)a.vocab);
-        std::fflush(stdout);
     }
     bool header = false;
     auto on_row = [&](const SubspaceBenchRow& r) {
@@ -62,7 +61,6 @@ int run_subspace_bench(const SubspaceArgs& a) {
                         (unsigned long long)r.backward_bytes,
                         100 * static_cast<double>(r.forward_bytes + r.backward_bytes) / dense);
         }
-        std::fflush(stdout);
     };
     SubspaceBenchResult res = unwrap(bench_subspace(cfg, on_row));
     if (!a.json)

@@ -90,7 +90,6 @@ int run_transport(const TransportArgs& a) {
             r.memcpy_bytes_per_s = memcpy_bps[s];
             if (a.json) print_transport_json(r);
             else print_transport_row(to_string(t), s, r.msgs, r.bytes_per_s, r.ratio_memcpy());
-            std::fflush(stdout);
             if (a.relay && t == Transport::kTcp)
                 for (bool keyed : {false, true}) {
                     if (keyed && !a.curve) continue;
@@ -105,7 +104,6 @@ int run_transport(const TransportArgs& a) {
                     print_transport_row(name.c_str(), s, v.msgs, v.bytes_per_s, v.ratio_memcpy());
                     std::printf("%-15s %8s %8s %9s %12s %9.3f  (relayed / direct)\n", "", "", "", "", "",
                                 v.bytes_per_s / d.bytes_per_s);
-                    std::fflush(stdout);
                 }
             if (!a.curve || t == Transport::kInproc) continue;
             // The same cell right after with CURVE: the ratio compares two neighbours in time.
@@ -120,7 +118,6 @@ int run_transport(const TransportArgs& a) {
                 std::printf("%-15s %8s %8s %9s %12s %9.3f  (CURVE / plain)\n", "", "", "", "", "",
                             c.bytes_per_s / r.bytes_per_s);
             }
-            std::fflush(stdout);
         }
     return 0;
 }

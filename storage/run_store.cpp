@@ -129,14 +129,8 @@ Status RunStore::finish_run(int64_t id, RunStatus status, const std::string& rea
     if (status == RunStatus::kRunning) {
         return Status::error("finish_run of run " + std::to_string(id) + " needs a final status, got running");
     }
-    std::lock_guard<std::mutex> lock(*mu_);
-    auto st = db_.prepare("UPDATE runs SET status = ?2, finished_at = " TW_NOW_UTC ", reason = ?3 WHERE id = ?1");
-    if (!st) return st.status();
-    st->bind_int64(1, id);
-    st->bind_text(2, to_string(status));
-    st->bind_text(3, reason);
-    if (Status s = st->run(); !s) return s;
-    return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
+    return update_run(id, "UPDATE runs SET status = ?2, finished_at = " TW_NOW_UTC ", reason = ?3 WHERE id = ?1",
+                      {to_string(status), reason});
 }
 
 Status RunStore::add_node(int64_t id, const RunNode& node) {
@@ -197,34 +191,20 @@ Status RunStore::add_event(int64_t id, const EventRecord& event) {
 }
 
 Status RunStore::set_notes(int64_t id, const std::string& text) {
-    return update_text(id, "UPDATE runs SET notes = ?2 WHERE id = ?1", text);
+    return update_run(id, "UPDATE runs SET notes = ?2 WHERE id = ?1", {text});
 }
 
 Status RunStore::set_tags(int64_t id, const std::string& text) {
-    return update_text(id, "UPDATE runs SET tags = ?2 WHERE id = ?1", text);
+    return update_run(id, "UPDATE runs SET tags = ?2 WHERE id = ?1", {text});
 }
 
 Status RunStore::set_run_group(int64_t id, const std::string& group, const std::string& cluster) {
-    std::lock_guard<std::mutex> lock(*mu_);
-    auto st = db_.prepare("UPDATE runs SET group_name = ?2, cluster = ?3 WHERE id = ?1");
-    if (!st) return st.status();
-    st->bind_int64(1, id);
-    st->bind_text(2, group);
-    st->bind_text(3, cluster);
-    if (Status s = st->run(); !s) return s;
-    return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
+    return update_run(id, "UPDATE runs SET group_name = ?2, cluster = ?3 WHERE id = ?1", {group, cluster});
 }
 
 Status RunStore::set_coordinator(int64_t id, int64_t pid, const std::string& host) {
-    std::lock_guard<std::mutex> lock(*mu_);
-    auto st = db_.prepare("UPDATE runs SET coordinator_pid = ?2, coordinator_host = ?3, heartbeat_at = ?4 WHERE id = ?1");
-    if (!st) return st.status();
-    st->bind_int64(1, id);
-    st->bind_int64(2, pid);
-    st->bind_text(3, host);
-    st->bind_double(4, unix_now_s());
-    if (Status s = st->run(); !s) return s;
-    return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
+    return update_run(id, "UPDATE runs SET coordinator_pid = ?2, coordinator_host = ?3, heartbeat_at = ?4 WHERE id = ?1",
+                      {pid, host, unix_now_s()});
 }
 
 Status RunStore::heartbeat(int64_t id) {
@@ -250,30 +230,16 @@ Status RunStore::heartbeat(int64_t id) {
 }
 
 Status RunStore::set_launch(int64_t id, const LaunchRecord& launch) {
-    std::lock_guard<std::mutex> lock(*mu_);
-    auto st = db_.prepare("UPDATE runs SET launch_toml = ?2, uid = ?3 WHERE id = ?1");
-    if (!st) return st.status();
-    st->bind_int64(1, id);
-    st->bind_text(2, launch.toml);
-    st->bind_text(3, launch.uid);
-    if (Status s = st->run(); !s) return s;
-    return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
+    return update_run(id, "UPDATE runs SET launch_toml = ?2, uid = ?3 WHERE id = ?1", {launch.toml, launch.uid});
 }
 
 Status RunStore::set_config(int64_t id, const std::string& config_toml, const std::string& config_hash) {
-    std::lock_guard<std::mutex> lock(*mu_);
-    auto st = db_.prepare("UPDATE runs SET config_toml = ?2, config_hash = ?3 WHERE id = ?1");
-    if (!st) return st.status();
-    st->bind_int64(1, id);
-    st->bind_text(2, config_toml);
-    st->bind_text(3, config_hash);
-    if (Status s = st->run(); !s) return s;
-    return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
+    return update_run(id, "UPDATE runs SET config_toml = ?2, config_hash = ?3 WHERE id = ?1", {config_toml, config_hash});
 }
 
 Status RunStore::reopen_run(int64_t id) {
-    return update_text(id, "UPDATE runs SET status = ?2, finished_at = NULL, reason = '' WHERE id = ?1",
-                       to_string(RunStatus::kRunning));
+    return update_run(id, "UPDATE runs SET status = ?2, finished_at = NULL, reason = '' WHERE id = ?1",
+                      {to_string(RunStatus::kRunning)});
 }
 
 Result<int64_t> RunStore::delete_metrics_after(int64_t id, int64_t step, const std::string& node) {
@@ -346,12 +312,18 @@ Status RunStore::delete_run(int64_t id) {
     return tx->commit();
 }
 
-Status RunStore::update_text(int64_t id, const char* sql, const std::string& text) {
+Status RunStore::update_run(int64_t id, const char* sql, std::initializer_list<RunValue> values) {
     std::lock_guard<std::mutex> lock(*mu_);
     auto st = db_.prepare(sql);
     if (!st) return st.status();
     st->bind_int64(1, id);
-    st->bind_text(2, text);
+    int index = 2;
+    for (const RunValue& v : values) {
+        if (const auto* i = std::get_if<int64_t>(&v)) st->bind_int64(index, *i);
+        else if (const auto* d = std::get_if<double>(&v)) st->bind_double(index, *d);
+        else st->bind_text(index, std::get<std::string_view>(v));
+        ++index;
+    }
     if (Status s = st->run(); !s) return s;
     return db_.changes() == 0 ? Status::error(no_run(id)) : Status::ok();
 }
@@ -458,18 +430,8 @@ Result<std::vector<RunNode>> RunStore::nodes(int64_t id) {
     std::vector<RunNode> out;
     Status rows = st->each_row([&](const Statement& q) {
         RunNode n;
-        n.node = q.column_text(0);
-        n.endpoint = q.column_text(1);
-        n.role = q.column_text(2);
-        n.replica = q.column_int64(3);
-        n.stage = q.column_int64(4);
-        n.kind = q.column_text(5);
-        n.host = q.column_text(6);
-        n.version = q.column_text(7);
-        n.threads = q.column_int64(8);
-        n.rank = q.column_int64(9);
-        n.cpu = q.column_text(10);
-        n.blas = q.column_text(11);
+        q.columns(n.node, n.endpoint, n.role, n.replica, n.stage, n.kind, n.host, n.version, n.threads, n.rank, n.cpu,
+                  n.blas);
         out.push_back(std::move(n));
     });
     if (!rows) return rows;
@@ -485,12 +447,7 @@ Result<std::vector<MetricRecord>> RunStore::metrics(int64_t id, const std::strin
     std::vector<MetricRecord> out;
     Status rows = st->each_row([&](const Statement& q) {
         MetricRecord r;
-        r.node = q.column_text(0);
-        r.step = q.column_int64(1);
-        r.outer_step = q.column_int64(2);
-        r.wall_s = q.column_double(3);
-        r.sim_s = q.column_double(4);
-        r.name = q.column_text(5);
+        q.columns(r.node, r.step, r.outer_step, r.wall_s, r.sim_s, r.name);
         r.value = nan_if_null(q, 6);
         out.push_back(std::move(r));
     });

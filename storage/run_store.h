@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "core/metrics.h"
@@ -171,7 +173,10 @@ class RunStore {
     Status require_run(int64_t id);  // "no run with id N" unless it exists; caller holds mu_
     // `sql` compiled with ?1 bound to run `id`, once require_run found it; caller holds mu_.
     Result<Statement> run_statement(int64_t id, const std::string& sql);
-    Status update_text(int64_t id, const char* sql, const std::string& text);
+    // One UPDATE of run `id`'s row: ?1 is the id, ?2, ?3, ... take `values` in order. "no run with id N"
+    // when the row is not there. Takes mu_.
+    using RunValue = std::variant<int64_t, double, std::string_view>;
+    Status update_run(int64_t id, const char* sql, std::initializer_list<RunValue> values);
 
     Database db_;
     std::unique_ptr<std::mutex> mu_;  // behind a pointer so RunStore stays movable

@@ -108,6 +108,13 @@ class Statement {
     double column_double(int index) const;
     std::string column_text(int index) const;
     bool column_is_null(int index) const;
+    // Reads columns 0, 1, 2, ... of the current row into `out...` in that order, each by its type
+    // (int64_t, double or std::string): one call for a row that maps onto a struct's fields.
+    template <class... T>
+    void columns(T&... out) const {
+        int index = 0;
+        (column_into(index++, out), ...);
+    }
 
     // The SQL text this statement was compiled from.
     const std::string& sql() const { return sql_; }
@@ -116,6 +123,9 @@ class Statement {
     friend class Database;
     Statement(sqlite3* db, sqlite3_stmt* stmt, std::string sql) : db_(db), stmt_(stmt), sql_(std::move(sql)) {}
     Status error(int rc, const char* what) const;
+    void column_into(int index, int64_t& out) const { out = column_int64(index); }
+    void column_into(int index, double& out) const { out = column_double(index); }
+    void column_into(int index, std::string& out) const { out = column_text(index); }
     void check_bind(int rc, int index);
 
     sqlite3* db_ = nullptr;
