@@ -22,7 +22,7 @@ namespace tw::ui {
 namespace {
 
 // Every dotted key a layout may set, read off the resolved default TOML and the field table, so
-// the list cannot drift from core/config_io.cpp. The table adds the sections the defaults leave
+// the list cannot drift from core/config_fields.def. The table adds the sections the defaults leave
 // out of the TOML ([faults], [hdee]), so their problems land on their fields too.
 const std::set<std::string>& known_keys() {
     static const std::set<std::string> keys = [] {
