@@ -18,7 +18,7 @@ public:
     Status wait_ready(int, uint64_t) override { return Status::ok(); }
     bool heard_live(int) override { return false; }
     void await_admission() override {}
-    void go_quiet() override {}
+    void go_quiet(bool) override {}
 };
 
 }  // namespace

@@ -68,8 +68,10 @@ public:
     virtual void await_admission() = 0;
     // This member stops receiving for good, without a bye: its process is about to be killed by a
     // fault schedule, and what its peers send from now on must wait for the process that takes its
-    // endpoint over. Nothing may be received afterwards.
-    virtual void go_quiet() = 0;
+    // endpoint over. Nothing may be received afterwards. `restarting`: a fresh process will take
+    // the endpoint over (a kill with a rejoin); the peers are told so, and do not count the member
+    // lost for its silence while the fresh process starts (MeshMembership::kRestartAllowanceS).
+    virtual void go_quiet(bool restarting) = 0;
 
     // The membership of a transport that never loses a member: nobody is ever lost, gives up or is
     // counted out, and no word needs waiting for. Stateless; shared.

@@ -36,6 +36,11 @@ void MeshMembership::on_ready(int from, uint64_t step) {
 }
 
 void MeshMembership::on_bye(int from, uint64_t said, Clock::time_point now) {
+    if (said == kByeRestarting) {  // not a leave: a fresh process takes the member's place
+        restarting_until_[from] = now + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(kRestartAllowanceS));
+        return;
+    }
     bye_[from] = said;
     bye_at_[static_cast<size_t>(from)] = now;
 }
@@ -52,6 +57,8 @@ MeshMembership::Out MeshMembership::check(int r, Clock::time_point wait_start, C
     // Silence within this wait only: a member quiet before the wait began had nothing to say.
     const double silent = std::min(seconds(now - heard_[ri]), seconds(now - wait_start));
     if (silent_s) *silent_s = silent;
+    const auto excused = restarting_until_.find(r);
+    if (excused != restarting_until_.end() && now < excused->second) return Out::kIn;
     if (silence_timeout_s_ > 0 && silent > silence_timeout_s_) {
         lost_.insert(r);
         return Out::kSilent;

@@ -11,6 +11,10 @@
 //     already given up, changes nobody's membership. Being named out oneself always counts.
 //   * A process admitted after a restart ignores abandon words of attempts before its admission:
 //     they told its predecessor, or its absence, out.
+//   * A member whose process is killed to be replaced by a fresh one (a scheduled kill with a
+//     rejoin) says so in its bye; for kRestartAllowanceS after that word its silence does not make
+//     it lost: the fresh process loads its libraries, data and model before it can say anything,
+//     which on a loaded machine takes longer than a heartbeat timeout.
 //
 // Ranks are mesh ranks 0..members−1; masks are 64-bit (ranks ≥ 64 are never named in a word).
 // Not thread-safe: the transport's one thread.
@@ -29,7 +33,11 @@ class MeshMembership {
 public:
     using Clock = std::chrono::steady_clock;
     // What a bye frame says (its aux): the member's run ended, or it was stopped on request.
-    static constexpr uint64_t kByeEnded = 0, kByeStopped = 1;
+    static constexpr uint64_t kByeEnded = 0, kByeStopped = 1, kByeRestarting = 2;
+    // How long a restarting member's silence is excused (s): longer than a coordinator waits for a
+    // node's answer (20 s, remote/coordinator.h), so that a fresh process that never comes up is
+    // named by the coordinator that started it.
+    static constexpr double kRestartAllowanceS = 30;
 
     // `silence_timeout_s` ≤ 0: silence never makes a member lost.
     MeshMembership(int members, int rank, double silence_timeout_s, Clock::time_point now);
@@ -80,6 +88,7 @@ private:
     std::vector<Clock::time_point> heard_;   // per member: last frame of any kind
     std::map<int, uint64_t> bye_;            // members whose run ended → what they said
     std::vector<Clock::time_point> bye_at_;
+    std::map<int, Clock::time_point> restarting_until_;  // members whose silence is excused until then
     std::set<int> lost_;
     std::map<int, uint64_t> abandoned_;      // members that gave up an attempt → its first round
     bool counted_out_ = false;               // a peer's abandon word named this member

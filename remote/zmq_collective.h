@@ -120,7 +120,7 @@ public:
     Status wait_ready(int peer, uint64_t step) override;
     bool heard_live(int r) override;
     void await_admission() override { members_->await_admission(); }
-    void go_quiet() override;
+    void go_quiet(bool restarting) override;
     // Rounds an attempt may use (the epoch's base is epoch × this): a gather, an agreement, the
     // deadline's clock exchange and the ring's opening fit with room to spare.
     static constexpr uint64_t kEpochRounds = 16;

@@ -286,7 +286,14 @@ Result<WorkerSummary> PipelineWorker::run(WorkerControl& ctl, MetricSink& sink) 
         if (Status st = rejoin_fresh(ctl); !st) {
             // Counted out by its peers while it waited for the state (it came up too late for the
             // round it was to rejoin at): the pipeline is out as a lost one is, and the run goes on.
-            if (!ctl.stop.load() && leave_if_lost(st)) return summarise();
+            if (ctl.stop.load()) return st;
+            if (leave_if_lost(st)) return summarise();
+            // Replica 0's node, which alone sends the state, was lost or ended first (its round
+            // had counted this replica out before the process was up): the run went on without it.
+            if (rounds_->replica_lost(0)) {
+                rec_.warn("rejoin", role_.name + " did not rejoin: " + st.message());
+                return summarise();
+            }
             return st;
         }
     if (role_.rejoin_live_from >= 0) {

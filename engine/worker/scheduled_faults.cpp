@@ -40,7 +40,7 @@ Status apply_scheduled_faults(const FaultSite& at, int64_t step, double step_com
                     // waits for the fresh process; the rows so far go before the report. Every node
                     // of a replica of several nodes does so after the same step, outside any
                     // collective.
-                    if (at.mesh) at.mesh->membership().go_quiet();
+                    if (at.mesh) at.mesh->membership().go_quiet(/*restarting=*/back >= 0);
                     at.rec.flush();
                     at.rec.warn("fault", what + ": the node process is killed" +
                                              (r.process_kill_more ? r.process_kill_more(back) : std::string()));

@@ -108,6 +108,25 @@ TEST(MeshMembership, AMemberStoppedOnRequestIsAwaitedForATimeoutThenCountedGone)
     EXPECT_TRUE(m.is_lost(2));
 }
 
+TEST(MeshMembership, AMemberWhoseProcessRestartsIsExcusedItsSilenceForTheAllowanceOnly) {
+    const auto t0 = Clock::now();
+    const double allowance = MeshMembership::kRestartAllowanceS;
+    ASSERT_GT(allowance, 20.0);  // longer than a coordinator waits for a fresh node's answer
+    MeshMembership m(3, 0, 2.0, t0);
+    m.heard(1, t0);
+    m.heard(2, t0);
+    m.on_bye(1, MeshMembership::kByeRestarting, t0);
+    EXPECT_FALSE(m.said_bye(1));  // not a leave
+    // Silent far past the heartbeat timeout while its fresh process starts: still in.
+    EXPECT_EQ(m.check(1, t0, t0 + sec(allowance - 0.5)), Out::kIn);
+    EXPECT_FALSE(m.is_lost(1));
+    // A member that said nothing of a restart is judged by the timeout as before.
+    EXPECT_EQ(m.check(2, t0, t0 + sec(2.5)), Out::kSilent);
+    // Past the allowance the silence counts again.
+    EXPECT_EQ(m.check(1, t0, t0 + sec(allowance + 0.5)), Out::kSilent);
+    EXPECT_TRUE(m.is_lost(1));
+}
+
 TEST(MeshMembership, AdmissionIgnoresWordsThatToldItsPredecessorOut) {
     const auto t0 = Clock::now();
     MeshMembership m(3, 2, 2.0, t0);
