@@ -118,14 +118,15 @@ Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, in
         // The donors send in the epoch the holders train in after the round; entered now, no frame
         // of the next round is ever too far ahead for this node (Membership::begin_epoch).
         parts.rounds->enter_rejoin_epoch(step);
+        // Every peer hears that this process is up: the donor sends the state only then, and the
+        // other holders send the next round's frames only then (StageRounds::await_fresh_holders).
+        for (int k = 0; k < mesh.size(); ++k)
+            if (!std::count(own.begin(), own.end(), k)) mesh.membership().tell_ready(k, static_cast<uint64_t>(step));
     }
     std::vector<int> members, lost;
-    int told = -1;
     for (auto& sl : parts.rounds->slices()) {
         const std::string where = "stage " + std::to_string(sl.stage) + "'s state from replica 0: ";
         const int from = pipeline_mesh_rank(cfg, 0, static_cast<int>(sl.stage));
-        if (from != told && !live) mesh.membership().tell_ready(from, static_cast<uint64_t>(step));
-        told = from;
         RecoveryState s;
         uint64_t size = 0;
         for (;;) {

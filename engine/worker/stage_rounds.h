@@ -149,6 +149,12 @@ public:
     // the rounds from the next one on, and a replica the schedule had in that round but the round
     // went without counts lost for good here too.
     void enter_rejoin_epoch(int64_t step);
+    // Before a stage's first round after a scheduled kill's rejoin at `step` − H: waits for each
+    // rejoining holder's ready word (receive_stage_states sends it to every peer). A frame of this
+    // round sent earlier could reach the process that was about to be killed, still reading while
+    // it waited for its pipeline's nodes to stop together, and be lost with it; after the word,
+    // frames reach the fresh process. Silence ends the wait as any loss does.
+    Status await_fresh_holders(int64_t stage, int64_t step);
     void rejoin(int64_t step, const std::vector<int>& members);
     // The replicas present in the last round, ascending (survivors; every replica otherwise);
     // after a round that admitted restarted replicas, they are in it too.
