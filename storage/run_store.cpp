@@ -203,7 +203,8 @@ Status RunStore::set_run_group(int64_t id, const std::string& group, const std::
 }
 
 Status RunStore::set_coordinator(int64_t id, int64_t pid, const std::string& host) {
-    return update_run(id, "UPDATE runs SET coordinator_pid = ?2, coordinator_host = ?3, heartbeat_at = ?4 WHERE id = ?1",
+    return update_run(id,
+                      "UPDATE runs SET coordinator_pid = ?2, coordinator_host = ?3, heartbeat_at = ?4 WHERE id = ?1",
                       {pid, host, unix_now_s()});
 }
 
@@ -234,7 +235,8 @@ Status RunStore::set_launch(int64_t id, const LaunchRecord& launch) {
 }
 
 Status RunStore::set_config(int64_t id, const std::string& config_toml, const std::string& config_hash) {
-    return update_run(id, "UPDATE runs SET config_toml = ?2, config_hash = ?3 WHERE id = ?1", {config_toml, config_hash});
+    return update_run(id, "UPDATE runs SET config_toml = ?2, config_hash = ?3 WHERE id = ?1",
+                      {config_toml, config_hash});
 }
 
 Status RunStore::reopen_run(int64_t id) {
