@@ -66,11 +66,11 @@ public:
     // far ahead. That begin_epoch admits it: counted_out() is cleared, and abandon words of earlier
     // epochs (telling its predecessor or its absence out) are ignored from then on.
     virtual void await_admission() = 0;
-    // This member stops receiving for good, without a bye: its process is about to be killed by a
-    // fault schedule, and what its peers send from now on must wait for the process that takes its
-    // endpoint over. Nothing may be received afterwards. `restarting`: a fresh process will take
-    // the endpoint over (a kill with a rejoin); the peers are told so, and do not count the member
-    // lost for its silence while the fresh process starts (MeshMembership::kRestartAllowanceS).
+    // This member stops receiving for good, without saying it left: its process is about to be
+    // killed by a fault schedule, and what its peers send from now on must wait for the process that
+    // takes its endpoint over. Nothing may be received afterwards. `restarting`: a fresh process
+    // will take the endpoint over (a kill with a rejoin); the peers are told so, and do not count the
+    // member lost for its silence while the fresh process starts (MeshMembership::kRestartAllowanceS).
     virtual void go_quiet(bool restarting) = 0;
 
     // The membership of a transport that never loses a member: nobody is ever lost, gives up or is

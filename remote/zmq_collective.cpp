@@ -164,6 +164,12 @@ ZmqCollective::~ZmqCollective() {
     if (s_->pull) s_->pull.set(zmq::sockopt::linger, 0);  // closed already when it went quiet
 }
 
+std::vector<int> ZmqCollective::all_ranks() const {
+    std::vector<int> ranks(static_cast<size_t>(size()));
+    for (int r = 0; r < size(); ++r) ranks[static_cast<size_t>(r)] = r;
+    return ranks;
+}
+
 std::string ZmqCollective::member(int r) const {
     return "mesh member " + std::to_string(r) + " (" + endpoints_[static_cast<size_t>(r)] + ")";
 }
@@ -195,9 +201,7 @@ void ZmqCollective::own_pause_check(std::chrono::steady_clock::time_point& last_
 
 Result<std::vector<std::vector<uint8_t>>> ZmqCollective::all_gather(const std::vector<uint8_t>& mine, LinkClass link,
                                                                    double sim_clock_s, std::vector<double>* clocks) {
-    std::vector<int> everyone(static_cast<size_t>(size()));
-    for (int r = 0; r < size(); ++r) everyone[static_cast<size_t>(r)] = r;
-    return exchange(everyone, mine, link, sim_clock_s, clocks);
+    return exchange(all_ranks(), mine, link, sim_clock_s, clocks);
 }
 
 Status ZmqCollective::pump_until(const std::string& what, const std::function<std::vector<int>()>& awaited,

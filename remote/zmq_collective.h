@@ -164,6 +164,7 @@ private:
     // With a shaper: waits (abortably, reading meanwhile) until a counted message may leave.
     Status shape_wait(LinkClass link, size_t bytes);  // counts and reports a dropped frame; always ok
     std::string member(int r) const;
+    std::vector<int> all_ranks() const;  // 0..size()−1
     std::shared_ptr<zmq::context_t> ctx_;
     std::unique_ptr<Sockets> s_;
     std::unique_ptr<Heartbeat> hb_;

@@ -12,9 +12,7 @@ using namespace zmq_mesh;
 
 Result<std::vector<std::vector<uint8_t>>> ZmqCollective::hub_round(const std::vector<uint8_t>& mine,
                                                                     double sim_clock_s, std::vector<double>* clocks) {
-    std::vector<int> everyone(static_cast<size_t>(size()));
-    for (int r = 0; r < size(); ++r) everyone[static_cast<size_t>(r)] = r;
-    return hub_round_among(everyone, mine, sim_clock_s, clocks);
+    return hub_round_among(all_ranks(), mine, sim_clock_s, clocks);
 }
 
 Result<std::vector<std::vector<uint8_t>>> ZmqCollective::hub_round_among(const std::vector<int>& members,

@@ -225,11 +225,7 @@ bool ZmqCollective::heard_live(int r) {
 void ZmqCollective::go_quiet(bool restarting) {
     if (!s_ || !s_->pull) return;
     // A bye that names the restart: peers give the fresh process time to start (mesh_membership.h).
-    if (restarting) {
-        std::vector<int> everyone;
-        for (int r = 0; r < size(); ++r) everyone.push_back(r);
-        post_word(wire::FrameKind::kBye, 0, MeshMembership::kByeRestarting, everyone, /*to_lost=*/true);
-    }
+    if (restarting) post_word(wire::FrameKind::kBye, 0, MeshMembership::kByeRestarting, all_ranks(), /*to_lost=*/true);
     // Closing the data port drops the peers' connections: what they send from now on waits in
     // their own queues and reaches the process that binds this endpoint next.
     s_->pull_log.reset();  // it watches the socket

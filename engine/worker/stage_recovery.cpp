@@ -109,20 +109,20 @@ Result<StageHandOver> receive_stage_states(const RunConfig& cfg, int replica, in
     if (live) {
         // The round is not known yet: the wait starts in an epoch before any the state can come
         // from (the round at live_from or later), keeping the next round's frames however far
-        // ahead; every peer but this replica's other fresh nodes hears that this node is up.
+        // ahead.
         parts.rounds->enter_rejoin_epoch(std::max(live_from - 1, parts.rounds->origin_step()));
         mesh.membership().await_admission();
-        for (int k = 0; k < mesh.size(); ++k)
-            if (!std::count(own.begin(), own.end(), k)) mesh.membership().tell_ready(k, Membership::kReadyLive);
     } else {
         // The donors send in the epoch the holders train in after the round; entered now, no frame
         // of the next round is ever too far ahead for this node (Membership::begin_epoch).
         parts.rounds->enter_rejoin_epoch(step);
-        // Every peer hears that this process is up: the donor sends the state only then, and the
-        // other holders send the next round's frames only then (StageRounds::await_fresh_holders).
-        for (int k = 0; k < mesh.size(); ++k)
-            if (!std::count(own.begin(), own.end(), k)) mesh.membership().tell_ready(k, static_cast<uint64_t>(step));
     }
+    // Every peer but this replica's other fresh nodes hears that this node is up: the donor sends
+    // the state only then, and after a scheduled kill the other holders send the next round's frames
+    // only then (StageRounds::await_fresh_holders).
+    const uint64_t up = live ? Membership::kReadyLive : static_cast<uint64_t>(step);
+    for (int k = 0; k < mesh.size(); ++k)
+        if (!std::count(own.begin(), own.end(), k)) mesh.membership().tell_ready(k, up);
     std::vector<int> members, lost;
     for (auto& sl : parts.rounds->slices()) {
         const std::string where = "stage " + std::to_string(sl.stage) + "'s state from replica 0: ";

@@ -359,7 +359,7 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
     // With a deadline, stage 0's holders judge the arrivals in the first attempt that gets that far
     // (a redo after the late have left keeps the verdict: they no longer wait in it).
     const bool judge = sl.stage == 0 && cfg_.outer.round_deadline_s > 0;
-    if (Status st = await_fresh_holders(sl.stage, step); !st) return st;
+    await_fresh_holders(sl.stage, step);
     for (uint64_t attempt = 0;; ++attempt) {
         std::vector<int> rest;
         for (int r : present_)
@@ -518,9 +518,9 @@ Status StageRounds::survivor_slice_round(StageSlice& sl, int64_t step, double st
     }
 }
 
-Status StageRounds::await_fresh_holders(int64_t stage, int64_t step) {
+void StageRounds::await_fresh_holders(int64_t stage, int64_t step) {
     const int64_t back = step - cfg_.outer.inner_steps;
-    if (!schedule_ || schedule_->empty() || back < 0) return Status::ok();
+    if (!schedule_ || schedule_->empty() || back < 0) return;
     for (int r : schedule_->rejoining(back)) {
         const FaultEvent* down = schedule_->down_at(r, back);
         if (r == replica_ || !down || down->kind != FaultKind::kKill) continue;
@@ -529,7 +529,6 @@ Status StageRounds::await_fresh_holders(int64_t stage, int64_t step) {
         // Lost meanwhile: the attempt finds it out as it finds any loss.
         if (k != mesh_.rank()) (void)mesh_.membership().wait_ready(k, static_cast<uint64_t>(back));
     }
-    return Status::ok();
 }
 
 // The message: u32 count, count × u32 late replica (ascending), f64 this replica's lateness (−1 =

@@ -154,7 +154,7 @@ public:
     // round sent earlier could reach the process that was about to be killed, still reading while
     // it waited for its pipeline's nodes to stop together, and be lost with it; after the word,
     // frames reach the fresh process. Silence ends the wait as any loss does.
-    Status await_fresh_holders(int64_t stage, int64_t step);
+    void await_fresh_holders(int64_t stage, int64_t step);
     void rejoin(int64_t step, const std::vector<int>& members);
     // The replicas present in the last round, ascending (survivors; every replica otherwise);
     // after a round that admitted restarted replicas, they are in it too.
