@@ -69,6 +69,9 @@ WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
             if (grad_group) peers.insert(role.grad_group.keys.begin(), role.grad_group.keys.end());
             if (site.allow_data_peers) site.allow_data_peers({peers.begin(), peers.end()});
         }
+        // A reachable member's outbox for relayed members binds the store's port (remote/mesh_outbox.h).
+        if (grad_group && !role.mesh_relayed.empty())
+            return Status::error("configure: " + role.name + " has a gradient group in a mesh with relayed members");
         if (grad_group && cfg.cluster.stages > 1)
             return Status::error("configure: " + role.name + " is a pipeline node with a gradient group");
         GroupStore store;
@@ -95,6 +98,7 @@ WorkerFactory engine_worker_factory(std::shared_ptr<zmq::context_t> ctx) {
             o.max_frame_bytes = largest_mesh_message_bytes(cfg);
             o.hub_endpoint = role.hub_endpoint;
             o.hub_key = role.hub_key;
+            o.relayed_members = role.mesh_relayed;
             if (cfg.network.shape) {
                 auto net = network_profile(cfg.network);
                 if (!net) return net.status();

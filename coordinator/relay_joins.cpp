@@ -122,6 +122,13 @@ std::vector<std::string> RelayJoins::report(const std::vector<std::string>& name
     return lines;
 }
 
+std::vector<bool> RelayJoins::relayed(size_t nodes) const {
+    std::vector<bool> out(nodes, false);
+    for (const auto& [i, key] : joined_)
+        if (i < nodes) out[i] = true;
+    return out;
+}
+
 void RelayJoins::mark(std::vector<NodeInfo>& nodes) const {
     for (const auto& [i, key] : joined_)
         if (i < nodes.size()) nodes[i].joined_key = key;

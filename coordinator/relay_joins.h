@@ -33,6 +33,8 @@ public:
                                       std::vector<std::string>& node_keys, const std::function<void(const std::string&)>& log,
                                       const std::function<bool()>& stopped);
     bool empty() const { return joined_.empty(); }
+    // Per node (endpoint order, `nodes` of them): true for those that joined the relay.
+    std::vector<bool> relayed(size_t nodes) const;
     // Sets joined_key on each node named by key (nodes: the coordinator's, in endpoint order).
     void mark(std::vector<NodeInfo>& nodes) const;
     // One line per joined node: what the relay carried for it during this run (and how often it

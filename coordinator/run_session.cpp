@@ -198,6 +198,7 @@ void Session::bring_up(Live& run) {
                 if (print_) std::fprintf(stderr, "thinwire: %s\n", line.c_str());
             },
             [this] { return stop_req_.load(); }));
+        if (!run.joins.empty()) run.copts.relayed = run.joins.relayed(run.endpoints.size());
     }
     run.coord = unwrap(Coordinator::connect(run.ctx, run.endpoints, run.copts));
 }

@@ -30,6 +30,21 @@ struct ByteCounters {
     uint64_t recv_bytes[3] = {};
     uint64_t sent_msgs[3] = {};
     uint64_t recv_msgs[3] = {};
+    // A member that joined a relay (remote/relay.h): payload bytes and messages of every frame that
+    // arrived at its own data port, by the link class in its header, counted or not (measurement,
+    // state, attempts given up) — what the relay carried into it, past the 48-byte headers. Zero for
+    // every other member.
+    uint64_t relayed_recv_bytes[3] = {};
+    uint64_t relayed_recv_msgs[3] = {};
+
+    ByteCounters& operator+=(const ByteCounters& o) {
+        for (int k = 0; k < 3; ++k) {
+            sent_bytes[k] += o.sent_bytes[k], recv_bytes[k] += o.recv_bytes[k];
+            sent_msgs[k] += o.sent_msgs[k], recv_msgs[k] += o.recv_msgs[k];
+            relayed_recv_bytes[k] += o.relayed_recv_bytes[k], relayed_recv_msgs[k] += o.relayed_recv_msgs[k];
+        }
+        return *this;
+    }
 };
 
 // The counters as metrics ("bytes.outer.sent", "bytes.stage.recv", ...: the names the run store
@@ -42,6 +57,18 @@ inline std::vector<std::pair<std::string, double>> byte_metrics(const ByteCounte
         out.emplace_back(base + metric::kSentSuffix, static_cast<double>(c.sent_bytes[k]));
         out.emplace_back(base + metric::kRecvSuffix, static_cast<double>(c.recv_bytes[k]));
     }
+    return out;
+}
+
+// A relayed member's relayed_recv_bytes as metrics ("relayed.outer.recv", ...), link classes that
+// carried nothing left out: none at all for a member that did not join a relay.
+inline std::vector<std::pair<std::string, double>> relayed_metrics(const ByteCounters& c) {
+    std::vector<std::pair<std::string, double>> out;
+    for (int k = 0; k < 3; ++k)
+        if (c.relayed_recv_bytes[k] > 0)
+            out.emplace_back(metric::kRelayedPrefix + std::string(to_string(static_cast<LinkClass>(k))) +
+                                 metric::kRecvSuffix,
+                             static_cast<double>(c.relayed_recv_bytes[k]));
     return out;
 }
 

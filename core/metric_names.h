@@ -78,6 +78,9 @@ inline constexpr const char* kBytesRecoverySent = "bytes.outer.recovery.sent";
 inline constexpr const char* kBytesRecoveryRecv = "bytes.outer.recovery.recv";
 inline constexpr const char* kBytesIntraSent = "bytes.intra.sent";
 inline constexpr const char* kBytesStageSent = "bytes.stage.sent";
+// What came into a node that joined a relay through its data port, per link class: every frame's
+// payload, counted or not (ByteCounters::relayed_recv_bytes). "relayed.<intra|stage|outer>.recv"
+inline constexpr const char* kRelayedPrefix = "relayed.";
 // True for the cumulative "bytes.*.sent" counters.
 inline bool is_bytes_sent(const std::string& name) {
     const std::string suffix = kSentSuffix;

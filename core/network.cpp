@@ -52,31 +52,46 @@ LinkSpec round_link(const NetworkProfile& p, int self, const std::vector<int>& m
         for (int r : p.relay.replicas) n = std::max(n, r + 1);
         for (int r = 0; r < n; ++r) m.push_back(r);
     }
+    const size_t n = m.size();
     const auto relayed = [&](int r) {
         return std::find(p.relay.replicas.begin(), p.relay.replicas.end(), r) != p.relay.replicas.end();
     };
-    const auto k = std::count_if(m.begin(), m.end(), relayed);
-    const double relay_share = k > 0 ? std::min(p.relay.up_bps, p.relay.down_bps) / static_cast<double>(k) : 0;
-    // Each replica's access link as a round among `m` sees it: a relayed one's way in and its latency
-    // go through the relay.
-    const auto access = [&](int r) {
-        AccessLink a = R == 0 ? AccessLink{p.outer.bandwidth_bps, p.outer.bandwidth_bps, p.outer.latency_s}
-                              : p.replicas[static_cast<size_t>(std::clamp(r, 0, R - 1))];
-        if (relayed(r)) {
-            a.down_bps = std::min(a.down_bps, relay_share);
-            a.latency_s += p.relay.latency_s;
-        }
-        return a;
+    const auto own = [&](int r) {
+        return R == 0 ? AccessLink{p.outer.bandwidth_bps, p.outer.bandwidth_bps, p.outer.latency_s}
+                      : p.replicas[static_cast<size_t>(std::clamp(r, 0, R - 1))];
     };
-    LinkSpec out{access(self).down_bps, 0};
-    if (hops > 1 && m.size() > 1) out.bandwidth_bps = access(m[0]).up_bps;
-    for (size_t i = 0; i < m.size(); ++i) {
-        const AccessLink a = access(m[i]);
-        out.latency_s = std::max(out.latency_s, a.latency_s);
-        if (hops > 1 && m.size() > 1)
-            out.bandwidth_bps = std::min({out.bandwidth_bps, a.up_bps, access(m[(i + 1) % m.size()]).down_bps});
-        else
-            out.bandwidth_bps = std::min(out.bandwidth_bps, a.up_bps);
+    const double relay_bps = std::min(p.relay.up_bps, p.relay.down_bps);
+    LinkSpec out{0, 0};
+    if (hops > 1 && n > 1) {
+        // A ring: member i sends to i + 1; an edge between two relayed members crosses the relay,
+        // which its e such edges share.
+        const auto through_relay = [&](size_t i) { return relayed(m[i]) && relayed(m[(i + 1) % n]); };
+        size_t e = 0;
+        for (size_t i = 0; i < n; ++i) e += through_relay(i) ? 1 : 0;
+        out.bandwidth_bps = own(m[0]).up_bps;
+        for (size_t i = 0; i < n; ++i) {
+            double edge = std::min(own(m[i]).up_bps, own(m[(i + 1) % n]).down_bps);
+            if (through_relay(i)) edge = std::min(edge, relay_bps / static_cast<double>(e));
+            out.bandwidth_bps = std::min(out.bandwidth_bps, edge);
+            const bool on_relay = through_relay(i) || through_relay((i + n - 1) % n);
+            out.latency_s = std::max(out.latency_s, own(m[i]).latency_s + (on_relay ? p.relay.latency_s : 0));
+        }
+        return out;
+    }
+    // A mesh: every member sends its payload to every other. Of the n − 1 payloads into a relayed
+    // member, the k − 1 from the other relayed members cross the relay, which carries k·(k − 1) of
+    // them in all; at a share of relay / k each, a relayed member takes its payloads in at
+    // min(its own downlink, relay / k · (n − 1) / (k − 1)).
+    const auto k = static_cast<size_t>(std::count_if(m.begin(), m.end(), relayed));
+    const auto down = [&](int r) {
+        const double d = own(r).down_bps;
+        if (!relayed(r) || k < 2) return d;
+        return std::min(d, relay_bps / static_cast<double>(k) * static_cast<double>(n - 1) / static_cast<double>(k - 1));
+    };
+    out.bandwidth_bps = down(self);
+    for (int r : m) {
+        out.bandwidth_bps = std::min(out.bandwidth_bps, own(r).up_bps);
+        out.latency_s = std::max(out.latency_s, own(r).latency_s + (relayed(r) && k >= 2 ? p.relay.latency_s : 0));
     }
     return out;
 }

@@ -72,9 +72,12 @@ inline const LinkSpec& link_of(const NetworkProfile& p, LinkClass c) {
 //   min(self's downlink, every member's uplink);
 //   a ring (hops > 1): every step waits for its slowest edge, min over j of min(up_j, down_{j+1});
 // and a transfer pays the largest latency among the members.
-// Through a relay (p.relay): the k relayed members of the round share the relay, which takes in and
-// sends out every byte into them, so a relayed member's downlink counts as
-// min(its own, min(relay up, relay down) / k), and its latency as its own plus the relay's.
+// Through a relay (p.relay): where one side of a pair is reachable the other dials it, so only the
+// payloads between two relayed members cross the relay (its rate: min(relay up, relay down)), and
+// such members pay its latency on top of their own. In a mesh of n with k relayed, the relay carries
+// k·(k − 1) payloads, a share of relay / k for each relayed member's k − 1, so a relayed member's
+// downlink counts as min(its own, relay / k · (n − 1) / (k − 1)) (its own for k < 2); in a ring,
+// the e edges between two relayed members share the relay, each at most relay / e.
 LinkSpec round_link(const NetworkProfile& p, int self, const std::vector<int>& members, int64_t hops);
 
 // Seconds for `bytes` sent back to back over one link: latency + 8·bytes/bandwidth.

@@ -67,6 +67,10 @@ struct NodeRole {
     std::vector<std::string> mesh_keys;
     // The run's data-plane token (remote/wire_frame.h): frames without it are not from this run.
     uint64_t mesh_token = 0;
+    // Mesh ranks whose nodes joined a relay (remote/relay.h): nobody can dial them, so they dial the
+    // other members' outboxes (remote/mesh_outbox.h) and reach each other through the relay.
+    // Ascending; empty when no member joined one.
+    std::vector<int> mesh_relayed;
     // outer.topology = "hub": the relay's endpoint (remote/hub_relay.h) for the mesh's members; ""
     // for every other topology.
     std::string hub_endpoint;

@@ -150,6 +150,7 @@ nlohmann::json role_to_json(const NodeRole& r) {
             {"mesh_rank", r.mesh_rank},
             {"mesh_keys", r.mesh_keys},
             {"mesh_token", token_to_hex(r.mesh_token)},
+            {"mesh_relayed", r.mesh_relayed},
             {"hub_endpoint", r.hub_endpoint},
             {"hub_key", r.hub_key},
             {"data_fingerprint", r.data_fingerprint},
@@ -310,6 +311,26 @@ Result<NodeRole> role_from_json(const nlohmann::json& j) {
     auto token = token_from_hex(token_hex);
     if (!token) return R::error("role: \"mesh_token\": " + token.message());
     r.mesh_token = *token;
+    // Optional (absent = none): mesh ranks that joined a relay, ascending, each a member, and only
+    // in a keyed tcp:// mesh (a relayed member is dialled through the relay and dials the others).
+    if (j.contains("mesh_relayed")) {
+        const auto& a = j["mesh_relayed"];
+        if (!a.is_array() || a.size() > r.mesh_endpoints.size())
+            return R::error("role: \"mesh_relayed\" must be an array of at most as many ranks as mesh_endpoints");
+        for (size_t i = 0; i < a.size(); ++i) {
+            const std::string at = "mesh_relayed[" + std::to_string(i) + "]";
+            if (!a[i].is_number_integer()) return R::error("role: \"" + at + "\" must be an integer");
+            const int64_t v = a[i].get<int64_t>();
+            if (v < 0 || v >= members || (i > 0 && v <= r.mesh_relayed.back()))
+                return R::error("role: \"" + at + "\" must be a mesh rank below " + std::to_string(members) +
+                                ", above the one before it");
+            const auto& ep = r.mesh_endpoints[static_cast<size_t>(v)];
+            if (ep.rfind("tcp://", 0) != 0) return R::error("role: \"" + at + "\" names a member at " + ep + ", not tcp://");
+            r.mesh_relayed.push_back(static_cast<int>(v));
+        }
+        if (!r.mesh_relayed.empty() && r.mesh_keys.empty())
+            return R::error("role: \"mesh_relayed\" needs \"mesh_keys\": a relayed mesh is keyed");
+    }
     // Optional (absent = "" = no relay): the hub topology's relay.
     if (j.contains("hub_endpoint")) {
         TW_ROLE_FIELD(r.hub_endpoint, string_field(j, "hub_endpoint", "hub_endpoint", kMaxEndpointChars));

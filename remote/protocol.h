@@ -89,7 +89,8 @@ nlohmann::json role_to_json(const NodeRole& r);
 // "pipeline" or "expert" (then "expert": {ensemble < 3, domain < kMaxHdeeDomains, d_ff ≥ 0, steps ≥ 1}); replicas and replica_nodes ≥ 1 with replicas × replica_nodes ≤ kMaxMeshMembers;
 // replica, rank and stage (-1 = none) inside those; mesh_endpoints ≤ kMaxMeshMembers strings of ≤
 // kMaxEndpointChars starting inproc://, ipc:// or tcp://; mesh_rank in [-1, endpoints); mesh_keys
-// none or one Z85 key per endpoint; mesh_token 16 lower-case hex digits; data_fingerprint absent,
+// none or one Z85 key per endpoint; mesh_token 16 lower-case hex digits; mesh_relayed absent or
+// ascending ranks of tcp:// members, with mesh_keys; data_fingerprint absent,
 // "" or TOKENIZER:TRAIN:VAL (core/data_fingerprint.h); grad_group {host ≤ 253 chars, port
 // 0..65535, size ≥ 1, rank < size, keys none or `size` Z85 keys}; checkpoint_run absent, "" or a
 // plain word of [A-Za-z0-9._-] (not dots alone), resume_step absent or ≥ -1 (≥ 0 needs checkpoint_run).

@@ -17,6 +17,7 @@
 #include "remote/disconnect_log.h"
 #include "remote/hub_relay.h"
 #include "remote/link_shaper.h"
+#include "remote/mesh_outbox.h"
 #include "remote/poll.h"
 #include "remote/wire_frame.h"
 #include "remote/zmq_collective_internal.h"
@@ -101,22 +102,74 @@ Result<std::unique_ptr<ZmqCollective>> ZmqCollective::create(std::shared_ptr<zmq
     } catch (const zmq::error_t& e) {
         return R::error("collective: cannot bind " + own + ": " + e.what());
     }
+    // Members that joined a relay: where one side of a pair is reachable, the other dials it.
+    const auto& relayed = c->opts_.relayed_members;
+    const auto is_relayed = [&relayed](int r) { return std::binary_search(relayed.begin(), relayed.end(), r); };
+    for (size_t i = 0; i < relayed.size(); ++i)
+        if (relayed[i] < 0 || relayed[i] >= n || (i > 0 && relayed[i] <= relayed[i - 1]))
+            return R::error("collective: relayed members must be ascending ranks below " + std::to_string(n));
+    if (!relayed.empty() && c->opts_.public_key.empty())
+        return R::error("collective: a mesh with members that joined a relay needs CurveZMQ keys");
+    c->relayed_ = is_relayed(rank);
+    std::vector<int> served;  // relayed members this reachable member sends to through its outbox
+    for (int r : relayed)
+        if (!c->relayed_ && r != rank) served.push_back(r);
+    // Where this member's messages to `r` go: the outbox's pipe for a relayed member it serves, else
+    // r's data endpoint (through the relay when r is relayed and so is this member).
+    const auto target = [&](int r) -> std::pair<std::string, std::string> {
+        if (c->outbox_ && is_relayed(r)) return {c->outbox_->sender_endpoint(r), ""};
+        return {c->endpoints_[static_cast<size_t>(r)],
+                c->opts_.public_key.empty() ? "" : c->opts_.member_keys[static_cast<size_t>(r)]};
+    };
     try {
+        if (!served.empty()) {
+            auto at = mesh_outbox_endpoint(own);
+            if (!at) return R::error("collective: " + at.message());
+            MeshOutboxOptions oo;
+            oo.bind = *at;
+            oo.keys = {c->opts_.public_key, c->opts_.secret_key};
+            oo.member_keys = c->opts_.member_keys;
+            oo.relayed = served;
+            oo.max_frame_bytes = 4096;  // diallers send only their probes (and the CURVE handshake)
+            if (c->opts_.on_event) {
+                auto report = c->opts_.on_event;
+                oo.log = [report](const std::string& t) { report("connection-refused", t); };
+            }
+            auto ob = MeshOutbox::start(*c->ctx_, std::move(oo));
+            if (!ob) return R::error("collective: " + ob.message());
+            c->outbox_ = std::move(*ob);
+        }
         s.push.resize(static_cast<size_t>(n));
         for (int r = 0; r < n; ++r)
-            if (r != rank)
-                s.push[static_cast<size_t>(r)] =
-                    make_push(*c->ctx_, c->opts_, c->endpoints_[static_cast<size_t>(r)],
-                              c->opts_.public_key.empty() ? "" : c->opts_.member_keys[static_cast<size_t>(r)],
-                              c->opts_.timeout_ms);
+            if (r != rank) {
+                auto [ep, key] = target(r);
+                s.push[static_cast<size_t>(r)] = make_push(*c->ctx_, c->opts_, ep, key, c->opts_.timeout_ms);
+            }
+        if (c->relayed_) {  // dial every reachable member's outbox: what they send comes in there
+            s.inbox.resize(static_cast<size_t>(n));
+            s.welcomed.assign(static_cast<size_t>(n), false);
+            for (int r = 0; r < n; ++r) {
+                if (r == rank || is_relayed(r)) continue;
+                auto at = mesh_outbox_endpoint(c->endpoints_[static_cast<size_t>(r)]);
+                if (!at) return R::error("collective: " + at.message());
+                zmq::socket_t d(*c->ctx_, zmq::socket_type::dealer);
+                d.set(zmq::sockopt::probe_router, 1);  // the outbox learns this connection from its probe
+                d.set(zmq::sockopt::linger, 0);
+                if (c->opts_.max_frame_bytes > 0)
+                    d.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(c->opts_.max_frame_bytes));
+                curve_client(d, {c->opts_.public_key, c->opts_.secret_key}, c->opts_.member_keys[static_cast<size_t>(r)]);
+                d.connect(*at);
+                s.inbox[static_cast<size_t>(r)] = std::move(d);
+            }
+        }
         c->members_ = std::make_unique<MeshMembership>(n, rank, c->opts_.silence_timeout_s, Clock::now());
         if (c->opts_.heartbeat_s > 0 && n > 1) {
             c->hb_ = std::make_unique<Heartbeat>();
             c->hb_->push.resize(static_cast<size_t>(n));
             for (int r = 0; r < n; ++r) {
                 if (r == rank) continue;
-                auto p = make_push(*c->ctx_, c->opts_, c->endpoints_[static_cast<size_t>(r)],
-                                   c->opts_.public_key.empty() ? "" : c->opts_.member_keys[static_cast<size_t>(r)], 0);
+                auto [ep, key] = target(r);
+                auto p = make_push(*c->ctx_, c->opts_, ep, key, 0);
                 p.set(zmq::sockopt::sndhwm, 4);  // a peer that is not reading gets no backlog of beats
                 c->hb_->push[static_cast<size_t>(r)] = std::move(p);
             }
@@ -162,6 +215,11 @@ ZmqCollective::~ZmqCollective() {
         p.set(zmq::sockopt::linger, 200);
     }
     if (s_->pull) s_->pull.set(zmq::sockopt::linger, 0);  // closed already when it went quiet
+    s_->inbox.clear();
+    // The pushes into the outbox's pipes linger (the bye) while its thread still forwards them.
+    for (auto& p : s_->push)
+        if (p) p.close();
+    outbox_.reset();
 }
 
 std::vector<int> ZmqCollective::all_ranks() const {
@@ -210,6 +268,7 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
     const auto call_start = Clock::now();
     Clock::time_point last_pass = call_start;
     zmq::message_t h;
+    zmq::socket_t* from_socket = nullptr;  // the data port, or an outbox dialled (a relayed member's inbox)
     for (;;) {
         if (abort_ && abort_()) return Status::error("collective: aborted (stop requested)");
         own_pause_check(last_pass);
@@ -238,16 +297,22 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         }
         if (s.pull_log) s.pull_log->poll();
         if (max_ms >= 0 && since_s(call_start) * 1000 >= max_ms) return Status::ok();  // nothing came
-        const bool in = poll_in(s.pull, max_ms >= 0 ? std::min(max_ms, 20) : 100);
+        const int wait_ms = max_ms >= 0 ? std::min(max_ms, 20) : 100;
+        from_socket = s.inbox.empty() ? (poll_in(s.pull, wait_ms) ? &s.pull : nullptr) : s.poll_data(wait_ms);
         own_pause_check(last_pass);
-        if (in && s.pull.recv(h, zmq::recv_flags::dontwait)) break;
+        if (from_socket && from_socket->recv(h, zmq::recv_flags::dontwait)) break;
     }
     ++s.taken;
+    if (from_socket != &s.pull && h.size() == 0 && !h.more()) {  // an outbox's welcome (mesh_outbox.h)
+        for (size_t r = 0; r < s.inbox.size(); ++r)
+            if (&s.inbox[r] == from_socket) s.welcomed[r] = true;
+        return Status::ok();
+    }
     // The rest of a multi-part message is in already (ZeroMQ delivers messages whole).
     std::vector<zmq::message_t> rest;
     for (bool more = h.more(); more;) {
         zmq::message_t part;
-        if (!s.pull.recv(part, zmq::recv_flags::dontwait)) break;
+        if (!from_socket->recv(part, zmq::recv_flags::dontwait)) break;
         more = part.more();
         rest.push_back(std::move(part));
     }
@@ -255,13 +320,21 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         return drop("a message of " + std::to_string(1 + rest.size()) + " frames (expected header + payload)");
     auto fh = wire::parse_frame_header(static_cast<const uint8_t*>(h.data()), h.size(), size());
     if (!fh) return drop(fh.message());
+    if (relayed_ && from_socket == &s.pull) {  // all the relay carried in, whatever this member makes of it
+        counters_.relayed_recv_bytes[static_cast<int>(fh->link)] += rest.front().size();
+        counters_.relayed_recv_msgs[static_cast<int>(fh->link)] += 1;
+    }
     const int from = fh->rank;
     if (fh->token != opts_.token) return drop("from rank " + std::to_string(from) + ": not this run's token");
     if (from == rank_) return drop("claims this member's own rank " + std::to_string(from));
     if (!opts_.public_key.empty()) {
-        const std::string key = peer_key(h);
-        if (key != opts_.member_keys[static_cast<size_t>(from)])
-            return drop("claims rank " + std::to_string(from) + " but was sent with key " + key_tag(key));
+        if (from_socket == &s.pull) {
+            const std::string key = peer_key(h);
+            if (key != opts_.member_keys[static_cast<size_t>(from)])
+                return drop("claims rank " + std::to_string(from) + " but was sent with key " + key_tag(key));
+        } else if (from_socket != &s.inbox[static_cast<size_t>(from)]) {  // each outbox is its owner's, by its key
+            return drop("claims rank " + std::to_string(from) + " but came from another member's outbox");
+        }
     }
     const zmq::message_t& body = rest.front();
     members_->heard(from, Clock::now());

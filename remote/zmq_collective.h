@@ -43,6 +43,7 @@ namespace tw {
 
 class LinkShaper;
 class HubClient;
+class MeshOutbox;
 
 struct MeshOptions {
     int timeout_ms = 60000;          // backstop on one whole wait
@@ -60,6 +61,14 @@ struct MeshOptions {
     // outer.topology = "hub": the relay (remote/hub_relay.h) hub_round uploads to; "" = none.
     std::string hub_endpoint;
     std::string hub_key;  // with keys: the relay's public key (Z85)
+    // Ranks whose nodes joined a relay (NodeRole::mesh_relayed; ascending; tcp:// with CURVE keys
+    // only). Where one side of a pair is reachable, the other dials it: a reachable member binds an
+    // outbox at its data port + 1 (remote/mesh_outbox.h) and sends relayed members their messages
+    // there; a relayed member dials every reachable member's outbox with a DEALER, reads those
+    // beside its data port, and sends to them directly. Between two relayed members the messages
+    // go through the relay, into the receiver's data port: a relayed member counts every frame that
+    // arrives there in ByteCounters::relayed_recv_*, by the link class its header names.
+    std::vector<int> relayed_members;
 };
 
 class ZmqCollective : public Collective, public Membership, public HubExchange {
@@ -183,6 +192,8 @@ private:
     std::unique_ptr<LinkShaper> shaper_;
     std::function<bool()> abort_;
     std::unique_ptr<HubClient> hub_;
+    std::unique_ptr<MeshOutbox> outbox_;  // a reachable member's, when the mesh has relayed members
+    bool relayed_ = false;                // this member joined a relay
 };
 
 }  // namespace tw

@@ -10,11 +10,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 #include <zmq.hpp>
 
 #include "remote/curve.h"
 #include "remote/disconnect_log.h"
+#include "remote/poll.h"
 #include "remote/zmq_collective.h"
 
 namespace tw::zmq_mesh {
@@ -39,11 +41,13 @@ inline uint64_t wall_ns() {
 
 inline bool is_stream_transport(const std::string& ep) { return ep.rfind("inproc://", 0) != 0; }
 
+// A PUSH to `endpoint`, a CURVE client of `peer_key` when this member has keys and the key is not
+// "" (an outbox's inproc pipe has none).
 inline zmq::socket_t make_push(zmq::context_t& ctx, const MeshOptions& o, const std::string& endpoint,
                                const std::string& peer_key, int sndtimeo_ms) {
     zmq::socket_t p(ctx, zmq::socket_type::push);
     p.set(zmq::sockopt::sndtimeo, sndtimeo_ms);
-    if (!o.public_key.empty()) curve_client(p, {o.public_key, o.secret_key}, peer_key);
+    if (!o.public_key.empty() && !peer_key.empty()) curve_client(p, {o.public_key, o.secret_key}, peer_key);
     p.connect(endpoint);
     return p;
 }
@@ -78,6 +82,34 @@ struct ZmqCollective::Sockets {
     zmq::socket_t pull;
     std::unique_ptr<DisconnectLog> pull_log;  // tcp/ipc with a frame limit: dropped connections
     std::vector<zmq::socket_t> push;  // indexed by rank; own slot unused
+    // A relayed member's DEALERs to the reachable members' outboxes, indexed by rank; empty slots
+    // for itself and the other relayed members (empty vector when this member is reachable).
+    std::vector<zmq::socket_t> inbox;
+    std::vector<bool> welcomed;  // by rank: the outbox of that member welcomed the newest inbox connection
+    size_t next_source = 0;      // poll_data's turn
+
+    // A relayed member's wait: polls the data port and the outboxes it dialled (sockets closed are
+    // skipped) for up to `timeout_ms`; the socket to read next, or null when none has a message. The
+    // first one looked at turns with each call, so that no source is starved by a busy other.
+    zmq::socket_t* poll_data(int timeout_ms) {
+        std::vector<zmq::socket_t*> socks;
+        if (pull) socks.push_back(&pull);
+        for (auto& d : inbox)
+            if (d) socks.push_back(&d);
+        if (socks.empty()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+            return nullptr;
+        }
+        std::vector<zmq::pollitem_t> items;
+        for (auto* z : socks) items.push_back({z->handle(), 0, ZMQ_POLLIN, 0});
+        if (poll_items(items, timeout_ms) <= 0) return nullptr;
+        const size_t first = next_source++ % socks.size();
+        for (size_t i = 0; i < socks.size(); ++i) {
+            const size_t j = (first + i) % socks.size();
+            if (items[j].revents & ZMQ_POLLIN) return socks[j];
+        }
+        return nullptr;
+    }
     std::map<uint64_t, std::map<int, std::vector<uint8_t>>> early;  // payloads of rounds not yet gathered
     std::map<uint64_t, std::map<int, double>> early_clocks;
     std::map<uint64_t, std::map<int, uint64_t>> early_starts;        // senders' wall_ns() at their round's start

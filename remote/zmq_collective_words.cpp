@@ -184,6 +184,20 @@ void ZmqCollective::tell_out(const std::vector<int>& peers) {
 bool ZmqCollective::counted_out() const { return members_->counted_out(); }
 
 void ZmqCollective::tell_ready(int peer, uint64_t step) {
+    // A relayed member asks a reachable one for state only once that member's outbox has welcomed
+    // its newest connection: the answer then cannot go to a connection of an earlier process or
+    // line that the outbox has not yet seen close. A few heartbeat timeouts at most; a peer that
+    // never welcomes is counted lost by the waits that follow.
+    if (relayed_ && peer >= 0 && static_cast<size_t>(peer) < s_->inbox.size() && s_->inbox[static_cast<size_t>(peer)]) {
+        const auto start = Clock::now();
+        const double limit_s = std::max(10.0, 3 * opts_.silence_timeout_s);
+        try {
+            while (!s_->welcomed[static_cast<size_t>(peer)] && since_s(start) < limit_s && !(abort_ && abort_()))
+                (void)pump_until("the welcome of rank " + std::to_string(peer) + "'s outbox",
+                                 [] { return std::vector<int>{}; }, Clock::now(), 100);
+        } catch (const zmq::error_t&) {
+        }
+    }
     post_word(wire::FrameKind::kReady, 0, step, {peer}, /*to_lost=*/true);
 }
 
@@ -230,6 +244,7 @@ void ZmqCollective::go_quiet(bool restarting) {
     // their own queues and reaches the process that binds this endpoint next.
     s_->pull_log.reset();  // it watches the socket
     s_->pull.close();
+    s_->inbox.clear();  // and the outboxes dialled: what they hold for this member waits for the next process
 }
 
 void ZmqCollective::declare_lost(int r) {

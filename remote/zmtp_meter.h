@@ -2,13 +2,15 @@
 // relay's counters (remote/relay.h): the ZMTP 3 greeting, commands and frames, without decrypting
 // anything.
 //
-// ZMTP 3 (RFC 23, 37): a 64-byte greeting, then frames, each a flags byte (bit 1: an 8-byte
-// big-endian size follows, else 1 byte; bit 2: a command), its size and its body. Without CURVE
-// a message frame is a non-command frame and its body is the payload. With CURVE every message
-// frame travels as a MESSAGE command whose body is the name (8 bytes: length 7 and "MESSAGE"),
-// an 8-byte nonce and the box: a 16-byte tag, the frame's flags byte and the payload. So a
-// MESSAGE body of n bytes carries n - 33 payload bytes. Every other byte (greeting, handshake
-// commands, ZMTP heartbeats, frame headers, CURVE's nonces and tags) is framing.
+// ZMTP 3 (RFC 23, 37): a 64-byte greeting, whose bytes 12..31 name the security mechanism, then
+// frames, each a flags byte (bit 1: an 8-byte big-endian size follows, else 1 byte; bit 2: a
+// command), its size and its body. Without CURVE a message frame is a non-command frame and its
+// body is the payload. With CURVE (the greeting says so) every message frame travels as a MESSAGE
+// box: the name (8 bytes: length 7 and "MESSAGE"), an 8-byte nonce, a 16-byte tag, the frame's
+// flags byte and the payload, so a box of n bytes carries n - 33 payload bytes. ZMTP 3.1 sends it
+// as a command frame; libzmq 4.3 sends it as a plain frame, and the meter takes both. Every other
+// byte (greeting, handshake commands, ZMTP heartbeats, frame headers, CURVE's nonces and tags) is
+// framing.
 //
 // Units: bytes. Not thread-safe: one meter per direction of one connection, fed in stream order.
 #pragma once
@@ -46,8 +48,10 @@ private:
     uint8_t size_buf_[8] = {};
     size_t size_len_ = 0;
     uint64_t body_ = 0;      // the current frame's body size
-    uint8_t head_[8] = {};   // a command body's first bytes: its name
+    uint8_t head_[8] = {};   // the current body's first bytes: a command's or a CURVE box's name
     size_t head_len_ = 0;
+    uint8_t mechanism_[20] = {};  // the greeting's mechanism field
+    bool curve_ = false;
     bool lost_ = false;
 };
 

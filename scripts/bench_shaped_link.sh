@@ -7,11 +7,12 @@
 #   1. across two network-namespace hosts, one uplink (then both) shaped by `tc tbf` to RATE
 #      (default 20 Mb/s), the layout's outer link set to that bandwidth and the latency ping
 #      measures between them; beside each, plain TCP's time for the same bytes on the same link;
-#   2. the same through a relay (docs/relay.md): host 2's node joins a relay on host 3 and the layout
-#      names it by key, so what host 2 receives crosses the relay, whose uplink alone is shaped and
-#      which the layout declares (network.relay_replicas, relay_up_bps = RATE; the hosts' own links
-#      1 Gb/s in the model) (DiLoCo fp32 over the ring and the mesh; beside mode "one", where host
-#      1's uplink is shaped);
+#   2. the same through a relay (docs/relay.md): both nodes join a relay on host 3 and the layout
+#      names them by key, so neither can dial the other and each one's payload to the other crosses
+#      the relay, whose uplink alone is shaped (both payloads share it) and which the layout
+#      declares (network.relay_replicas, relay_up_bps = RATE; the hosts' own links 1 Gb/s in the
+#      model) (DiLoCo fp32 over the ring and the mesh; beside mode "one", where host 1's uplink is
+#      shaped);
 #   3. on threads of one process with the in-process shaper (network.shape = true) instead of tc.
 # Needs root for (1) (skipped with the reason otherwise). Tiny model on Brown, 4 rounds of 10 steps;
 # a few minutes. Usage: scripts/bench_shaped_link.sh [RATE_MBIT] [THINWIRE]
@@ -105,13 +106,14 @@ if (netns_require) 2> "$work/skip"; then
   "$tw" keys new "$work/keys/relay" > /dev/null
   for h in 1 2; do
     "$tw" keys new "$work/keys/n$h" > /dev/null
-    join=()
-    [ "$h" = 2 ] && join=(--join "tcp://$(host_ip 3):7300" --relay-key "$work/keys/relay/public.key")
+    # Both join the relay; the direct modes list them by endpoint, where they listen too.
+    join=(--join "tcp://$(host_ip 3):7300" --relay-key "$work/keys/relay/public.key")
     on_host "$h" "$tw" node --listen "tcp://$(host_ip "$h"):$PORT" --curve-secret-key "$work/keys/n$h/secret.key" \
       --allow "$work/keys/coord/public.key" --data-root "$data_root" "${join[@]}" > "$work/node$h.log" 2>&1 &
   done
   on_host 3 "$tw" relay --listen "tcp://$(host_ip 3):7300" --curve-secret-key "$work/keys/relay/secret.key" \
-    --allow "$work/keys/coord/public.key" --allow "$work/keys/n2/public.key" > "$work/relay.log" 2>&1 &
+    --allow "$work/keys/coord/public.key" --allow "$work/keys/n1/public.key" --allow "$work/keys/n2/public.key" \
+    > "$work/relay.log" 2>&1 &
   for h in 1 2; do
     for _ in $(seq 1 100); do grep -q "CURVE key" "$work/node$h.log" && break; sleep 0.1; done
     grep -q "CURVE key" "$work/node$h.log" || { cat "$work/node$h.log" >&2; exit 1; }
@@ -161,8 +163,8 @@ coordinator_key = \"$work/keys/coord/secret.key\""
   # acknowledgements of what its host receives behind its own payload.
   relayed="[cluster]
 mode = \"remote\"
-endpoints = [\"tcp://$(host_ip 1):$PORT\", \"key:$work/keys/n2/public.key\"]
-node_keys = [\"$work/keys/n1/public.key\", \"\"]
+endpoints = [\"key:$work/keys/n1/public.key\", \"key:$work/keys/n2/public.key\"]
+node_keys = [\"\", \"\"]
 coordinator_key = \"$work/keys/coord/secret.key\"
 relay = \"tcp://$(host_ip 3):7300\"
 relay_key = \"$work/keys/relay/public.key\""
@@ -177,10 +179,10 @@ relay_key = \"$work/keys/relay/public.key\""
     for v in "${variants[@]}"; do
       [ "$mode" = relay ] && [[ "${v%%:*}" != diloco-fp32* ]] && continue
       name="tbf-$mode-${v%%:*}"
-      # Through the relay: host 2's replica is relayed, the relay's uplink is the shaped link and
+      # Through the relay: both replicas are relayed, the relay's uplink is the shaped link and
       # the hosts' own links are not shaped (the model's 1 Gb/s stands for them).
       net=""
-      [ "$mode" = relay ] && net="relay_replicas = [1]
+      [ "$mode" = relay ] && net="relay_replicas = [0, 1]
 relay_up_bps = $bps
 replica_up_bps = [1e9, 1e9]
 replica_down_bps = [1e9, 1e9]"

@@ -341,10 +341,8 @@ void ReplicaWorker::record_round(int64_t step, uint64_t bytes, int64_t hops, dou
 
 ByteCounters ReplicaWorker::total_bytes() const {
     ByteCounters total = bytes_before_;
-    for (const ByteCounters* c : {mesh_ ? &mesh_->counters() : nullptr, grads_ ? &grads_->counters() : nullptr}) {
-        if (!c) continue;
-        for (int k = 0; k < 3; ++k) total.sent_bytes[k] += c->sent_bytes[k], total.recv_bytes[k] += c->recv_bytes[k];
-    }
+    for (const ByteCounters* c : {mesh_ ? &mesh_->counters() : nullptr, grads_ ? &grads_->counters() : nullptr})
+        if (c) total += *c;
     return total;
 }
 

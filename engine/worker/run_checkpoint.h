@@ -45,10 +45,7 @@ struct NodeProgress {
 // A resumed node's counters: those at its checkpoint plus what its transport counted since.
 inline ByteCounters counters_since(const ByteCounters& at_checkpoint, const ByteCounters& now) {
     ByteCounters total = at_checkpoint;
-    for (int k = 0; k < 3; ++k) {
-        total.sent_bytes[k] += now.sent_bytes[k], total.recv_bytes[k] += now.recv_bytes[k];
-        total.sent_msgs[k] += now.sent_msgs[k], total.recv_msgs[k] += now.recv_msgs[k];
-    }
+    total += now;
     return total;
 }
 

@@ -66,39 +66,51 @@ TEST(AccessLinks, ListsOfTheWrongLengthAreRefusedByName) {
     EXPECT_NE(c.message().find("network.replica_down_bps"), std::string::npos) << c.message();
 }
 
-// A relay (network.relay_replicas): the relayed members of a round share the relay's link for every
-// byte into them, and pay its latency on top of their own. By hand, 4 replicas on wan-1g (1 Gb/s,
-// 20 ms), replicas 2 and 3 behind a relay of 100 Mb/s up, 300 Mb/s down and 5 ms.
-TEST(RelayLink, RelayedMembersShareTheRelayAndPayItsLatency) {
+// A relay (network.relay_replicas): only payloads between two relayed members cross it (a public
+// member and a relayed one talk directly, the relayed one dialling), and those pay its latency on
+// top of their own. By hand, 4 replicas on wan-1g (1 Gb/s, 20 ms), replicas 2 and 3 behind a relay
+// of 100 Mb/s up, 300 Mb/s down and 5 ms: the relay's rate is min(100, 300) = 100 Mb/s.
+TEST(RelayLink, OnlyPayloadsBetweenRelayedMembersCrossTheRelay) {
     auto c = parse_config(
         "[outer]\nalgorithm = \"diloco\"\nreplicas = 4\n[network]\nprofile = \"wan-1g\"\n"
         "relay_replicas = [2, 3]\nrelay_up_bps = 100e6\nrelay_down_bps = 300e6\nrelay_latency_s = 0.005\n",
         "relay.toml");
     ASSERT_TRUE(c) << c.message();
     const NetworkProfile p = network_profile(c->network).value();
-    // A mesh round of all four: a public member receives straight from everyone (relayed senders
-    // dial out) at 1 Gb/s, but waits out the largest latency, 20 + 5 ms.
+    // A mesh round of all four: a public member receives straight from everyone at 1 Gb/s, and
+    // waits out the largest latency, 20 + 5 ms (2 and 3 talk through the relay).
     EXPECT_EQ(round_link(p, 0, {}, 1).bandwidth_bps, 1e9);
     EXPECT_DOUBLE_EQ(round_link(p, 0, {}, 1).latency_s, 0.025);
-    // A relayed member's way in: min(1 Gb/s, min(100, 300) Mb/s / 2 relayed members) = 50 Mb/s.
-    EXPECT_EQ(round_link(p, 2, {}, 1).bandwidth_bps, 50e6);
-    EXPECT_EQ(round_link(p, 3, {0, 1, 2, 3}, 1).bandwidth_bps, 50e6);
-    // Alone behind the relay in a round of {1, 3}: the whole 100 Mb/s.
-    EXPECT_EQ(round_link(p, 3, {1, 3}, 1).bandwidth_bps, 100e6);
+    // A relayed member takes 3 payloads, 1 of them (from the other relayed member) through the
+    // relay, which carries 2 at once: 50 Mb/s each. 3 payloads in the time of one at 50 Mb/s is
+    // 150 Mb/s, under its own 1 Gb/s.
+    EXPECT_DOUBLE_EQ(round_link(p, 2, {}, 1).bandwidth_bps, 150e6);
+    EXPECT_DOUBLE_EQ(round_link(p, 3, {0, 1, 2, 3}, 1).bandwidth_bps, 150e6);
+    // Alone behind the relay in a round of {1, 3}: it dials 1, nothing crosses the relay.
+    EXPECT_EQ(round_link(p, 3, {1, 3}, 1).bandwidth_bps, 1e9);
+    EXPECT_DOUBLE_EQ(round_link(p, 3, {1, 3}, 1).latency_s, 0.020);
+    // Both relayed members alone: every payload crosses the relay, 100 / 2 = 50 Mb/s each.
+    EXPECT_DOUBLE_EQ(round_link(p, 2, {2, 3}, 1).bandwidth_bps, 50e6);
     // Among public members only, nothing crosses the relay.
     EXPECT_EQ(round_link(p, 0, {0, 1}, 1).bandwidth_bps, 1e9);
     EXPECT_DOUBLE_EQ(round_link(p, 0, {0, 1}, 1).latency_s, 0.020);
-    // A ring of all four: every step waits for its slowest edge, an edge into 2 or 3 at 50 Mb/s.
-    for (int self = 0; self < 4; ++self) EXPECT_EQ(round_link(p, self, {}, 6).bandwidth_bps, 50e6) << self;
-    // 5 MB into replica 2 after the slowest arrival (3 s): 0.025 + 8·5e6 / 50e6 = 0.825 s.
-    EXPECT_DOUBLE_EQ(round_end_s({2.0, 3.0, 2.5, 1.0}, round_link(p, 2, {}, 1), 5'000'000), 3.0 + 0.025 + 0.8);
+    // A ring 0 → 1 → 2 → 3 → 0: only the edge 2 → 3 crosses the relay, alone on it: 100 Mb/s, the
+    // slowest edge every step waits for.
+    for (int self = 0; self < 4; ++self) EXPECT_EQ(round_link(p, self, {}, 6).bandwidth_bps, 100e6) << self;
+    EXPECT_DOUBLE_EQ(round_link(p, 0, {}, 6).latency_s, 0.025);
+    // A ring of {0, 1, 3}: no edge between two relayed members, nothing crosses the relay.
+    EXPECT_EQ(round_link(p, 0, {0, 1, 3}, 6).bandwidth_bps, 1e9);
+    EXPECT_DOUBLE_EQ(round_link(p, 0, {0, 1, 3}, 6).latency_s, 0.020);
+    // 5 MB into replica 2 after the slowest arrival (3 s): 0.025 + 8·5e6 / 150e6 s.
+    EXPECT_DOUBLE_EQ(round_end_s({2.0, 3.0, 2.5, 1.0}, round_link(p, 2, {}, 1), 5'000'000), 3.0 + 0.025 + 8 * 5e6 / 150e6);
     // A hub round never crosses the relay (relayed nodes dial the hub): the same as without one.
     auto direct = p;
     direct.relay.replicas.clear();
     EXPECT_EQ(outer_round_end_s(p, Topology::kHub, 2, {}, {1, 2, 3, 4}, 5'000'000, 1),
               outer_round_end_s(direct, Topology::kHub, 2, {}, {1, 2, 3, 4}, 5'000'000, 1));
-    // A mesh round does: 4 + 0.025 + 0.8 s for replica 2.
-    EXPECT_DOUBLE_EQ(outer_round_end_s(p, Topology::kMesh, 2, {}, {1, 2, 3, 4}, 5'000'000, 1), 4.0 + 0.025 + 0.8);
+    // A mesh round does: 4 + 0.025 + 8·5e6 / 150e6 s for replica 2.
+    EXPECT_DOUBLE_EQ(outer_round_end_s(p, Topology::kMesh, 2, {}, {1, 2, 3, 4}, 5'000'000, 1),
+                     4.0 + 0.025 + 8 * 5e6 / 150e6);
 }
 
 TEST(RelayLink, TheRelaysUnsetLinksAreTheOuterLinksAndBadReplicasAreRefused) {

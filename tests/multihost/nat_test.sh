@@ -11,8 +11,10 @@
 #   (c) a compressed 2-stage pipeline replica with one stage in each home, beside a full replica
 #       in public;
 #   each run's final table (steps, losses, bytes per node) equals the same layout on threads, and
-#   the relay's counters for each home node hold its received data-plane payloads: relayed payload
-#   = the node's received bytes + the 48-byte header of each message (docs/relay.md);
+#   the relay's counters for each home node equal what the node read off its data port, per link
+#   class: relayed payload = the node's relayed.<class>.recv + the 48-byte header of each message
+#   (docs/relay.md); and a public member's messages to a home node travel over the connection the
+#   home node dialled to its outbox, not through the relay;
 #   (d) a home router that drops its line mid-run: the survivors go on, the node behind it is named
 #       lost, rejoins through the relay once the line is back (cluster.restart_lost), and the run
 #       finishes.
@@ -98,29 +100,41 @@ $body"
     "${CLUSTER_EXTRA:-}" "${REMOTE_EXTRA:-}" > "$work/$name.toml"
   printf '%s\n[cluster]\nmode = "threads"\n%s\n' "$common" "${CLUSTER_EXTRA:-}" > "$work/$name-threads.toml"
 }
-# The relay's counters of each home node in run $1: its data-plane payload to the node, less 48 B
-# per message header (every data-plane message is a 48-byte header frame and its payload frame),
-# against what the node counts received on its outer-sync and stage links.
+# The relay's counters of each home node in run $1 (there must be $2): its data-plane payload to the
+# node, less 48 B per message header (every data-plane message is a 48-byte header frame and its
+# payload frame), equal to what the node read off its data port (relayed.<class>.recv), which
+# holds what the run counts received (bytes.*.recv) and the uncounted state and measurement frames.
 check_relay() {
-  local name="$1" id line node frames payload recv
+  local name="$1" id line node frames payload relayed counted per_class
   id="$(sqlite3 "$db" "select id from runs where name = '$name-nat'")"
-  local n=0
+  # The node's last row of a metric, summed over the names matching `like`.
+  last_rows() {
+    sqlite3 "$db" "select coalesce(sum(value), 0) from metrics m where m.run_id = $id and m.node = '$1'
+      and m.name like '$2' and m.step = (select max(step) from metrics where run_id = $id and node = '$1' and name = m.name)"
+  }
+  local n=0 carried=0
   while IFS= read -r line; do
     grep -q " via relay (" <<<"$line" || fail "$name: $line"
     node="${line%% via relay*}"
     frames="$(sed -E 's/.* data to node [0-9]+ B \(payload [0-9]+ B in ([0-9]+) frames\).*/\1/' <<<"$line")"
     payload="$(sed -E 's/.* data to node [0-9]+ B \(payload ([0-9]+) B in .*/\1/' <<<"$line")"
-    recv="$(sqlite3 "$db" "select coalesce(sum(value), 0) from metrics m where m.run_id = $id and m.node = '$node'
-      and m.name in ('bytes.outer.recv', 'bytes.stage.recv') and m.step = (select max(step) from metrics
-      where run_id = $id and node = '$node' and name = m.name)")"
-    recv="${recv%.0}"
+    relayed="$(last_rows "$node" 'relayed.%.recv')"
+    relayed="${relayed%.0}"
+    counted="$(last_rows "$node" 'bytes.%.recv')"
+    counted="${counted%.0}"
+    per_class="$(sqlite3 -separator ' ' "$db" "select name, cast(max(value) as integer) from metrics where run_id = $id
+      and node = '$node' and name like 'relayed.%' group by name" | paste -sd, -)"
+    # A data-plane message is two frames, a 48-byte header and its payload: the relay's payload
+    # less 24 B per frame is what the node read off its data port, to the byte.
     [ $((frames % 2)) = 0 ] || fail "$name: $node: an odd number of data frames through the relay ($frames)"
-    [ "$((payload - 24 * frames))" -ge "$recv" ] && [ "$recv" -gt 0 ] \
-      || fail "$name: $node: the relay carried $payload B of data payload in $frames frames, the node received $recv B"
+    [ "$((payload - 24 * frames))" = "$relayed" ] \
+      || fail "$name: $node: the relay carried $payload B of data payload in $frames frames, the node read $relayed B off its data port ($per_class; counted $counted B)"
     n=$((n + 1))
-    echo "   $node: relay data payload $payload B in $frames frames = $((payload - 24 * frames)) B past headers; node received $recv B"
+    carried=$((carried + relayed))
+    echo "   $node: relay data payload $payload B in $frames frames = $((payload - 24 * frames)) B past headers = read at the node (${per_class:-nothing}); counted by the run $counted B"
   done < <(sqlite3 "$db" "select e.text from events e join runs r on r.id = e.run_id where r.name = '$name-nat' and e.kind = 'relay'")
   [ "$n" = "$2" ] || fail "$name: relay counters for $n home nodes, not $2"
+  [ "$carried" -gt 0 ] || fail "$name: the relay carried no payload between home nodes"
 }
 
 # (a) DiLoCo over a ring across both homes and the public node; the home replicas' relay is part
@@ -133,6 +147,15 @@ inner_steps = 10
 topology = "ring"' pub h0m0 h0m1 h1m0 h1m1
 compare ring 5
 check_relay ring 4
+# The public member sends to replica-1 (home 0) over the connection replica-1 dialled to its outbox:
+# of what replica-1 received, only the other home nodes' words came through the relay (8-byte
+# clocks each round), none of the ring's payload, which its public predecessor sends.
+ring_id="$(sqlite3 "$db" "select id from runs where name = 'ring-nat'")"
+direct_in="$(sqlite3 "$db" "select cast(max(value) as integer) from metrics where run_id = $ring_id and node = 'replica-1' and name = 'bytes.outer.recv'")"
+relayed_in="$(sqlite3 "$db" "select cast(coalesce(max(value), 0) as integer) from metrics where run_id = $ring_id and node = 'replica-1' and name = 'relayed.outer.recv'")"
+[ "${direct_in:-0}" -gt 100000 ] && [ $((relayed_in * 1000)) -lt "$direct_in" ] \
+  || fail "ring: replica-1 received $direct_in B, $relayed_in B of it through the relay (expected only words: its ring predecessor is public)"
+echo "ok: replica-1 in home 0 received $direct_in B, all but $relayed_in B (the other home nodes' words) over the outbox it dialled"
 
 # (b) SparseLoCo through the coordinator's hub on host 0: the home nodes dial it out. One home node
 # is listed by its address inside its home and its key: it does not answer there, so the

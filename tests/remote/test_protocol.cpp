@@ -127,6 +127,43 @@ TEST(Protocol, RoleRoundTripAndRangeCheck) {
     EXPECT_NE(role_from_json(j).message().find("no \"replica\""), std::string::npos);
 }
 
+// The mesh's relayed members: ascending ranks of tcp:// members, in a keyed mesh; absent = none.
+TEST(Protocol, RoleRelayedMembersRoundTripAndAreChecked) {
+    NodeRole r = two_replica_role();
+    const std::string key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";  // libzmq's test vector
+    r.mesh_endpoints = {"tcp://10.0.0.1:7002", "tcp://10.0.0.2:7002", "inproc://c"};
+    r.mesh_keys = {key, key, key};
+    r.mesh_relayed = {0, 1};
+    auto back = role_from_json(role_to_json(r));
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_EQ(back->mesh_relayed, r.mesh_relayed);
+    auto j = role_to_json(r);
+    j.erase("mesh_relayed");
+    back = role_from_json(j);
+    ASSERT_TRUE(back) << back.message();
+    EXPECT_TRUE(back->mesh_relayed.empty());
+    const std::pair<nlohmann::json, const char*> bad[] = {
+        {nlohmann::json::array({1, 0}), "\"mesh_relayed[1]\" must be a mesh rank below 3, above the one before it"},
+        {nlohmann::json::array({3}), "\"mesh_relayed[0]\" must be a mesh rank below 3"},
+        {nlohmann::json::array({-1}), "\"mesh_relayed[0]\" must be a mesh rank below 3"},
+        {nlohmann::json::array({"1"}), "\"mesh_relayed[0]\" must be an integer"},
+        {nlohmann::json::array({2}), "names a member at inproc://c, not tcp://"},
+        {nlohmann::json::array({0, 1, 2, 3}), "at most as many ranks as mesh_endpoints"},
+        {nlohmann::json("0"), "must be an array"},
+    };
+    for (const auto& [value, want] : bad) {
+        j = role_to_json(r);
+        j["mesh_relayed"] = value;
+        const auto res = role_from_json(j);
+        ASSERT_FALSE(res) << value.dump();
+        EXPECT_NE(res.message().find(want), std::string::npos) << res.message();
+    }
+    j = role_to_json(r);
+    j["mesh_keys"] = nlohmann::json::array();
+    EXPECT_NE(role_from_json(j).message().find("\"mesh_relayed\" needs \"mesh_keys\""), std::string::npos)
+        << role_from_json(j).message();
+}
+
 // Run-scoped checkpoints: the folder is one plain path component, the step needs it.
 TEST(Protocol, RoleCheckpointFieldsRoundTripAndStayInsideTheFolder) {
     NodeRole r = two_replica_role();

@@ -51,6 +51,29 @@ TEST(ZmtpMeter, CountsMessageFramesAndTheirPayloadWhateverTheChunks) {
     }
 }
 
+// A greeting that names CURVE: every message is a MESSAGE box, which libzmq 4.3 sends as a plain
+// frame (ZMTP 3.1 as a command): 33 bytes of each are framing either way, and the handshake's
+// commands (HELLO, READY) none of the payload.
+TEST(ZmtpMeter, UnderCurveEveryMessageIsABoxWhoseNameNonceTagAndFlagsAreFraming) {
+    std::string g(kZmtpGreetingBytes, '\0');
+    g.replace(12, 5, "CURVE");
+    const auto box = [](size_t payload) {
+        return std::string("\x07MESSAGE", 8) + std::string(8 + 16 + 1, 'n') + std::string(payload, 'p');
+    };
+    const std::string stream = g + short_frame(0x04, "\x05HELLO" + std::string(194, 'h')) +
+                               short_frame(0x04, "\x05READYxx") + short_frame(0x01, box(48)) + short_frame(0x00, box(0)) +
+                               long_frame(0x00, box(1000)) + short_frame(0x04, box(7));
+    for (size_t chunk : {stream.size(), size_t{1}, size_t{5}}) {
+        ZmtpMeter m;
+        ZmtpCount total;
+        for (size_t i = 0; i < stream.size(); i += chunk)
+            total += m.feed(reinterpret_cast<const uint8_t*>(stream.data()) + i, std::min(chunk, stream.size() - i));
+        EXPECT_EQ(total.bytes, stream.size()) << "chunk " << chunk;
+        EXPECT_EQ(total.frames, 4u) << "chunk " << chunk;
+        EXPECT_EQ(total.payload, 48u + 0 + 1000 + 7) << "chunk " << chunk;
+    }
+}
+
 TEST(Curve, AKeyFilePathOfFortyCharactersIsReadAsAFile) {
     // A path of 40 characters, every one of them in Z85's alphabet, is still a file's path.
     const std::string dir = std::filesystem::temp_directory_path().string() + "/twk" + std::to_string(::getpid());
