@@ -26,6 +26,7 @@ struct TransportArgs {
     bool json = false;
     bool curve = false;  // each ipc/tcp cell also with CURVE, and the ratio to the plain one
     bool relay = false;  // each tcp cell also through a relay on loopback, and the ratio to direct
+    bool outbox = false;  // each tcp+curve cell also through a mesh outbox, and the ratio to direct
 };
 
 // "4096", "16K", "16KiB", "1M", "64MiB" → bytes (binary multiples).
@@ -52,7 +53,7 @@ std::string size_label(uint64_t bytes) {
 }
 
 void print_transport_row(const char* name, uint64_t msg_bytes, int64_t msgs, double bytes_per_s, double ratio) {
-    std::printf("%-15s %8s %8lld %9.3f %12.0f %9.3f\n", name, size_label(msg_bytes).c_str(), (long long)msgs,
+    std::printf("%-16s %8s %8lld %9.3f %12.0f %9.3f\n", name, size_label(msg_bytes).c_str(), (long long)msgs,
                 bytes_per_s / 1e9, bytes_per_s / static_cast<double>(msg_bytes), ratio);
 }
 
@@ -80,7 +81,7 @@ int run_transport(const TransportArgs& a) {
         std::printf("one-way PUSH -> PULL, receiver reads each message's first and last byte; messages per cell =\n"
                     "clamp(%lld MiB / size, %lld, %lld); memcpy: same size, preallocated buffers, median of 3 batches\n\n",
                     (long long)a.budget_mib, (long long)a.min_msgs, (long long)a.max_msgs);
-        std::printf("%-15s %8s %8s %9s %12s %9s\n", "transport", "message", "msgs", "GB/s", "msg/s", "x memcpy");
+        std::printf("%-16s %8s %8s %9s %12s %9s\n", "transport", "message", "msgs", "GB/s", "msg/s", "x memcpy");
         for (uint64_t s : sizes)
             print_transport_row("memcpy", s, std::max<int64_t>(8, cfg.budget_bytes / s), memcpy_bps[s], 1.0);
     }
@@ -102,9 +103,20 @@ int run_transport(const TransportArgs& a) {
                     v.memcpy_bytes_per_s = memcpy_bps[s];
                     const std::string name = keyed ? "tcp+curve+relay" : "tcp+relay";
                     print_transport_row(name.c_str(), s, v.msgs, v.bytes_per_s, v.ratio_memcpy());
-                    std::printf("%-15s %8s %8s %9s %12s %9.3f  (relayed / direct)\n", "", "", "", "", "",
+                    std::printf("%-16s %8s %8s %9s %12s %9.3f  (relayed / direct)\n", "", "", "", "", "",
                                 v.bytes_per_s / d.bytes_per_s);
                 }
+            if (a.outbox && a.curve && t == Transport::kTcp) {
+                // A public member's way to a relayed one: its outbox, which the receiver dialled.
+                TransportBenchConfig direct = cfg, via = cfg;
+                direct.curve = via.curve = via.outbox = true;
+                TransportBenchResult d = unwrap(bench_transport(t, s, direct));
+                TransportBenchResult v = unwrap(bench_transport(t, s, via));
+                v.memcpy_bytes_per_s = memcpy_bps[s];
+                print_transport_row("tcp+curve+outbox", s, v.msgs, v.bytes_per_s, v.ratio_memcpy());
+                std::printf("%-16s %8s %8s %9s %12s %9.3f  (outbox / direct)\n", "", "", "", "", "",
+                            v.bytes_per_s / d.bytes_per_s);
+            }
             if (!a.curve || t == Transport::kInproc) continue;
             // The same cell right after with CURVE: the ratio compares two neighbours in time.
             TransportBenchConfig keyed = cfg;
@@ -115,7 +127,7 @@ int run_transport(const TransportArgs& a) {
             else {
                 const std::string name = std::string(to_string(t)) + "+curve";
                 print_transport_row(name.c_str(), s, c.msgs, c.bytes_per_s, c.ratio_memcpy());
-                std::printf("%-15s %8s %8s %9s %12s %9.3f  (CURVE / plain)\n", "", "", "", "", "",
+                std::printf("%-16s %8s %8s %9s %12s %9.3f  (CURVE / plain)\n", "", "", "", "", "",
                             c.bytes_per_s / r.bytes_per_s);
             }
         }
@@ -136,6 +148,9 @@ Command add_bench_transport(CLI::App& bench) {
     tr->add_flag("--curve", ta->curve, "also run every ipc/tcp cell with CurveZMQ and print the ratio to plain");
     tr->add_flag("--relay", ta->relay,
                  "also run every tcp cell (and with --curve, tcp+curve) through a relay on loopback and print the ratio to direct");
+    tr->add_flag("--outbox", ta->outbox,
+                 "with --curve: also run every tcp cell through a mesh outbox the receiver dials (a public member's way to "
+                 "a relayed one) and print the ratio to direct");
 
     return {tr, [ta] { return run_transport(*ta); }};
 }

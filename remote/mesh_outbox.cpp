@@ -143,6 +143,7 @@ Result<std::unique_ptr<MeshOutbox>> MeshOutbox::start(zmq::context_t& ctx, MeshO
         if (opts.max_frame_bytes > 0) im.router.set(zmq::sockopt::maxmsgsize, opts.max_frame_bytes);
         if (!opts.keys.empty()) curve_server(im.router, opts.keys, kZapData);
         im.router.bind(opts.bind);
+        o->endpoint_ = im.router.get(zmq::sockopt::last_endpoint);
         for (int r : opts.relayed) {
             if (r < 0 || static_cast<size_t>(r) >= opts.member_keys.size())
                 return R::error("mesh outbox: relayed rank " + std::to_string(r) + " has no key");

@@ -58,12 +58,15 @@ public:
 
     // Where this member's senders to relayed member `rank` connect (a PUSH, no CURVE).
     std::string sender_endpoint(int rank) const;
+    // The ROUTER's endpoint as bound (a wildcard port resolved).
+    const std::string& endpoint() const { return endpoint_; }
 
     struct Impl;
 
 private:
     MeshOutbox() = default;
     std::unique_ptr<Impl> impl_;
+    std::string endpoint_;
     ServeThread serving_;
 };
 

@@ -2,6 +2,7 @@
 #include "remote/bench/transport_bench.h"
 
 #include "remote/curve.h"
+#include "remote/mesh_outbox.h"
 #include "remote/relay.h"
 #include "remote/tunnel_client.h"
 
@@ -183,18 +184,29 @@ Result<TransportBenchResult> bench_transport(Transport t, uint64_t msg_bytes, co
     auto ctx_ptr = std::make_shared<zmq::context_t>();
     zmq::context_t& ctx = *ctx_ptr;
     std::unique_ptr<ZapHandler> zap;
-    zmq::socket_t pull(ctx, zmq::socket_type::pull), push(ctx, zmq::socket_type::push);
+    if (cfg.outbox && (t != Transport::kTcp || !cfg.curve))
+        return R::error("bench transport: an outbox serves keyed tcp:// only");
+    // Through an outbox the receiver is the dialler: a DEALER, as a relayed member's.
+    zmq::socket_t pull(ctx, cfg.outbox ? zmq::socket_type::dealer : zmq::socket_type::pull);
+    zmq::socket_t push(ctx, zmq::socket_type::push);
+    CurveKeyPair server_keys, client_keys;
     if (cfg.curve) {
         auto server = curve_keypair_new(), client = curve_keypair_new();
         if (!server || !client) return R::error("bench transport: no CURVE keys: " + server.message() + client.message());
+        server_keys = *server, client_keys = *client;
         auto z = ZapHandler::start(ctx_ptr, nullptr);
         if (!z) return z.status();
         zap = std::move(*z);
         zap->allow(kZapData, {client->public_key});
-        curve_server(pull, *server, kZapData);
-        curve_client(push, *client, server->public_key);
+        if (cfg.outbox) {  // the sender's outbox is the server; its inproc pipe has no CURVE
+            curve_client(pull, *client, server->public_key);
+        } else {
+            curve_server(pull, *server, kZapData);
+            curve_client(push, *client, server->public_key);
+        }
     }
     if (cfg.relayed && t != Transport::kTcp) return R::error("bench transport: a relay carries tcp:// only");
+    std::unique_ptr<MeshOutbox> outbox;
     std::unique_ptr<Relay> relay;
     std::unique_ptr<TunnelClient> tunnel;
     std::string error;
@@ -203,14 +215,30 @@ Result<TransportBenchResult> bench_transport(Transport t, uint64_t msg_bytes, co
     try {
         pull.set(zmq::sockopt::rcvtimeo, cfg.timeout_ms);
         push.set(zmq::sockopt::sndtimeo, cfg.timeout_ms);
-        pull.bind(*addr);
-        std::string target = pull.get(zmq::sockopt::last_endpoint);
-        if (cfg.relayed) {
-            auto via = relayed_endpoint(target, relay, tunnel);
-            if (!via) return via.status();
-            target = *via;
+        if (cfg.outbox) {
+            MeshOutboxOptions o;
+            o.bind = *addr;
+            o.keys = server_keys;
+            o.member_keys = {server_keys.public_key, client_keys.public_key};
+            o.relayed = {1};
+            auto ob = MeshOutbox::start(ctx, o);
+            if (!ob) return ob.status();
+            outbox = std::move(*ob);
+            pull.set(zmq::sockopt::probe_router, 1);
+            pull.connect(outbox->endpoint());
+            zmq::message_t welcome;  // the outbox knows this connection: the cell may start
+            if (!pull.recv(welcome) || welcome.size() != 0) return R::error("bench transport: no welcome from the outbox");
+            push.connect(outbox->sender_endpoint(1));
+        } else {
+            pull.bind(*addr);
+            std::string target = pull.get(zmq::sockopt::last_endpoint);
+            if (cfg.relayed) {
+                auto via = relayed_endpoint(target, relay, tunnel);
+                if (!via) return via.status();
+                target = *via;
+            }
+            push.connect(target);
         }
-        push.connect(target);
         std::promise<bool> ready;
         std::thread receiver(receive, std::ref(pull), r.msgs, msg_bytes, std::ref(ready), std::ref(got));
         auto sent = send_all(push, payload, r.msgs, ready.get_future());
@@ -225,6 +253,7 @@ Result<TransportBenchResult> bench_transport(Transport t, uint64_t msg_bytes, co
     push.close();
     tunnel.reset();
     relay.reset();
+    outbox.reset();
     pull.close();
     zap.reset();
     if (error.empty()) error = got.error;

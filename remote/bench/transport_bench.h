@@ -27,6 +27,9 @@ struct TransportBenchConfig {
                                            //   ZAP handler as a keyed node's data plane is
     bool relayed = false;                  // tcp only: the sender dials a relay (remote/relay.h) that
                                            //   carries the connection through the receiver's tunnel
+    bool outbox = false;                   // tcp with curve only: the sender's messages leave through
+                                           //   a mesh outbox (remote/mesh_outbox.h) that the receiver
+                                           //   dials, as a public member's reach a relayed member
 };
 
 // Messages one cell sends for `msg_bytes`: clamp(budget_bytes / msg_bytes, min_msgs, max_msgs).

@@ -10,6 +10,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "remote/bench/transport_bench.h"
 #include "remote/cluster.h"
 #include "remote/curve.h"
 #include "remote/mesh_outbox.h"
@@ -131,6 +132,23 @@ TEST(MeshOutbox, TheOutboxEndpointIsTheDataPortsNextPort) {
         auto r = mesh_outbox_endpoint(bad);
         EXPECT_FALSE(r) << bad;
     }
+}
+
+// The transport bench's outbox cell (`thinwire bench transport --curve --outbox`) carries every
+// message, unchanged (it checks each one's first and last byte), and refuses what it cannot run.
+TEST(MeshOutbox, TheTransportBenchCarriesEveryMessageThroughAnOutbox) {
+    if (!curve_available()) GTEST_SKIP() << "libzmq without CURVE";
+    TransportBenchConfig cfg;
+    cfg.budget_bytes = 1 << 20;
+    cfg.curve = cfg.outbox = true;
+    auto r = bench_transport(Transport::kTcp, 64 << 10, cfg);
+    ASSERT_TRUE(r) << r.message();
+    EXPECT_EQ(r->msgs, 16);
+    EXPECT_GT(r->bytes_per_s, 0);
+    cfg.curve = false;
+    auto plain = bench_transport(Transport::kTcp, 64 << 10, cfg);
+    ASSERT_FALSE(plain);
+    EXPECT_NE(plain.message().find("an outbox serves keyed tcp:// only"), std::string::npos) << plain.message();
 }
 
 // A mesh with relayed members is keyed: without CURVE there is no key to know a dialler by.
