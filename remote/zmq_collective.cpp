@@ -289,9 +289,18 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
                 case MeshMembership::Out::kSilent: {
                     char buf[32];
                     std::snprintf(buf, sizeof buf, "%.1f", silent);
-                    if (opts_.on_event) opts_.on_event("member-lost", member(r) + " silent for " + buf + " s");
+                    // A relayed member hears a public one only over its outbox: one that never
+                    // welcomed this member is most likely a port its firewall keeps closed.
+                    std::string hint;
+                    if (static_cast<size_t>(r) < s.inbox.size() && s.inbox[static_cast<size_t>(r)] &&
+                        !s.welcomed[static_cast<size_t>(r)]) {
+                        auto at = mesh_outbox_endpoint(endpoints_[static_cast<size_t>(r)]);
+                        hint = "; its outbox at " + (at ? *at : std::string("?")) +
+                               " never answered this member (is that port open to it?)";
+                    }
+                    if (opts_.on_event) opts_.on_event("member-lost", member(r) + " silent for " + buf + " s" + hint);
                     return Status::error("collective: " + member(r) + " is lost: silent for " + buf +
-                                         " s (no heartbeat, no traffic) while " + what + " waited");
+                                         " s (no heartbeat, no traffic) while " + what + " waited" + hint);
                 }
             }
         }

@@ -151,6 +151,38 @@ TEST(MeshOutbox, TheTransportBenchCarriesEveryMessageThroughAnOutbox) {
     EXPECT_NE(plain.message().find("an outbox serves keyed tcp:// only"), std::string::npos) << plain.message();
 }
 
+// A relayed member hears a public one only over that member's outbox. When the outbox never
+// answers (here: nobody serves it, as behind a firewall that keeps the port closed), the public
+// member is lost for silence, and the error says where the relayed member looked.
+TEST(MeshOutbox, ARelayedMemberThatNeverHearsAnOutboxSaysWhereItLooked) {
+    if (!curve_available()) GTEST_SKIP() << "libzmq without CURVE";
+    auto ctx = std::make_shared<zmq::context_t>();
+    auto zap = ZapHandler::start(ctx, [](const std::string&) {}).value();
+    auto k0 = curve_keypair_new().value(), k1 = curve_keypair_new().value();
+    zap->allow(kZapData, {k0.public_key, k1.public_key});
+    const int port = free_tcp_port_block(4).value();
+    const std::vector<std::string> eps = {"tcp://127.0.0.1:" + std::to_string(port),
+                                          "tcp://127.0.0.1:" + std::to_string(port + 2)};
+    MeshOptions o;
+    o.timeout_ms = 20000;
+    o.token = 0x77;
+    o.heartbeat_s = 0.05;
+    o.silence_timeout_s = 0.5;
+    o.public_key = k1.public_key;
+    o.secret_key = k1.secret_key;
+    o.member_keys = {k0.public_key, k1.public_key};
+    o.relayed_members = {1};
+    auto m = ZmqCollective::create(ctx, eps, 1, o);
+    ASSERT_TRUE(m) << m.message();
+    auto got = (*m)->all_gather({1, 2, 3}, LinkClass::kOuterSync);
+    ASSERT_FALSE(got);
+    EXPECT_NE(got.message().find("is lost: silent for"), std::string::npos) << got.message();
+    EXPECT_NE(got.message().find("its outbox at tcp://127.0.0.1:" + std::to_string(port + 1) +
+                                 " never answered this member (is that port open to it?)"),
+              std::string::npos)
+        << got.message();
+}
+
 // A mesh with relayed members is keyed: without CURVE there is no key to know a dialler by.
 TEST(MeshOutbox, ARelayedMeshWithoutKeysIsRefused) {
     auto ctx = std::make_shared<zmq::context_t>();
