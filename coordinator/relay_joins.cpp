@@ -1,9 +1,11 @@
 // A run's nodes named by key; see relay_joins.h.
 #include "coordinator/relay_joins.h"
 
+#include <set>
 #include <zmq.hpp>
 
 #include "core/joined_nodes.h"
+#include "core/layout.h"
 
 namespace tw {
 namespace {
@@ -122,11 +124,16 @@ std::vector<std::string> RelayJoins::report(const std::vector<std::string>& name
     return lines;
 }
 
-std::vector<bool> RelayJoins::relayed(size_t nodes) const {
-    std::vector<bool> out(nodes, false);
+void RelayJoins::mark_relayed(std::vector<NodeRole>& roles, const std::vector<std::string>& endpoints) const {
+    std::set<std::string> data;  // the joined nodes' data endpoints, at the relay
     for (const auto& [i, key] : joined_)
-        if (i < nodes) out[i] = true;
-    return out;
+        if (i < endpoints.size())
+            if (auto eps = derive_endpoints(endpoints[i])) data.insert(eps->data);
+    for (NodeRole& r : roles) {
+        r.mesh_relayed.clear();
+        for (size_t m = 0; m < r.mesh_endpoints.size(); ++m)
+            if (data.count(r.mesh_endpoints[m])) r.mesh_relayed.push_back(static_cast<int>(m));
+    }
 }
 
 void RelayJoins::mark(std::vector<NodeInfo>& nodes) const {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/role.h"
 #include "core/status.h"
 #include "remote/coordinator.h"
 #include "remote/curve.h"
@@ -33,8 +34,9 @@ public:
                                       std::vector<std::string>& node_keys, const std::function<void(const std::string&)>& log,
                                       const std::function<bool()>& stopped);
     bool empty() const { return joined_.empty(); }
-    // Per node (endpoint order, `nodes` of them): true for those that joined the relay.
-    std::vector<bool> relayed(size_t nodes) const;
+    // Sets each role's mesh_relayed: the mesh ranks whose endpoint is a joined node's data endpoint
+    // at the relay (`endpoints`: the nodes' control endpoints as resolve left them).
+    void mark_relayed(std::vector<NodeRole>& roles, const std::vector<std::string>& endpoints) const;
     // Sets joined_key on each node named by key (nodes: the coordinator's, in endpoint order).
     void mark(std::vector<NodeInfo>& nodes) const;
     // One line per joined node: what the relay carried for it during this run (and how often it

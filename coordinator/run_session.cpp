@@ -198,7 +198,6 @@ void Session::bring_up(Live& run) {
                 if (print_) std::fprintf(stderr, "thinwire: %s\n", line.c_str());
             },
             [this] { return stop_req_.load(); }));
-        if (!run.joins.empty()) run.copts.relayed = run.joins.relayed(run.endpoints.size());
     }
     run.coord = unwrap(Coordinator::connect(run.ctx, run.endpoints, run.copts));
 }
@@ -231,6 +230,7 @@ bool Session::prepare(Live& run) {
     run.fingerprint = unwrap(parse_data_fingerprint(reports.front().fingerprint));
     run.roles = unwrap(assign_roles(cfg, run.endpoints, free_tcp_port));
     for (NodeRole& r : run.roles) r.data_fingerprint = to_wire(run.fingerprint);
+    run.joins.mark_relayed(run.roles, run.endpoints);
     // outer.topology = "hub": the relay runs here, in the coordinator, on cluster.hub_endpoint
     // (loopback on a free port when unset: thread and child-process nodes reach it). It admits only
     // requests with the run's token, and with keys only the members' keys, each for its own rank.

@@ -234,11 +234,9 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
                              std::to_string(nodes_.size()) + " nodes");
     const bool curve = !s.opts.keys.empty();
     std::map<std::string, std::string> key_of_data_ep;  // data endpoint → node key
-    std::set<std::string> relayed_data_eps;             // data endpoints of nodes that joined a relay
     for (size_t i = 0; i < roles.size(); ++i) {
         auto eps = derive_endpoints(nodes_[i].endpoint);
         if (!eps) return eps.status();
-        if (i < s.opts.relayed.size() && s.opts.relayed[i]) relayed_data_eps.insert(eps->data);
         if (curve) {
             curve_client(s.sub, s.opts.keys, s.opts.node_keys[i]);  // taken at connect: one key per node
             key_of_data_ep[eps->data] = s.opts.node_keys[i];
@@ -256,9 +254,6 @@ Status Coordinator::configure(const std::vector<NodeRole>& roles, const std::str
                 s.opts.node_keys[i];
     for (auto& r : run_roles) {
         r.mesh_token = mesh_token;
-        r.mesh_relayed.clear();
-        for (size_t m = 0; m < r.mesh_endpoints.size(); ++m)
-            if (relayed_data_eps.count(r.mesh_endpoints[m])) r.mesh_relayed.push_back(static_cast<int>(m));
         if (!curve) continue;
         if (!r.hub_endpoint.empty()) r.hub_key = s.opts.keys.public_key;  // the relay serves with this coordinator's keys
         r.mesh_keys.clear();

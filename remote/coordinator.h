@@ -51,9 +51,6 @@ struct CoordinatorOptions {
     // given to connect(); both empty = no CURVE (loopback nodes without keys).
     CurveKeyPair keys;
     std::vector<std::string> node_keys;
-    // Parallel to the endpoints: nodes that joined a relay (their endpoints are the relay's). Each
-    // role's mesh_relayed lists their mesh ranks. Empty = none.
-    std::vector<bool> relayed;
 };
 
 class CoordinatorSink {
