@@ -85,6 +85,15 @@ int run_transport(const TransportArgs& a) {
         for (uint64_t s : sizes)
             print_transport_row("memcpy", s, std::max<int64_t>(8, cfg.budget_bytes / s), memcpy_bps[s], 1.0);
     }
+    // Runs `via` right after its direct neighbour `d` and prints it with the ratio of the two.
+    const auto print_beside_direct = [&](const char* name, const char* what, const TransportBenchResult& d,
+                                         const TransportBenchConfig& via) {
+        TransportBenchResult v = unwrap(bench_transport(d.transport, d.msg_bytes, via));
+        v.memcpy_bytes_per_s = memcpy_bps[d.msg_bytes];
+        print_transport_row(name, d.msg_bytes, v.msgs, v.bytes_per_s, v.ratio_memcpy());
+        std::printf("%-16s %8s %8s %9s %12s %9.3f  (%s / direct)\n", "", "", "", "", "", v.bytes_per_s / d.bytes_per_s,
+                    what);
+    };
     for (Transport t : transports)
         for (uint64_t s : sizes) {
             TransportBenchResult r = unwrap(bench_transport(t, s, cfg));
@@ -98,24 +107,14 @@ int run_transport(const TransportArgs& a) {
                     TransportBenchConfig direct = cfg, via = cfg;
                     direct.curve = via.curve = keyed;
                     via.relayed = true;
-                    TransportBenchResult d = keyed ? unwrap(bench_transport(t, s, direct)) : r;
-                    TransportBenchResult v = unwrap(bench_transport(t, s, via));
-                    v.memcpy_bytes_per_s = memcpy_bps[s];
-                    const std::string name = keyed ? "tcp+curve+relay" : "tcp+relay";
-                    print_transport_row(name.c_str(), s, v.msgs, v.bytes_per_s, v.ratio_memcpy());
-                    std::printf("%-16s %8s %8s %9s %12s %9.3f  (relayed / direct)\n", "", "", "", "", "",
-                                v.bytes_per_s / d.bytes_per_s);
+                    const TransportBenchResult d = keyed ? unwrap(bench_transport(t, s, direct)) : r;
+                    print_beside_direct(keyed ? "tcp+curve+relay" : "tcp+relay", "relayed", d, via);
                 }
             if (a.outbox && a.curve && t == Transport::kTcp) {
                 // A public member's way to a relayed one: its outbox, which the receiver dialled.
                 TransportBenchConfig direct = cfg, via = cfg;
                 direct.curve = via.curve = via.outbox = true;
-                TransportBenchResult d = unwrap(bench_transport(t, s, direct));
-                TransportBenchResult v = unwrap(bench_transport(t, s, via));
-                v.memcpy_bytes_per_s = memcpy_bps[s];
-                print_transport_row("tcp+curve+outbox", s, v.msgs, v.bytes_per_s, v.ratio_memcpy());
-                std::printf("%-16s %8s %8s %9s %12s %9.3f  (outbox / direct)\n", "", "", "", "", "",
-                            v.bytes_per_s / d.bytes_per_s);
+                print_beside_direct("tcp+curve+outbox", "outbox", unwrap(bench_transport(t, s, direct)), via);
             }
             if (!a.curve || t == Transport::kInproc) continue;
             // The same cell right after with CURVE: the ratio compares two neighbours in time.

@@ -111,9 +111,8 @@ Result<std::unique_ptr<ZmqCollective>> ZmqCollective::create(std::shared_ptr<zmq
     if (!relayed.empty() && c->opts_.public_key.empty())
         return R::error("collective: a mesh with members that joined a relay needs CurveZMQ keys");
     c->relayed_ = is_relayed(rank);
-    std::vector<int> served;  // relayed members this reachable member sends to through its outbox
-    for (int r : relayed)
-        if (!c->relayed_ && r != rank) served.push_back(r);
+    // A reachable member sends every relayed member its messages through its outbox.
+    const std::vector<int> served = c->relayed_ ? std::vector<int>{} : relayed;
     // Where this member's messages to `r` go: the outbox's pipe for a relayed member it serves, else
     // r's data endpoint (through the relay when r is relayed and so is this member).
     const auto target = [&](int r) -> std::pair<std::string, std::string> {
@@ -312,9 +311,9 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         if (from_socket && from_socket->recv(h, zmq::recv_flags::dontwait)) break;
     }
     ++s.taken;
-    if (from_socket != &s.pull && h.size() == 0 && !h.more()) {  // an outbox's welcome (mesh_outbox.h)
-        for (size_t r = 0; r < s.inbox.size(); ++r)
-            if (&s.inbox[r] == from_socket) s.welcomed[r] = true;
+    const int outbox_owner = s.inbox_owner(from_socket);  // −1: the data port
+    if (outbox_owner >= 0 && h.size() == 0 && !h.more()) {  // an outbox's welcome (mesh_outbox.h)
+        s.welcomed[static_cast<size_t>(outbox_owner)] = true;
         return Status::ok();
     }
     // The rest of a multi-part message is in already (ZeroMQ delivers messages whole).
@@ -329,7 +328,7 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
         return drop("a message of " + std::to_string(1 + rest.size()) + " frames (expected header + payload)");
     auto fh = wire::parse_frame_header(static_cast<const uint8_t*>(h.data()), h.size(), size());
     if (!fh) return drop(fh.message());
-    if (relayed_ && from_socket == &s.pull) {  // all the relay carried in, whatever this member makes of it
+    if (relayed_ && outbox_owner < 0) {  // all the relay carried in, whatever this member makes of it
         counters_.relayed_recv_bytes[static_cast<int>(fh->link)] += rest.front().size();
         counters_.relayed_recv_msgs[static_cast<int>(fh->link)] += 1;
     }
@@ -337,11 +336,11 @@ Status ZmqCollective::pump_until(const std::string& what, const std::function<st
     if (fh->token != opts_.token) return drop("from rank " + std::to_string(from) + ": not this run's token");
     if (from == rank_) return drop("claims this member's own rank " + std::to_string(from));
     if (!opts_.public_key.empty()) {
-        if (from_socket == &s.pull) {
+        if (outbox_owner < 0) {
             const std::string key = peer_key(h);
             if (key != opts_.member_keys[static_cast<size_t>(from)])
                 return drop("claims rank " + std::to_string(from) + " but was sent with key " + key_tag(key));
-        } else if (from_socket != &s.inbox[static_cast<size_t>(from)]) {  // each outbox is its owner's, by its key
+        } else if (outbox_owner != from) {  // each outbox is its owner's, by its key
             return drop("claims rank " + std::to_string(from) + " but came from another member's outbox");
         }
     }

@@ -88,6 +88,13 @@ struct ZmqCollective::Sockets {
     std::vector<bool> welcomed;  // by rank: the outbox of that member welcomed the newest inbox connection
     size_t next_source = 0;      // poll_data's turn
 
+    // The rank whose outbox `from` is connected to; −1 for the data port (or anything else).
+    int inbox_owner(const zmq::socket_t* from) const {
+        for (size_t r = 0; r < inbox.size(); ++r)
+            if (&inbox[r] == from) return static_cast<int>(r);
+        return -1;
+    }
+
     // A relayed member's wait: polls the data port and the outboxes it dialled (sockets closed are
     // skipped) for up to `timeout_ms`; the socket to read next, or null when none has a message. The
     // first one looked at turns with each call, so that no source is starved by a busy other.
